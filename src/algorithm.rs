@@ -1,0 +1,348 @@
+//! The contract between an election algorithm and whatever drives it.
+//!
+//! An algorithm is a pure state machine. Its inputs are the calls of [`Algorithm`]
+//! (started, message from a peer, timer fired, peer unreachable, leader lost); its
+//! outputs are [`Effect`]s pushed into an [`Out`] — send, broadcast, set or cancel a
+//! timer given as a duration *range*, leader changed. Algorithm code holds no socket,
+//! clock, thread or random generator: the driver (the simulator, the turmoil harness
+//! or the UDP runtime, all through [`crate::node::Node`]) applies the effects, picks
+//! each timer's value from its own seeded generator and feeds the resulting inputs
+//! back. The same algorithm code therefore runs unchanged everywhere.
+
+use crate::message::Message;
+use crate::NodeId;
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The election algorithms electd implements; each runs as an independent group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AlgorithmKind {
+    Bully,
+    ImprovedBully,
+    Ring,
+    Lcr,
+    Hs,
+    Raft,
+}
+
+impl AlgorithmKind {
+    pub const ALL: [AlgorithmKind; 6] = [
+        AlgorithmKind::Bully,
+        AlgorithmKind::ImprovedBully,
+        AlgorithmKind::Ring,
+        AlgorithmKind::Lcr,
+        AlgorithmKind::Hs,
+        AlgorithmKind::Raft,
+    ];
+
+    /// Name used on the CLI, in config files and as the metrics `algorithm` label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlgorithmKind::Bully => "bully",
+            AlgorithmKind::ImprovedBully => "improved-bully",
+            AlgorithmKind::Ring => "ring",
+            AlgorithmKind::Lcr => "lcr",
+            AlgorithmKind::Hs => "hs",
+            AlgorithmKind::Raft => "raft",
+        }
+    }
+
+    /// The algorithms whose code exists in this build.
+    pub fn available() -> Vec<AlgorithmKind> {
+        AlgorithmKind::ALL
+            .into_iter()
+            .filter(|k| crate::algorithms::is_implemented(*k))
+            .collect()
+    }
+
+    /// Does the algorithm's safety argument promise "the highest live id leads"?
+    /// (Bully and ring families do; Raft elects whoever wins a majority.)
+    pub fn elects_highest_id(self) -> bool {
+        !matches!(self, AlgorithmKind::Raft)
+    }
+}
+
+impl fmt::Display for AlgorithmKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Error for an algorithm name that electd does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown algorithm {given:?}; expected one of: {}", AlgorithmKind::ALL.map(|k| k.as_str()).join(", "))]
+pub struct UnknownAlgorithm {
+    pub given: String,
+}
+
+impl FromStr for AlgorithmKind {
+    type Err = UnknownAlgorithm;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let norm = s.trim().to_ascii_lowercase().replace('_', "-");
+        let kind = match norm.as_str() {
+            "bully" => AlgorithmKind::Bully,
+            "improved-bully" | "improvedbully" => AlgorithmKind::ImprovedBully,
+            "ring" => AlgorithmKind::Ring,
+            "lcr" | "chang-roberts" => AlgorithmKind::Lcr,
+            "hs" | "hirschberg-sinclair" => AlgorithmKind::Hs,
+            "raft" => AlgorithmKind::Raft,
+            _ => {
+                return Err(UnknownAlgorithm {
+                    given: s.to_string(),
+                })
+            }
+        };
+        Ok(kind)
+    }
+}
+
+/// Timers an algorithm may arm. Setting a timer that is already armed re-arms it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Timer {
+    /// Bully family: no OK within T = 2·Ttrans + Tprocess ⇒ nobody higher is alive.
+    Answer,
+    /// Bully family: got an OK but no COORDINATOR within T' ⇒ start again.
+    Coordinator,
+    /// An election that has not finished in time is restarted (ring family), or a node
+    /// without a leader calls one (watchdog).
+    Retry,
+    /// Raft: randomized election timeout.
+    Election,
+    /// Raft: the leader's heartbeat period.
+    Heartbeat,
+    /// Raft: check-quorum period of a leader.
+    Quorum,
+}
+
+/// Why the driver says the leader is gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaderLoss {
+    /// The failure detector heard nothing for `failure_timeout`.
+    Silent,
+    /// The leader announced it is leaving (graceful shutdown).
+    Resigned,
+}
+
+/// An output of an algorithm, applied by the driver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// One logical message to one peer.
+    Send {
+        to: NodeId,
+        msg: Message,
+    },
+    /// The same message to every other roster member (alive or not); counted once per
+    /// recipient. The transport may use multicast for it.
+    Broadcast {
+        msg: Message,
+    },
+    /// Arm `timer` to fire after a delay the driver picks uniformly in `[min, max]`.
+    SetTimer {
+        timer: Timer,
+        min: Duration,
+        max: Duration,
+    },
+    CancelTimer(Timer),
+    /// This node's belief about the leader changed (`term` is the fencing token).
+    LeaderChanged {
+        leader: Option<NodeId>,
+        term: u64,
+    },
+    /// This node started (or joined as a candidate) an election.
+    ElectionStarted,
+}
+
+/// Collects the effects of one input; the driver drains it after every call.
+#[derive(Debug, Default)]
+#[must_use = "effects must be applied by the driver"]
+pub struct Out {
+    effects: Vec<Effect>,
+}
+
+impl Out {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn send(&mut self, to: NodeId, msg: Message) {
+        self.effects.push(Effect::Send { to, msg });
+    }
+    pub fn broadcast(&mut self, msg: Message) {
+        self.effects.push(Effect::Broadcast { msg });
+    }
+    pub fn set_timer(&mut self, timer: Timer, min: Duration, max: Duration) {
+        self.effects.push(Effect::SetTimer { timer, min, max });
+    }
+    /// A timer with a fixed delay.
+    pub fn set_timer_exact(&mut self, timer: Timer, after: Duration) {
+        self.set_timer(timer, after, after);
+    }
+    pub fn cancel_timer(&mut self, timer: Timer) {
+        self.effects.push(Effect::CancelTimer(timer));
+    }
+    pub fn leader_changed(&mut self, leader: Option<NodeId>, term: u64) {
+        self.effects.push(Effect::LeaderChanged { leader, term });
+    }
+    pub fn election_started(&mut self) {
+        self.effects.push(Effect::ElectionStarted);
+    }
+    pub fn effects(&self) -> &[Effect] {
+        &self.effects
+    }
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Effect> {
+        self.effects.drain(..)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.effects.is_empty()
+    }
+}
+
+/// Timing parameters shared by all algorithms (config `[timing]`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Timing {
+    /// Leader heartbeat period; must be well below `failure_timeout`.
+    pub heartbeat: Duration,
+    /// A follower that hears no heartbeat for this long declares the leader lost.
+    pub failure_timeout: Duration,
+    /// Bully family T: bound on ELECTION → OK round trip (2·Ttrans + Tprocess).
+    pub answer_timeout: Duration,
+    /// Bully family T': how long to wait for COORDINATOR after an OK. Also the ring
+    /// family's bound on one election before it is restarted.
+    pub coordinator_timeout: Duration,
+    /// Raft election timeout range (randomized, §5.2: e.g. 150–300 ms).
+    pub election_timeout_min: Duration,
+    pub election_timeout_max: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            heartbeat: Duration::from_millis(10),
+            failure_timeout: Duration::from_millis(100),
+            answer_timeout: Duration::from_millis(10),
+            coordinator_timeout: Duration::from_millis(50),
+            election_timeout_min: Duration::from_millis(100),
+            election_timeout_max: Duration::from_millis(200),
+        }
+    }
+}
+
+/// Algorithm-specific switches (config `[raft]`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Options {
+    /// Raft pre-vote (Ongaro's thesis §9.6): ask before raising the term.
+    pub pre_vote: bool,
+    /// Raft check-quorum: a leader that has not heard a majority within an election
+    /// timeout steps down.
+    pub check_quorum: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            pre_vote: true,
+            check_quorum: true,
+        }
+    }
+}
+
+/// Everything an algorithm instance is built from.
+#[derive(Clone, Debug)]
+pub struct GroupConfig {
+    /// This node's id.
+    pub me: NodeId,
+    /// Every roster member including `me`, in logical ring order (ring algorithms send
+    /// to the next entry, wrapping). Bully-family code only looks at the ids.
+    pub ring: Vec<NodeId>,
+    pub timing: Timing,
+    pub options: Options,
+    /// Boot counter of this node; election tags and epochs of a restarted node must
+    /// not collide with those of its previous life.
+    pub incarnation: u64,
+}
+
+impl GroupConfig {
+    /// Ids greater than `me`, ascending.
+    pub fn higher(&self) -> Vec<NodeId> {
+        let mut v: Vec<NodeId> = self.ring.iter().copied().filter(|&p| p > self.me).collect();
+        v.sort_unstable();
+        v
+    }
+    /// Every roster id except `me`.
+    pub fn others(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.ring.iter().copied().filter(move |&p| p != self.me)
+    }
+    /// Position of `me` in the ring.
+    pub fn my_position(&self) -> usize {
+        self.ring.iter().position(|&p| p == self.me).unwrap_or(0)
+    }
+    /// The member `k` steps clockwise from `me` (k may exceed the ring size).
+    pub fn clockwise(&self, k: usize) -> NodeId {
+        let n = self.ring.len();
+        self.ring[(self.my_position() + k) % n]
+    }
+    /// The member `k` steps counter-clockwise from `me`.
+    pub fn counter_clockwise(&self, k: usize) -> NodeId {
+        let n = self.ring.len();
+        self.ring[(self.my_position() + n - (k % n)) % n]
+    }
+    pub fn majority(&self) -> usize {
+        self.ring.len() / 2 + 1
+    }
+}
+
+/// One election algorithm instance at one node (see the module doc for the contract).
+///
+/// Every method gets `out` to push effects into; none may block, sleep, read a clock
+/// or draw randomness. Input from the network may be arbitrary: a method must never
+/// panic on it, only ignore what does not make sense.
+pub trait Algorithm: Send + fmt::Debug {
+    fn kind(&self) -> AlgorithmKind;
+
+    /// The node (re)started. With `call_election` the node calls an election at once
+    /// (the textbook rule for a restarted process); without it the node waits for
+    /// others and arms a watchdog so that it is never left without a leader forever.
+    fn on_start(&mut self, call_election: bool, out: &mut Out);
+
+    /// A message from a peer (already authenticated and de-duplicated).
+    fn on_message(&mut self, from: NodeId, msg: Message, out: &mut Out);
+
+    /// A timer set earlier fired.
+    fn on_timer(&mut self, timer: Timer, out: &mut Out);
+
+    /// The reliable link gave up delivering `msg` to `peer` after its last attempt.
+    fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out);
+
+    /// A peer the link had given up on was heard from again.
+    fn on_peer_alive(&mut self, _peer: NodeId, _out: &mut Out) {}
+
+    /// The failure detector lost the current leader (or the leader resigned).
+    fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out);
+
+    /// A heartbeat from `from`, which claims leadership with `epoch`, while this node
+    /// follows someone else (or nobody). Used to resolve split brain after a heal.
+    fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out);
+
+    /// The operator asked for an election (admin API).
+    fn call_election(&mut self, out: &mut Out);
+
+    /// Who this node believes leads, if anyone.
+    fn leader(&self) -> Option<NodeId>;
+
+    /// Epoch that only grows (Raft: the term); exported as the fencing token.
+    fn term(&self) -> u64;
+
+    /// Short state name for `/status` (`"follower"`, `"electing"`, …).
+    fn state(&self) -> &'static str;
+
+    /// Is an election in progress at this node?
+    fn is_electing(&self) -> bool;
+
+    /// Should the node run the generic heartbeat failure detector for this group?
+    /// (Raft has its own heartbeats and election timeout.)
+    fn uses_failure_detector(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,52 @@
+//! The election algorithms, one file each, all behind [`crate::algorithm::Algorithm`].
+
+pub mod bully;
+pub mod improved_bully;
+mod tags;
+
+use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig};
+
+/// Why an algorithm instance could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    #[error("algorithm {0} is not implemented in this build")]
+    NotImplemented(AlgorithmKind),
+    #[error("node {me} is not in the roster {ring:?}")]
+    NotInRoster {
+        me: crate::NodeId,
+        ring: Vec<crate::NodeId>,
+    },
+    #[error("roster lists node {0} twice")]
+    DuplicateId(crate::NodeId),
+    #[error("node id 0 is reserved (ids start at 1)")]
+    ZeroId,
+}
+
+/// Is `kind` implemented in this build?
+pub fn is_implemented(kind: AlgorithmKind) -> bool {
+    matches!(kind, AlgorithmKind::Bully | AlgorithmKind::ImprovedBully)
+}
+
+/// Build the algorithm `kind` for one node.
+pub fn build(kind: AlgorithmKind, cfg: GroupConfig) -> Result<Box<dyn Algorithm>, BuildError> {
+    if !cfg.ring.contains(&cfg.me) {
+        return Err(BuildError::NotInRoster {
+            me: cfg.me,
+            ring: cfg.ring,
+        });
+    }
+    let mut seen = std::collections::HashSet::new();
+    for &id in &cfg.ring {
+        if id == 0 {
+            return Err(BuildError::ZeroId);
+        }
+        if !seen.insert(id) {
+            return Err(BuildError::DuplicateId(id));
+        }
+    }
+    Ok(match kind {
+        AlgorithmKind::Bully => Box::new(bully::Bully::new(cfg)),
+        AlgorithmKind::ImprovedBully => Box::new(improved_bully::ImprovedBully::new(cfg)),
+        other => return Err(BuildError::NotImplemented(other)),
+    })
+}

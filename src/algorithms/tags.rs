@@ -1,0 +1,47 @@
+//! Election tags shared by the Bully family: which cascades this node has joined.
+
+use crate::message::ElectionTag;
+use crate::NodeId;
+use std::collections::HashMap;
+
+/// Remembers, per initiator, the newest election tag this node took part in, so each
+/// cascade is joined once (bounded by the roster size).
+#[derive(Debug, Default)]
+pub struct Joined {
+    newest: HashMap<NodeId, u64>,
+    next_seq: u64,
+    incarnation: u64,
+}
+
+impl Joined {
+    pub fn new(incarnation: u64) -> Self {
+        Joined {
+            newest: HashMap::new(),
+            next_seq: 0,
+            incarnation,
+        }
+    }
+
+    /// A fresh tag for an election `me` initiates (incarnation in the high bits so a
+    /// restarted node never reuses a tag of its previous life).
+    pub fn fresh(&mut self, me: NodeId) -> ElectionTag {
+        self.next_seq += 1;
+        let tag = ElectionTag {
+            initiator: me,
+            seq: (self.incarnation << 32) | (self.next_seq & 0xFFFF_FFFF),
+        };
+        self.join(tag);
+        tag
+    }
+
+    /// Record `tag`; true if it is new (not joined before).
+    pub fn join(&mut self, tag: ElectionTag) -> bool {
+        let newest = self.newest.entry(tag.initiator).or_insert(0);
+        if tag.seq > *newest {
+            *newest = tag.seq;
+            true
+        } else {
+            false
+        }
+    }
+}

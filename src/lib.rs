@@ -1,0 +1,26 @@
+//! electd — leader election daemon and simulator.
+//!
+//! The crate is layered so that the same algorithm code runs everywhere:
+//! - [`algorithm`]: the sans-IO contract (inputs → effects as data), and
+//!   [`algorithms`]: one file per election algorithm;
+//! - [`node`]: one node's groups, failure detector, reliable link and deadline table,
+//!   still without I/O or clocks;
+//! - [`sim`]: a deterministic discrete-event simulator that drives [`node::Node`];
+//! - [`compare`] and [`formulas`]: the literature's message counts against measured ones.
+
+pub mod algorithm;
+pub mod algorithms;
+pub mod compare;
+pub mod formulas;
+pub mod message;
+pub mod node;
+pub mod rng;
+pub mod sim;
+
+/// A node id from the roster; 0 is reserved (never a valid id).
+pub type NodeId = u32;
+
+/// Generated protobuf types (only `wire` should use them).
+pub mod proto {
+    include!(concat!(env!("OUT_DIR"), "/electd.v1.rs"));
+}

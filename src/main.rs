@@ -1,0 +1,23 @@
+//! The `electd` binary: parses the command line and dispatches.
+
+mod cli;
+
+use clap::Parser;
+use cli::{Cli, Command};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Simulate(args) => cli::simulate::run(args),
+        Command::Compare(args) => cli::compare::run(args),
+        Command::Demo(args) => cli::compare::demo(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("electd: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

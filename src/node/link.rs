@@ -1,0 +1,287 @@
+//! Reliable link, sans-IO: per-peer sequence numbers, acks, duplicate suppression,
+//! retransmission with exponential backoff, and a *peer unreachable* verdict after the
+//! last attempt. Liveness traffic (heartbeats) bypasses it: fire-and-forget.
+//!
+//! A peer's datagrams carry its incarnation (boot id). A higher incarnation means the
+//! peer restarted: its receive state is reset so its new sequence space is accepted;
+//! a lower one is a leftover of a previous life and is dropped.
+
+use crate::algorithm::AlgorithmKind;
+use crate::message::Message;
+use crate::node::{Datagram, Time};
+use crate::NodeId;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::time::Duration;
+
+/// Link settings (config `[transport]`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LinkConfig {
+    /// First retransmission after this long without an ack; doubles each attempt
+    /// (capped at 8×). Choose it above the network round trip.
+    pub retransmit: Duration,
+    /// Sends in total (first one included) before the peer is declared unreachable.
+    pub max_attempts: u32,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            retransmit: Duration::from_millis(5),
+            max_attempts: 4,
+        }
+    }
+}
+
+impl LinkConfig {
+    /// Delay before retransmission number `attempt` (1-based count of sends so far).
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        self.retransmit * (1u32 << attempt.saturating_sub(1).min(3))
+    }
+    /// Time from the first send until the link gives up on a message.
+    pub fn give_up_after(&self) -> Duration {
+        (1..=self.max_attempts.max(1))
+            .map(|a| self.backoff(a))
+            .sum()
+    }
+}
+
+#[derive(Debug)]
+struct Pending {
+    group: AlgorithmKind,
+    msg: Message,
+    attempts: u32,
+}
+
+/// What the link decided about an incoming datagram.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Inbound {
+    /// Hand the body to its group.
+    Deliver,
+    /// Already delivered once (acked again, body dropped).
+    Duplicate,
+    /// From an earlier incarnation of the peer: dropped.
+    Stale,
+    /// A pure ack (or a datagram without body): nothing to deliver.
+    Nothing,
+}
+
+/// The receiving side's memory of one peer.
+#[derive(Debug, Default)]
+struct PeerIn {
+    incarnation: u64,
+    /// Every sequence ≤ floor has been delivered.
+    floor: u64,
+    /// Delivered sequences above the floor (out of order arrivals).
+    above: BTreeSet<u64>,
+}
+
+const MAX_OUT_OF_ORDER: usize = 4096;
+
+#[derive(Debug)]
+pub struct Link {
+    me: NodeId,
+    incarnation: u64,
+    cfg: LinkConfig,
+    next_seq: HashMap<NodeId, u64>,
+    unacked: HashMap<(NodeId, u64), Pending>,
+    retx: BinaryHeap<Reverse<(Time, NodeId, u64)>>,
+    inbound: HashMap<NodeId, PeerIn>,
+    given_up: HashSet<NodeId>,
+    pub stats: LinkStats,
+}
+
+/// Counters of the link (acks and retransmissions are counted apart from messages).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LinkStats {
+    pub datagrams_sent: u64,
+    pub acks_sent: u64,
+    pub retransmissions: u64,
+    pub delivery_failures: u64,
+    pub duplicates_dropped: u64,
+    pub stale_dropped: u64,
+}
+
+/// A message the link gave up on.
+#[derive(Debug)]
+pub struct Undeliverable {
+    pub peer: NodeId,
+    pub group: AlgorithmKind,
+    pub msg: Message,
+}
+
+impl Link {
+    pub fn new(me: NodeId, incarnation: u64, cfg: LinkConfig) -> Self {
+        Link {
+            me,
+            incarnation,
+            cfg,
+            next_seq: HashMap::new(),
+            unacked: HashMap::new(),
+            retx: BinaryHeap::new(),
+            inbound: HashMap::new(),
+            given_up: HashSet::new(),
+            stats: LinkStats::default(),
+        }
+    }
+
+    pub fn config(&self) -> &LinkConfig {
+        &self.cfg
+    }
+
+    /// Wrap `msg` for `to`; reliable types get a sequence number and a retransmission.
+    pub fn send(&mut self, now: Time, to: NodeId, group: AlgorithmKind, msg: Message) -> Datagram {
+        self.stats.datagrams_sent += 1;
+        if !msg.kind().is_reliable() {
+            return self.datagram(0, 0, Some(group), Some(msg));
+        }
+        let seq = self.next_seq.entry(to).or_insert(0);
+        *seq += 1;
+        let seq = *seq;
+        self.unacked.insert(
+            (to, seq),
+            Pending {
+                group,
+                msg: msg.clone(),
+                attempts: 1,
+            },
+        );
+        self.retx
+            .push(Reverse((now + self.cfg.backoff(1), to, seq)));
+        self.datagram(seq, 0, Some(group), Some(msg))
+    }
+
+    fn datagram(
+        &self,
+        seq: u64,
+        ack: u64,
+        group: Option<AlgorithmKind>,
+        body: Option<Message>,
+    ) -> Datagram {
+        Datagram {
+            from: self.me,
+            incarnation: self.incarnation,
+            seq,
+            ack,
+            group,
+            body,
+        }
+    }
+
+    /// Process the link header of an incoming datagram. Returns the verdict, an ack to
+    /// send back (for reliable datagrams, duplicates included), and whether the peer
+    /// had been declared unreachable before this datagram.
+    pub fn receive(&mut self, d: &Datagram) -> (Inbound, Option<Datagram>, bool) {
+        let ack = (d.seq != 0).then(|| self.datagram(0, d.seq, None, None));
+        let peer = self.inbound.entry(d.from).or_default();
+        if d.incarnation < peer.incarnation {
+            self.stats.stale_dropped += 1;
+            return (Inbound::Stale, None, false);
+        }
+        if d.incarnation > peer.incarnation {
+            *peer = PeerIn {
+                incarnation: d.incarnation,
+                ..PeerIn::default()
+            };
+        }
+        if d.ack != 0 {
+            self.unacked.remove(&(d.from, d.ack));
+        }
+        let revived = self.given_up.remove(&d.from);
+        if d.seq == 0 {
+            let verdict = if d.body.is_some() {
+                Inbound::Deliver
+            } else {
+                Inbound::Nothing
+            };
+            return (verdict, None, revived);
+        }
+        self.stats.acks_sent += 1;
+        self.stats.datagrams_sent += 1;
+        let seen = d.seq <= peer.floor || !peer.above.insert(d.seq);
+        if seen {
+            self.stats.duplicates_dropped += 1;
+            return (Inbound::Duplicate, ack, revived);
+        }
+        while peer.above.remove(&(peer.floor + 1)) {
+            peer.floor += 1;
+        }
+        if peer.above.len() > MAX_OUT_OF_ORDER {
+            // Bounded memory: forget the oldest gap (a retransmission that old is moot).
+            if let Some(&lowest) = peer.above.iter().next() {
+                peer.above.remove(&lowest);
+                peer.floor = lowest;
+                while peer.above.remove(&(peer.floor + 1)) {
+                    peer.floor += 1;
+                }
+            }
+        }
+        (Inbound::Deliver, ack, revived)
+    }
+
+    /// Earliest retransmission deadline, if any message is unacknowledged.
+    pub fn next_deadline(&mut self) -> Option<Time> {
+        while let Some(Reverse((_, peer, seq))) = self.retx.peek() {
+            if self.unacked.contains_key(&(*peer, *seq)) {
+                break;
+            }
+            self.retx.pop();
+        }
+        self.retx.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    /// Retransmit what is due; messages past their last attempt come back as
+    /// [`Undeliverable`].
+    pub fn on_timeout(
+        &mut self,
+        now: Time,
+        transmit: &mut Vec<(NodeId, Datagram)>,
+        failed: &mut Vec<Undeliverable>,
+    ) {
+        while let Some(&Reverse((t, peer, seq))) = self.retx.peek() {
+            if t > now {
+                break;
+            }
+            self.retx.pop();
+            let Some(p) = self.unacked.get_mut(&(peer, seq)) else {
+                continue;
+            };
+            if p.attempts >= self.cfg.max_attempts {
+                let Some(p) = self.unacked.remove(&(peer, seq)) else {
+                    continue;
+                };
+                self.stats.delivery_failures += 1;
+                self.given_up.insert(peer);
+                failed.push(Undeliverable {
+                    peer,
+                    group: p.group,
+                    msg: p.msg,
+                });
+                continue;
+            }
+            p.attempts += 1;
+            let next = now + self.cfg.backoff(p.attempts);
+            let (group, msg) = (p.group, p.msg.clone());
+            self.retx.push(Reverse((next, peer, seq)));
+            self.stats.retransmissions += 1;
+            self.stats.datagrams_sent += 1;
+            transmit.push((peer, self.datagram(seq, 0, Some(group), Some(msg))));
+        }
+    }
+
+    /// Number of messages waiting for an ack.
+    pub fn in_flight(&self) -> usize {
+        self.unacked.len()
+    }
+
+    /// Number of messages to `peer` waiting for an ack.
+    pub fn unacked_to(&self, peer: NodeId) -> usize {
+        self.unacked.keys().filter(|(p, _)| *p == peer).count()
+    }
+
+    /// Drop all pending retransmissions (node paused / shutting down).
+    pub fn clear(&mut self) {
+        self.unacked.clear();
+        self.retx.clear();
+    }
+}

@@ -1,0 +1,555 @@
+//! One electd node, sans-IO: every configured algorithm as an independent group, the
+//! heartbeat failure detector, the reliable link, and one deadline table.
+//!
+//! The driver owns time and I/O. It calls [`Node::handle_datagram`] for each datagram
+//! received and [`Node::handle_timeout`] when the deadline of [`Node::poll_timeout`]
+//! has passed, then drains [`Node::drain_transmits`] (datagrams to put on the wire) and
+//! [`Node::drain_events`] (leader changes, for metrics, hooks and observers). Time is a
+//! [`Duration`] since an origin the driver chooses; no clock is read here. Timer
+//! ranges are resolved with the node's own seeded generator, so a run is a function of
+//! its seeds and inputs.
+
+pub mod link;
+
+use crate::algorithm::{
+    Algorithm, AlgorithmKind, Effect, GroupConfig, LeaderLoss, Options, Out, Timer, Timing,
+};
+use crate::message::{Message, MessageType};
+use crate::rng::Rng;
+use crate::NodeId;
+use link::{Inbound, Link, LinkConfig, LinkStats};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Driver time: a duration since the driver's origin.
+pub type Time = Duration;
+
+/// A datagram in domain form (the wire module encodes it as one protobuf envelope).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Datagram {
+    pub from: NodeId,
+    pub incarnation: u64,
+    /// Link sequence of a reliable body, 0 for unreliable ones.
+    pub seq: u64,
+    /// Sequence acknowledged, 0 for none.
+    pub ack: u64,
+    pub group: Option<AlgorithmKind>,
+    pub body: Option<Message>,
+}
+
+/// Everything a node is built from.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    pub id: NodeId,
+    /// Every roster id including this node's, in logical ring order.
+    pub ring: Vec<NodeId>,
+    pub algorithms: Vec<AlgorithmKind>,
+    pub timing: Timing,
+    pub options: Options,
+    pub link: LinkConfig,
+    /// Boot id; must grow across restarts of the same node.
+    pub incarnation: u64,
+    /// Seed of the generator that resolves timer ranges.
+    pub seed: u64,
+}
+
+/// What happened at a node, for observers (metrics, hooks, `/watch`, the simulator).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    LeaderChanged {
+        group: AlgorithmKind,
+        leader: Option<NodeId>,
+        term: u64,
+        at: Time,
+    },
+    ElectionStarted {
+        group: AlgorithmKind,
+        at: Time,
+    },
+    /// The node learned a leader after an election it took part in.
+    ElectionFinished {
+        group: AlgorithmKind,
+        duration: Duration,
+        won: bool,
+    },
+}
+
+/// Per-group counters (the metrics module exports these).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupStats {
+    pub sent: [u64; MessageType::ALL.len()],
+    pub received: [u64; MessageType::ALL.len()],
+    pub elections_started: u64,
+    pub elections_won: u64,
+    pub leader_changes: u64,
+    pub last_election: Option<Duration>,
+}
+
+impl GroupStats {
+    pub fn sent_of(&self, t: MessageType) -> u64 {
+        self.sent[t as usize]
+    }
+    pub fn received_of(&self, t: MessageType) -> u64 {
+        self.received[t as usize]
+    }
+    /// Election messages sent (liveness traffic excluded), the literature's count.
+    pub fn election_messages(&self) -> u64 {
+        MessageType::ALL
+            .iter()
+            .filter(|t| !t.is_liveness())
+            .map(|t| self.sent[*t as usize])
+            .sum()
+    }
+}
+
+/// A read-only view of one group for `/status` and the demo table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupStatus {
+    pub algorithm: AlgorithmKind,
+    pub state: &'static str,
+    pub leader: Option<NodeId>,
+    pub term: u64,
+    /// When the current leader belief was formed.
+    pub since: Time,
+    pub electing: bool,
+    pub last_election: Option<Duration>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Algo(Timer),
+    Heartbeat,
+    Detector,
+}
+
+#[derive(Debug)]
+struct Group {
+    kind: AlgorithmKind,
+    algo: Box<dyn Algorithm>,
+    leader: Option<NodeId>,
+    term: u64,
+    since: Time,
+    election_started_at: Option<Time>,
+    stats: GroupStats,
+}
+
+/// One node (see the module documentation).
+#[derive(Debug)]
+pub struct Node {
+    id: NodeId,
+    ring: Vec<NodeId>,
+    timing: Timing,
+    groups: Vec<Group>,
+    link: Link,
+    rng: Rng,
+    timers: Vec<(u8, Slot, Time)>,
+    transmits: Vec<(NodeId, Datagram)>,
+    events: Vec<Event>,
+    out: Out,
+    invalid: BTreeMap<&'static str, u64>,
+}
+
+impl Node {
+    /// Build a node; nothing happens until [`Node::start`].
+    pub fn new(cfg: NodeConfig) -> Result<Node, crate::algorithms::BuildError> {
+        let mut groups = Vec::with_capacity(cfg.algorithms.len());
+        for &kind in &cfg.algorithms {
+            let gc = GroupConfig {
+                me: cfg.id,
+                ring: cfg.ring.clone(),
+                timing: cfg.timing.clone(),
+                options: cfg.options.clone(),
+                incarnation: cfg.incarnation,
+            };
+            groups.push(Group {
+                kind,
+                algo: crate::algorithms::build(kind, gc)?,
+                leader: None,
+                term: 0,
+                since: Duration::ZERO,
+                election_started_at: None,
+                stats: GroupStats::default(),
+            });
+        }
+        Ok(Node {
+            id: cfg.id,
+            ring: cfg.ring,
+            timing: cfg.timing,
+            groups,
+            link: Link::new(cfg.id, cfg.incarnation, cfg.link),
+            rng: Rng::new(cfg.seed),
+            timers: Vec::new(),
+            transmits: Vec::new(),
+            events: Vec::new(),
+            out: Out::new(),
+            invalid: BTreeMap::new(),
+        })
+    }
+
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// Start every group; with `call_election` each calls an election at once.
+    pub fn start(&mut self, now: Time, call_election: bool) {
+        for g in 0..self.groups.len() {
+            self.groups[g].algo.on_start(call_election, &mut self.out);
+            self.apply(g, now);
+        }
+    }
+
+    /// Start one group only (the others wait passively).
+    pub fn start_with(&mut self, now: Time, electing: &[AlgorithmKind]) {
+        for g in 0..self.groups.len() {
+            let call = electing.contains(&self.groups[g].kind);
+            self.groups[g].algo.on_start(call, &mut self.out);
+            self.apply(g, now);
+        }
+    }
+
+    /// The earliest deadline (timer or retransmission), if any.
+    pub fn poll_timeout(&mut self) -> Option<Time> {
+        let timers = self.timers.iter().map(|t| t.2).min();
+        match (timers, self.link.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Fire everything due at `now`.
+    pub fn handle_timeout(&mut self, now: Time) {
+        let mut failed = Vec::new();
+        self.link.on_timeout(now, &mut self.transmits, &mut failed);
+        for u in failed {
+            if let Some(g) = self.group_index(u.group) {
+                self.groups[g]
+                    .algo
+                    .on_peer_unreachable(u.peer, u.msg, &mut self.out);
+                self.apply(g, now);
+            }
+        }
+        // Fire due timers in deadline order; a handler may re-arm or cancel others.
+        loop {
+            let due = self
+                .timers
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.2 <= now)
+                .min_by_key(|(_, t)| t.2)
+                .map(|(i, _)| i);
+            let Some(i) = due else { break };
+            let (g, slot, _) = self.timers.swap_remove(i);
+            let g = g as usize;
+            match slot {
+                Slot::Algo(timer) => {
+                    self.groups[g].algo.on_timer(timer, &mut self.out);
+                    self.apply(g, now);
+                }
+                Slot::Heartbeat => {
+                    let grp = &self.groups[g];
+                    if grp.leader == Some(self.id) {
+                        let msg = Message::Heartbeat {
+                            term: grp.term,
+                            leader: self.id,
+                        };
+                        self.broadcast(g, now, msg);
+                        self.arm(g, Slot::Heartbeat, now + self.timing.heartbeat);
+                    }
+                }
+                Slot::Detector => {
+                    self.groups[g]
+                        .algo
+                        .on_leader_lost(LeaderLoss::Silent, &mut self.out);
+                    self.apply(g, now);
+                }
+            }
+        }
+    }
+
+    /// Process one datagram from the network (already decoded and authenticated).
+    pub fn handle_datagram(&mut self, now: Time, d: Datagram) {
+        if d.from == self.id || !self.ring.contains(&d.from) {
+            self.count_invalid("unknown_sender");
+            return;
+        }
+        let (verdict, ack, revived) = self.link.receive(&d);
+        if let Some(ack) = ack {
+            self.transmits.push((d.from, ack));
+        }
+        if revived {
+            for g in 0..self.groups.len() {
+                self.groups[g].algo.on_peer_alive(d.from, &mut self.out);
+                self.apply(g, now);
+            }
+        }
+        if verdict != Inbound::Deliver {
+            return;
+        }
+        let (Some(kind), Some(msg)) = (d.group, d.body) else {
+            self.count_invalid("no_body");
+            return;
+        };
+        let Some(g) = self.group_index(kind) else {
+            self.count_invalid("unknown_algorithm");
+            return;
+        };
+        let from = d.from;
+        let grp = &mut self.groups[g];
+        grp.stats.received[msg.kind() as usize] += 1;
+        let external_fd = grp.algo.uses_failure_detector();
+        match msg {
+            Message::Heartbeat { term, .. } if external_fd => {
+                if grp.leader == Some(from) {
+                    let deadline = now + self.timing.failure_timeout;
+                    self.arm(g, Slot::Detector, deadline);
+                } else {
+                    grp.algo.on_foreign_leader(from, term, &mut self.out);
+                    self.apply(g, now);
+                }
+            }
+            Message::Resign { .. } if external_fd => {
+                if grp.leader == Some(from) {
+                    grp.algo.on_leader_lost(LeaderLoss::Resigned, &mut self.out);
+                    self.apply(g, now);
+                }
+            }
+            msg => {
+                grp.algo.on_message(from, msg, &mut self.out);
+                self.apply(g, now);
+            }
+        }
+    }
+
+    /// Operator request: call an election in `group` now.
+    pub fn call_election(&mut self, now: Time, group: AlgorithmKind) -> bool {
+        let Some(g) = self.group_index(group) else {
+            return false;
+        };
+        self.groups[g].algo.call_election(&mut self.out);
+        self.apply(g, now);
+        true
+    }
+
+    /// Make every group's failure detector report the leader lost now (the simulator's
+    /// "this node detects the crash" step).
+    pub fn force_leader_lost(&mut self, now: Time) {
+        for g in 0..self.groups.len() {
+            self.groups[g]
+                .algo
+                .on_leader_lost(LeaderLoss::Silent, &mut self.out);
+            self.apply(g, now);
+        }
+    }
+
+    /// Graceful leave: every group this node leads tells the others it resigns.
+    /// Returns how many groups resigned.
+    pub fn resign(&mut self, now: Time) -> usize {
+        let mut n = 0;
+        for g in 0..self.groups.len() {
+            if self.groups[g].leader == Some(self.id) {
+                let msg = Message::Resign {
+                    epoch: self.groups[g].term,
+                };
+                self.broadcast(g, now, msg);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Datagrams to put on the wire: (destination id, datagram).
+    pub fn drain_transmits(&mut self) -> std::vec::Drain<'_, (NodeId, Datagram)> {
+        self.transmits.drain(..)
+    }
+
+    pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
+        self.events.drain(..)
+    }
+
+    /// Drop buffered events without looking at them (drivers that do not observe).
+    pub fn discard_events(&mut self) {
+        self.events.clear();
+    }
+
+    pub fn status(&self) -> Vec<GroupStatus> {
+        self.groups
+            .iter()
+            .map(|g| GroupStatus {
+                algorithm: g.kind,
+                state: g.algo.state(),
+                leader: g.leader,
+                term: g.term,
+                since: g.since,
+                electing: g.algo.is_electing(),
+                last_election: g.stats.last_election,
+            })
+            .collect()
+    }
+
+    pub fn group_status(&self, kind: AlgorithmKind) -> Option<GroupStatus> {
+        self.status().into_iter().find(|s| s.algorithm == kind)
+    }
+
+    pub fn leader(&self, kind: AlgorithmKind) -> Option<NodeId> {
+        self.group_index(kind).and_then(|g| self.groups[g].leader)
+    }
+
+    pub fn is_electing(&self, kind: AlgorithmKind) -> bool {
+        self.group_index(kind)
+            .map(|g| self.groups[g].algo.is_electing())
+            .unwrap_or(false)
+    }
+
+    pub fn group_stats(&self, kind: AlgorithmKind) -> Option<&GroupStats> {
+        self.group_index(kind).map(|g| &self.groups[g].stats)
+    }
+
+    pub fn algorithms(&self) -> impl Iterator<Item = AlgorithmKind> + '_ {
+        self.groups.iter().map(|g| g.kind)
+    }
+
+    pub fn link_stats(&self) -> &LinkStats {
+        &self.link.stats
+    }
+
+    /// Messages the link still waits an ack for.
+    pub fn in_flight(&self) -> usize {
+        self.link.in_flight()
+    }
+
+    /// Datagrams dropped at this layer, by reason.
+    pub fn invalid(&self) -> &BTreeMap<&'static str, u64> {
+        &self.invalid
+    }
+
+    /// Count a datagram dropped before it reached the node (decode, auth, …).
+    pub fn count_invalid(&mut self, reason: &'static str) {
+        *self.invalid.entry(reason).or_insert(0) += 1;
+    }
+
+    fn group_index(&self, kind: AlgorithmKind) -> Option<usize> {
+        self.groups.iter().position(|g| g.kind == kind)
+    }
+
+    fn arm(&mut self, g: usize, slot: Slot, at: Time) {
+        let g8 = g as u8;
+        if let Some(t) = self.timers.iter_mut().find(|t| t.0 == g8 && t.1 == slot) {
+            t.2 = at;
+        } else {
+            self.timers.push((g8, slot, at));
+        }
+    }
+
+    fn disarm(&mut self, g: usize, slot: Slot) {
+        let g8 = g as u8;
+        self.timers.retain(|t| !(t.0 == g8 && t.1 == slot));
+    }
+
+    fn send(&mut self, g: usize, now: Time, to: NodeId, msg: Message) {
+        let grp = &mut self.groups[g];
+        grp.stats.sent[msg.kind() as usize] += 1;
+        if to == self.id {
+            return;
+        }
+        let d = self.link.send(now, to, grp.kind, msg);
+        self.transmits.push((to, d));
+    }
+
+    fn broadcast(&mut self, g: usize, now: Time, msg: Message) {
+        for i in 0..self.ring.len() {
+            let to = self.ring[i];
+            if to != self.id {
+                self.send(g, now, to, msg.clone());
+            }
+        }
+    }
+
+    /// Apply the effects the algorithm of group `g` just produced.
+    fn apply(&mut self, g: usize, now: Time) {
+        let mut out = std::mem::take(&mut self.out);
+        for effect in out.drain() {
+            match effect {
+                Effect::Send { to, msg } => self.send(g, now, to, msg),
+                Effect::Broadcast { msg } => self.broadcast(g, now, msg),
+                Effect::SetTimer { timer, min, max } => {
+                    let after = self.rng.duration(min, max);
+                    self.arm(g, Slot::Algo(timer), now + after);
+                }
+                Effect::CancelTimer(timer) => self.disarm(g, Slot::Algo(timer)),
+                Effect::ElectionStarted => {
+                    let grp = &mut self.groups[g];
+                    grp.stats.elections_started += 1;
+                    if grp.election_started_at.is_none() {
+                        grp.election_started_at = Some(now);
+                    }
+                    self.events.push(Event::ElectionStarted {
+                        group: grp.kind,
+                        at: now,
+                    });
+                }
+                Effect::LeaderChanged { leader, term } => self.leader_changed(g, now, leader, term),
+            }
+        }
+        self.out = out;
+    }
+
+    fn leader_changed(&mut self, g: usize, now: Time, leader: Option<NodeId>, term: u64) {
+        let me = self.id;
+        let external_fd = self.groups[g].algo.uses_failure_detector();
+        let grp = &mut self.groups[g];
+        let changed = grp.leader != leader;
+        grp.term = term;
+        if !changed {
+            return;
+        }
+        grp.leader = leader;
+        grp.since = now;
+        grp.stats.leader_changes += 1;
+        let kind = grp.kind;
+        if leader == Some(me) {
+            grp.stats.elections_won += 1;
+        }
+        let finished = match (leader, grp.election_started_at.take()) {
+            (Some(l), Some(start)) => {
+                let duration = now.saturating_sub(start);
+                grp.stats.last_election = Some(duration);
+                Some((duration, l == me))
+            }
+            (None, start) => {
+                grp.election_started_at = start;
+                None
+            }
+            _ => None,
+        };
+        self.events.push(Event::LeaderChanged {
+            group: kind,
+            leader,
+            term,
+            at: now,
+        });
+        if let Some((duration, won)) = finished {
+            self.events.push(Event::ElectionFinished {
+                group: kind,
+                duration,
+                won,
+            });
+        }
+        if !external_fd {
+            return;
+        }
+        match leader {
+            Some(l) if l == me => {
+                self.disarm(g, Slot::Detector);
+                self.arm(g, Slot::Heartbeat, now + self.timing.heartbeat);
+            }
+            Some(_) => {
+                self.disarm(g, Slot::Heartbeat);
+                self.arm(g, Slot::Detector, now + self.timing.failure_timeout);
+            }
+            None => {
+                self.disarm(g, Slot::Heartbeat);
+                self.disarm(g, Slot::Detector);
+            }
+        }
+    }
+}

@@ -1,0 +1,641 @@
+//! Deterministic discrete-event simulator driving the real [`Node`] code (algorithms,
+//! failure detector, reliable link) over a simulated network.
+//!
+//! Virtual clock, one seeded generator for the network and one per node for timer
+//! ranges: a run is a pure function of its configuration, seed and scenario, so any
+//! failing seed replays exactly (`electd simulate --seed S`).
+
+pub mod network;
+pub mod report;
+pub mod runner;
+pub mod scenario;
+
+use crate::algorithm::{AlgorithmKind, Options, Timing};
+use crate::message::MessageType;
+use crate::node::link::LinkConfig;
+use crate::node::{Datagram, Event, Node, NodeConfig, Time};
+use crate::rng::Rng;
+use crate::NodeId;
+use network::{Cuts, NetConfig};
+use report::{ElectionReport, MessageCounts};
+use scenario::Op;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap};
+use std::time::Duration;
+
+/// Everything a simulation is built from.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub algorithms: Vec<AlgorithmKind>,
+    /// Node ids in ring order.
+    pub ids: Vec<NodeId>,
+    pub timing: Timing,
+    pub options: Options,
+    pub link: LinkConfig,
+    pub net: NetConfig,
+    pub seed: u64,
+}
+
+impl SimConfig {
+    /// N nodes with ids 1..=N ascending, one algorithm, the defaults.
+    pub fn new(algorithm: AlgorithmKind, n: usize, seed: u64) -> Self {
+        SimConfig {
+            algorithms: vec![algorithm],
+            ids: (1..=n as NodeId).collect(),
+            timing: Timing::default(),
+            options: Options::default(),
+            link: LinkConfig::default(),
+            net: NetConfig::default(),
+            seed,
+        }
+    }
+}
+
+/// A simulation failed to set up or to run a scenario step.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Build(#[from] crate::algorithms::BuildError),
+    #[error("node {0} is not in the simulated roster")]
+    UnknownNode(NodeId),
+    #[error("the simulation needs at least one node")]
+    Empty,
+}
+
+enum Payload {
+    Deliver { to: usize, datagram: Datagram },
+    Wake { node: usize },
+}
+
+struct Queued {
+    at: Time,
+    seq: u64,
+    payload: Payload,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+struct SimNode {
+    id: NodeId,
+    node: Option<Node>,
+    alive: bool,
+    incarnation: u64,
+    next_wake: Option<Time>,
+    seed: u64,
+}
+
+/// Message counters summed over every node, past lives included.
+type Totals = HashMap<AlgorithmKind, [u64; MessageType::ALL.len()]>;
+
+/// A leadership claim seen during the run, for safety checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    pub at: Time,
+    pub group: AlgorithmKind,
+    pub node: NodeId,
+    pub term: u64,
+}
+
+/// The simulator (see the module documentation).
+pub struct Sim {
+    cfg: SimConfig,
+    now: Time,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Queued>>,
+    nodes: Vec<SimNode>,
+    index: HashMap<NodeId, usize>,
+    rng: Rng,
+    net: NetConfig,
+    cuts: Cuts,
+    retired: Totals,
+    retired_link: [u64; 3],
+    /// Election (non-liveness) datagrams scheduled but not yet delivered or dropped.
+    election_in_flight: usize,
+    last_leader_change: Time,
+    /// Every moment a node became leader of a group (with its term).
+    pub claims: Vec<Claim>,
+    measure: Option<(String, Time, Totals, [u64; 3])>,
+    /// Finished measured elections, in order.
+    pub elections: Vec<ElectionReport>,
+    /// Datagrams processed (deliveries), for throughput figures.
+    pub delivered: u64,
+}
+
+impl Sim {
+    pub fn new(cfg: SimConfig) -> Result<Sim, SimError> {
+        if cfg.ids.is_empty() {
+            return Err(SimError::Empty);
+        }
+        let mut rng = Rng::new(cfg.seed);
+        let mut nodes = Vec::with_capacity(cfg.ids.len());
+        let mut index = HashMap::with_capacity(cfg.ids.len());
+        for (i, &id) in cfg.ids.iter().enumerate() {
+            index.insert(id, i);
+            nodes.push(SimNode {
+                id,
+                node: None,
+                alive: false,
+                incarnation: 0,
+                next_wake: None,
+                seed: rng.next_u64(),
+            });
+        }
+        // Validate the roster once (duplicates, id 0) by building a throwaway node.
+        let probe = Self::node_config(&cfg, cfg.ids[0], 0, 0);
+        Node::new(probe)?;
+        Ok(Sim {
+            net: cfg.net.clone(),
+            cfg,
+            now: Duration::ZERO,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            nodes,
+            index,
+            rng,
+            cuts: Cuts::default(),
+            retired: Totals::new(),
+            retired_link: [0; 3],
+            election_in_flight: 0,
+            last_leader_change: Duration::ZERO,
+            claims: Vec::new(),
+            measure: None,
+            elections: Vec::new(),
+            delivered: 0,
+        })
+    }
+
+    fn node_config(cfg: &SimConfig, id: NodeId, incarnation: u64, seed: u64) -> NodeConfig {
+        NodeConfig {
+            id,
+            ring: cfg.ids.clone(),
+            algorithms: cfg.algorithms.clone(),
+            timing: cfg.timing.clone(),
+            options: cfg.options.clone(),
+            link: cfg.link.clone(),
+            incarnation,
+            seed,
+        }
+    }
+
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+
+    pub fn ids(&self) -> &[NodeId] {
+        &self.cfg.ids
+    }
+
+    pub fn is_alive(&self, id: NodeId) -> bool {
+        self.index
+            .get(&id)
+            .map(|&i| self.nodes[i].alive)
+            .unwrap_or(false)
+    }
+
+    pub fn live_ids(&self) -> Vec<NodeId> {
+        self.nodes
+            .iter()
+            .filter(|n| n.alive)
+            .map(|n| n.id)
+            .collect()
+    }
+
+    /// The node object of `id` (crashed nodes keep their last state).
+    pub fn node(&self, id: NodeId) -> Option<&Node> {
+        self.index
+            .get(&id)
+            .and_then(|&i| self.nodes[i].node.as_ref())
+    }
+
+    fn idx(&self, id: NodeId) -> Result<usize, SimError> {
+        self.index
+            .get(&id)
+            .copied()
+            .ok_or(SimError::UnknownNode(id))
+    }
+
+    /// Boot (or reboot) node `id`.
+    pub fn start(&mut self, id: NodeId, elect: bool) -> Result<(), SimError> {
+        let i = self.idx(id)?;
+        if self.nodes[i].alive {
+            return Ok(());
+        }
+        if let Some(old) = self.nodes[i].node.take() {
+            self.retire(&old);
+        }
+        let sn = &mut self.nodes[i];
+        sn.incarnation += 1;
+        let seed = sn.seed ^ sn.incarnation.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let cfg = Self::node_config(&self.cfg, id, sn.incarnation, seed);
+        let mut node = Node::new(cfg)?;
+        node.start(self.now, elect);
+        sn.node = Some(node);
+        sn.alive = true;
+        sn.next_wake = None;
+        self.after(i);
+        Ok(())
+    }
+
+    fn retire(&mut self, old: &Node) {
+        for kind in old.algorithms() {
+            if let Some(s) = old.group_stats(kind) {
+                let t = self
+                    .retired
+                    .entry(kind)
+                    .or_insert([0; MessageType::ALL.len()]);
+                for (a, b) in t.iter_mut().zip(s.sent.iter()) {
+                    *a += b;
+                }
+            }
+        }
+        let l = old.link_stats();
+        self.retired_link[0] += l.acks_sent;
+        self.retired_link[1] += l.retransmissions;
+        self.retired_link[2] += l.delivery_failures;
+    }
+
+    pub fn crash(&mut self, id: NodeId) -> Result<(), SimError> {
+        let i = self.idx(id)?;
+        self.nodes[i].alive = false;
+        self.nodes[i].next_wake = None;
+        Ok(())
+    }
+
+    /// `id` calls an election in every group.
+    pub fn elect(&mut self, id: NodeId) -> Result<(), SimError> {
+        let i = self.idx(id)?;
+        if !self.nodes[i].alive {
+            return Ok(());
+        }
+        let now = self.now;
+        if let Some(node) = self.nodes[i].node.as_mut() {
+            for kind in self.cfg.algorithms.clone() {
+                node.call_election(now, kind);
+            }
+        }
+        self.after(i);
+        Ok(())
+    }
+
+    /// `id`'s failure detector fires now in every group.
+    pub fn detect(&mut self, id: NodeId) -> Result<(), SimError> {
+        let i = self.idx(id)?;
+        if !self.nodes[i].alive {
+            return Ok(());
+        }
+        let now = self.now;
+        if let Some(node) = self.nodes[i].node.as_mut() {
+            node.force_leader_lost(now);
+        }
+        self.after(i);
+        Ok(())
+    }
+
+    /// Graceful stop: resign, flush the datagrams, then crash.
+    pub fn resign(&mut self, id: NodeId) -> Result<(), SimError> {
+        let i = self.idx(id)?;
+        if !self.nodes[i].alive {
+            return Ok(());
+        }
+        let now = self.now;
+        if let Some(node) = self.nodes[i].node.as_mut() {
+            node.resign(now);
+        }
+        self.after(i);
+        self.crash(id)
+    }
+
+    pub fn set_net(&mut self, net: NetConfig) {
+        self.net = net;
+    }
+
+    pub fn cuts_mut(&mut self) -> &mut Cuts {
+        &mut self.cuts
+    }
+
+    /// The leader every live node of `group` agrees on, if they all agree on a live one.
+    pub fn agreement(&self, group: AlgorithmKind) -> Option<NodeId> {
+        let mut agreed: Option<NodeId> = None;
+        for sn in self.nodes.iter().filter(|n| n.alive) {
+            let leader = sn.node.as_ref()?.leader(group)?;
+            match agreed {
+                None => agreed = Some(leader),
+                Some(l) if l == leader => {}
+                Some(_) => return None,
+            }
+        }
+        agreed.filter(|&l| self.is_alive(l))
+    }
+
+    /// Every group agrees, no live node is electing and no election datagram is in flight.
+    pub fn settled(&self) -> bool {
+        self.election_in_flight == 0
+            && self.cfg.algorithms.iter().all(|&g| {
+                self.agreement(g).is_some()
+                    && self
+                        .nodes
+                        .iter()
+                        .filter(|n| n.alive)
+                        .all(|n| n.node.as_ref().is_some_and(|x| !x.is_electing(g)))
+            })
+    }
+
+    /// Election messages sent so far by type (liveness excluded), past lives included.
+    pub fn totals(&self, group: AlgorithmKind) -> [u64; MessageType::ALL.len()] {
+        let mut t = self
+            .retired
+            .get(&group)
+            .copied()
+            .unwrap_or([0; MessageType::ALL.len()]);
+        for sn in &self.nodes {
+            if let Some(s) = sn.node.as_ref().and_then(|n| n.group_stats(group)) {
+                for (a, b) in t.iter_mut().zip(s.sent.iter()) {
+                    *a += b;
+                }
+            }
+        }
+        t
+    }
+
+    /// (acks, retransmissions, delivery failures) summed over all nodes.
+    pub fn link_totals(&self) -> [u64; 3] {
+        let mut t = self.retired_link;
+        for n in self.nodes.iter().filter_map(|n| n.node.as_ref()) {
+            let l = n.link_stats();
+            t[0] += l.acks_sent;
+            t[1] += l.retransmissions;
+            t[2] += l.delivery_failures;
+        }
+        t
+    }
+
+    fn all_totals(&self) -> Totals {
+        self.cfg
+            .algorithms
+            .iter()
+            .map(|&g| (g, self.totals(g)))
+            .collect()
+    }
+
+    /// Start measuring an election.
+    pub fn begin_measure(&mut self, label: &str) {
+        self.measure = Some((
+            label.to_string(),
+            self.now,
+            self.all_totals(),
+            self.link_totals(),
+        ));
+        self.last_leader_change = self.now;
+    }
+
+    /// Close the current measurement (per group) and append it to `elections`.
+    pub fn end_measure(&mut self) {
+        let Some((label, start, before, link_before)) = self.measure.take() else {
+            return;
+        };
+        let after = self.all_totals();
+        let link_after = self.link_totals();
+        for &g in &self.cfg.algorithms {
+            let b = before.get(&g).copied().unwrap_or_default();
+            let a = after.get(&g).copied().unwrap_or_default();
+            let mut delta = [0u64; MessageType::ALL.len()];
+            for i in 0..delta.len() {
+                delta[i] = a[i] - b[i];
+            }
+            let leader = self.agreement(g);
+            let agreed = leader.is_some();
+            let end = if agreed {
+                self.last_leader_change
+            } else {
+                self.now
+            };
+            self.elections.push(ElectionReport {
+                label: label.clone(),
+                algorithm: g,
+                leader,
+                agreed,
+                messages: MessageCounts::from_sent(&delta),
+                heartbeats: delta[MessageType::Heartbeat as usize]
+                    + delta[MessageType::HeartbeatAck as usize],
+                acks: link_after[0] - link_before[0],
+                retransmissions: link_after[1] - link_before[1],
+                delivery_failures: link_after[2] - link_before[2],
+                virtual_ms: end.saturating_sub(start).as_secs_f64() * 1e3,
+            });
+        }
+    }
+
+    fn push(&mut self, at: Time, payload: Payload) {
+        self.seq += 1;
+        self.queue.push(Reverse(Queued {
+            at,
+            seq: self.seq,
+            payload,
+        }));
+    }
+
+    /// After node `i` was called: ship its datagrams, record its events, re-arm its wake.
+    fn after(&mut self, i: usize) {
+        let from = self.nodes[i].id;
+        let Some(node) = self.nodes[i].node.as_mut() else {
+            return;
+        };
+        let mut transmits: Vec<(NodeId, Datagram)> = node.drain_transmits().collect();
+        for ev in node.drain_events() {
+            if let Event::LeaderChanged {
+                group,
+                leader,
+                term,
+                at,
+            } = ev
+            {
+                self.last_leader_change = at;
+                if leader == Some(from) {
+                    self.claims.push(Claim {
+                        at,
+                        group,
+                        node: from,
+                        term,
+                    });
+                }
+            }
+        }
+        let wake = node.poll_timeout();
+        for (to, d) in transmits.drain(..) {
+            self.transmit(from, to, d);
+        }
+        if let Some(w) = wake {
+            let sn = &mut self.nodes[i];
+            if sn.next_wake.is_none_or(|cur| w < cur) {
+                sn.next_wake = Some(w);
+                self.push(w.max(self.now), Payload::Wake { node: i });
+            }
+        }
+    }
+
+    fn transmit(&mut self, from: NodeId, to: NodeId, d: Datagram) {
+        let Some(&ti) = self.index.get(&to) else {
+            return;
+        };
+        if self.cuts.blocks(from, to) || self.rng.chance(self.net.loss) {
+            return;
+        }
+        let copies = if self.rng.chance(self.net.duplicate) {
+            2
+        } else {
+            1
+        };
+        let counted = d.body.as_ref().is_some_and(|b| !b.kind().is_liveness());
+        for _ in 0..copies {
+            let mut delay = self.rng.duration(self.net.delay_min, self.net.delay_max);
+            if self.rng.chance(self.net.reorder) {
+                delay += self.rng.duration(Duration::ZERO, self.net.delay_max * 4);
+            }
+            if counted {
+                self.election_in_flight += 1;
+            }
+            let datagram = d.clone();
+            self.push(self.now + delay, Payload::Deliver { to: ti, datagram });
+        }
+    }
+
+    /// Process one queued event; false when the queue is empty or the next event is
+    /// after `until`.
+    fn step(&mut self, until: Time) -> bool {
+        let Some(Reverse(q)) = self.queue.peek() else {
+            return false;
+        };
+        if q.at > until {
+            return false;
+        }
+        let Some(Reverse(q)) = self.queue.pop() else {
+            return false;
+        };
+        self.now = self.now.max(q.at);
+        match q.payload {
+            Payload::Deliver { to, datagram } => {
+                if datagram
+                    .body
+                    .as_ref()
+                    .is_some_and(|b| !b.kind().is_liveness())
+                {
+                    self.election_in_flight -= 1;
+                }
+                if !self.nodes[to].alive {
+                    return true;
+                }
+                self.delivered += 1;
+                let now = self.now;
+                if let Some(node) = self.nodes[to].node.as_mut() {
+                    node.handle_datagram(now, datagram);
+                }
+                self.after(to);
+            }
+            Payload::Wake { node } => {
+                let sn = &mut self.nodes[node];
+                if !sn.alive || sn.next_wake != Some(q.at) {
+                    return true;
+                }
+                sn.next_wake = None;
+                let now = self.now;
+                if let Some(n) = sn.node.as_mut() {
+                    n.handle_timeout(now);
+                }
+                self.after(node);
+            }
+        }
+        true
+    }
+
+    /// Advance virtual time by `d`.
+    pub fn run_for(&mut self, d: Duration) {
+        let until = self.now + d;
+        while self.step(until) {}
+        self.now = until;
+    }
+
+    /// Run until [`Sim::settled`] holds at the end of a time step, or `max` passes.
+    /// Returns whether it settled.
+    pub fn run_until_settled(&mut self, max: Duration) -> bool {
+        let until = self.now + max;
+        loop {
+            if self.settled() {
+                return true;
+            }
+            // Process every event of the next instant, then check again.
+            let Some(Reverse(q)) = self.queue.peek() else {
+                self.now = until;
+                return self.settled();
+            };
+            let instant = q.at;
+            if instant > until {
+                self.now = until;
+                return self.settled();
+            }
+            while self.queue.peek().is_some_and(|Reverse(q)| q.at == instant) {
+                self.step(until);
+            }
+        }
+    }
+
+    /// Execute a scenario. Returns false if a `Settle` step timed out.
+    pub fn run_ops(&mut self, ops: &[Op]) -> Result<bool, SimError> {
+        let mut all_settled = true;
+        for op in ops {
+            match op {
+                Op::StartAll | Op::StartAllElecting => {
+                    let elect = matches!(op, Op::StartAllElecting);
+                    for id in self.cfg.ids.clone() {
+                        self.start(id, elect)?;
+                    }
+                }
+                Op::Measure(label) => self.begin_measure(label),
+                Op::Elect(id) => self.elect(*id)?,
+                Op::Detect(id) => self.detect(*id)?,
+                Op::DetectLowest => {
+                    if let Some(&low) = self.live_ids().iter().min() {
+                        self.detect(low)?;
+                    }
+                }
+                Op::Crash(id) => self.crash(*id)?,
+                Op::CrashLeader => {
+                    let leader = self.cfg.algorithms.first().and_then(|&g| self.agreement(g));
+                    if let Some(l) = leader {
+                        self.crash(l)?;
+                    }
+                }
+                Op::Restart { node, elect } => self.start(*node, *elect)?,
+                Op::Resign(id) => self.resign(*id)?,
+                Op::Partition(sides) => self.cuts.partition(sides),
+                Op::OneWay { from, to } => self.cuts.one_way(from, to),
+                Op::Heal => self.cuts.heal(),
+                Op::Net(net) => self.set_net(net.clone()),
+                Op::RunFor(d) => self.run_for(*d),
+                Op::Settle { max } => {
+                    all_settled &= self.run_until_settled(*max);
+                    self.end_measure();
+                }
+            }
+        }
+        Ok(all_settled)
+    }
+}

@@ -1,0 +1,102 @@
+//! `electd simulate` as a library call: build the roster, run a named scenario, report.
+
+use crate::algorithm::{AlgorithmKind, Timing};
+use crate::sim::report::{MessageCounts, SimReport};
+use crate::sim::scenario::{Initiator, RingOrder, Scenario};
+use crate::sim::{Sim, SimConfig, SimError};
+use crate::NodeId;
+use std::time::{Duration, Instant};
+
+/// Parameters of one simulated run.
+#[derive(Clone, Debug)]
+pub struct SimulateParams {
+    pub algorithm: AlgorithmKind,
+    /// Node ids in ring order.
+    pub ids: Vec<NodeId>,
+    pub initiator: Initiator,
+    pub scenario: Scenario,
+    pub seed: u64,
+    /// Datagram loss probability for the whole run.
+    pub loss: f64,
+    pub timing: Timing,
+}
+
+impl SimulateParams {
+    pub fn new(algorithm: AlgorithmKind, nodes: usize) -> Self {
+        SimulateParams {
+            algorithm,
+            ids: RingOrder::Ascending.ids(nodes, 0),
+            initiator: Initiator::Lowest,
+            scenario: Scenario::Startup,
+            seed: 1,
+            loss: 0.0,
+            timing: Timing::default(),
+        }
+    }
+}
+
+/// Errors of a simulate request (bad input, not bugs).
+#[derive(Debug, thiserror::Error)]
+pub enum SimulateError {
+    #[error("initiator {0} is not in the roster (ids: {1})")]
+    InitiatorNotInRoster(String, String),
+    #[error(transparent)]
+    Sim(#[from] SimError),
+}
+
+/// Run `p` and report. Virtual time is bounded (the run stops if an election never
+/// settles; `agreed` is then false).
+pub fn simulate(p: &SimulateParams) -> Result<SimReport, SimulateError> {
+    let initiator = p.initiator.resolve(&p.ids).ok_or_else(|| {
+        let shown = if p.ids.len() > 8 {
+            format!(
+                "{}..{}",
+                p.ids.iter().min().unwrap_or(&0),
+                p.ids.iter().max().unwrap_or(&0)
+            )
+        } else {
+            format!("{:?}", p.ids)
+        };
+        SimulateError::InitiatorNotInRoster(format!("{:?}", p.initiator), shown)
+    })?;
+    let mut cfg = SimConfig::new(p.algorithm, p.ids.len(), p.seed);
+    cfg.ids = p.ids.clone();
+    cfg.timing = p.timing.clone();
+    cfg.net.loss = p.loss;
+    let mut sim = Sim::new(cfg)?;
+    // Generous bound: every election of every algorithm settles far sooner.
+    let settle = Duration::from_secs(600);
+    let started = Instant::now();
+    sim.run_ops(&p.scenario.ops(initiator, settle))?;
+    let wall = started.elapsed().as_secs_f64();
+    let mut messages = MessageCounts::default();
+    let (mut acks, mut retransmissions, mut virtual_ms) = (0, 0, 0.0);
+    for e in &sim.elections {
+        messages.add(&e.messages);
+        acks += e.acks;
+        retransmissions += e.retransmissions;
+        virtual_ms += e.virtual_ms;
+    }
+    Ok(SimReport {
+        algorithm: p.algorithm,
+        nodes: p.ids.len(),
+        scenario: p.scenario.as_str().to_string(),
+        initiator,
+        seed: p.seed,
+        loss: p.loss,
+        ring: p.ids.clone(),
+        leader: sim.elections.last().and_then(|e| e.leader),
+        agreed: !sim.elections.is_empty() && sim.elections.iter().all(|e| e.agreed),
+        messages,
+        acks,
+        retransmissions,
+        virtual_ms,
+        elections: sim.elections.clone(),
+        wall_ms: wall * 1e3,
+        datagrams_per_sec: if wall > 0.0 {
+            sim.delivered as f64 / wall
+        } else {
+            0.0
+        },
+    })
+}

@@ -1,0 +1,183 @@
+//! Scenarios as data: a list of [`Op`]s the simulator executes in order. The CLI
+//! (`simulate`, `compare`) and the regression tests share these definitions.
+
+use crate::sim::network::NetConfig;
+use crate::NodeId;
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// One step of a scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// Boot every node that is not running; none calls an election by itself.
+    StartAll,
+    /// Boot every node, each calling an election at once (the daemon's cold start).
+    StartAllElecting,
+    /// Begin a measured election named `label` (counters and clock are read here).
+    Measure(String),
+    /// `node` calls an election (the initiator of the literature).
+    Elect(NodeId),
+    /// `node`'s failure detector reports the leader lost.
+    Detect(NodeId),
+    /// The lowest live node detects the leader lost (the `leader-crash` scenario).
+    DetectLowest,
+    Crash(NodeId),
+    /// Crash whichever node the live nodes agree leads (no-op without agreement).
+    CrashLeader,
+    /// Restart a crashed node with a new incarnation; `elect`: it calls an election.
+    Restart {
+        node: NodeId,
+        elect: bool,
+    },
+    /// Gracefully stop `node`: it resigns the groups it leads, then stops.
+    Resign(NodeId),
+    /// Symmetric partition into sides (nodes not listed keep their links).
+    Partition(Vec<Vec<NodeId>>),
+    /// Drop everything from `from` to `to` (one direction only).
+    OneWay {
+        from: Vec<NodeId>,
+        to: Vec<NodeId>,
+    },
+    /// Remove every cut.
+    Heal,
+    /// Change the network faults.
+    Net(NetConfig),
+    /// Advance virtual time.
+    RunFor(Duration),
+    /// Run until every live node agrees on a live leader and nothing is in flight,
+    /// or until `max` has passed; ends the current measured election.
+    Settle {
+        max: Duration,
+    },
+}
+
+/// The named scenarios of `electd simulate --scenario`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// All nodes boot; the initiator calls the first election.
+    Startup,
+    /// Startup, then the leader crashes and the lowest live node detects it and calls
+    /// the next election.
+    LeaderCrash,
+}
+
+impl Scenario {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scenario::Startup => "startup",
+            Scenario::LeaderCrash => "leader-crash",
+        }
+    }
+
+    /// The ops of this scenario with `initiator` calling the first election.
+    pub fn ops(self, initiator: NodeId, settle: Duration) -> Vec<Op> {
+        let mut ops = vec![
+            Op::StartAll,
+            Op::Measure("startup".into()),
+            Op::Elect(initiator),
+            Op::Settle { max: settle },
+        ];
+        if self == Scenario::LeaderCrash {
+            ops.extend([
+                Op::CrashLeader,
+                Op::Measure("leader-crash".into()),
+                Op::DetectLowest,
+                Op::Settle { max: settle },
+            ]);
+        }
+        ops
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Scenario {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "startup" => Ok(Scenario::Startup),
+            "leader-crash" => Ok(Scenario::LeaderCrash),
+            _ => Err(format!(
+                "unknown scenario {s:?}; expected startup or leader-crash"
+            )),
+        }
+    }
+}
+
+/// Which node calls the first election.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Initiator {
+    Lowest,
+    Highest,
+    Id(NodeId),
+}
+
+impl Initiator {
+    /// Resolve against the roster; `None` if the id is not a member.
+    pub fn resolve(self, ids: &[NodeId]) -> Option<NodeId> {
+        match self {
+            Initiator::Lowest => ids.iter().copied().min(),
+            Initiator::Highest => ids.iter().copied().max(),
+            Initiator::Id(id) => ids.contains(&id).then_some(id),
+        }
+    }
+}
+
+impl FromStr for Initiator {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "lowest" => Ok(Initiator::Lowest),
+            "highest" => Ok(Initiator::Highest),
+            other => other.parse::<NodeId>().map(Initiator::Id).map_err(|_| {
+                format!("invalid initiator {other:?}: expected lowest, highest or a node id")
+            }),
+        }
+    }
+}
+
+/// Ring order of the simulated ids (`--ring-order`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RingOrder {
+    /// 1, 2, …, N clockwise.
+    Ascending,
+    /// N, N−1, …, 1 clockwise.
+    Descending,
+    /// A random permutation drawn from the seed.
+    Random,
+}
+
+impl FromStr for RingOrder {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "ascending" => Ok(RingOrder::Ascending),
+            "descending" => Ok(RingOrder::Descending),
+            "random" => Ok(RingOrder::Random),
+            _ => Err(format!(
+                "unknown ring order {s:?}; expected ascending, descending or random"
+            )),
+        }
+    }
+}
+
+impl RingOrder {
+    /// Ids 1..=n arranged in this order (random ones drawn from `seed`).
+    pub fn ids(self, n: usize, seed: u64) -> Vec<NodeId> {
+        let mut ids: Vec<NodeId> = (1..=n as NodeId).collect();
+        match self {
+            RingOrder::Ascending => {}
+            RingOrder::Descending => ids.reverse(),
+            RingOrder::Random => crate::rng::Rng::new(seed ^ 0x5EED_0F_0DE5).shuffle(&mut ids),
+        }
+        ids
+    }
+}
