@@ -11,8 +11,10 @@
 pub mod algorithm;
 pub mod algorithms;
 pub mod compare;
+pub mod daemon;
 pub mod formulas;
 pub mod message;
+pub mod metrics;
 pub mod node;
 pub mod rng;
 pub mod sim;

@@ -1,0 +1,171 @@
+//! State shared between the node's runtime task and the HTTP API.
+//!
+//! The runtime task owns the [`crate::node::Node`]; it publishes a status snapshot and
+//! leader-change events here after each batch of work, and receives operator commands
+//! through the control channel. The HTTP handlers only read snapshots, subscribe to
+//! events and send commands, so they never block the election.
+
+use crate::algorithm::AlgorithmKind;
+use crate::metrics::Metrics;
+use crate::node::GroupStatus;
+use crate::NodeId;
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::RwLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+/// One group as `/status` shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GroupView {
+    pub algorithm: AlgorithmKind,
+    pub state: &'static str,
+    pub leader: Option<NodeId>,
+    pub term: u64,
+    /// Unix time (seconds) when this node formed its current leader belief.
+    pub since: f64,
+    /// Duration of the last election this node took part in.
+    pub last_election_ms: Option<f64>,
+    pub electing: bool,
+}
+
+impl GroupView {
+    /// Convert a node status; `origin_unix` is the unix time of the driver's time origin.
+    pub fn from_status(s: &GroupStatus, origin_unix: f64) -> Self {
+        GroupView {
+            algorithm: s.algorithm,
+            state: s.state,
+            leader: s.leader,
+            term: s.term,
+            since: origin_unix + s.since.as_secs_f64(),
+            last_election_ms: s.last_election.map(|d| d.as_secs_f64() * 1e3),
+            electing: s.electing,
+        }
+    }
+}
+
+/// A change of a group's leader as seen by this node (`/watch`, hooks).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LeaderEvent {
+    pub node: NodeId,
+    pub algorithm: AlgorithmKind,
+    pub leader: Option<NodeId>,
+    pub term: u64,
+    /// `leader`, `follower` or `none`.
+    pub role: &'static str,
+    /// Unix time in milliseconds.
+    pub at_ms: u64,
+}
+
+impl LeaderEvent {
+    pub fn new(node: NodeId, algorithm: AlgorithmKind, leader: Option<NodeId>, term: u64) -> Self {
+        let role = match leader {
+            Some(l) if l == node => "leader",
+            Some(_) => "follower",
+            None => "none",
+        };
+        LeaderEvent {
+            node,
+            algorithm,
+            leader,
+            term,
+            role,
+            at_ms: unix_ms(),
+        }
+    }
+}
+
+/// Operator commands for the runtime task.
+#[derive(Debug)]
+pub enum Control {
+    /// Call an election in a group; the reply says whether the group exists.
+    Elect(AlgorithmKind, oneshot::Sender<bool>),
+    /// Stop all traffic (simulates a crash without stopping the process).
+    Pause,
+    /// Resume traffic with a new incarnation.
+    Resume,
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct Shared {
+    pub node: NodeId,
+    pub cluster: String,
+    pub algorithms: Vec<AlgorithmKind>,
+    pub metrics: Metrics,
+    /// Bearer token for `/admin/*`; admin routes are off without one.
+    pub admin_token: Option<String>,
+    status: RwLock<Vec<GroupView>>,
+    events: broadcast::Sender<LeaderEvent>,
+    control: mpsc::Sender<Control>,
+    paused: AtomicBool,
+}
+
+impl Shared {
+    pub fn new(
+        node: NodeId,
+        cluster: String,
+        algorithms: Vec<AlgorithmKind>,
+        metrics: Metrics,
+        admin_token: Option<String>,
+    ) -> (Shared, mpsc::Receiver<Control>) {
+        let (control, rx) = mpsc::channel(64);
+        let (events, _) = broadcast::channel(256);
+        let shared = Shared {
+            node,
+            cluster,
+            algorithms,
+            metrics,
+            admin_token,
+            status: RwLock::new(Vec::new()),
+            events,
+            control,
+            paused: AtomicBool::new(false),
+        };
+        (shared, rx)
+    }
+
+    pub fn status(&self) -> Vec<GroupView> {
+        self.status.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    pub fn group(&self, algorithm: AlgorithmKind) -> Option<GroupView> {
+        self.status().into_iter().find(|g| g.algorithm == algorithm)
+    }
+
+    pub fn publish_status(&self, groups: Vec<GroupView>) {
+        if let Ok(mut s) = self.status.write() {
+            *s = groups;
+        }
+    }
+
+    /// Announce a leader change to `/watch` subscribers (no receiver is fine).
+    pub fn emit(&self, event: LeaderEvent) {
+        let _ = self.events.send(event);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<LeaderEvent> {
+        self.events.subscribe()
+    }
+
+    /// Queue a command for the runtime task; false if the task is gone.
+    pub async fn command(&self, c: Control) -> bool {
+        self.control.send(c).await.is_ok()
+    }
+
+    pub fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::SeqCst);
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst)
+    }
+}
+
+/// Current unix time in milliseconds (0 if the clock is before 1970).
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

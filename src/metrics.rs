@@ -1,0 +1,411 @@
+//! Prometheus metrics of one node, named as in DESIGN.md (prefix `electd_`).
+//!
+//! Every series carries the constant label `node`; per-group series carry
+//! `algorithm`; message counters carry `type`. The runtime task calls [`Metrics::sync`]
+//! after each batch of work: counters are advanced by the difference between the
+//! node's own counters and what was exported before, so the node stays the single
+//! source of truth and nothing is counted twice.
+
+use crate::algorithm::AlgorithmKind;
+use crate::message::MessageType;
+use crate::node::{Event, Node};
+use crate::NodeId;
+use prometheus::{
+    exponential_buckets, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry,
+};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Histogram buckets of `election_duration_seconds`: 1 ms doubling, up to ~16 s.
+pub fn election_buckets() -> Vec<f64> {
+    exponential_buckets(0.001, 2.0, 15).unwrap_or_else(|_| vec![0.001])
+}
+
+#[derive(Default)]
+struct Exported {
+    sent: HashMap<(AlgorithmKind, MessageType), u64>,
+    received: HashMap<(AlgorithmKind, MessageType), u64>,
+    started: HashMap<AlgorithmKind, u64>,
+    won: HashMap<AlgorithmKind, u64>,
+    changes: HashMap<AlgorithmKind, u64>,
+    retransmissions: u64,
+    failures: u64,
+    invalid: HashMap<&'static str, u64>,
+}
+
+/// The registry and every metric of one node.
+pub struct Metrics {
+    node: NodeId,
+    registry: Registry,
+    messages_sent: IntCounterVec,
+    messages_received: IntCounterVec,
+    retransmissions: IntCounter,
+    delivery_failures: IntCounter,
+    elections_started: IntCounterVec,
+    elections_won: IntCounterVec,
+    election_duration: HistogramVec,
+    leader: IntGaugeVec,
+    is_leader: IntGaugeVec,
+    has_leader: IntGaugeVec,
+    leader_changes: IntCounterVec,
+    term: IntGaugeVec,
+    invalid: IntCounterVec,
+    datagrams_sent: IntCounter,
+    bytes_sent: IntCounter,
+    send_errors: IntCounterVec,
+    hook_runs: IntCounterVec,
+    exported: Mutex<Exported>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").field("node", &self.node).finish()
+    }
+}
+
+fn opts(name: &str, help: &str, node: NodeId) -> Opts {
+    Opts::new(name, help)
+        .namespace("electd")
+        .const_label("node", node.to_string())
+}
+
+impl Metrics {
+    /// Register every metric for `node` running `algorithms` (series of each group are
+    /// created up front, so dashboards see zeros rather than gaps).
+    pub fn new(node: NodeId, algorithms: &[AlgorithmKind]) -> Result<Metrics, prometheus::Error> {
+        let registry = Registry::new();
+        let counter_vec =
+            |name: &str, help: &str, labels: &[&str]| -> Result<IntCounterVec, prometheus::Error> {
+                let c = IntCounterVec::new(opts(name, help, node), labels)?;
+                registry.register(Box::new(c.clone()))?;
+                Ok(c)
+            };
+        let gauge_vec =
+            |name: &str, help: &str, labels: &[&str]| -> Result<IntGaugeVec, prometheus::Error> {
+                let g = IntGaugeVec::new(opts(name, help, node), labels)?;
+                registry.register(Box::new(g.clone()))?;
+                Ok(g)
+            };
+        let counter = |name: &str, help: &str| -> Result<IntCounter, prometheus::Error> {
+            let c = IntCounter::with_opts(opts(name, help, node))?;
+            registry.register(Box::new(c.clone()))?;
+            Ok(c)
+        };
+        let messages_sent = counter_vec(
+            "messages_sent_total",
+            "Logical election messages sent, one per recipient, counted when first sent.",
+            &["algorithm", "type"],
+        )?;
+        let messages_received = counter_vec(
+            "messages_received_total",
+            "Election messages received and delivered to a group.",
+            &["algorithm", "type"],
+        )?;
+        let retransmissions = counter(
+            "retransmissions_total",
+            "Datagrams sent again for lack of an ack.",
+        )?;
+        let delivery_failures = counter(
+            "delivery_failures_total",
+            "Messages the reliable link gave up on after its last attempt.",
+        )?;
+        let elections_started = counter_vec(
+            "elections_started_total",
+            "Elections this node started or joined as a candidate.",
+            &["algorithm"],
+        )?;
+        let elections_won = counter_vec(
+            "elections_won_total",
+            "Elections this node won.",
+            &["algorithm"],
+        )?;
+        let election_duration = HistogramVec::new(
+            HistogramOpts::from(opts(
+                "election_duration_seconds",
+                "From the start of an election at this node to learning its leader.",
+                node,
+            ))
+            .buckets(election_buckets()),
+            &["algorithm"],
+        )?;
+        registry.register(Box::new(election_duration.clone()))?;
+        let leader = gauge_vec(
+            "leader",
+            "Id of the leader this node follows, -1 if none.",
+            &["algorithm"],
+        )?;
+        let is_leader = gauge_vec(
+            "is_leader",
+            "1 if this node leads the group.",
+            &["algorithm"],
+        )?;
+        let has_leader = gauge_vec(
+            "has_leader",
+            "1 if this node knows a leader.",
+            &["algorithm"],
+        )?;
+        let leader_changes = counter_vec(
+            "leader_changes_total",
+            "Changes of this node's leader belief (including to none).",
+            &["algorithm"],
+        )?;
+        let term = gauge_vec(
+            "term",
+            "Epoch of the group (Raft term); the fencing token.",
+            &["algorithm"],
+        )?;
+        let invalid = counter_vec(
+            "invalid_datagrams_total",
+            "Datagrams dropped as invalid, by reason.",
+            &["reason"],
+        )?;
+        let datagrams_sent = counter("datagrams_sent_total", "UDP datagrams put on the wire.")?;
+        let bytes_sent = counter("bytes_sent_total", "UDP payload bytes put on the wire.")?;
+        let send_errors = counter_vec(
+            "send_errors_total",
+            "Datagrams the operating system refused to send, by error kind.",
+            &["kind"],
+        )?;
+        let hook_runs = counter_vec(
+            "hook_runs_total",
+            "Leader-change hook runs, by result (ok, failed, timeout, error).",
+            &["result"],
+        )?;
+        let build_info = IntGaugeVec::new(
+            opts("build_info", "Build information; always 1.", node),
+            &["version"],
+        )?;
+        registry.register(Box::new(build_info.clone()))?;
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION")])
+            .set(1);
+        let up_since = IntGauge::with_opts(opts(
+            "start_time_seconds",
+            "Unix time this process started.",
+            node,
+        ))?;
+        registry.register(Box::new(up_since.clone()))?;
+        if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+            up_since.set(d.as_secs() as i64);
+        }
+        let m = Metrics {
+            node,
+            registry,
+            messages_sent,
+            messages_received,
+            retransmissions,
+            delivery_failures,
+            elections_started,
+            elections_won,
+            election_duration,
+            leader,
+            is_leader,
+            has_leader,
+            leader_changes,
+            term,
+            invalid,
+            datagrams_sent,
+            bytes_sent,
+            send_errors,
+            hook_runs,
+            exported: Mutex::new(Exported::default()),
+        };
+        for &a in algorithms {
+            let l = [a.as_str()];
+            m.elections_started.with_label_values(&l);
+            m.elections_won.with_label_values(&l);
+            m.leader_changes.with_label_values(&l);
+            m.election_duration.with_label_values(&l);
+            m.leader.with_label_values(&l).set(-1);
+            m.is_leader.with_label_values(&l).set(0);
+            m.has_leader.with_label_values(&l).set(0);
+            m.term.with_label_values(&l).set(0);
+        }
+        Ok(m)
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Bring every counter and gauge up to date with `node`'s own counters.
+    pub fn sync(&self, node: &Node) {
+        let Ok(mut ex) = self.exported.lock() else {
+            return;
+        };
+        for a in node.algorithms().collect::<Vec<_>>() {
+            let Some(stats) = node.group_stats(a) else {
+                continue;
+            };
+            for t in MessageType::ALL {
+                let s = stats.sent_of(t);
+                let prev = ex.sent.entry((a, t)).or_insert(0);
+                if s > *prev {
+                    self.messages_sent
+                        .with_label_values(&[a.as_str(), t.as_str()])
+                        .inc_by(s - *prev);
+                    *prev = s;
+                }
+                let r = stats.received_of(t);
+                let prev = ex.received.entry((a, t)).or_insert(0);
+                if r > *prev {
+                    self.messages_received
+                        .with_label_values(&[a.as_str(), t.as_str()])
+                        .inc_by(r - *prev);
+                    *prev = r;
+                }
+            }
+            let l = [a.as_str()];
+            advance(
+                &self.elections_started.with_label_values(&l),
+                ex.started.entry(a).or_insert(0),
+                stats.elections_started,
+            );
+            advance(
+                &self.elections_won.with_label_values(&l),
+                ex.won.entry(a).or_insert(0),
+                stats.elections_won,
+            );
+            advance(
+                &self.leader_changes.with_label_values(&l),
+                ex.changes.entry(a).or_insert(0),
+                stats.leader_changes,
+            );
+            if let Some(st) = node.group_status(a) {
+                self.leader
+                    .with_label_values(&l)
+                    .set(st.leader.map(i64::from).unwrap_or(-1));
+                self.is_leader
+                    .with_label_values(&l)
+                    .set(i64::from(st.leader == Some(node.id())));
+                self.has_leader
+                    .with_label_values(&l)
+                    .set(i64::from(st.leader.is_some()));
+                self.term
+                    .with_label_values(&l)
+                    .set(st.term.min(i64::MAX as u64) as i64);
+            }
+        }
+        let link = node.link_stats();
+        advance(
+            &self.retransmissions,
+            &mut ex.retransmissions,
+            link.retransmissions,
+        );
+        advance(
+            &self.delivery_failures,
+            &mut ex.failures,
+            link.delivery_failures,
+        );
+        for (&reason, &n) in node.invalid() {
+            let prev = ex.invalid.entry(reason).or_insert(0);
+            if n > *prev {
+                self.invalid.with_label_values(&[reason]).inc_by(n - *prev);
+                *prev = n;
+            }
+        }
+    }
+
+    /// Record what an event says that counters cannot (election durations).
+    pub fn observe(&self, event: &Event) {
+        if let Event::ElectionFinished {
+            group, duration, ..
+        } = event
+        {
+            self.election_duration
+                .with_label_values(&[group.as_str()])
+                .observe(duration.as_secs_f64());
+        }
+    }
+
+    /// A datagram of `bytes` went on the wire.
+    pub fn datagram_sent(&self, bytes: usize) {
+        self.datagrams_sent.inc();
+        self.bytes_sent.inc_by(bytes as u64);
+    }
+
+    /// A datagram was dropped before reaching the node (decode, authentication, …).
+    /// Reasons counted by the node itself go through [`Metrics::sync`].
+    pub fn invalid_datagram(&self, reason: &str) {
+        self.invalid.with_label_values(&[reason]).inc();
+    }
+
+    /// The OS refused a send (`kind`: e.g. `permission_denied`, `network_unreachable`).
+    pub fn send_error(&self, kind: &str) {
+        self.send_errors.with_label_values(&[kind]).inc();
+    }
+
+    /// A leader-change hook finished with `result` (`ok`, `failed`, `timeout`, `error`).
+    pub fn hook_run(&self, result: &str) {
+        self.hook_runs.with_label_values(&[result]).inc();
+    }
+
+    /// The text exposition format, for `GET /metrics`.
+    pub fn encode(&self) -> String {
+        use prometheus::Encoder;
+        let mut buf = Vec::new();
+        let enc = prometheus::TextEncoder::new();
+        if enc.encode(&self.registry.gather(), &mut buf).is_err() {
+            return String::new();
+        }
+        String::from_utf8(buf).unwrap_or_default()
+    }
+}
+
+fn advance(c: &IntCounter, prev: &mut u64, now: u64) {
+    if now > *prev {
+        c.inc_by(now - *prev);
+        *prev = now;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::{Options, Timing};
+    use crate::node::link::LinkConfig;
+    use crate::node::NodeConfig;
+    use std::time::Duration;
+
+    #[test]
+    fn names_labels_and_deltas() {
+        let algos = [AlgorithmKind::Bully];
+        let m = Metrics::new(3, &algos).expect("registry");
+        let mut node = Node::new(NodeConfig {
+            id: 3,
+            ring: vec![1, 2, 3],
+            algorithms: algos.to_vec(),
+            timing: Timing::default(),
+            options: Options::default(),
+            link: LinkConfig::default(),
+            incarnation: 1,
+            seed: 1,
+        })
+        .expect("node");
+        // Node 3 is the highest: it wins at once and announces to 1 and 2.
+        node.start(Duration::ZERO, true);
+        m.sync(&node);
+        m.sync(&node); // a second sync adds nothing
+        let text = m.encode();
+        assert!(
+            text.contains(
+                "electd_messages_sent_total{algorithm=\"bully\",node=\"3\",type=\"coordinator\"} 2"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("electd_is_leader{algorithm=\"bully\",node=\"3\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("electd_leader{algorithm=\"bully\",node=\"3\"} 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("electd_build_info{node=\"3\",version="),
+            "{text}"
+        );
+        assert!(text.contains("electd_election_duration_seconds_bucket{algorithm=\"bully\",node=\"3\",le=\"0.001\"}"), "{text}");
+    }
+}
