@@ -70,8 +70,11 @@ pub struct SimReport {
     pub ring: Vec<NodeId>,
     /// Leader after the last election.
     pub leader: Option<NodeId>,
-    /// Every election ended with all live nodes agreeing on a live leader.
+    /// Every election ended with all live nodes agreeing on a live leader (the highest
+    /// live id, for the algorithms that promise it).
     pub agreed: bool,
+    /// The highest live id at the end, for the algorithms that must elect it.
+    pub expected_leader: Option<NodeId>,
     /// All elections together.
     pub messages: MessageCounts,
     pub acks: u64,

@@ -1,6 +1,8 @@
 //! `electd simulate` as a library call: build the roster, run a named scenario, report.
 
 use crate::algorithm::{AlgorithmKind, Timing};
+use crate::node::link::LinkConfig;
+use crate::sim::chaos::{self, ChaosParams};
 use crate::sim::report::{MessageCounts, SimReport};
 use crate::sim::scenario::{Initiator, RingOrder, Scenario};
 use crate::sim::{Sim, SimConfig, SimError};
@@ -62,12 +64,33 @@ pub fn simulate(p: &SimulateParams) -> Result<SimReport, SimulateError> {
     let mut cfg = SimConfig::new(p.algorithm, p.ids.len(), p.seed);
     cfg.ids = p.ids.clone();
     cfg.timing = p.timing.clone();
-    cfg.net.loss = p.loss;
+    if p.scenario != Scenario::Chaos {
+        cfg.net.loss = p.loss;
+    }
     let mut sim = Sim::new(cfg)?;
     // Generous bound: every election of every algorithm settles far sooner.
     let settle = Duration::from_secs(600);
+    let ops = match p.scenario {
+        Scenario::Chaos => {
+            let bound =
+                chaos::recovery_bound(p.algorithm, &p.timing, &LinkConfig::default(), p.ids.len());
+            let params = ChaosParams {
+                max_loss: if p.loss > 0.0 { p.loss } else { 0.2 },
+                ..ChaosParams::default()
+            };
+            sim.set_net(chaos::clean_net());
+            chaos::plan(p.seed, &p.ids, &params, bound)
+        }
+        s => s.ops(initiator, settle),
+    };
     let started = Instant::now();
-    sim.run_ops(&p.scenario.ops(initiator, settle))?;
+    sim.run_ops(&ops)?;
+    sim.end_measure();
+    let expected_leader = if p.algorithm.elects_highest_id() {
+        sim.live_ids().into_iter().max()
+    } else {
+        None
+    };
     let wall = started.elapsed().as_secs_f64();
     let mut messages = MessageCounts::default();
     let (mut acks, mut retransmissions, mut virtual_ms) = (0, 0, 0.0);
@@ -86,7 +109,11 @@ pub fn simulate(p: &SimulateParams) -> Result<SimReport, SimulateError> {
         loss: p.loss,
         ring: p.ids.clone(),
         leader: sim.elections.last().and_then(|e| e.leader),
-        agreed: !sim.elections.is_empty() && sim.elections.iter().all(|e| e.agreed),
+        agreed: !sim.elections.is_empty()
+            && sim.elections.iter().all(|e| e.agreed)
+            && (expected_leader.is_none()
+                || sim.elections.last().and_then(|e| e.leader) == expected_leader),
+        expected_leader,
         messages,
         acks,
         retransmissions,

@@ -62,6 +62,9 @@ pub enum Scenario {
     /// Startup, then the leader crashes and the lowest live node detects it and calls
     /// the next election.
     LeaderCrash,
+    /// A seeded random plan of crashes, restarts and loss (see [`crate::sim::chaos`]),
+    /// then a clean network: replays a property-test failure.
+    Chaos,
 }
 
 impl Scenario {
@@ -69,10 +72,12 @@ impl Scenario {
         match self {
             Scenario::Startup => "startup",
             Scenario::LeaderCrash => "leader-crash",
+            Scenario::Chaos => "chaos",
         }
     }
 
-    /// The ops of this scenario with `initiator` calling the first election.
+    /// The ops of this scenario with `initiator` calling the first election
+    /// (`Chaos` plans come from [`crate::sim::chaos::plan`] instead).
     pub fn ops(self, initiator: NodeId, settle: Duration) -> Vec<Op> {
         let mut ops = vec![
             Op::StartAll,
@@ -104,8 +109,9 @@ impl FromStr for Scenario {
         match s {
             "startup" => Ok(Scenario::Startup),
             "leader-crash" => Ok(Scenario::LeaderCrash),
+            "chaos" => Ok(Scenario::Chaos),
             _ => Err(format!(
-                "unknown scenario {s:?}; expected startup or leader-crash"
+                "unknown scenario {s:?}; expected startup, leader-crash or chaos"
             )),
         }
     }
