@@ -8,11 +8,11 @@ use std::path::PathBuf;
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
     /// Node counts: N, A..B or A,B,C.
-    #[arg(long, default_value = "2..32", value_parser = super::parse_node_counts)]
-    pub nodes: Vec<usize>,
+    #[arg(long, default_value = "2..32", value_parser = super::parse_node_count_list)]
+    pub nodes: super::NodeCounts,
     /// Algorithms to compare (comma-separated); default: every implemented one.
-    #[arg(long, value_parser = super::parse_algorithms)]
-    pub algorithms: Option<Vec<AlgorithmKind>>,
+    #[arg(long, value_parser = super::parse_algorithm_list)]
+    pub algorithms: Option<super::Algorithms>,
     /// Write an SVG plot of messages against N here.
     #[arg(long)]
     pub plot: Option<PathBuf>,
@@ -30,9 +30,11 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
-    // clap gives Vec<Vec<usize>> flattened into one list through value_parser.
-    let nodes = args.nodes;
-    let algorithms = args.algorithms.unwrap_or_else(AlgorithmKind::available);
+    let nodes = args.nodes.0;
+    let algorithms = args
+        .algorithms
+        .map(|a| a.0)
+        .unwrap_or_else(AlgorithmKind::available);
     let tty = std::io::stderr().is_terminal();
     let cmp = electd::compare::run(&algorithms, &nodes, args.seed, |done, total| {
         if tty {
@@ -63,7 +65,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
         args.nodes.max(32)
     );
     run(CompareArgs {
-        nodes: (2..=args.nodes.max(32)).collect(),
+        nodes: super::NodeCounts((2..=args.nodes.max(32)).collect()),
         algorithms: None,
         plot: Some(PathBuf::from("electd-compare.svg")),
         seed: 1,

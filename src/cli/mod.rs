@@ -32,6 +32,22 @@ pub enum Format {
     Csv,
 }
 
+/// A list of node counts given as `N`, `A..B`, `A..=B` or `A,B,C`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeCounts(pub Vec<usize>);
+
+/// A comma-separated list of algorithms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Algorithms(pub Vec<electd::algorithm::AlgorithmKind>);
+
+pub fn parse_node_count_list(s: &str) -> Result<NodeCounts, String> {
+    parse_node_counts(s).map(NodeCounts)
+}
+
+pub fn parse_algorithm_list(s: &str) -> Result<Algorithms, String> {
+    parse_algorithms(s).map(Algorithms)
+}
+
 /// Parse `N`, `A..B`, `A..=B` or `A,B,C` into a list of node counts (each ≥ 1).
 pub fn parse_node_counts(s: &str) -> Result<Vec<usize>, String> {
     let s = s.trim();
