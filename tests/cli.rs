@@ -23,26 +23,68 @@ fn assert_clean_error(args: &[&str], needle: &str) {
 
 #[test]
 fn bad_simulate_input_is_a_clear_error() {
-    assert_clean_error(&["simulate", "-a", "bully", "--nodes", "0"], "at least 1 node");
+    assert_clean_error(
+        &["simulate", "-a", "bully", "--nodes", "0"],
+        "at least 1 node",
+    );
     assert_clean_error(&["simulate", "-a", "paxos"], "unknown algorithm");
-    assert_clean_error(&["simulate", "-a", "bully", "-n", "5", "--initiator", "9"], "not in the roster");
-    assert_clean_error(&["simulate", "-a", "bully", "--initiator", "middle"], "invalid initiator");
-    assert_clean_error(&["simulate", "-a", "bully", "--loss", "1.5"], "loss must be in");
-    assert_clean_error(&["simulate", "-a", "bully", "--scenario", "meteor"], "unknown scenario");
-    assert_clean_error(&["simulate", "-a", "bully", "--ids", "1,2,2"], "listed twice");
+    assert_clean_error(
+        &["simulate", "-a", "bully", "-n", "5", "--initiator", "9"],
+        "not in the roster",
+    );
+    assert_clean_error(
+        &["simulate", "-a", "bully", "--initiator", "middle"],
+        "invalid initiator",
+    );
+    assert_clean_error(
+        &["simulate", "-a", "bully", "--loss", "1.5"],
+        "loss must be in",
+    );
+    assert_clean_error(
+        &["simulate", "-a", "bully", "--scenario", "meteor"],
+        "unknown scenario",
+    );
+    assert_clean_error(
+        &["simulate", "-a", "bully", "--ids", "1,2,2"],
+        "listed twice",
+    );
     assert_clean_error(&["simulate", "-a", "bully", "--ids", "0,1"], "reserved");
     assert_clean_error(&["compare", "--nodes", "9..3"], "empty range");
-    assert_clean_error(&["compare", "--algorithms", "bully,nope"], "unknown algorithm");
+    assert_clean_error(
+        &["compare", "--algorithms", "bully,nope"],
+        "unknown algorithm",
+    );
 }
 
 #[test]
 fn simulate_json_has_the_contract_fields() {
     let out = electd(&[
-        "simulate", "-a", "bully", "-n", "6", "--scenario", "leader-crash", "--format", "json",
+        "simulate",
+        "-a",
+        "bully",
+        "-n",
+        "6",
+        "--scenario",
+        "leader-crash",
+        "--format",
+        "json",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    for key in ["algorithm", "nodes", "scenario", "leader", "agreed", "messages", "virtual_ms", "elections"] {
+    for key in [
+        "algorithm",
+        "nodes",
+        "scenario",
+        "leader",
+        "agreed",
+        "messages",
+        "virtual_ms",
+        "elections",
+    ] {
         assert!(v.get(key).is_some(), "missing {key}: {v}");
     }
     assert_eq!(v["algorithm"], "bully");
@@ -67,11 +109,23 @@ fn simulate_json_has_the_contract_fields() {
 
 #[test]
 fn simulate_csv_and_table() {
-    let csv = electd(&["simulate", "-a", "improved-bully", "-n", "4", "--format", "csv"]);
+    let csv = electd(&[
+        "simulate",
+        "-a",
+        "improved-bully",
+        "-n",
+        "4",
+        "--format",
+        "csv",
+    ]);
     let text = String::from_utf8_lossy(&csv.stdout);
-    assert!(text.starts_with("algorithm,nodes,scenario,election,leader,agreed,type,messages,virtual_ms"));
+    assert!(text
+        .starts_with("algorithm,nodes,scenario,election,leader,agreed,type,messages,virtual_ms"));
     // 3N−2 = 10 messages for N = 4 (Soundarabai et al. 2014).
-    assert!(text.contains("improved-bully,4,startup,startup,4,true,total,10,"), "{text}");
+    assert!(
+        text.contains("improved-bully,4,startup,startup,4,true,total,10,"),
+        "{text}"
+    );
     let table = electd(&["simulate", "-a", "bully", "-n", "4"]);
     assert!(String::from_utf8_lossy(&table.stdout).contains("15 election messages"));
 }
@@ -82,9 +136,19 @@ fn compare_prints_formulas_and_writes_an_svg_plot() {
     std::fs::create_dir_all(&dir).expect("tmp");
     let svg = dir.join("compare.svg");
     let out = electd(&[
-        "compare", "--nodes", "2..12", "--format", "csv", "--plot", svg.to_str().expect("path"),
+        "compare",
+        "--nodes",
+        "2..12",
+        "--format",
+        "csv",
+        "--plot",
+        svg.to_str().expect("path"),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let csv = String::from_utf8_lossy(&out.stdout);
     let mut rows = 0;
     for line in csv.lines().skip(1) {
@@ -93,7 +157,8 @@ fn compare_prints_formulas_and_writes_an_svg_plot() {
             continue; // no closed form for this case
         }
         rows += 1;
-        let (measured, formula): (f64, f64) = (cols[3].parse().expect("m"), cols[4].parse().expect("f"));
+        let (measured, formula): (f64, f64) =
+            (cols[3].parse().expect("m"), cols[4].parse().expect("f"));
         let exact = matches!(cols[1], "bully" | "improved-bully");
         if exact {
             assert_eq!(measured, formula, "{line}");
@@ -101,6 +166,9 @@ fn compare_prints_formulas_and_writes_an_svg_plot() {
     }
     assert!(rows >= 22, "{csv}");
     let plot = std::fs::read_to_string(&svg).expect("svg written");
-    assert!(plot.starts_with("<svg") && plot.contains("bully"), "not an SVG plot");
+    assert!(
+        plot.starts_with("<svg") && plot.contains("bully"),
+        "not an SVG plot"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

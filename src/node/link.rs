@@ -8,10 +8,11 @@
 
 use crate::algorithm::AlgorithmKind;
 use crate::message::Message;
+use crate::node::fxhash::{FxHashMap, FxHashSet};
 use crate::node::{Datagram, Time};
 use crate::NodeId;
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap};
 use std::time::Duration;
 
 /// Link settings (config `[transport]`).
@@ -83,11 +84,11 @@ pub struct Link {
     me: NodeId,
     incarnation: u64,
     cfg: LinkConfig,
-    next_seq: HashMap<NodeId, u64>,
-    unacked: HashMap<(NodeId, u64), Pending>,
+    next_seq: FxHashMap<NodeId, u64>,
+    unacked: FxHashMap<(NodeId, u64), Pending>,
     retx: BinaryHeap<Reverse<(Time, NodeId, u64)>>,
-    inbound: HashMap<NodeId, PeerIn>,
-    given_up: HashSet<NodeId>,
+    inbound: FxHashMap<NodeId, PeerIn>,
+    given_up: FxHashSet<NodeId>,
     pub stats: LinkStats,
 }
 
@@ -116,11 +117,11 @@ impl Link {
             me,
             incarnation,
             cfg,
-            next_seq: HashMap::new(),
-            unacked: HashMap::new(),
+            next_seq: FxHashMap::default(),
+            unacked: FxHashMap::default(),
             retx: BinaryHeap::new(),
-            inbound: HashMap::new(),
-            given_up: HashSet::new(),
+            inbound: FxHashMap::default(),
+            given_up: FxHashSet::default(),
             stats: LinkStats::default(),
         }
     }

@@ -9,6 +9,7 @@
 //! ranges are resolved with the node's own seeded generator, so a run is a function of
 //! its seeds and inputs.
 
+mod fxhash;
 pub mod link;
 
 use crate::algorithm::{
@@ -138,6 +139,8 @@ struct Group {
 pub struct Node {
     id: NodeId,
     ring: Vec<NodeId>,
+    /// The roster sorted, for membership checks in O(log N).
+    members: Vec<NodeId>,
     timing: Timing,
     groups: Vec<Group>,
     link: Link,
@@ -171,8 +174,11 @@ impl Node {
                 stats: GroupStats::default(),
             });
         }
+        let mut members = cfg.ring.clone();
+        members.sort_unstable();
         Ok(Node {
             id: cfg.id,
+            members,
             ring: cfg.ring,
             timing: cfg.timing,
             groups,
@@ -268,7 +274,7 @@ impl Node {
 
     /// Process one datagram from the network (already decoded and authenticated).
     pub fn handle_datagram(&mut self, now: Time, d: Datagram) {
-        if d.from == self.id || !self.ring.contains(&d.from) {
+        if d.from == self.id || self.members.binary_search(&d.from).is_err() {
             self.count_invalid("unknown_sender");
             return;
         }

@@ -20,8 +20,7 @@ use crate::NodeId;
 use network::{Cuts, NetConfig};
 use report::{ElectionReport, MessageCounts};
 use scenario::Op;
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
 
 /// Everything a simulation is built from.
@@ -68,27 +67,8 @@ enum Payload {
     Wake { node: usize },
 }
 
-struct Queued {
-    at: Time,
-    seq: u64,
-    payload: Payload,
-}
-
-impl PartialEq for Queued {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
-    }
-}
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Queued {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.at, self.seq).cmp(&(other.at, other.seq))
-    }
+fn nanos(t: Time) -> u64 {
+    t.as_nanos().min(u64::MAX as u128) as u64
 }
 
 struct SimNode {
@@ -116,8 +96,11 @@ pub struct Claim {
 pub struct Sim {
     cfg: SimConfig,
     now: Time,
-    seq: u64,
-    queue: BinaryHeap<Reverse<Queued>>,
+    /// Pending events by time (ns); FIFO within one instant, i.e. ordered by
+    /// (time, insertion). Many events share an instant on the synchronous network, so
+    /// buckets beat a heap of single events.
+    queue: BTreeMap<u64, VecDeque<Payload>>,
+    queued: usize,
     nodes: Vec<SimNode>,
     index: HashMap<NodeId, usize>,
     rng: Rng,
@@ -163,8 +146,8 @@ impl Sim {
             net: cfg.net.clone(),
             cfg,
             now: Duration::ZERO,
-            seq: 0,
-            queue: BinaryHeap::new(),
+            queue: BTreeMap::new(),
+            queued: 0,
             nodes,
             index,
             rng,
@@ -446,12 +429,28 @@ impl Sim {
     }
 
     fn push(&mut self, at: Time, payload: Payload) {
-        self.seq += 1;
-        self.queue.push(Reverse(Queued {
-            at,
-            seq: self.seq,
-            payload,
-        }));
+        self.queued += 1;
+        self.queue.entry(nanos(at)).or_default().push_back(payload);
+    }
+
+    fn next_at(&self) -> Option<u64> {
+        self.queue.first_key_value().map(|(t, _)| *t)
+    }
+
+    fn pop(&mut self) -> Option<(u64, Payload)> {
+        let mut entry = self.queue.first_entry()?;
+        let t = *entry.key();
+        let payload = entry.get_mut().pop_front();
+        if entry.get().is_empty() {
+            entry.remove();
+        }
+        self.queued -= 1;
+        payload.map(|p| (t, p))
+    }
+
+    /// Events waiting in the queue.
+    pub fn pending_events(&self) -> usize {
+        self.queued
     }
 
     /// After node `i` was called: ship its datagrams, record its events, re-arm its wake.
@@ -522,17 +521,16 @@ impl Sim {
     /// Process one queued event; false when the queue is empty or the next event is
     /// after `until`.
     fn step(&mut self, until: Time) -> bool {
-        let Some(Reverse(q)) = self.queue.peek() else {
-            return false;
-        };
-        if q.at > until {
-            return false;
+        match self.next_at() {
+            Some(t) if t <= nanos(until) => {}
+            _ => return false,
         }
-        let Some(Reverse(q)) = self.queue.pop() else {
+        let Some((t, payload)) = self.pop() else {
             return false;
         };
-        self.now = self.now.max(q.at);
-        match q.payload {
+        let at = Duration::from_nanos(t);
+        self.now = self.now.max(at);
+        match payload {
             Payload::Deliver { to, datagram } => {
                 if datagram
                     .body
@@ -553,7 +551,7 @@ impl Sim {
             }
             Payload::Wake { node } => {
                 let sn = &mut self.nodes[node];
-                if !sn.alive || sn.next_wake != Some(q.at) {
+                if !sn.alive || sn.next_wake != Some(at) {
                     return true;
                 }
                 sn.next_wake = None;
@@ -583,16 +581,15 @@ impl Sim {
                 return true;
             }
             // Process every event of the next instant, then check again.
-            let Some(Reverse(q)) = self.queue.peek() else {
+            let Some(instant) = self.next_at() else {
                 self.now = until;
                 return self.settled();
             };
-            let instant = q.at;
-            if instant > until {
+            if instant > nanos(until) {
                 self.now = until;
                 return self.settled();
             }
-            while self.queue.peek().is_some_and(|Reverse(q)| q.at == instant) {
+            while self.next_at() == Some(instant) {
                 self.step(until);
             }
         }
