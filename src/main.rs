@@ -11,6 +11,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Compare(args) => cli::compare::run(args),
+        Command::Chaos(args) => cli::chaos::run(args),
         Command::Demo(args) => cli::compare::demo(args),
     };
     match result {

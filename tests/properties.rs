@@ -3,68 +3,40 @@
 //! id for the algorithms that promise it — within the recovery bound derived from the
 //! timeouts in `electd::sim::chaos::recovery_bound` (its doc gives the derivation).
 //!
-//! Runs every algorithm of this build over 1,000 seeds each. A failure prints the seed,
-//! the plan, and the command that replays it.
+//! Runs every algorithm of this build over 1,000 seeds each (the checks live in
+//! `electd::sim::campaign`, shared with `electd chaos`). A failure prints the seed and
+//! the command that replays it with `electd simulate`.
 
 use electd::algorithm::AlgorithmKind;
-use electd::node::link::LinkConfig;
-use electd::sim::chaos::{self, ChaosParams};
+use electd::sim::campaign::{self, Violation};
+use electd::sim::chaos::{self, ChaosParams, FaultSet};
 use electd::sim::{Sim, SimConfig};
 
 const SEEDS: u64 = 1_000;
 
-fn check(kind: AlgorithmKind, seed: u64) -> Result<(), String> {
-    let n = 3 + (seed % 6) as usize; // 3..=8 nodes
-    let mut cfg = SimConfig::new(kind, n, seed);
-    cfg.net = chaos::clean_net();
-    let bound = chaos::recovery_bound(kind, &cfg.timing, &LinkConfig::default(), n);
-    let ops = chaos::plan(seed, &cfg.ids, &ChaosParams::default(), bound);
-    let mut sim = Sim::new(cfg).map_err(|e| e.to_string())?;
-    sim.run_ops(&ops).map_err(|e| e.to_string())?;
-    let live = sim.live_ids();
-    let agreed = sim.agreement(kind);
-    let expected = live.iter().copied().max();
-    let ok = match agreed {
-        Some(l) if kind.elects_highest_id() => Some(l) == expected,
-        Some(_) => true,
-        None => false,
-    };
-    if ok {
-        return Ok(());
-    }
-    let beliefs: Vec<String> = live
+fn property(kind: AlgorithmKind) {
+    let failures: Vec<Violation> = (0..SEEDS)
+        .filter_map(|s| campaign::check_seed(kind, s, FaultSet::Basic).err())
+        .collect();
+    let shown: Vec<String> = failures
         .iter()
-        .map(|&id| {
-            let node = sim.node(id);
+        .take(3)
+        .map(|v| {
             format!(
-                "{id}:{:?}/{}",
-                node.and_then(|x| x.leader(kind)),
-                node.and_then(|x| x.group_status(kind))
-                    .map(|s| s.state)
-                    .unwrap_or("-")
+                "seed {}: {} — {}
+  replay: {}",
+                v.seed,
+                v.property,
+                v.detail,
+                v.replay()
             )
         })
         .collect();
-    Err(format!(
-        "{kind} seed {seed} N={n}: after {bound:?} of clean network live nodes {live:?} \
-         agree on {agreed:?}, expected {expected:?}; beliefs {beliefs:?}\n  plan: {}\n  \
-         replay: electd simulate -a {kind} -n {n} --scenario chaos --seed {seed}",
-        chaos::describe(&ops)
-    ))
-}
-
-fn property(kind: AlgorithmKind) {
-    let failures: Vec<String> = (0..SEEDS).filter_map(|s| check(kind, s).err()).collect();
     assert!(
         failures.is_empty(),
         "{} of {SEEDS} seeds failed; first ones:\n{}",
         failures.len(),
-        failures
-            .iter()
-            .take(3)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        shown.join("\n")
     );
 }
 
@@ -84,6 +56,35 @@ fn every_other_algorithm_in_this_build_converges_after_faults() {
         if !matches!(kind, AlgorithmKind::Bully | AlgorithmKind::ImprovedBully) {
             property(kind);
         }
+    }
+}
+
+/// The replay command really replays: `simulate --scenario chaos` runs the same plan as
+/// the campaign for the same seed and size.
+#[test]
+fn simulate_chaos_replays_the_campaign_run() {
+    use electd::sim::runner::{simulate, SimulateParams};
+    use electd::sim::scenario::Scenario;
+    for seed in 0..20 {
+        let kind = AlgorithmKind::Bully;
+        let n = campaign::nodes_for(seed);
+        let mut p = SimulateParams::new(kind, n);
+        p.scenario = Scenario::Chaos;
+        p.seed = seed;
+        let report = simulate(&p).expect("simulate");
+        let mut cfg = SimConfig::new(kind, n, seed);
+        cfg.net = chaos::clean_net();
+        let bound = chaos::recovery_bound(
+            kind,
+            &cfg.timing,
+            &electd::node::link::LinkConfig::default(),
+            n,
+        );
+        let ops = chaos::plan(seed, &cfg.ids, &FaultSet::Basic.params(), bound);
+        let mut sim = Sim::new(cfg).expect("sim");
+        sim.run_ops(&ops).expect("ops");
+        sim.end_measure();
+        assert_eq!(report.elections, sim.elections, "seed {seed}");
     }
 }
 

@@ -1,5 +1,6 @@
 //! Command-line interface (clap). Each subcommand lives in its own file.
 
+pub mod chaos;
 pub mod compare;
 pub mod simulate;
 
@@ -20,6 +21,9 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Messages per election against N for every algorithm, beside the literature.
     Compare(compare::CompareArgs),
+    /// Chaos campaign: many seeded fault plans per algorithm, checking safety and
+    /// liveness; prints every violation with the command that replays it.
+    Chaos(chaos::ChaosArgs),
     /// Local demo. Until the daemon lands this runs `compare --nodes 2..32` with a plot.
     Demo(compare::DemoArgs),
 }

@@ -2,6 +2,7 @@
 
 use super::Format;
 use electd::algorithm::AlgorithmKind;
+use electd::sim::chaos::FaultSet;
 use electd::sim::runner::{simulate, SimulateParams};
 use electd::sim::scenario::{Initiator, RingOrder, Scenario};
 use electd::NodeId;
@@ -29,7 +30,11 @@ pub struct SimulateArgs {
     /// Seed of the network and timer generators; the same seed replays the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Probability that a datagram is lost (0 ≤ P < 1).
+    /// Fault mix of `--scenario chaos`: basic (crashes, restarts, loss) or full (also
+    /// partitions, duplication, reordering).
+    #[arg(long, default_value = "basic", value_parser = |s: &str| s.parse::<FaultSet>())]
+    pub faults: FaultSet,
+    /// Probability that a datagram is lost (0 ≤ P < 1); with `chaos`, the largest loss drawn.
     #[arg(long, default_value_t = 0.0, value_parser = parse_loss)]
     pub loss: f64,
     #[arg(long, value_enum, default_value = "table")]
@@ -87,6 +92,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     p.scenario = args.scenario;
     p.seed = args.seed;
     p.loss = args.loss;
+    p.faults = args.faults;
     let report = simulate(&p)?;
     match args.format {
         Format::Table => print!("{}", report.to_table()),

@@ -24,6 +24,47 @@ pub struct ChaosParams {
     pub partitions: bool,
 }
 
+/// Named fault mixes (`--faults`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultSet {
+    /// Crashes, restarts, loss up to 20% (the core property of the Bully issue).
+    Basic,
+    /// Also symmetric and one-way partitions, duplication, reordering, loss up to 30%.
+    Full,
+}
+
+impl FaultSet {
+    pub fn params(self) -> ChaosParams {
+        match self {
+            FaultSet::Basic => ChaosParams::default(),
+            FaultSet::Full => ChaosParams {
+                max_loss: 0.3,
+                duplicate_reorder: true,
+                partitions: true,
+                ..ChaosParams::default()
+            },
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultSet::Basic => "basic",
+            FaultSet::Full => "full",
+        }
+    }
+}
+
+impl std::str::FromStr for FaultSet {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "basic" => Ok(FaultSet::Basic),
+            "full" => Ok(FaultSet::Full),
+            _ => Err(format!("unknown fault set {s:?}; expected basic or full")),
+        }
+    }
+}
+
 impl Default for ChaosParams {
     fn default() -> Self {
         ChaosParams {

@@ -5,6 +5,7 @@
 //! ranges: a run is a pure function of its configuration, seed and scenario, so any
 //! failing seed replays exactly (`electd simulate --seed S`).
 
+pub mod campaign;
 pub mod chaos;
 pub mod network;
 pub mod report;

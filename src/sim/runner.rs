@@ -2,7 +2,7 @@
 
 use crate::algorithm::{AlgorithmKind, Timing};
 use crate::node::link::LinkConfig;
-use crate::sim::chaos::{self, ChaosParams};
+use crate::sim::chaos::{self, FaultSet};
 use crate::sim::report::{MessageCounts, SimReport};
 use crate::sim::scenario::{Initiator, RingOrder, Scenario};
 use crate::sim::{Sim, SimConfig, SimError};
@@ -21,6 +21,8 @@ pub struct SimulateParams {
     /// Datagram loss probability for the whole run.
     pub loss: f64,
     pub timing: Timing,
+    /// Fault mix of the `chaos` scenario.
+    pub faults: FaultSet,
 }
 
 impl SimulateParams {
@@ -33,6 +35,7 @@ impl SimulateParams {
             seed: 1,
             loss: 0.0,
             timing: Timing::default(),
+            faults: FaultSet::Basic,
         }
     }
 }
@@ -74,10 +77,10 @@ pub fn simulate(p: &SimulateParams) -> Result<SimReport, SimulateError> {
         Scenario::Chaos => {
             let bound =
                 chaos::recovery_bound(p.algorithm, &p.timing, &LinkConfig::default(), p.ids.len());
-            let params = ChaosParams {
-                max_loss: if p.loss > 0.0 { p.loss } else { 0.2 },
-                ..ChaosParams::default()
-            };
+            let mut params = p.faults.params();
+            if p.loss > 0.0 {
+                params.max_loss = p.loss;
+            }
             sim.set_net(chaos::clean_net());
             chaos::plan(p.seed, &p.ids, &params, bound)
         }

@@ -1,0 +1,171 @@
+//! The chaos campaign: many seeded fault plans per algorithm, each checked for the
+//! algorithm's safety and liveness properties.
+//!
+//! - Liveness (every algorithm): once faults stop, within the recovery bound every live
+//!   node agrees on a live leader — the highest live id for the Bully and ring families.
+//! - Safety (Raft, Ongaro & Ousterhout 2014 §5.2 "Election Safety"): at most one leader
+//!   per term over the whole run, faults included. The classic algorithms make no
+//!   such promise under partitions (each side of a cut elects its own leader, by
+//!   design), so for them the campaign checks liveness.
+//!
+//! A violation carries everything needed to replay it with `electd simulate`.
+
+use crate::algorithm::AlgorithmKind;
+use crate::node::link::LinkConfig;
+use crate::sim::chaos::{self, FaultSet};
+use crate::sim::{Sim, SimConfig};
+use crate::NodeId;
+use std::collections::HashMap;
+
+/// One failed check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub algorithm: AlgorithmKind,
+    pub seed: u64,
+    pub nodes: usize,
+    pub property: &'static str,
+    pub detail: String,
+    pub faults: FaultSet,
+}
+
+impl Violation {
+    /// The command that replays this run.
+    pub fn replay(&self) -> String {
+        format!(
+            "electd simulate -a {} -n {} --scenario chaos --faults {} --seed {}",
+            self.algorithm,
+            self.nodes,
+            self.faults.as_str(),
+            self.seed
+        )
+    }
+}
+
+/// Cluster size used for `seed` (3..=8, so odd and even majorities both occur).
+pub fn nodes_for(seed: u64) -> usize {
+    3 + (seed % 6) as usize
+}
+
+/// Run one seed of `kind` and check its properties.
+pub fn check_seed(kind: AlgorithmKind, seed: u64, faults: FaultSet) -> Result<(), Violation> {
+    let n = nodes_for(seed);
+    let fail = |property: &'static str, detail: String| Violation {
+        algorithm: kind,
+        seed,
+        nodes: n,
+        property,
+        detail,
+        faults,
+    };
+    let mut cfg = SimConfig::new(kind, n, seed);
+    cfg.net = chaos::clean_net();
+    let bound = chaos::recovery_bound(kind, &cfg.timing, &LinkConfig::default(), n);
+    let ops = chaos::plan(seed, &cfg.ids, &faults.params(), bound);
+    let mut sim = Sim::new(cfg).map_err(|e| fail("setup", e.to_string()))?;
+    sim.run_ops(&ops)
+        .map_err(|e| fail("setup", e.to_string()))?;
+
+    if kind == AlgorithmKind::Raft {
+        let mut by_term: HashMap<u64, NodeId> = HashMap::new();
+        for c in &sim.claims {
+            if let Some(&other) = by_term.get(&c.term) {
+                if other != c.node {
+                    return Err(fail(
+                        "election-safety",
+                        format!(
+                            "term {} led by both {other} and {} (at {:?})",
+                            c.term, c.node, c.at
+                        ),
+                    ));
+                }
+            }
+            by_term.insert(c.term, c.node);
+        }
+    }
+
+    let live = sim.live_ids();
+    let expected = live.iter().copied().max();
+    match sim.agreement(kind) {
+        Some(l) if !kind.elects_highest_id() || Some(l) == expected => Ok(()),
+        agreed => {
+            let beliefs: Vec<String> = live
+                .iter()
+                .map(|&id| format!("{id}→{:?}", sim.node(id).and_then(|x| x.leader(kind))))
+                .collect();
+            Err(fail(
+                "liveness",
+                format!(
+                    "{bound:?} after faults stopped: agreement {agreed:?}, highest live {expected:?}, beliefs {}",
+                    beliefs.join(" ")
+                ),
+            ))
+        }
+    }
+}
+
+/// Summary of a campaign for one algorithm.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    pub seeds: u64,
+    pub violations: Vec<Violation>,
+}
+
+/// Run seeds `start..start+count` of every algorithm in `kinds` on `threads` threads.
+/// `progress(done, total)` is called now and then from the calling thread.
+pub fn run(
+    kinds: &[AlgorithmKind],
+    start: u64,
+    count: u64,
+    faults: FaultSet,
+    threads: usize,
+    mut progress: impl FnMut(u64, u64),
+) -> Vec<(AlgorithmKind, Outcome)> {
+    let threads = threads.max(1) as u64;
+    let total = count * kinds.len() as u64;
+    let mut done = 0u64;
+    let mut results = Vec::new();
+    for &kind in kinds {
+        let violations = std::thread::scope(|scope| {
+            let (tick, ticks) = std::sync::mpsc::channel::<()>();
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let tick = tick.clone();
+                    scope.spawn(move || {
+                        let mut v = Vec::new();
+                        let mut seed = start + t;
+                        while seed < start + count {
+                            if let Err(x) = check_seed(kind, seed, faults) {
+                                v.push(x);
+                            }
+                            let _ = tick.send(());
+                            seed += threads;
+                        }
+                        v
+                    })
+                })
+                .collect();
+            drop(tick);
+            // Ends when every worker has dropped its sender.
+            for () in ticks {
+                done += 1;
+                if done % 100 == 0 || done == total {
+                    progress(done, total);
+                }
+            }
+            let mut v: Vec<Violation> = handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect();
+            v.sort_by_key(|x| x.seed);
+            v
+        });
+        results.push((
+            kind,
+            Outcome {
+                seeds: count,
+                violations,
+            },
+        ));
+    }
+    results
+}
