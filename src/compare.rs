@@ -181,9 +181,30 @@ impl Comparison {
         chart
             .configure_mesh()
             .x_desc("nodes N")
-            .y_desc("messages (log scale)")
+            .y_desc("messages per election (log scale)")
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()
             .map_err(|e| e.to_string())?;
+        // Formulas first, as wide translucent bands; measured points and lines on top,
+        // so a measurement that matches its formula sits inside its band.
+        for (i, c) in self.cases.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let formula: Vec<(f64, f64)> = self
+                .points
+                .iter()
+                .filter(|p| p.case == c.label)
+                .filter_map(|p| p.formula.map(|f| (p.nodes as f64, f.max(1.0))))
+                .collect();
+            if !formula.is_empty() {
+                let band = color.mix(0.25).stroke_width(9);
+                chart
+                    .draw_series(LineSeries::new(formula, band))
+                    .map_err(|e| e.to_string())?
+                    .label(format!("{} formula: {}", c.label, c.formula))
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], band));
+            }
+        }
         for (i, c) in self.cases.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
             let pts: Vec<(f64, f64)> = self
@@ -193,33 +214,16 @@ impl Comparison {
                 .map(|p| (p.nodes as f64, (p.measured as f64).max(1.0)))
                 .collect();
             chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(1)))
                 .map_err(|e| e.to_string())?
-                .label(format!("{} (measured)", c.label))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
+                .label(format!("{} measured", c.label))
+                .legend(move |(x, y)| Circle::new((x + 10, y), 3, color.filled()));
             chart
                 .draw_series(
                     pts.iter()
                         .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
                 )
                 .map_err(|e| e.to_string())?;
-            let formula: Vec<(f64, f64)> = self
-                .points
-                .iter()
-                .filter(|p| p.case == c.label)
-                .filter_map(|p| p.formula.map(|f| (p.nodes as f64, f.max(1.0))))
-                .collect();
-            if !formula.is_empty() {
-                chart
-                    .draw_series(DashedLineSeries::new(formula, 6, 4, color.stroke_width(1)))
-                    .map_err(|e| e.to_string())?
-                    .label(format!("{}: {}", c.label, c.formula))
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(1))
-                    });
-            }
         }
         chart
             .configure_series_labels()
