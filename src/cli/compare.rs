@@ -5,14 +5,19 @@ use electd::algorithm::AlgorithmKind;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
+/// Aliases so that clap takes each option as ONE value whose parser returns the whole
+/// list (a literal `Vec<T>` field would make clap expect a parser of single `T`s).
+type NodeCounts = Vec<usize>;
+type Algorithms = Vec<AlgorithmKind>;
+
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
     /// Node counts: N, A..B or A,B,C.
     #[arg(long, default_value = "2..32", value_parser = super::parse_node_counts)]
-    pub nodes: Vec<usize>,
+    pub nodes: NodeCounts,
     /// Algorithms to compare (comma-separated); default: every implemented one.
     #[arg(long, value_parser = super::parse_algorithms)]
-    pub algorithms: Option<Vec<AlgorithmKind>>,
+    pub algorithms: Option<Algorithms>,
     /// Write an SVG plot of messages against N here.
     #[arg(long)]
     pub plot: Option<PathBuf>,
