@@ -45,7 +45,12 @@
 //!   for the terminate lap); if the round has not ended by then it starts round + 1.
 //! - A message of an older round reaching a node that is not electing means its
 //!   sender missed the last result: the node starts a new round.
-//! - Split brain after a heal is resolved by [`super::ring_core::on_foreign`].
+//! - A node never follows a leader lower than itself: the announcement is forwarded
+//!   and the node (whose id that round missed) starts a new round.
+//! - Split brain after a heal is resolved by [`super::ring_core::on_foreign`]; an
+//!   electing node applies that rule too when the claim's epoch is at least its
+//!   round (that round was decided without it), and a new round is numbered above
+//!   the claim's epoch so that every member joins it.
 
 use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::ring_core::{
@@ -269,13 +274,19 @@ impl Hs {
         if leader == self.me() {
             return; // the lap is back at the leader
         }
-        if epoch >= self.round && epoch >= self.lead.epoch {
+        let lower = leader < self.me();
+        if epoch >= self.round && epoch >= self.lead.epoch && !lower {
             self.round = epoch;
             self.active = false;
             out.cancel_timer(Timer::Retry);
             self.lead.adopt(leader, epoch, out);
         }
         self.route(true, leader, Message::Terminate { leader, epoch }, out);
+        if lower && !self.active {
+            // The round that chose a lower leader missed this live node: elect.
+            self.round = self.round.max(epoch);
+            self.elect(out);
+        }
     }
 }
 
@@ -315,13 +326,16 @@ impl Algorithm for Hs {
     }
 
     fn on_timer(&mut self, timer: Timer, out: &mut Out) {
+        if timer == Timer::Suspicion {
+            self.view.forget_suspects();
+        }
         if timer == Timer::Retry && (self.active || self.lead.leader.is_none()) {
             self.elect(out);
         }
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
-        self.view.suspect(peer);
+        self.view.suspect(peer, self.bound, out);
         match msg {
             Message::Probe {
                 candidate,
@@ -356,12 +370,21 @@ impl Algorithm for Hs {
             return;
         }
         self.view.trust(from);
-        if self.active {
+        if self.active && epoch < self.round {
+            // The round under way is newer than that claim, but this node
+            // must not go on claiming leadership against a higher node meanwhile.
+            if from > self.me() && self.lead.leader == Some(self.me()) {
+                self.lead.adopt(from, epoch, out);
+            }
             return;
         }
         match on_foreign(self.me(), self.lead.leader, from) {
-            Foreign::Elect => self.elect(out),
+            Foreign::Elect => {
+                self.round = self.round.max(epoch);
+                self.elect(out);
+            }
             Foreign::Follow => {
+                self.active = false;
                 out.cancel_timer(Timer::Retry);
                 self.round = self.round.max(epoch);
                 self.lead.adopt(from, epoch, out);

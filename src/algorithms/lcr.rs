@@ -41,7 +41,12 @@
 //!   the round has not ended by then it starts round + 1.
 //! - A message of an older round reaching a node that is not electing means its
 //!   sender missed the last result (e.g. it restarted): the node starts a new round.
-//! - Split brain after a heal is resolved by [`super::ring_core::on_foreign`].
+//! - A node never follows a leader lower than itself: the announcement is forwarded
+//!   and the node (whose id that round missed) starts a new round.
+//! - Split brain after a heal is resolved by [`super::ring_core::on_foreign`]; an
+//!   electing node applies that rule too when the claim's epoch is at least its
+//!   round (that round was decided without it), and a new round is numbered above
+//!   the claim's epoch so that every member joins it.
 
 use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::ring_core::{
@@ -169,13 +174,19 @@ impl Lcr {
         if leader == self.me() {
             return; // the lap is back at the leader
         }
-        if epoch >= self.round && epoch >= self.lead.epoch {
+        let lower = leader < self.me();
+        if epoch >= self.round && epoch >= self.lead.epoch && !lower {
             self.round = epoch;
             self.active = false;
             out.cancel_timer(Timer::Retry);
             self.lead.adopt(leader, epoch, out);
         }
         self.route(Message::LcrElected { leader, epoch }, out);
+        if lower && !self.active {
+            // The round that chose a lower leader lost this live node's id: elect.
+            self.round = self.round.max(epoch);
+            self.elect(out);
+        }
     }
 }
 
@@ -203,13 +214,16 @@ impl Algorithm for Lcr {
     }
 
     fn on_timer(&mut self, timer: Timer, out: &mut Out) {
+        if timer == Timer::Suspicion {
+            self.view.forget_suspects();
+        }
         if timer == Timer::Retry && (self.active || self.lead.leader.is_none()) {
             self.elect(out);
         }
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
-        self.view.suspect(peer);
+        self.view.suspect(peer, self.bound, out);
         match msg {
             Message::LcrElection { round, .. } if round < self.round => {}
             msg @ (Message::LcrElection { .. } | Message::LcrElected { .. }) => {
@@ -235,12 +249,21 @@ impl Algorithm for Lcr {
             return;
         }
         self.view.trust(from);
-        if self.active {
+        if self.active && epoch < self.round {
+            // The round under way is newer than that claim, but this node
+            // must not go on claiming leadership against a higher node meanwhile.
+            if from > self.me() && self.lead.leader == Some(self.me()) {
+                self.lead.adopt(from, epoch, out);
+            }
             return;
         }
         match on_foreign(self.me(), self.lead.leader, from) {
-            Foreign::Elect => self.elect(out),
+            Foreign::Elect => {
+                self.round = self.round.max(epoch);
+                self.elect(out);
+            }
             Foreign::Follow => {
+                self.active = false;
                 out.cancel_timer(Timer::Retry);
                 self.round = self.round.max(epoch);
                 self.lead.adopt(from, epoch, out);

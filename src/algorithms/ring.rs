@@ -40,7 +40,11 @@
 //! - The epoch travels in both messages (maximum over the lap); the decision is
 //!   that maximum + 1. A COORDINATOR with an epoch below this node's is forwarded
 //!   but not adopted, so the exported term only grows.
-//! - Split brain after a heal is resolved by [`super::ring_core::on_foreign`].
+//! - A node never follows a leader lower than itself: a COORDINATOR naming one is
+//!   forwarded, and the node (skipped by that lap) calls an election.
+//! - Split brain after a heal is resolved by [`super::ring_core::on_foreign`]; an
+//!   electing node applies that rule too when the claim's epoch is newer than its own
+//!   (the election it waits for finished without it).
 
 use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::ring_core::{
@@ -167,13 +171,19 @@ impl Ring {
         if initiator == self.me() {
             return; // the lap is back where it started
         }
-        if epoch >= self.lead.epoch {
+        let lower = leader < self.me();
+        if epoch >= self.lead.epoch && !lower {
             self.participant = false;
             self.initiated = false;
             out.cancel_timer(Timer::Retry);
             self.lead.adopt(leader, epoch, out);
         }
         self.route_coordinator(initiator, leader, epoch, out);
+        if lower && !self.participant {
+            // The lap that chose a lower leader skipped this live node: elect.
+            self.lead.epoch = self.lead.epoch.max(epoch);
+            self.elect(out);
+        }
     }
 
     fn route_coordinator(&mut self, initiator: NodeId, leader: NodeId, epoch: u64, out: &mut Out) {
@@ -223,13 +233,16 @@ impl Algorithm for Ring {
     }
 
     fn on_timer(&mut self, timer: Timer, out: &mut Out) {
+        if timer == Timer::Suspicion {
+            self.view.forget_suspects();
+        }
         if timer == Timer::Retry && (self.participant || self.lead.leader.is_none()) {
             self.elect(out);
         }
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
-        self.view.suspect(peer);
+        self.view.suspect(peer, self.bound, out);
         match msg {
             msg @ Message::RingElection { .. } => self.route_election(msg, out),
             Message::RingCoordinator {
@@ -257,12 +270,22 @@ impl Algorithm for Ring {
             return;
         }
         self.view.trust(from);
-        if self.participant {
+        if self.participant && epoch <= self.lead.epoch {
+            // The election under way is newer than that claim, but this node
+            // must not go on claiming leadership against a higher node meanwhile.
+            if from > self.me() && self.lead.leader == Some(self.me()) {
+                self.lead.adopt(from, epoch, out);
+            }
             return;
         }
         match on_foreign(self.me(), self.lead.leader, from) {
-            Foreign::Elect => self.elect(out),
+            Foreign::Elect => {
+                self.lead.epoch = self.lead.epoch.max(epoch);
+                self.elect(out);
+            }
             Foreign::Follow => {
+                self.participant = false;
+                self.initiated = false;
                 out.cancel_timer(Timer::Retry);
                 self.lead.adopt(from, epoch, out);
             }

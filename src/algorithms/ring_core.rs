@@ -11,6 +11,13 @@
 //! is trusted again as soon as anything is heard from it (`on_peer_alive`) or its id
 //! is seen in a message (it was alive when it handled that message).
 //!
+//! Suspicion expires: [`SUSPICION_ROUNDS`] restart bounds after the first suspect
+//! (`Timer::Suspicion`) the set is emptied, so a live member that the link gave up on
+//! during heavy loss, and that never sends to this node (on a unidirectional ring
+//! only a leader talks to its predecessor), is tried again. A member really dead
+//! then costs one link give-up again, at most once per expiry period, so restarts
+//! still make progress.
+//!
 //! Every message that travels round the ring has an *origin* (initiator, candidate,
 //! leader) at which its lap ends. If routing would have to skip the origin itself,
 //! the origin is gone and the message is dropped: a lap never circulates forever.
@@ -19,6 +26,9 @@ use crate::algorithm::{GroupConfig, Out, Timer, Timing};
 use crate::NodeId;
 use std::collections::BTreeSet;
 use std::time::Duration;
+
+/// How many restart bounds a suspicion lasts.
+pub const SUSPICION_ROUNDS: u32 = 4;
 
 /// Where a message goes next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,11 +94,19 @@ impl RingView {
         Hop::Alone
     }
 
-    /// The link gave up on `peer`.
-    pub fn suspect(&mut self, peer: NodeId) {
+    /// The link gave up on `peer`. The first suspect arms the expiry timer.
+    pub fn suspect(&mut self, peer: NodeId, bound: Duration, out: &mut Out) {
         if peer != self.me && self.contains(peer) {
+            if self.suspected.is_empty() {
+                out.set_timer_exact(Timer::Suspicion, bound * SUSPICION_ROUNDS);
+            }
             self.suspected.insert(peer);
         }
+    }
+
+    /// The expiry timer fired: trust everybody again.
+    pub fn forget_suspects(&mut self) {
+        self.suspected.clear();
     }
 
     /// `peer` was heard from (directly or through a message it handled).
@@ -163,19 +181,25 @@ pub enum Foreign {
     Ignore,
 }
 
-/// The split-brain rule shared by the ring family (not called while electing):
-/// - a leader hearing another leader calls an election (both do; the laps agree on
-///   the highest live id);
-/// - a node without leader follows a higher claimant, and elects against a lower one
-///   (it is itself a better candidate);
-/// - a follower whose own leader and the claimant are both below it elects (it was
-///   skipped by the laps that chose them); otherwise its leader will react.
+/// The split-brain rule shared by the ring family:
+/// - a claimant higher than this node is followed by a node that leads or has no
+///   leader (a leader steps down); a follower ignores it (its own leader hears the
+///   claimant too and reacts);
+/// - a claimant lower than this node is wrong while this node is alive: a node that
+///   leads, has no leader, or follows a leader also lower than itself (it was skipped
+///   by the lap that chose them) calls an election, whose lap elects the highest live
+///   id. The caller numbers that election above the claimant's epoch.
 pub fn on_foreign(me: NodeId, leader: Option<NodeId>, from: NodeId) -> Foreign {
-    match leader {
-        Some(l) if l == me => Foreign::Elect,
-        None if from > me => Foreign::Follow,
-        None => Foreign::Elect,
-        Some(l) if from < me && l < me => Foreign::Elect,
-        Some(_) => Foreign::Ignore,
+    let free = leader.is_none() || leader == Some(me);
+    if from > me {
+        if free {
+            Foreign::Follow
+        } else {
+            Foreign::Ignore
+        }
+    } else if free || leader.is_some_and(|l| l < me) {
+        Foreign::Elect
+    } else {
+        Foreign::Ignore
     }
 }
