@@ -115,6 +115,9 @@ pub enum Timer {
     Heartbeat,
     /// Raft: check-quorum period of a leader.
     Quorum,
+    /// Ring family: forget the members suspected dead, so that a member wrongly
+    /// suspected during message loss is tried again.
+    Suspicion,
 }
 
 /// Why the driver says the leader is gone.

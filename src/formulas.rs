@@ -33,6 +33,43 @@ pub fn improved_bully(n: u64, k: u64) -> u64 {
     3 * n - 2 * k
 }
 
+/// Ring with an id list, one initiator, N live members: N ELECTION + N COORDINATOR
+/// hops (Tanenbaum & van Steen §6.5.1; seed slides "A Ring Algorithm").
+pub fn ring(n: u64) -> u64 {
+    2 * n
+}
+
+/// LCR election messages, ids decreasing clockwise (worst case): n(n+1)/2
+/// (Chang & Roberts 1979; seed textbook, "simpler version").
+pub fn lcr_worst(n: u64) -> u64 {
+    n * (n + 1) / 2
+}
+
+/// LCR election messages, ids increasing clockwise (best case): 2n − 1.
+pub fn lcr_best(n: u64) -> u64 {
+    (2 * n).saturating_sub(1)
+}
+
+/// LCR average election messages over random orders: n·H_n (Chang & Roberts 1979).
+pub fn lcr_average(n: u64) -> f64 {
+    n as f64 * (1..=n).map(|k| 1.0 / k as f64).sum::<f64>()
+}
+
+/// ⌈log₂ n⌉ (0 for n ≤ 1).
+pub fn ceil_log2(n: u64) -> u64 {
+    if n <= 1 {
+        0
+    } else {
+        u64::from(64 - (n - 1).leading_zeros())
+    }
+}
+
+/// Hirschberg–Sinclair probe + reply messages: at most 8n(1 + ⌈log₂ n⌉) (seed
+/// textbook, Theorem 13.10; Hirschberg & Sinclair 1980).
+pub fn hs_bound(n: u64) -> u64 {
+    8 * n * (1 + ceil_log2(n))
+}
+
 /// The comparison cases of `algorithm` (empty for an algorithm without one).
 pub fn cases(algorithm: AlgorithmKind) -> Vec<Case> {
     match algorithm {
@@ -52,6 +89,60 @@ pub fn cases(algorithm: AlgorithmKind) -> Vec<Case> {
             expected: Some(|n| improved_bully(n, 1) as f64),
             exact: true,
         }],
+        AlgorithmKind::Ring => vec![Case {
+            algorithm,
+            order: RingOrder::Ascending,
+            label: "ring".into(),
+            formula: "2N (Tanenbaum §6.5.1; seed slides: ELECTION lap + COORDINATOR lap)",
+            expected: Some(|n| ring(n) as f64),
+            exact: true,
+        }],
+        AlgorithmKind::Lcr => vec![
+            Case {
+                algorithm,
+                order: RingOrder::Descending,
+                label: "lcr (descending)".into(),
+                formula: "N(N+1)/2 + N (Chang & Roberts 1979 worst case + ELECTED lap)",
+                expected: Some(|n| (lcr_worst(n) + n) as f64),
+                exact: true,
+            },
+            Case {
+                algorithm,
+                order: RingOrder::Ascending,
+                label: "lcr (ascending)".into(),
+                formula: "2N−1 + N (Chang & Roberts 1979 best case + ELECTED lap)",
+                expected: Some(|n| (lcr_best(n) + n) as f64),
+                exact: true,
+            },
+            Case {
+                algorithm,
+                order: RingOrder::Random,
+                label: "lcr (random)".into(),
+                formula: "N·H_N + N (Chang & Roberts 1979 average + ELECTED lap)",
+                expected: Some(|n| lcr_average(n) + n as f64),
+                exact: false,
+            },
+        ],
+        AlgorithmKind::Hs => vec![
+            Case {
+                algorithm,
+                order: RingOrder::Descending,
+                label: "hs (descending)".into(),
+                formula:
+                    "≤ 8N(1+⌈log₂N⌉) + N (Hirschberg & Sinclair 1980; seed textbook Thm 13.10)",
+                expected: Some(|n| (hs_bound(n) + n) as f64),
+                exact: false,
+            },
+            Case {
+                algorithm,
+                order: RingOrder::Random,
+                label: "hs (random)".into(),
+                formula:
+                    "≤ 8N(1+⌈log₂N⌉) + N (Hirschberg & Sinclair 1980; seed textbook Thm 13.10)",
+                expected: Some(|n| (hs_bound(n) + n) as f64),
+                exact: false,
+            },
+        ],
         _ => Vec::new(),
     }
 }

@@ -1,7 +1,11 @@
 //! The election algorithms, one file each, all behind [`crate::algorithm::Algorithm`].
 
 pub mod bully;
+pub mod hs;
 pub mod improved_bully;
+pub mod lcr;
+pub mod ring;
+pub mod ring_core;
 mod tags;
 
 use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig};
@@ -24,7 +28,14 @@ pub enum BuildError {
 
 /// Is `kind` implemented in this build?
 pub fn is_implemented(kind: AlgorithmKind) -> bool {
-    matches!(kind, AlgorithmKind::Bully | AlgorithmKind::ImprovedBully)
+    matches!(
+        kind,
+        AlgorithmKind::Bully
+            | AlgorithmKind::ImprovedBully
+            | AlgorithmKind::Ring
+            | AlgorithmKind::Lcr
+            | AlgorithmKind::Hs
+    )
 }
 
 /// Build the algorithm `kind` for one node.
@@ -47,6 +58,9 @@ pub fn build(kind: AlgorithmKind, cfg: GroupConfig) -> Result<Box<dyn Algorithm>
     Ok(match kind {
         AlgorithmKind::Bully => Box::new(bully::Bully::new(cfg)),
         AlgorithmKind::ImprovedBully => Box::new(improved_bully::ImprovedBully::new(cfg)),
+        AlgorithmKind::Ring => Box::new(ring::Ring::new(cfg)),
+        AlgorithmKind::Lcr => Box::new(lcr::Lcr::new(cfg)),
+        AlgorithmKind::Hs => Box::new(hs::Hs::new(cfg)),
         other => return Err(BuildError::NotImplemented(other)),
     })
 }

@@ -1,0 +1,301 @@
+//! Chang–Roberts / LCR on a unidirectional ring (E. Chang and R. Roberts, "An
+//! improved algorithm for decentralized extrema-finding in circular configurations of
+//! processes", CACM 22(5), 1979; Le Lann 1977). The seed textbook chapter describes it
+//! as "the simpler version" before Hirschberg–Sinclair.
+//!
+//! # Assumptions (as in the source)
+//! A unidirectional ring (clockwise in the roster's ring order), unique ids, reliable
+//! FIFO-free delivery, nobody fails during the election.
+//!
+//! # The algorithm
+//! Every node sends its own id clockwise (`lcr_election`). A node forwards an id
+//! larger than its own and swallows a smaller one. Only the largest id makes a full
+//! lap; the node that gets its own id back is the leader and sends one ELECTED lap
+//! (`lcr_elected`) that every node adopts and forwards until it is back at the leader.
+//!
+//! # Triggering in electd, and the count
+//! The literature starts every node at once. In electd one node (its failure detector
+//! or the operator) starts a *round*: it sends its own id tagged with the round
+//! number; every node **joins** the round the first time it hears of it (any message
+//! with a higher round) by sending its own id, then handles the message it got —
+//! exactly the textbook's "asleep" processor waking up on its first message. Every
+//! node therefore sends its own id exactly once per round, and whether an id is
+//! forwarded depends only on the ids, never on timing. So the count is the classic
+//! one whoever triggers, and several nodes triggering at once (same round number)
+//! cost nothing extra:
+//! - ids increasing clockwise (ascending): every id but the largest dies after one
+//!   hop, the largest makes n hops: **2n − 1** election messages (best case);
+//! - ids decreasing clockwise (descending): id i travels i hops before a larger id
+//!   swallows it: **n(n+1)/2** (worst case);
+//! - random order: **n·H_n** on average (Chang & Roberts 1979);
+//!
+//! plus **n** for the ELECTED lap.
+//!
+//! Round r elects epoch r; a node starts round max(round, epoch) + 1.
+//!
+//! # Beyond the textbook (recovery after faults)
+//! - Dead successors are skipped ([`super::ring_core`]); an id whose owner is
+//!   skipped is dropped (its owner can no longer win).
+//! - Every node in a round arms a restart timer ([`super::ring_core::election_bound`],
+//!   3 hops per member: the joining wave, the largest id's lap, the ELECTED lap); if
+//!   the round has not ended by then it starts round + 1.
+//! - A message of an older round reaching a node that is not electing means its
+//!   sender missed the last result (e.g. it restarted): the node starts a new round.
+//! - A node never follows a leader lower than itself: the announcement is forwarded
+//!   and the node (whose id that round missed) starts a new round.
+//! - Split brain after a heal is resolved by [`super::ring_core::on_foreign`]; an
+//!   electing node applies that rule too when the claim's epoch is at least its
+//!   round (that round was decided without it), and a new round is numbered above
+//!   the claim's epoch so that every member joins it.
+
+use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithms::ring_core::{
+    arm_restart, arm_watchdog, election_bound, on_foreign, Foreign, Hop, Leadership, RingView,
+};
+use crate::message::Message;
+use crate::NodeId;
+use std::time::Duration;
+
+/// Sequential hops of one round per member (join wave, winning lap, ELECTED lap).
+const HOPS_PER_MEMBER: u32 = 3;
+
+#[derive(Debug)]
+pub struct Lcr {
+    cfg: GroupConfig,
+    view: RingView,
+    lead: Leadership,
+    /// Highest round this node has joined (or learned of through an epoch).
+    round: u64,
+    /// In `round` and the round has not ended here.
+    active: bool,
+    /// The round this node last won (its own id came back).
+    won: u64,
+    bound: Duration,
+}
+
+impl Lcr {
+    pub fn new(cfg: GroupConfig) -> Self {
+        Lcr {
+            view: RingView::new(&cfg),
+            bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),
+            cfg,
+            lead: Leadership::default(),
+            round: 0,
+            active: false,
+            won: 0,
+        }
+    }
+
+    fn me(&self) -> NodeId {
+        self.cfg.me
+    }
+
+    /// Start a new round.
+    fn elect(&mut self, out: &mut Out) {
+        let r = self.round.max(self.lead.epoch) + 1;
+        self.join(r, out);
+    }
+
+    /// Join round `r`: send this node's own id.
+    fn join(&mut self, r: u64, out: &mut Out) {
+        self.round = r;
+        self.active = true;
+        out.election_started();
+        arm_restart(out, self.bound);
+        let msg = Message::LcrElection {
+            candidate: self.me(),
+            round: r,
+        };
+        self.route(msg, out);
+    }
+
+    fn route(&mut self, msg: Message, out: &mut Out) {
+        let origin = match &msg {
+            Message::LcrElection { candidate, .. } => *candidate,
+            Message::LcrElected { leader, .. } => *leader,
+            _ => return,
+        };
+        match self.view.hop(true, origin) {
+            Hop::To(next) => out.send(next, msg),
+            Hop::OriginGone => {}
+            Hop::Alone => {
+                // Nobody else is alive: this node's own id wins its round.
+                if let Message::LcrElection { candidate, round } = msg {
+                    if candidate == self.me() && round == self.round {
+                        self.win(out);
+                    }
+                }
+            }
+        }
+    }
+
+    fn win(&mut self, out: &mut Out) {
+        if self.won == self.round {
+            return;
+        }
+        self.won = self.round;
+        self.active = false;
+        out.cancel_timer(Timer::Retry);
+        self.lead.adopt(self.me(), self.round, out);
+        let msg = Message::LcrElected {
+            leader: self.me(),
+            epoch: self.lead.epoch,
+        };
+        self.route(msg, out);
+    }
+
+    fn on_election(&mut self, candidate: NodeId, round: u64, out: &mut Out) {
+        if !self.view.contains(candidate) {
+            return;
+        }
+        self.view.trust(candidate);
+        if round < self.round {
+            if !self.active {
+                self.elect(out);
+            }
+            return;
+        }
+        if round > self.round {
+            self.join(round, out);
+        }
+        if candidate == self.me() {
+            self.win(out);
+        } else if candidate > self.me() {
+            self.route(Message::LcrElection { candidate, round }, out);
+        }
+        // A smaller id is swallowed.
+    }
+
+    fn on_elected(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
+        if !self.view.contains(leader) {
+            return;
+        }
+        self.view.trust(leader);
+        if leader == self.me() {
+            return; // the lap is back at the leader
+        }
+        let lower = leader < self.me();
+        if epoch >= self.round && epoch >= self.lead.epoch && !lower {
+            self.round = epoch;
+            self.active = false;
+            out.cancel_timer(Timer::Retry);
+            self.lead.adopt(leader, epoch, out);
+        }
+        self.route(Message::LcrElected { leader, epoch }, out);
+        if lower && !self.active {
+            // The round that chose a lower leader lost this live node's id: elect.
+            self.round = self.round.max(epoch);
+            self.elect(out);
+        }
+    }
+}
+
+impl Algorithm for Lcr {
+    fn kind(&self) -> AlgorithmKind {
+        AlgorithmKind::Lcr
+    }
+
+    fn on_start(&mut self, call_election: bool, out: &mut Out) {
+        self.lead.leader = None;
+        self.active = false;
+        if call_election || self.view.len() == 1 {
+            self.elect(out);
+        } else {
+            arm_watchdog(out, &self.cfg.timing);
+        }
+    }
+
+    fn on_message(&mut self, _from: NodeId, msg: Message, out: &mut Out) {
+        match msg {
+            Message::LcrElection { candidate, round } => self.on_election(candidate, round, out),
+            Message::LcrElected { leader, epoch } => self.on_elected(leader, epoch, out),
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, timer: Timer, out: &mut Out) {
+        if timer == Timer::Suspicion {
+            self.view.forget_suspects();
+        }
+        if timer == Timer::Retry && (self.active || self.lead.leader.is_none()) {
+            self.elect(out);
+        }
+    }
+
+    fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
+        self.view.suspect(peer, self.bound, out);
+        match msg {
+            Message::LcrElection { round, .. } if round < self.round => {}
+            msg @ (Message::LcrElection { .. } | Message::LcrElected { .. }) => {
+                self.route(msg, out)
+            }
+            _ => {}
+        }
+    }
+
+    fn on_peer_alive(&mut self, peer: NodeId, _out: &mut Out) {
+        self.view.trust(peer);
+    }
+
+    fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
+        self.lead.drop_leader(out);
+        if !self.active {
+            self.elect(out);
+        }
+    }
+
+    fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
+        if !self.view.contains(from) {
+            return;
+        }
+        self.view.trust(from);
+        if self.active && epoch < self.round {
+            // The round under way is newer than that claim, but this node
+            // must not go on claiming leadership against a higher node meanwhile.
+            if from > self.me() && self.lead.leader == Some(self.me()) {
+                self.lead.adopt(from, epoch, out);
+            }
+            return;
+        }
+        match on_foreign(self.me(), self.lead.leader, from) {
+            Foreign::Elect => {
+                self.round = self.round.max(epoch);
+                self.elect(out);
+            }
+            Foreign::Follow => {
+                self.active = false;
+                out.cancel_timer(Timer::Retry);
+                self.round = self.round.max(epoch);
+                self.lead.adopt(from, epoch, out);
+            }
+            Foreign::Ignore => {}
+        }
+    }
+
+    fn call_election(&mut self, out: &mut Out) {
+        if !self.active {
+            self.elect(out);
+        }
+    }
+
+    fn leader(&self) -> Option<NodeId> {
+        self.lead.leader
+    }
+
+    fn term(&self) -> u64 {
+        self.lead.epoch
+    }
+
+    fn state(&self) -> &'static str {
+        match self.lead.leader {
+            _ if self.active => "electing",
+            Some(l) if l == self.me() => "leader",
+            Some(_) => "follower",
+            None => "no-leader",
+        }
+    }
+
+    fn is_electing(&self) -> bool {
+        self.active
+    }
+}

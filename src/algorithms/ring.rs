@@ -1,0 +1,322 @@
+//! The ring election with a list of ids (Tanenbaum & van Steen, *Distributed
+//! Systems*, §6.5.1 "A ring algorithm"; seed slides "The Ring Algorithm" and seed
+//! course notes "Ring-based Elections").
+//!
+//! # Assumptions (as in the source)
+//! Members form a logical ring in the roster's ring order ([`GroupConfig::ring`]) and
+//! every member knows the whole order, so it can skip a dead successor. Delivery is
+//! reliable (electd's link retransmits under it).
+//!
+//! # The algorithm
+//! A node that calls an election sends ELECTION (`ring_election`) carrying the list
+//! `[own id]` to its first live successor. Each receiver appends its id and forwards
+//! the message to its own first live successor. When the message comes back to its
+//! initiator (its own id is in the list), the lap is complete: the leader is the
+//! highest id in the list, and one COORDINATOR (`ring_coordinator`) lap follows,
+//! naming the leader; every node adopts it and forwards it, until it is back at the
+//! node that sent it.
+//!
+//! One initiator on a ring of N live members sends exactly N ELECTION hops and N
+//! COORDINATOR hops: **2N messages**, whatever the ring order.
+//!
+//! Two concurrent initiators are allowed (as in the slides): both laps collect every
+//! live member, so both name the same leader. To avoid N concurrent laps when every
+//! follower's failure detector fires at once, a node whose own election is still
+//! travelling swallows the ELECTION of a lower initiator (Chang–Roberts' extinction
+//! applied to initiators): that initiator learns the result from the surviving
+//! COORDINATOR lap, which passes every member.
+//!
+//! # Beyond the textbook (recovery after faults)
+//! - A successor the link declares unreachable is skipped and the undelivered
+//!   message goes to the next member (see [`super::ring_core`]).
+//! - The lap is also complete when it reaches *any* node already in its list (its
+//!   initiator died and was skipped): that node decides on the part of the list from
+//!   its own entry onwards, which is a full lap of the live ring, and sends the
+//!   COORDINATOR lap itself.
+//! - Every node that forwarded an ELECTION arms a restart timer
+//!   ([`super::ring_core::election_bound`], 2 hops per member); with no COORDINATOR by
+//!   then it calls a new election. A node without leader that is not electing calls
+//!   one after a watchdog (`failure_timeout`).
+//! - The epoch travels in both messages (maximum over the lap); the decision is
+//!   that maximum + 1. A COORDINATOR with an epoch below this node's is forwarded
+//!   but not adopted, so the exported term only grows.
+//! - A node never follows a leader lower than itself: a COORDINATOR naming one is
+//!   forwarded, and the node (skipped by that lap) calls an election.
+//! - Split brain after a heal is resolved by [`super::ring_core::on_foreign`]; an
+//!   electing node applies that rule too when the claim's epoch is newer than its own
+//!   (the election it waits for finished without it).
+
+use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithms::ring_core::{
+    arm_restart, arm_watchdog, election_bound, on_foreign, Foreign, Hop, Leadership, RingView,
+};
+use crate::message::Message;
+use crate::NodeId;
+use std::time::Duration;
+
+/// Sequential hops of one election per member: an ELECTION lap and a COORDINATOR lap.
+const HOPS_PER_MEMBER: u32 = 2;
+
+#[derive(Debug)]
+pub struct Ring {
+    cfg: GroupConfig,
+    view: RingView,
+    lead: Leadership,
+    /// Forwarded (or sent) an ELECTION and has not seen a COORDINATOR since.
+    participant: bool,
+    /// This node's own ELECTION is still travelling.
+    initiated: bool,
+    bound: Duration,
+}
+
+impl Ring {
+    pub fn new(cfg: GroupConfig) -> Self {
+        Ring {
+            view: RingView::new(&cfg),
+            bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),
+            cfg,
+            lead: Leadership::default(),
+            participant: false,
+            initiated: false,
+        }
+    }
+
+    fn me(&self) -> NodeId {
+        self.cfg.me
+    }
+
+    /// Start a new election with this node as initiator.
+    fn elect(&mut self, out: &mut Out) {
+        out.election_started();
+        self.participant = true;
+        self.initiated = true;
+        arm_restart(out, self.bound);
+        let msg = Message::RingElection {
+            initiator: self.me(),
+            ids: vec![self.me()],
+            epoch: self.lead.epoch,
+        };
+        self.route_election(msg, out);
+    }
+
+    /// Send an ELECTION (whose list already holds this node) to the next live member.
+    fn route_election(&mut self, msg: Message, out: &mut Out) {
+        match self.view.hop(true, self.me()) {
+            Hop::To(next) => out.send(next, msg),
+            // Nobody else is alive: the lap is complete here.
+            Hop::Alone | Hop::OriginGone => {
+                if let Message::RingElection { ids, epoch, .. } = msg {
+                    self.lap_complete(&ids, epoch, out);
+                }
+            }
+        }
+    }
+
+    /// An ELECTION came back to a node of its list: decide and send COORDINATOR.
+    fn lap_complete(&mut self, ids: &[NodeId], epoch: u64, out: &mut Out) {
+        let Some(p) = ids.iter().position(|&x| x == self.me()) else {
+            return;
+        };
+        let leader = ids[p..].iter().copied().max().unwrap_or(self.me());
+        let epoch = epoch.max(self.lead.epoch) + 1;
+        self.participant = false;
+        self.initiated = false;
+        out.cancel_timer(Timer::Retry);
+        self.lead.adopt(leader, epoch, out);
+        let msg = Message::RingCoordinator {
+            initiator: self.me(),
+            leader,
+            epoch: self.lead.epoch,
+        };
+        if let Hop::To(next) = self.view.hop(true, self.me()) {
+            out.send(next, msg);
+        }
+    }
+
+    fn on_election(&mut self, initiator: NodeId, mut ids: Vec<NodeId>, epoch: u64, out: &mut Out) {
+        if !self.view.contains(initiator) || ids.iter().any(|&x| !self.view.contains(x)) {
+            return;
+        }
+        for &x in &ids {
+            self.view.trust(x);
+        }
+        if ids.contains(&self.me()) {
+            self.lap_complete(&ids, epoch, out);
+            return;
+        }
+        if self.initiated && initiator < self.me() {
+            // Extinction: this node's own, higher election carries the result.
+            return;
+        }
+        if !self.participant {
+            out.election_started();
+        }
+        self.participant = true;
+        arm_restart(out, self.bound);
+        ids.push(self.me());
+        let msg = Message::RingElection {
+            initiator,
+            ids,
+            epoch: epoch.max(self.lead.epoch),
+        };
+        self.route_election(msg, out);
+    }
+
+    fn on_coordinator(&mut self, initiator: NodeId, leader: NodeId, epoch: u64, out: &mut Out) {
+        if !self.view.contains(initiator) || !self.view.contains(leader) {
+            return;
+        }
+        self.view.trust(leader);
+        self.view.trust(initiator);
+        if initiator == self.me() {
+            return; // the lap is back where it started
+        }
+        let lower = leader < self.me();
+        if epoch >= self.lead.epoch && !lower {
+            self.participant = false;
+            self.initiated = false;
+            out.cancel_timer(Timer::Retry);
+            self.lead.adopt(leader, epoch, out);
+        }
+        self.route_coordinator(initiator, leader, epoch, out);
+        if lower && !self.participant {
+            // The lap that chose a lower leader skipped this live node: elect.
+            self.lead.epoch = self.lead.epoch.max(epoch);
+            self.elect(out);
+        }
+    }
+
+    fn route_coordinator(&mut self, initiator: NodeId, leader: NodeId, epoch: u64, out: &mut Out) {
+        if let Hop::To(next) = self.view.hop(true, initiator) {
+            out.send(
+                next,
+                Message::RingCoordinator {
+                    initiator,
+                    leader,
+                    epoch,
+                },
+            );
+        }
+    }
+}
+
+impl Algorithm for Ring {
+    fn kind(&self) -> AlgorithmKind {
+        AlgorithmKind::Ring
+    }
+
+    fn on_start(&mut self, call_election: bool, out: &mut Out) {
+        self.lead.leader = None;
+        self.participant = false;
+        self.initiated = false;
+        if call_election || self.view.len() == 1 {
+            self.elect(out);
+        } else {
+            arm_watchdog(out, &self.cfg.timing);
+        }
+    }
+
+    fn on_message(&mut self, _from: NodeId, msg: Message, out: &mut Out) {
+        match msg {
+            Message::RingElection {
+                initiator,
+                ids,
+                epoch,
+            } => self.on_election(initiator, ids, epoch, out),
+            Message::RingCoordinator {
+                initiator,
+                leader,
+                epoch,
+            } => self.on_coordinator(initiator, leader, epoch, out),
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, timer: Timer, out: &mut Out) {
+        if timer == Timer::Suspicion {
+            self.view.forget_suspects();
+        }
+        if timer == Timer::Retry && (self.participant || self.lead.leader.is_none()) {
+            self.elect(out);
+        }
+    }
+
+    fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
+        self.view.suspect(peer, self.bound, out);
+        match msg {
+            msg @ Message::RingElection { .. } => self.route_election(msg, out),
+            Message::RingCoordinator {
+                initiator,
+                leader,
+                epoch,
+            } => self.route_coordinator(initiator, leader, epoch, out),
+            _ => {}
+        }
+    }
+
+    fn on_peer_alive(&mut self, peer: NodeId, _out: &mut Out) {
+        self.view.trust(peer);
+    }
+
+    fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
+        self.lead.drop_leader(out);
+        if !self.participant {
+            self.elect(out);
+        }
+    }
+
+    fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
+        if !self.view.contains(from) {
+            return;
+        }
+        self.view.trust(from);
+        if self.participant && epoch <= self.lead.epoch {
+            // The election under way is newer than that claim, but this node
+            // must not go on claiming leadership against a higher node meanwhile.
+            if from > self.me() && self.lead.leader == Some(self.me()) {
+                self.lead.adopt(from, epoch, out);
+            }
+            return;
+        }
+        match on_foreign(self.me(), self.lead.leader, from) {
+            Foreign::Elect => {
+                self.lead.epoch = self.lead.epoch.max(epoch);
+                self.elect(out);
+            }
+            Foreign::Follow => {
+                self.participant = false;
+                self.initiated = false;
+                out.cancel_timer(Timer::Retry);
+                self.lead.adopt(from, epoch, out);
+            }
+            Foreign::Ignore => {}
+        }
+    }
+
+    fn call_election(&mut self, out: &mut Out) {
+        if !self.participant {
+            self.elect(out);
+        }
+    }
+
+    fn leader(&self) -> Option<NodeId> {
+        self.lead.leader
+    }
+
+    fn term(&self) -> u64 {
+        self.lead.epoch
+    }
+
+    fn state(&self) -> &'static str {
+        match self.lead.leader {
+            _ if self.participant => "electing",
+            Some(l) if l == self.me() => "leader",
+            Some(_) => "follower",
+            None => "no-leader",
+        }
+    }
+
+    fn is_electing(&self) -> bool {
+        self.participant
+    }
+}

@@ -1,0 +1,205 @@
+//! Shared machinery of the ring family ([`super::ring`], [`super::lcr`], [`super::hs`]):
+//! routing on the logical ring with dead members skipped, the restart bound of an
+//! election, leader/epoch bookkeeping and the split-brain rule.
+//!
+//! # Skipping dead members (the ring re-formed over live nodes)
+//! The literature assumes nobody fails during a ring election. electd keeps, per
+//! node, the set of members the reliable link gave up on (*suspected*). A message is
+//! routed to the first member in its direction that is not suspected; when the link
+//! reports a message undeliverable ([`crate::algorithm::Algorithm::on_peer_unreachable`])
+//! the peer becomes suspected and the same message goes to the next member. A suspect
+//! is trusted again as soon as anything is heard from it (`on_peer_alive`) or its id
+//! is seen in a message (it was alive when it handled that message).
+//!
+//! Suspicion expires: [`SUSPICION_ROUNDS`] restart bounds after the first suspect
+//! (`Timer::Suspicion`) the set is emptied, so a live member that the link gave up on
+//! during heavy loss, and that never sends to this node (on a unidirectional ring
+//! only a leader talks to its predecessor), is tried again. A member really dead
+//! then costs one link give-up again, at most once per expiry period, so restarts
+//! still make progress.
+//!
+//! Every message that travels round the ring has an *origin* (initiator, candidate,
+//! leader) at which its lap ends. If routing would have to skip the origin itself,
+//! the origin is gone and the message is dropped: a lap never circulates forever.
+
+use crate::algorithm::{GroupConfig, Out, Timer, Timing};
+use crate::NodeId;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// How many restart bounds a suspicion lasts.
+pub const SUSPICION_ROUNDS: u32 = 4;
+
+/// Where a message goes next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hop {
+    /// Send it to this member (the first live one in the direction of travel).
+    To(NodeId),
+    /// The lap's origin lies in the way and is suspected dead: drop the message.
+    OriginGone,
+    /// Every other member is suspected: this node is alone.
+    Alone,
+}
+
+/// This node's view of the logical ring.
+#[derive(Clone, Debug)]
+pub struct RingView {
+    me: NodeId,
+    ring: Vec<NodeId>,
+    pos: usize,
+    suspected: BTreeSet<NodeId>,
+}
+
+impl RingView {
+    pub fn new(cfg: &GroupConfig) -> Self {
+        RingView {
+            me: cfg.me,
+            ring: cfg.ring.clone(),
+            pos: cfg.my_position(),
+            suspected: BTreeSet::new(),
+        }
+    }
+
+    /// Number of roster members (alive or not).
+    pub fn len(&self) -> usize {
+        self.ring.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ring.is_empty()
+    }
+
+    pub fn contains(&self, id: NodeId) -> bool {
+        self.ring.contains(&id)
+    }
+
+    /// The next hop clockwise (`clockwise`) or counter-clockwise for a message whose
+    /// lap ends at `origin`.
+    pub fn hop(&self, clockwise: bool, origin: NodeId) -> Hop {
+        let n = self.ring.len();
+        for k in 1..n {
+            let i = if clockwise {
+                (self.pos + k) % n
+            } else {
+                (self.pos + n - k) % n
+            };
+            let p = self.ring[i];
+            if !self.suspected.contains(&p) {
+                return Hop::To(p);
+            }
+            if p == origin {
+                return Hop::OriginGone;
+            }
+        }
+        Hop::Alone
+    }
+
+    /// The link gave up on `peer`. The first suspect arms the expiry timer.
+    pub fn suspect(&mut self, peer: NodeId, bound: Duration, out: &mut Out) {
+        if peer != self.me && self.contains(peer) {
+            if self.suspected.is_empty() {
+                out.set_timer_exact(Timer::Suspicion, bound * SUSPICION_ROUNDS);
+            }
+            self.suspected.insert(peer);
+        }
+    }
+
+    /// The expiry timer fired: trust everybody again.
+    pub fn forget_suspects(&mut self) {
+        self.suspected.clear();
+    }
+
+    /// `peer` was heard from (directly or through a message it handled).
+    pub fn trust(&mut self, peer: NodeId) {
+        self.suspected.remove(&peer);
+    }
+
+    pub fn is_suspected(&self, peer: NodeId) -> bool {
+        self.suspected.contains(&peer)
+    }
+}
+
+/// How long one election may take before a node restarts it, for a ring of `n`
+/// members and an algorithm whose election needs at most `hops_per_member · n`
+/// sequential hops on a live ring (ring: 2, LCR: 3, HS: 10 — see each module).
+///
+/// One hop takes at most Ttrans ≤ T/2 (`answer_timeout` T = 2·Ttrans + Tprocess), so
+/// the lap itself takes at most `hops_per_member · n · T/2`. Skipping a dead member
+/// costs one link give-up, which the configuration keeps below `failure_timeout`; one
+/// such skip is budgeted, and `coordinator_timeout` (T') is added as slack. An
+/// election that meets more dead members than that is restarted, and the restart is
+/// faster because the members found dead are now skipped at once.
+pub fn election_bound(timing: &Timing, n: usize, hops_per_member: u32) -> Duration {
+    let hops = (n as u32).saturating_mul(hops_per_member);
+    timing.coordinator_timeout + timing.failure_timeout + (timing.answer_timeout / 2) * hops
+}
+
+/// Arm the restart timer of an election (randomised in [bound, 2·bound] so that
+/// the members of a stalled election do not all restart at once).
+pub fn arm_restart(out: &mut Out, bound: Duration) {
+    out.set_timer(Timer::Retry, bound, bound * 2);
+}
+
+/// Arm the watchdog of a node without leader that is not electing.
+pub fn arm_watchdog(out: &mut Out, timing: &Timing) {
+    let t = timing.failure_timeout;
+    out.set_timer(Timer::Retry, t, t * 2);
+}
+
+/// Leader belief and epoch (the fencing token: only grows).
+#[derive(Clone, Debug, Default)]
+pub struct Leadership {
+    pub leader: Option<NodeId>,
+    pub epoch: u64,
+}
+
+impl Leadership {
+    /// Follow `leader` with `epoch` (the epoch never decreases).
+    pub fn adopt(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
+        self.epoch = self.epoch.max(epoch);
+        self.leader = Some(leader);
+        out.leader_changed(self.leader, self.epoch);
+    }
+
+    /// Forget the leader (lost or resigned).
+    pub fn drop_leader(&mut self, out: &mut Out) {
+        if self.leader.take().is_some() {
+            out.leader_changed(None, self.epoch);
+        }
+    }
+}
+
+/// What a node of the ring family does about a heartbeat from `from`, a leader it
+/// does not follow (split brain after a partition heals, or a node the laps skipped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Foreign {
+    /// Call an election: its lap visits every live member and elects the highest.
+    Elect,
+    /// Follow `from` without an election.
+    Follow,
+    /// Let others act (this node's own leader will see `from` too).
+    Ignore,
+}
+
+/// The split-brain rule shared by the ring family:
+/// - a claimant higher than this node is followed by a node that leads or has no
+///   leader (a leader steps down); a follower ignores it (its own leader hears the
+///   claimant too and reacts);
+/// - a claimant lower than this node is wrong while this node is alive: a node that
+///   leads, has no leader, or follows a leader also lower than itself (it was skipped
+///   by the lap that chose them) calls an election, whose lap elects the highest live
+///   id. The caller numbers that election above the claimant's epoch.
+pub fn on_foreign(me: NodeId, leader: Option<NodeId>, from: NodeId) -> Foreign {
+    let free = leader.is_none() || leader == Some(me);
+    if from > me {
+        if free {
+            Foreign::Follow
+        } else {
+            Foreign::Ignore
+        }
+    } else if free || leader.is_some_and(|l| l < me) {
+        Foreign::Elect
+    } else {
+        Foreign::Ignore
+    }
+}
