@@ -396,16 +396,14 @@ fn property(kind: AlgorithmKind, seeds: std::ops::Range<u64>) {
         let mut rng = Rng::new(seed ^ 0xA11CE);
         let n = 3 + rng.below(4) as usize;
         let ids = RingOrder::Random.ids(n, seed);
+        // The derivation above, as implemented once for every caller.
+        let bound = electd::sim::chaos::recovery_bound(kind, &timing, &link, n);
         let hops = match kind {
-            AlgorithmKind::Ring => 2,
-            AlgorithmKind::Lcr => 3,
-            _ => 10,
+            AlgorithmKind::Ring => electd::algorithms::ring::HOPS_PER_MEMBER,
+            AlgorithmKind::Lcr => electd::algorithms::lcr::HOPS_PER_MEMBER,
+            _ => electd::algorithms::hs::HOPS_PER_MEMBER,
         };
         let b = electd::algorithms::ring_core::election_bound(&timing, n, hops);
-        let bound = link.give_up_after()
-            + 2 * timing.failure_timeout
-            + b * electd::algorithms::ring_core::SUSPICION_ROUNDS
-            + 6 * b;
         let ops = random_faults(&mut rng, &ids);
         let mut cfg = SimConfig::new(kind, n, seed);
         cfg.ids = ids.clone();

@@ -61,7 +61,7 @@ use crate::NodeId;
 use std::time::Duration;
 
 /// Sequential hops of one round per member (see the module documentation).
-const HOPS_PER_MEMBER: u32 = 10;
+pub const HOPS_PER_MEMBER: u32 = 10;
 
 #[derive(Debug)]
 pub struct Hs {

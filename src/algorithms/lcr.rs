@@ -57,7 +57,7 @@ use crate::NodeId;
 use std::time::Duration;
 
 /// Sequential hops of one round per member (join wave, winning lap, ELECTED lap).
-const HOPS_PER_MEMBER: u32 = 3;
+pub const HOPS_PER_MEMBER: u32 = 3;
 
 #[derive(Debug)]
 pub struct Lcr {

@@ -55,7 +55,7 @@ use crate::NodeId;
 use std::time::Duration;
 
 /// Sequential hops of one election per member: an ELECTION lap and a COORDINATOR lap.
-const HOPS_PER_MEMBER: u32 = 2;
+pub const HOPS_PER_MEMBER: u32 = 2;
 
 #[derive(Debug)]
 pub struct Ring {

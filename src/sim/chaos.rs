@@ -97,14 +97,31 @@ pub fn clean_net() -> NetConfig {
 ///    so two attempts, plus one ring lap / cascade of delays;
 /// 5. Raft instead needs a randomized election timeout per round; split votes repeat a
 ///    round with probability < 1/2, so ten maximal timeouts bound it in practice.
+/// 6. The ring family restarts an unfinished election after its bound B
+///    (`ring_core::election_bound`, drawn in [B, 2B]) and forgets a wrongly suspected
+///    member after `SUSPICION_ROUNDS`·B; three rounds are budgeted (the one running when
+///    faults stopped, one that still skipped a wrongly suspected member, and the one
+///    that member triggers): G + 2F + SUSPICION_ROUNDS·B + 3·2B.
 pub fn recovery_bound(
     kind: AlgorithmKind,
     timing: &Timing,
     link: &LinkConfig,
     nodes: usize,
 ) -> Duration {
+    use crate::algorithms::{hs, lcr, ring, ring_core};
     let lap = clean_net().delay_max * (4 * nodes as u32 + 8);
+    let ring_family = |hops: u32| {
+        let b = ring_core::election_bound(timing, nodes, hops);
+        link.give_up_after()
+            + timing.failure_timeout * 2
+            + b * ring_core::SUSPICION_ROUNDS
+            + b * 6
+            + lap
+    };
     match kind {
+        AlgorithmKind::Ring => ring_family(ring::HOPS_PER_MEMBER),
+        AlgorithmKind::Lcr => ring_family(lcr::HOPS_PER_MEMBER),
+        AlgorithmKind::Hs => ring_family(hs::HOPS_PER_MEMBER),
         AlgorithmKind::Raft => timing.election_timeout_max * 10 + link.give_up_after() + lap,
         _ => {
             timing.failure_timeout * 2
