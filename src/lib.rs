@@ -11,9 +11,11 @@
 pub mod algorithm;
 pub mod algorithms;
 pub mod compare;
+pub mod config;
 pub mod daemon;
 pub mod formulas;
 pub mod http;
+pub mod keyring;
 pub mod message;
 pub mod metrics;
 pub mod node;
