@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod node;
 pub mod rng;
 pub mod sim;
+pub mod wire;
 
 /// A node id from the roster; 0 is reserved (never a valid id).
 pub type NodeId = u32;
