@@ -212,7 +212,7 @@ impl Codec {
             .ok()
             .and_then(algorithm_from_proto)
             .ok_or(WireError::Algorithm)?;
-        let msg = self.from_body(body)?;
+        let msg = self.message_of(body)?;
         // Reliable bodies travel with a link sequence, liveness beacons without.
         if msg.kind().is_reliable() != (env.seq != 0) {
             return Err(WireError::InvalidField("seq"));
@@ -247,7 +247,7 @@ impl Codec {
         })
     }
 
-    fn from_body(&self, body: Body) -> Result<Message, WireError> {
+    fn message_of(&self, body: Body) -> Result<Message, WireError> {
         Ok(match body {
             Body::Election(m) => Message::Election {
                 tag: self.tag(m.tag)?,
