@@ -306,7 +306,7 @@ impl Driver {
         }
     }
 
-    async fn transmit<T: Transport>(&self, socket: &T, to: NodeId, dg: &Datagram) {
+    async fn transmit<T: Transport>(&mut self, socket: &T, to: NodeId, dg: &Datagram) {
         let metrics = &self.shared.metrics;
         let Some(&addr) = self.peers.get(&to) else {
             metrics.send_error("no_address");
