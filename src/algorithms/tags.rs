@@ -51,3 +51,25 @@ impl Joined {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_later_life_always_has_newer_tags() {
+        // The simulator's boot counters and the daemon's unix-microsecond incarnations.
+        for (old, new) in [(1, 2), (1_795_254_904_334_703, 1_795_254_904_334_704)] {
+            let mut before = Joined::new(old);
+            let last = (0..100).map(|_| before.fresh(7)).last().unwrap();
+            let mut peer = Joined::new(99);
+            assert!(peer.join(last));
+            let first_of_new_life = Joined::new(new).fresh(7);
+            assert!(first_of_new_life.seq > last.seq, "{old} -> {new}");
+            assert!(
+                peer.join(first_of_new_life),
+                "a restarted node's cascade is joined"
+            );
+        }
+    }
+}
