@@ -58,8 +58,15 @@ mod tests {
 
     #[test]
     fn a_later_life_always_has_newer_tags() {
-        // The simulator's boot counters and the daemon's unix-microsecond incarnations.
-        for (old, new) in [(1, 2), (1_795_254_904_334_703, 1_795_254_904_334_704)] {
+        // The simulator's boot counters and the daemon's unix-microsecond incarnations,
+        // including a restart across a 2^32 µs boundary (where `incarnation << 32`
+        // would wrap and make the new life's tags older).
+        let boundary: u64 = 0x0006_6100_0000_0000; // about 2026 in unix microseconds
+        for (old, new) in [
+            (1, 2),
+            (boundary - 1, boundary),
+            (boundary, boundary + 1_000_000),
+        ] {
             let mut before = Joined::new(old);
             let last = (0..100).map(|_| before.fresh(7)).last().unwrap();
             let mut peer = Joined::new(99);
