@@ -13,6 +13,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
+        .route("/status", get(status))
         .with_state(shared)
 }
 
@@ -26,6 +27,17 @@ async fn metrics(
         )],
         shared.metrics.encode(),
     )
+}
+
+/// `GET /status`: `{"node": N, "paused": bool, "groups": [GroupView, …]}` (minimal;
+/// the observability work extends it).
+async fn status(State(shared): State<Arc<Shared>>) -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({
+        "node": shared.node,
+        "cluster": shared.cluster,
+        "paused": shared.is_paused(),
+        "groups": shared.status(),
+    }))
 }
 
 /// Serve the API on `listener` until `shutdown` completes.

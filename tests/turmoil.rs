@@ -1,0 +1,284 @@
+//! The real runtime (`electd::daemon::runtime::run`, wire format, authentication)
+//! over turmoil's simulated network: flaky links, partitions, crash and bounce. Every
+//! implemented algorithm runs side by side on each host; after the network heals every
+//! group must agree again (on the highest live id for the Bully and ring families,
+//! Garcia-Molina 1982 / Chang–Roberts 1979; on one live leader for Raft, §5.2).
+//!
+//! Virtual time only: waits are conditions checked after every simulation step, with
+//! a virtual deadline.
+
+use electd::algorithm::{AlgorithmKind, Options, Timing};
+use electd::daemon::runtime::{incarnation_now, run, RuntimeConfig, Start};
+use electd::daemon::shared::Shared;
+use electd::daemon::socket::Transport;
+use electd::keyring::{Key, Keyring};
+use electd::metrics::Metrics;
+use electd::node::link::LinkConfig;
+use electd::NodeId;
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const PORT: u16 = 7946;
+const N: NodeId = 5;
+
+struct Sock(turmoil::net::UdpSocket);
+
+impl Transport for Sock {
+    fn send_to<'a>(
+        &'a self,
+        buf: &'a [u8],
+        to: SocketAddr,
+    ) -> impl Future<Output = io::Result<usize>> + Send + 'a {
+        self.0.send_to(buf, to)
+    }
+    fn recv_from<'a>(
+        &'a self,
+        buf: &'a mut [u8],
+    ) -> impl Future<Output = io::Result<(usize, SocketAddr)>> + Send + 'a {
+        self.0.recv_from(buf)
+    }
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.0.local_addr()
+    }
+}
+
+fn timing() -> Timing {
+    Timing {
+        heartbeat: Duration::from_millis(10),
+        failure_timeout: Duration::from_millis(100),
+        answer_timeout: Duration::from_millis(30),
+        coordinator_timeout: Duration::from_millis(100),
+        election_timeout_min: Duration::from_millis(150),
+        election_timeout_max: Duration::from_millis(300),
+    }
+}
+
+type Registry = Arc<Mutex<HashMap<NodeId, Arc<Shared>>>>;
+
+struct Cluster<'a> {
+    sim: turmoil::Sim<'a>,
+    nodes: Registry,
+    down: Vec<NodeId>,
+}
+
+fn name(id: NodeId) -> String {
+    format!("n{id}")
+}
+
+fn cluster(seed: u64) -> Cluster<'static> {
+    let mut sim = turmoil::Builder::new()
+        .simulation_duration(Duration::from_secs(600))
+        .min_message_latency(Duration::from_millis(1))
+        .max_message_latency(Duration::from_millis(3))
+        .rng_seed(seed)
+        .build();
+    let peers: Vec<(NodeId, SocketAddr)> = (1..=N)
+        .map(|id| (id, SocketAddr::new(sim.lookup(name(id)), PORT)))
+        .collect();
+    let keys = Keyring::new(Key::new([42; 32]));
+    let nodes: Registry = Arc::default();
+    for id in 1..=N {
+        let cfg = RuntimeConfig {
+            id,
+            cluster: "turmoil".into(),
+            peers: peers.clone(),
+            algorithms: AlgorithmKind::available(),
+            timing: timing(),
+            options: Options::default(),
+            link: LinkConfig {
+                retransmit: Duration::from_millis(8),
+                max_attempts: 4,
+            },
+            keys: Some(keys.clone()),
+            incarnation: 0,
+            start: Start::Electing,
+        };
+        let registry = nodes.clone();
+        sim.host(name(id), move || {
+            let mut cfg = cfg.clone();
+            let registry = registry.clone();
+            async move {
+                // A bounced host boots again: a new, higher incarnation.
+                cfg.incarnation = incarnation_now();
+                let socket = turmoil::net::UdpSocket::bind(("0.0.0.0", PORT)).await?;
+                let metrics = Metrics::new(id, &cfg.algorithms)?;
+                let (shared, control) = Shared::new(
+                    id,
+                    cfg.cluster.clone(),
+                    cfg.algorithms.clone(),
+                    metrics,
+                    None,
+                );
+                let shared = Arc::new(shared);
+                registry.lock().unwrap().insert(id, shared.clone());
+                run(Sock(socket), cfg, shared, control, std::future::pending()).await?;
+                Ok(())
+            }
+        });
+    }
+    Cluster {
+        sim,
+        nodes,
+        down: Vec::new(),
+    }
+}
+
+impl Cluster<'_> {
+    fn live(&self) -> Vec<NodeId> {
+        (1..=N).filter(|id| !self.down.contains(id)).collect()
+    }
+
+    /// The leader every live node of every group agrees on (the highest live id where
+    /// the algorithm promises it), or a description of the disagreement.
+    fn agreement(&self) -> Result<(), String> {
+        let nodes = self.nodes.lock().unwrap();
+        let live = self.live();
+        for kind in AlgorithmKind::available() {
+            let mut leaders = Vec::new();
+            for id in &live {
+                let g = nodes.get(id).and_then(|s| s.group(kind));
+                leaders.push(g.and_then(|g| (!g.electing).then_some(g.leader).flatten()));
+            }
+            let first = leaders[0];
+            let ok = match first {
+                Some(l) if live.contains(&l) => {
+                    leaders.iter().all(|x| *x == first)
+                        && (!kind.elects_highest_id() || Some(l) == live.iter().max().copied())
+                }
+                _ => false,
+            };
+            if !ok {
+                return Err(format!("{kind}: live {live:?} see {leaders:?}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Step the simulation until every group agrees, within `within` of virtual time;
+    /// returns the virtual time it took.
+    fn converge(&mut self, within: Duration) -> Duration {
+        let start = self.sim.elapsed();
+        loop {
+            if self.agreement().is_ok() {
+                return self.sim.elapsed() - start;
+            }
+            let spent = self.sim.elapsed() - start;
+            assert!(
+                spent < within,
+                "no agreement after {spent:?}: {}",
+                self.agreement().unwrap_err()
+            );
+            self.sim.step().expect("simulation step");
+        }
+    }
+
+    fn run_for(&mut self, d: Duration) {
+        let until = self.sim.elapsed() + d;
+        while self.sim.elapsed() < until {
+            self.sim.step().expect("simulation step");
+        }
+    }
+
+    fn names(ids: &[NodeId]) -> Vec<String> {
+        ids.iter().map(|&i| name(i)).collect()
+    }
+}
+
+/// Worst case from a leader crash to agreement: detection (failure timeout plus a
+/// heartbeat period) then one Bully cascade with a retransmission round on each step.
+fn failover_bound() -> Duration {
+    let t = timing();
+    let link = LinkConfig {
+        retransmit: Duration::from_millis(8),
+        max_attempts: 4,
+    };
+    t.failure_timeout
+        + t.heartbeat
+        + 3 * (t.answer_timeout + t.coordinator_timeout)
+        + link.give_up_after()
+}
+
+#[test]
+fn start_crash_and_bounce() {
+    let mut c = cluster(1);
+    c.converge(Duration::from_secs(2));
+    // The leader crashes: the survivors agree on the next highest id within the bound.
+    c.sim.crash(name(5));
+    c.down.push(5);
+    let took = c.converge(failover_bound());
+    eprintln!(
+        "failover took {took:?} (virtual), bound {:?}, now {:?}",
+        failover_bound(),
+        c.sim.elapsed()
+    );
+    assert!(
+        took >= timing().failure_timeout,
+        "detected before the failure timeout: {took:?}"
+    );
+    // A lower node crashing changes nothing for the others.
+    c.sim.crash(name(2));
+    c.down.push(2);
+    c.run_for(Duration::from_millis(500));
+    c.converge(Duration::from_millis(1));
+    // The highest node comes back as a new incarnation and takes leadership back.
+    c.sim.bounce(name(5));
+    c.down.retain(|&n| n != 5);
+    c.converge(Duration::from_secs(2));
+    c.sim.bounce(name(2));
+    c.down.retain(|&n| n != 2);
+    c.converge(Duration::from_secs(2));
+}
+
+#[test]
+fn flaky_links_then_heal() {
+    let mut c = cluster(2);
+    c.converge(Duration::from_secs(2));
+    // Links fail and recover at random for five seconds, and the leader crashes in
+    // the middle of it.
+    c.sim.set_fail_rate(0.05);
+    c.run_for(Duration::from_secs(2));
+    c.sim.crash(name(5));
+    c.down.push(5);
+    c.run_for(Duration::from_secs(3));
+    c.sim.set_fail_rate(0.0);
+    let all = Cluster::names(&(1..=N).collect::<Vec<_>>());
+    for a in &all {
+        for b in &all {
+            if a != b {
+                c.sim.repair(a.as_str(), b.as_str());
+            }
+        }
+    }
+    c.converge(Duration::from_secs(3));
+}
+
+#[test]
+fn partition_then_heal() {
+    let mut c = cluster(3);
+    c.converge(Duration::from_secs(2));
+    let minority = Cluster::names(&[1, 2]);
+    let majority = Cluster::names(&[3, 4, 5]);
+    for a in &minority {
+        for b in &majority {
+            c.sim.partition(a.as_str(), b.as_str());
+        }
+    }
+    // While cut off, the minority side elects among itself (Bully family) while the
+    // majority keeps node 5; let that happen, then heal.
+    c.run_for(Duration::from_secs(2));
+    {
+        let nodes = c.nodes.lock().unwrap();
+        let g = nodes[&1].group(AlgorithmKind::Bully).unwrap();
+        assert_eq!(g.leader, Some(2), "the minority elects its highest id");
+    }
+    for a in &minority {
+        for b in &majority {
+            c.sim.repair(a.as_str(), b.as_str());
+        }
+    }
+    c.converge(Duration::from_secs(3));
+}
