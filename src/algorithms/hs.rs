@@ -359,6 +359,11 @@ impl Algorithm for Hs {
     }
 
     fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
+        // Whether it resigned or fell silent for a whole failure timeout, the old
+        // leader is skipped at once instead of waiting for the link to give up on it.
+        if let Some(old) = self.lead.leader.filter(|&l| l != self.me()) {
+            self.view.suspect(old, self.bound, out);
+        }
         self.lead.drop_leader(out);
         if !self.active {
             self.elect(out);
