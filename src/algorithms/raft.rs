@@ -328,6 +328,13 @@ impl Raft {
         }
     }
 
+    /// Only the current leader of the current term can resign.
+    fn on_resign(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
+        if epoch == self.term && self.leader == Some(from) && self.role == Role::Follower {
+            self.leader_left(out);
+        }
+    }
+
     /// The leader left gracefully: forget it and campaign soon (etcd's TimeoutNow).
     fn leader_left(&mut self, out: &mut Out) {
         self.lease = false;
@@ -371,11 +378,7 @@ impl Algorithm for Raft {
             } => self.on_vote(from, term, granted, pre_vote, out),
             Message::Heartbeat { term, leader } => self.on_heartbeat(from, term, leader, out),
             Message::HeartbeatAck { term } => self.on_heartbeat_ack(from, term, out),
-            Message::Resign { epoch } => {
-                if epoch == self.term && self.leader == Some(from) && self.role == Role::Follower {
-                    self.leader_left(out);
-                }
-            }
+            Message::Resign { epoch } => self.on_resign(from, epoch, out),
             _ => {}
         }
     }
