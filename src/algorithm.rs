@@ -113,7 +113,8 @@ pub enum Timer {
     Election,
     /// Raft: the leader's heartbeat period.
     Heartbeat,
-    /// Raft: check-quorum period of a leader.
+    /// Raft: check-quorum period of a leader; at a follower, the end of its leader
+    /// lease (stickiness: `election_timeout_min` after the last heartbeat).
     Quorum,
     /// Ring family: forget the members suspected dead, so that a member wrongly
     /// suspected during message loss is tried again.

@@ -45,6 +45,9 @@
 //! - **Graceful leave** (`resign`, like etcd's `TimeoutNow`): followers of the leaving
 //!   leader drop their lease and campaign after a random delay in
 //!   `[0, election_timeout_max − election_timeout_min]` instead of a full timeout.
+//! - **Cold start** (`on_start(call_election = true)`): the node campaigns after a
+//!   random delay in `[0, max − min]`, not at once: a whole cluster booting together
+//!   would otherwise split every vote. Without `call_election` it waits a full timeout.
 //! - **Operator election** (`call_election`): a follower or candidate campaigns at
 //!   once (pre-vote first when enabled, so a healthy leader's followers refuse it); a
 //!   leader hands over: it sends `resign` and becomes a follower without a lease.
