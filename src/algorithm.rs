@@ -113,7 +113,8 @@ pub enum Timer {
     Election,
     /// Raft: the leader's heartbeat period.
     Heartbeat,
-    /// Raft: check-quorum period of a leader.
+    /// Raft: check-quorum period of a leader; at a follower, the end of its leader
+    /// lease (stickiness: `election_timeout_min` after the last heartbeat).
     Quorum,
     /// Ring family: forget the members suspected dead, so that a member wrongly
     /// suspected during message loss is tried again.
@@ -251,6 +252,19 @@ impl Default for Options {
     }
 }
 
+/// State an algorithm needs to survive a crash: Raft's `currentTerm` and `votedFor`
+/// (Ongaro & Ousterhout 2014, Figure 2, "persistent state on all servers"). Without
+/// it a restarted voter could vote twice in one term and elect two leaders.
+///
+/// The driver reads it with [`Algorithm::durable`] after every input and must store it
+/// before it puts the datagrams produced by that input on the wire; on restart it hands
+/// the stored value back with [`Algorithm::restore`] before `on_start`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Durable {
+    pub term: u64,
+    pub voted_for: Option<NodeId>,
+}
+
 /// Everything an algorithm instance is built from.
 #[derive(Clone, Debug)]
 pub struct GroupConfig {
@@ -348,4 +362,14 @@ pub trait Algorithm: Send + fmt::Debug {
     fn uses_failure_detector(&self) -> bool {
         true
     }
+
+    /// State to keep on stable storage (see [`Durable`]); `None` for algorithms that
+    /// need none (the Bully and ring families rebuild everything from the incarnation).
+    fn durable(&self) -> Option<Durable> {
+        None
+    }
+
+    /// Restore what [`Algorithm::durable`] returned in the previous life, before
+    /// `on_start`.
+    fn restore(&mut self, _state: Durable) {}
 }

@@ -70,6 +70,15 @@ pub fn hs_bound(n: u64) -> u64 {
     8 * n * (1 + ceil_log2(n))
 }
 
+/// Raft election on a clean start, one initiator, nobody following a leader: each of
+/// the N−1 peers gets one request and sends one reply per round; with pre-vote there
+/// are two rounds (pre-vote, then RequestVote): 4(N−1), else 2(N−1)
+/// (Ongaro & Ousterhout 2014 §5.2; Ongaro's thesis §9.6).
+pub fn raft(n: u64, pre_vote: bool) -> u64 {
+    let rounds = if pre_vote { 2 } else { 1 };
+    2 * rounds * n.saturating_sub(1)
+}
+
 /// The comparison cases of `algorithm` (empty for an algorithm without one).
 pub fn cases(algorithm: AlgorithmKind) -> Vec<Case> {
     match algorithm {
@@ -143,6 +152,14 @@ pub fn cases(algorithm: AlgorithmKind) -> Vec<Case> {
                 exact: false,
             },
         ],
-        _ => Vec::new(),
+        AlgorithmKind::Raft => vec![Case {
+            algorithm,
+            order: RingOrder::Ascending,
+            label: "raft".into(),
+            formula: "4(N−1): (N−1)×(pre_vote, pre_vote_response, request_vote, vote) \
+                      (Ongaro & Ousterhout 2014 §5.2; thesis §9.6 pre-vote)",
+            expected: Some(|n| raft(n, true) as f64),
+            exact: true,
+        }],
     }
 }

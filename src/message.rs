@@ -65,9 +65,10 @@ pub enum Message {
     },
     /// Hirschberg–Sinclair: the terminate (leader announcement) lap.
     Terminate { leader: NodeId, epoch: u64 },
-    /// Raft §5.2 RequestVote (or a pre-vote request, §9.6 of Ongaro's thesis).
+    /// Raft §5.2 RequestVote (or a pre-vote request, §9.6 of Ongaro's thesis: typed and
+    /// counted as `pre_vote`).
     RequestVote { term: u64, pre_vote: bool },
-    /// Raft vote reply.
+    /// Raft vote reply (`pre_vote_response` when it answers a pre-vote).
     Vote {
         term: u64,
         granted: bool,
@@ -101,11 +102,15 @@ pub enum MessageType {
     Heartbeat,
     HeartbeatAck,
     Resign,
+    /// Raft pre-vote request (`Message::RequestVote` with `pre_vote`), thesis §9.6.
+    PreVote,
+    /// Raft pre-vote reply (`Message::Vote` with `pre_vote`).
+    PreVoteResponse,
 }
 
 impl MessageType {
     /// Every type, in a fixed order (tables, metrics pre-registration).
-    pub const ALL: [MessageType; 16] = [
+    pub const ALL: [MessageType; 18] = [
         MessageType::Election,
         MessageType::Ok,
         MessageType::Coordinator,
@@ -122,6 +127,8 @@ impl MessageType {
         MessageType::Heartbeat,
         MessageType::HeartbeatAck,
         MessageType::Resign,
+        MessageType::PreVote,
+        MessageType::PreVoteResponse,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -142,6 +149,8 @@ impl MessageType {
             MessageType::Heartbeat => "heartbeat",
             MessageType::HeartbeatAck => "heartbeat_ack",
             MessageType::Resign => "resign",
+            MessageType::PreVote => "pre_vote",
+            MessageType::PreVoteResponse => "pre_vote_response",
         }
     }
 
@@ -177,7 +186,9 @@ impl Message {
             Message::Probe { .. } => MessageType::Probe,
             Message::Reply { .. } => MessageType::Reply,
             Message::Terminate { .. } => MessageType::Terminate,
+            Message::RequestVote { pre_vote: true, .. } => MessageType::PreVote,
             Message::RequestVote { .. } => MessageType::RequestVote,
+            Message::Vote { pre_vote: true, .. } => MessageType::PreVoteResponse,
             Message::Vote { .. } => MessageType::Vote,
             Message::Heartbeat { .. } => MessageType::Heartbeat,
             Message::HeartbeatAck { .. } => MessageType::HeartbeatAck,

@@ -4,6 +4,7 @@ pub mod bully;
 pub mod hs;
 pub mod improved_bully;
 pub mod lcr;
+pub mod raft;
 pub mod ring;
 pub mod ring_core;
 mod tags;
@@ -35,6 +36,7 @@ pub fn is_implemented(kind: AlgorithmKind) -> bool {
             | AlgorithmKind::Ring
             | AlgorithmKind::Lcr
             | AlgorithmKind::Hs
+            | AlgorithmKind::Raft
     )
 }
 
@@ -61,6 +63,6 @@ pub fn build(kind: AlgorithmKind, cfg: GroupConfig) -> Result<Box<dyn Algorithm>
         AlgorithmKind::Ring => Box::new(ring::Ring::new(cfg)),
         AlgorithmKind::Lcr => Box::new(lcr::Lcr::new(cfg)),
         AlgorithmKind::Hs => Box::new(hs::Hs::new(cfg)),
-        other => return Err(BuildError::NotImplemented(other)),
+        AlgorithmKind::Raft => Box::new(raft::Raft::new(cfg)),
     })
 }

@@ -13,7 +13,7 @@ mod fxhash;
 pub mod link;
 
 use crate::algorithm::{
-    Algorithm, AlgorithmKind, Effect, GroupConfig, LeaderLoss, Options, Out, Timer, Timing,
+    Algorithm, AlgorithmKind, Durable, Effect, GroupConfig, LeaderLoss, Options, Out, Timer, Timing,
 };
 use crate::message::{Message, MessageType};
 use crate::rng::Rng;
@@ -194,6 +194,27 @@ impl Node {
 
     pub fn id(&self) -> NodeId {
         self.id
+    }
+
+    /// State of every group that must survive a crash (Raft's term and vote). A driver
+    /// with a disk stores it after each call, *before* it transmits the datagrams that
+    /// call produced, and hands it to [`Node::restore`] after a restart.
+    pub fn durable(&self) -> Vec<(AlgorithmKind, Durable)> {
+        self.groups
+            .iter()
+            .filter_map(|g| g.algo.durable().map(|d| (g.kind, d)))
+            .collect()
+    }
+
+    /// Restore the durable state of a previous life; call before [`Node::start`].
+    /// Entries for groups this node does not run are ignored.
+    pub fn restore(&mut self, states: &[(AlgorithmKind, Durable)]) {
+        for (kind, state) in states {
+            if let Some(g) = self.group_index(*kind) {
+                self.groups[g].algo.restore(*state);
+                self.groups[g].term = state.term;
+            }
+        }
     }
 
     /// Start every group; with `call_election` each calls an election at once.

@@ -3,6 +3,7 @@
 //!
 //! - Liveness (every algorithm): once faults stop, within the recovery bound every live
 //!   node agrees on a live leader — the highest live id for the Bully and ring families.
+//!   Raft with fewer than a majority of the roster alive must instead have no leader.
 //! - Safety (Raft, Ongaro & Ousterhout 2014 §5.2 "Election Safety"): at most one leader
 //!   per term over the whole run, faults included. The classic algorithms make no
 //!   such promise under partitions (each side of a cut elects its own leader, by
@@ -85,8 +86,16 @@ pub fn check_seed(kind: AlgorithmKind, seed: u64, faults: FaultSet) -> Result<()
 
     let live = sim.live_ids();
     let expected = live.iter().copied().max();
+    // Raft needs a majority of the roster alive (§5.2): with fewer, electing nobody is
+    // the correct outcome, and any live node believing in a leader is the violation.
+    let quorum_lost = kind == AlgorithmKind::Raft && live.len() < n / 2 + 1;
+    let nobody_leads = || {
+        live.iter()
+            .all(|&id| sim.node(id).and_then(|x| x.leader(kind)).is_none())
+    };
     match sim.agreement(kind) {
-        Some(l) if !kind.elects_highest_id() || Some(l) == expected => Ok(()),
+        _ if quorum_lost && nobody_leads() => Ok(()),
+        Some(l) if !quorum_lost && (!kind.elects_highest_id() || Some(l) == expected) => Ok(()),
         agreed => {
             let beliefs: Vec<String> = live
                 .iter()

@@ -224,14 +224,19 @@ impl Sim {
         if self.nodes[i].alive {
             return Ok(());
         }
+        // Stable storage survives the crash: the previous life's durable state (Raft's
+        // term and vote) is handed to the new one, as a disk would.
+        let mut durable = Vec::new();
         if let Some(old) = self.nodes[i].node.take() {
             self.retire(&old);
+            durable = old.durable();
         }
         let sn = &mut self.nodes[i];
         sn.incarnation += 1;
         let seed = sn.seed ^ sn.incarnation.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let cfg = Self::node_config(&self.cfg, id, sn.incarnation, seed);
         let mut node = Node::new(cfg)?;
+        node.restore(&durable);
         node.start(self.now, elect);
         sn.node = Some(node);
         sn.alive = true;

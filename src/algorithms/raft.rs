@@ -1,0 +1,475 @@
+//! Raft leader election without a log (Ongaro & Ousterhout, "In Search of an
+//! Understandable Consensus Algorithm", USENIX ATC 2014, §5.1–§5.2 and §9.3), with the
+//! pre-vote, check-quorum and leader-stickiness extensions of Ongaro's PhD thesis
+//! ("Consensus: Bridging Theory and Practice", 2014, §9.6 and §4.2.3).
+//!
+//! # Assumptions
+//! - Asynchronous network: messages may be lost, duplicated, reordered or delayed
+//!   without bound. **Safety (at most one leader per term) holds regardless**; timing
+//!   only matters for liveness (the randomized timeouts must exceed the round trip).
+//! - Crash-recovery with stable storage: `term` and `voted_for` are exported through
+//!   [`Algorithm::durable`] and restored after a restart (Figure 2, persistent state).
+//!   The driver must store them before it transmits what the same input produced.
+//! - A fixed roster; a majority is `⌊N/2⌋ + 1` of it, dead members included.
+//!
+//! # Roles and messages
+//! Every node is a follower, pre-candidate, candidate or leader and holds a *term*
+//! that only grows. A follower that hears no leader for a randomized election timeout
+//! (`set_timer(Election, election_timeout_min, election_timeout_max)`) campaigns:
+//! - **pre-vote** (thesis §9.6, on by default): without touching its term it asks
+//!   every peer `pre_vote(term+1)`; a peer grants if it would grant a real vote and is
+//!   not following a live leader. Only with a majority of grants does it go on. A node
+//!   cut off from the majority therefore never raises its term, and cannot depose a
+//!   healthy leader when it comes back;
+//! - **RequestVote** (§5.2): term + 1, vote for itself, `request_vote(term)` to every
+//!   peer. A peer grants at most one vote per term (first come, first served); a
+//!   candidate with a majority of votes leads that term, and sends a `heartbeat` at
+//!   once and then every `heartbeat` period. Any message with a higher term turns the
+//!   receiver into a follower of that term (§5.1).
+//!
+//! Every request is answered (grant or rejection) so candidates learn a lost election
+//! early (as in etcd: a majority of rejections returns to follower).
+//!
+//! # Extensions beyond §5.2
+//! - **Leader stickiness** (thesis §4.2.3): a follower that heard from its leader
+//!   within `election_timeout_min` (its *lease*, timer `Quorum`), and the leader
+//!   itself, reject votes and pre-votes of a higher term without adopting that term.
+//! - **Check-quorum** (thesis §6.2, on by default): every `election_timeout_min / 2`
+//!   the leader checks that a majority (itself included) answered a heartbeat during
+//!   the last period; if not it steps down. A leader cut off from the majority thus
+//!   steps down between `min/2` and `min` after the cut — before the majority side can
+//!   elect a new leader (its followers' leases last `min` after the last heartbeat).
+//! - A stale leader's heartbeat (lower term) is answered with the receiver's term, so
+//!   a node whose term ran ahead is not stuck forever behind the stickiness rule
+//!   (etcd does the same when pre-vote or check-quorum is on).
+//! - **Graceful leave** (`resign`, like etcd's `TimeoutNow`): followers of the leaving
+//!   leader drop their lease and campaign after a random delay in
+//!   `[0, election_timeout_max − election_timeout_min]` instead of a full timeout.
+//! - **Cold start** (`on_start(call_election = true)`): the node campaigns after a
+//!   random delay in `[0, max − min]`, not at once: a whole cluster booting together
+//!   would otherwise split every vote. Without `call_election` it waits a full timeout.
+//! - **Operator election** (`call_election`): a follower or candidate campaigns at
+//!   once (pre-vote first when enabled, so a healthy leader's followers refuse it); a
+//!   leader hands over: it sends `resign` and becomes a follower without a lease.
+//!
+//! # Message count (clean start, N nodes, one initiator, nobody following a leader)
+//! Pre-vote: (N−1) `pre_vote` + (N−1) `pre_vote_response`; then (N−1) `request_vote` +
+//! (N−1) `vote`: **4(N−1)** election messages, 2(N−1) without pre-vote. Heartbeats and
+//! their acks are liveness traffic, counted apart.
+//!
+//! The term is the fencing token ([`Algorithm::term`]).
+
+use crate::algorithm::{Algorithm, AlgorithmKind, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::message::Message;
+use crate::NodeId;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Follower,
+    /// Asking pre-votes for `term + 1` (the term itself is unchanged).
+    PreCandidate,
+    /// Asking votes for `term` (already voted for itself).
+    Candidate,
+    Leader,
+}
+
+/// Raft election at one node (see the module documentation).
+#[derive(Debug)]
+pub struct Raft {
+    cfg: GroupConfig,
+    role: Role,
+    term: u64,
+    voted_for: Option<NodeId>,
+    leader: Option<NodeId>,
+    /// Follower: heard from `leader` within `election_timeout_min`.
+    lease: bool,
+    /// Candidate / pre-candidate: peers that granted (self included) or rejected.
+    granted: BTreeSet<NodeId>,
+    rejected: BTreeSet<NodeId>,
+    /// Leader: peers that acknowledged a heartbeat since the last quorum check.
+    active: BTreeSet<NodeId>,
+}
+
+impl Raft {
+    pub fn new(cfg: GroupConfig) -> Self {
+        Raft {
+            cfg,
+            role: Role::Follower,
+            term: 0,
+            voted_for: None,
+            leader: None,
+            lease: false,
+            granted: BTreeSet::new(),
+            rejected: BTreeSet::new(),
+            active: BTreeSet::new(),
+        }
+    }
+
+    fn me(&self) -> NodeId {
+        self.cfg.me
+    }
+
+    fn min(&self) -> Duration {
+        self.cfg.timing.election_timeout_min
+    }
+
+    fn max(&self) -> Duration {
+        self.cfg.timing.election_timeout_max.max(self.min())
+    }
+
+    /// Randomized election timeout, §5.2.
+    fn arm_election(&self, out: &mut Out) {
+        out.set_timer(Timer::Election, self.min(), self.max());
+    }
+
+    /// Campaign soon, with only the randomized part of the timeout (graceful leave,
+    /// cold start): whoever draws the shortest delay usually wins without a split.
+    fn arm_election_soon(&self, out: &mut Out) {
+        out.set_timer(Timer::Election, Duration::ZERO, self.max() - self.min());
+    }
+
+    /// Period of the leader's quorum check: half the minimum election timeout, so a
+    /// leader without a majority steps down within one minimum election timeout.
+    fn quorum_period(&self) -> Duration {
+        (self.min() / 2).max(Duration::from_millis(1))
+    }
+
+    /// Would this node refuse a (pre-)vote of a higher term? (thesis §4.2.3)
+    fn in_lease(&self) -> bool {
+        match self.role {
+            Role::Leader => true,
+            Role::Follower => self.lease && self.leader.is_some(),
+            _ => false,
+        }
+    }
+
+    fn set_leader(&mut self, leader: Option<NodeId>, out: &mut Out) {
+        self.leader = leader;
+        out.leader_changed(leader, self.term);
+    }
+
+    /// Become a follower of `term` (≥ the current one), following `leader` if known.
+    fn become_follower(&mut self, term: u64, leader: Option<NodeId>, out: &mut Out) {
+        if term > self.term {
+            self.term = term;
+            self.voted_for = None;
+        }
+        if self.role == Role::Leader {
+            out.cancel_timer(Timer::Heartbeat);
+        }
+        self.role = Role::Follower;
+        self.lease = false;
+        out.cancel_timer(Timer::Quorum);
+        self.granted.clear();
+        self.rejected.clear();
+        self.active.clear();
+        self.set_leader(leader, out);
+        self.arm_election(out);
+    }
+
+    /// Start a campaign: pre-vote first if enabled and `pre`, else a real election.
+    fn campaign(&mut self, pre: bool, out: &mut Out) {
+        if self.role == Role::Leader {
+            return;
+        }
+        if !matches!(self.role, Role::PreCandidate | Role::Candidate) {
+            out.election_started();
+        }
+        if self.role == Role::Follower {
+            out.cancel_timer(Timer::Quorum);
+        }
+        self.lease = false;
+        self.granted.clear();
+        self.rejected.clear();
+        self.granted.insert(self.me());
+        if pre && self.cfg.options.pre_vote {
+            self.role = Role::PreCandidate;
+            self.set_leader(None, out);
+            self.arm_election(out);
+            out.broadcast(Message::RequestVote {
+                term: self.term + 1,
+                pre_vote: true,
+            });
+        } else {
+            self.role = Role::Candidate;
+            self.term += 1;
+            self.voted_for = Some(self.me());
+            self.set_leader(None, out);
+            self.arm_election(out);
+            out.broadcast(Message::RequestVote {
+                term: self.term,
+                pre_vote: false,
+            });
+        }
+        self.tally(out);
+    }
+
+    /// Count the answers of the current (pre-)campaign and act on a decision.
+    fn tally(&mut self, out: &mut Out) {
+        let majority = self.cfg.majority();
+        if self.granted.len() >= majority {
+            match self.role {
+                Role::PreCandidate => self.campaign(false, out),
+                Role::Candidate => self.become_leader(out),
+                _ => {}
+            }
+        } else if self.rejected.len() >= majority {
+            // Lost: wait a fresh randomized timeout as a follower (etcd's VoteLost).
+            self.become_follower(self.term, None, out);
+        }
+    }
+
+    fn become_leader(&mut self, out: &mut Out) {
+        self.role = Role::Leader;
+        self.granted.clear();
+        self.rejected.clear();
+        self.active.clear();
+        out.cancel_timer(Timer::Election);
+        self.set_leader(Some(self.me()), out);
+        self.heartbeat(out);
+        if self.cfg.options.check_quorum {
+            out.set_timer_exact(Timer::Quorum, self.quorum_period());
+        }
+    }
+
+    fn heartbeat(&mut self, out: &mut Out) {
+        out.broadcast(Message::Heartbeat {
+            term: self.term,
+            leader: self.me(),
+        });
+        out.set_timer_exact(Timer::Heartbeat, self.cfg.timing.heartbeat);
+    }
+
+    fn on_request_vote(&mut self, from: NodeId, term: u64, pre: bool, out: &mut Out) {
+        let reject = |me: &Self, out: &mut Out| {
+            out.send(
+                from,
+                Message::Vote {
+                    term: me.term,
+                    granted: false,
+                    pre_vote: pre,
+                },
+            )
+        };
+        if term < self.term || (term > self.term && self.in_lease()) {
+            // Stale request, or a disruptive one while a leader is alive: refuse without
+            // adopting its term (§5.1; thesis §4.2.3).
+            return reject(self, out);
+        }
+        if term > self.term && !pre {
+            self.become_follower(term, None, out);
+        }
+        let free = self.voted_for.is_none() && self.leader.is_none();
+        let can_vote = self.voted_for == Some(from) || free || (pre && term > self.term);
+        if !can_vote {
+            return reject(self, out);
+        }
+        if !pre {
+            self.voted_for = Some(from);
+            self.arm_election(out);
+        }
+        out.send(
+            from,
+            Message::Vote {
+                term,
+                granted: true,
+                pre_vote: pre,
+            },
+        );
+    }
+
+    fn on_vote(&mut self, from: NodeId, term: u64, granted: bool, pre: bool, out: &mut Out) {
+        if term > self.term && !(pre && granted) {
+            // A granted pre-vote carries the proposed term; anything else with a higher
+            // term means this node is behind.
+            return self.become_follower(term, None, out);
+        }
+        let counts = match (self.role, pre) {
+            (Role::PreCandidate, true) => !granted || term == self.term + 1,
+            (Role::Candidate, false) => term == self.term,
+            _ => false,
+        };
+        if !counts {
+            return;
+        }
+        if granted {
+            self.granted.insert(from);
+        } else {
+            self.rejected.insert(from);
+        }
+        self.tally(out);
+    }
+
+    fn on_heartbeat(&mut self, from: NodeId, term: u64, leader: NodeId, out: &mut Out) {
+        if leader != from {
+            return; // malformed: a heartbeat speaks only for its sender
+        }
+        if term < self.term {
+            // Tell a stale leader about the newer term so it steps down.
+            out.send(from, Message::HeartbeatAck { term: self.term });
+            return;
+        }
+        if term == self.term && self.role == Role::Leader {
+            return; // two leaders in one term cannot happen; ignore a forged claim
+        }
+        if term > self.term || self.role != Role::Follower || self.leader != Some(from) {
+            self.become_follower(term, Some(from), out);
+        }
+        self.lease = true;
+        out.set_timer_exact(Timer::Quorum, self.min());
+        self.arm_election(out);
+        out.send(from, Message::HeartbeatAck { term: self.term });
+    }
+
+    fn on_heartbeat_ack(&mut self, from: NodeId, term: u64, out: &mut Out) {
+        if term > self.term {
+            self.become_follower(term, None, out);
+        } else if term == self.term && self.role == Role::Leader {
+            self.active.insert(from);
+        }
+    }
+
+    /// Only the current leader of the current term can resign.
+    fn on_resign(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
+        if epoch == self.term && self.leader == Some(from) && self.role == Role::Follower {
+            self.leader_left(out);
+        }
+    }
+
+    /// The leader left gracefully: forget it and campaign soon (etcd's TimeoutNow).
+    fn leader_left(&mut self, out: &mut Out) {
+        self.lease = false;
+        out.cancel_timer(Timer::Quorum);
+        self.set_leader(None, out);
+        self.arm_election_soon(out);
+    }
+}
+
+impl Algorithm for Raft {
+    fn kind(&self) -> AlgorithmKind {
+        AlgorithmKind::Raft
+    }
+
+    fn on_start(&mut self, call_election: bool, out: &mut Out) {
+        self.role = Role::Follower;
+        self.lease = false;
+        // Publishes a restored term (no leader yet).
+        self.set_leader(None, out);
+        if call_election {
+            // A whole cluster booting together would split every vote if all
+            // campaigned at the same instant: keep only the randomized part.
+            self.arm_election_soon(out);
+        } else {
+            self.arm_election(out);
+        }
+    }
+
+    fn on_message(&mut self, from: NodeId, msg: Message, out: &mut Out) {
+        if from == self.me() || !self.cfg.ring.contains(&from) {
+            return;
+        }
+        match msg {
+            Message::RequestVote { term, pre_vote } => {
+                self.on_request_vote(from, term, pre_vote, out)
+            }
+            Message::Vote {
+                term,
+                granted,
+                pre_vote,
+            } => self.on_vote(from, term, granted, pre_vote, out),
+            Message::Heartbeat { term, leader } => self.on_heartbeat(from, term, leader, out),
+            Message::HeartbeatAck { term } => self.on_heartbeat_ack(from, term, out),
+            Message::Resign { epoch } => self.on_resign(from, epoch, out),
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, timer: Timer, out: &mut Out) {
+        match (timer, self.role) {
+            (Timer::Election, Role::Leader) => {}
+            (Timer::Election, _) => self.campaign(true, out),
+            (Timer::Heartbeat, Role::Leader) => self.heartbeat(out),
+            (Timer::Quorum, Role::Leader) => {
+                if self.active.len() + 1 < self.cfg.majority() {
+                    // Check-quorum: no majority heard within the period, step down.
+                    self.become_follower(self.term, None, out);
+                } else {
+                    self.active.clear();
+                    out.set_timer_exact(Timer::Quorum, self.quorum_period());
+                }
+            }
+            (Timer::Quorum, _) => self.lease = false,
+            _ => {}
+        }
+    }
+
+    fn on_peer_unreachable(&mut self, _peer: NodeId, _msg: Message, _out: &mut Out) {
+        // Nothing to do: the election timeout covers lost requests and replies.
+    }
+
+    fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
+        match (why, self.role) {
+            (_, Role::Leader) => {}
+            (LeaderLoss::Resigned, _) => self.leader_left(out),
+            // Told the leader is gone: behave as if the election timeout fired.
+            (LeaderLoss::Silent, _) => self.campaign(true, out),
+        }
+    }
+
+    fn on_foreign_leader(&mut self, _from: NodeId, _epoch: u64, _out: &mut Out) {
+        // Not used: Raft gets heartbeats in `on_message` and resolves terms itself.
+    }
+
+    fn call_election(&mut self, out: &mut Out) {
+        if self.role == Role::Leader {
+            // Hand over: the followers campaign soon, this node only after a full
+            // timeout (and it grants votes at once: it holds no lease any more).
+            out.broadcast(Message::Resign { epoch: self.term });
+            self.become_follower(self.term, None, out);
+        } else {
+            self.campaign(true, out);
+        }
+    }
+
+    fn leader(&self) -> Option<NodeId> {
+        self.leader
+    }
+
+    fn term(&self) -> u64 {
+        self.term
+    }
+
+    fn state(&self) -> &'static str {
+        match self.role {
+            Role::Follower => "follower",
+            Role::PreCandidate => "pre-candidate",
+            Role::Candidate => "candidate",
+            Role::Leader => "leader",
+        }
+    }
+
+    fn is_electing(&self) -> bool {
+        matches!(self.role, Role::PreCandidate | Role::Candidate)
+    }
+
+    fn uses_failure_detector(&self) -> bool {
+        false
+    }
+
+    fn durable(&self) -> Option<Durable> {
+        Some(Durable {
+            term: self.term,
+            voted_for: self.voted_for,
+        })
+    }
+
+    fn restore(&mut self, state: Durable) {
+        // Never move backwards (a stale copy must not undo a newer vote).
+        if state.term >= self.term {
+            self.term = state.term;
+            self.voted_for = state.voted_for;
+        }
+    }
+}
