@@ -13,6 +13,7 @@ pub mod algorithms;
 pub mod compare;
 pub mod daemon;
 pub mod formulas;
+pub mod hooks;
 pub mod http;
 pub mod message;
 pub mod metrics;
