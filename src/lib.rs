@@ -11,15 +11,18 @@
 pub mod algorithm;
 pub mod algorithms;
 pub mod compare;
+pub mod config;
 pub mod daemon;
 pub mod formulas;
 pub mod hooks;
 pub mod http;
+pub mod keyring;
 pub mod message;
 pub mod metrics;
 pub mod node;
 pub mod rng;
 pub mod sim;
+pub mod wire;
 
 /// A node id from the roster; 0 is reserved (never a valid id).
 pub type NodeId = u32;

@@ -11,7 +11,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Compare(args) => cli::compare::run(args),
-        Command::Demo(args) => cli::compare::demo(args),
+        Command::Run(args) => cli::run::run(args),
+        Command::Demo(args) => cli::demo::run(args),
+        Command::Keygen(args) => cli::keygen::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -317,6 +317,16 @@ impl Metrics {
         }
     }
 
+    /// The node was replaced by a new incarnation whose own counters start at zero
+    /// again (resume after pause): forget what was exported, so the new node's counts
+    /// are added on top instead of being hidden until they pass the old ones.
+    /// Call [`Metrics::sync`] with the old node first.
+    pub fn rebase(&self) {
+        if let Ok(mut ex) = self.exported.lock() {
+            *ex = Exported::default();
+        }
+    }
+
     /// Record what an event says that counters cannot (election durations).
     pub fn observe(&self, event: &Event) {
         if let Event::ElectionFinished {

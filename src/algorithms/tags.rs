@@ -22,13 +22,19 @@ impl Joined {
         }
     }
 
-    /// A fresh tag for an election `me` initiates (incarnation in the high bits so a
-    /// restarted node never reuses a tag of its previous life).
+    /// A fresh tag for an election `me` initiates: `incarnation · 2^12 + n`, so a
+    /// restarted node never reuses a tag of its previous life. This holds for small
+    /// boot counters (the simulator: 1, 2, …; up to 4 096 elections per life) and for
+    /// the daemon's unix-microsecond incarnations (which fit until the year 2112 and
+    /// grow by far more than the elections of one life between two boots).
     pub fn fresh(&mut self, me: NodeId) -> ElectionTag {
         self.next_seq += 1;
         let tag = ElectionTag {
             initiator: me,
-            seq: (self.incarnation << 32) | (self.next_seq & 0xFFFF_FFFF),
+            seq: self
+                .incarnation
+                .saturating_mul(1 << 12)
+                .saturating_add(self.next_seq),
         };
         self.join(tag);
         tag

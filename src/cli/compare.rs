@@ -1,4 +1,4 @@
-//! `electd compare` (and the interim `electd demo`).
+//! `electd compare`.
 
 use super::Format;
 use electd::algorithm::AlgorithmKind;
@@ -20,13 +20,6 @@ pub struct CompareArgs {
     pub seed: u64,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct DemoArgs {
-    /// Number of nodes.
-    #[arg(long, default_value_t = 5)]
-    pub nodes: usize,
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
@@ -54,19 +47,4 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         eprintln!("plot written to {}", path.display());
     }
     Ok(())
-}
-
-/// Interim demo: the comparison of every implemented algorithm, with a plot.
-pub fn demo(args: DemoArgs) -> anyhow::Result<()> {
-    eprintln!(
-        "electd demo: the UDP daemon is not built yet; showing the simulator comparison for 2..{} nodes",
-        args.nodes.max(32)
-    );
-    run(CompareArgs {
-        nodes: (2..=args.nodes.max(32)).collect(),
-        algorithms: None,
-        plot: Some(PathBuf::from("electd-compare.svg")),
-        seed: 1,
-        format: Format::Table,
-    })
 }

@@ -1,6 +1,9 @@
 //! Command-line interface (clap). Each subcommand lives in its own file.
 
 pub mod compare;
+pub mod demo;
+pub mod keygen;
+pub mod run;
 pub mod simulate;
 
 use clap::{Parser, Subcommand};
@@ -20,8 +23,48 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Messages per election against N for every algorithm, beside the literature.
     Compare(compare::CompareArgs),
-    /// Local demo. Until the daemon lands this runs `compare --nodes 2..32` with a plot.
-    Demo(compare::DemoArgs),
+    /// Run one node of a cluster (roster and settings from a TOML file).
+    Run(run::RunArgs),
+    /// Real UDP nodes on 127.0.0.1 running every algorithm side by side, a chaos loop
+    /// that takes leaders down and brings them back, and a live table.
+    Demo(demo::DemoArgs),
+    /// Generate a cluster key file (HMAC-SHA256, 32 random bytes).
+    Keygen(keygen::KeygenArgs),
+}
+
+/// Log to stderr; filter from `ELECTD_LOG` (or `RUST_LOG`), default `info`.
+pub fn init_tracing() {
+    let filter = std::env::var("ELECTD_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| "info".into());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+/// Completes on SIGTERM or SIGINT (Ctrl-C).
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// Output format of `simulate` and `compare`.

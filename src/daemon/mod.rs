@@ -1,4 +1,6 @@
-//! The daemon: the tokio runtime around one [`crate::node::Node`], and the state it
-//! shares with the HTTP API.
+//! The daemon: the tokio runtime around one [`crate::node::Node`], its socket, and the
+//! state it shares with the HTTP API.
 
+pub mod runtime;
 pub mod shared;
+pub mod socket;

@@ -1,0 +1,87 @@
+//! `electd run --config FILE [--node-id N]`: one node of a cluster, until SIGTERM or
+//! SIGINT; then it resigns what it leads, waits for the acks and exits 0.
+
+use anyhow::Context;
+use electd::config::Config;
+use electd::daemon::runtime::{self, incarnation_now, RuntimeConfig};
+use electd::daemon::shared::Shared;
+use electd::daemon::socket::bind_udp;
+use electd::metrics::Metrics;
+use electd::NodeId;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The cluster's TOML file (roster and settings; the same file on every node).
+    #[arg(long, short, env = "ELECTD_CONFIG")]
+    pub config: PathBuf,
+    /// This node's id in the roster (overrides ELECTD_NODE_ID and node_id in the file).
+    #[arg(long)]
+    pub node_id: Option<NodeId>,
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let cfg = Config::load(&args.config, std::env::vars(), args.node_id)?;
+    super::init_tracing();
+    if cfg.multicast.is_some() {
+        tracing::warn!("transport.multicast is set but not used yet: broadcasts go by unicast");
+    }
+    if cfg.hooks.on_leader_change.is_some() {
+        tracing::warn!("hooks.on_leader_change is configured but hooks are not run by this build");
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?;
+    rt.block_on(serve(cfg))
+}
+
+async fn serve(cfg: Config) -> anyhow::Result<()> {
+    let me = cfg.me().clone();
+    let socket = bind_udp(me.bind_addr()).with_context(|| {
+        format!(
+            "cannot bind UDP {} (peer {} of {})",
+            me.bind_addr(),
+            me.id,
+            cfg.file.display()
+        )
+    })?;
+    let listener = tokio::net::TcpListener::bind(me.http)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot bind HTTP {} (peer {} of {})",
+                me.http,
+                me.id,
+                cfg.file.display()
+            )
+        })?;
+    let metrics = Metrics::new(cfg.node_id, &cfg.algorithms).context("metrics registry")?;
+    let (shared, control) = Shared::new(
+        cfg.node_id,
+        cfg.cluster.clone(),
+        cfg.algorithms.clone(),
+        metrics,
+        cfg.admin_token.clone(),
+    );
+    let shared = Arc::new(shared);
+    tracing::info!(node = cfg.node_id, udp = %me.bind_addr(), http = %me.http, cluster = %cfg.cluster, "electd running");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut http_stop = stopped.clone();
+    let http = tokio::spawn(electd::http::serve(listener, shared.clone(), async move {
+        let _ = http_stop.wait_for(|s| *s).await;
+    }));
+    let rcfg = RuntimeConfig::from_config(&cfg, incarnation_now());
+    runtime::run(socket, rcfg, shared, control, super::shutdown_signal()).await?;
+    let _ = stop.send(true);
+    match tokio::time::timeout(Duration::from_secs(2), http).await {
+        Ok(Ok(Err(e))) => tracing::warn!("HTTP server: {e}"),
+        Err(_) => tracing::warn!("HTTP server did not stop within 2 s"),
+        _ => {}
+    }
+    tracing::info!(node = cfg.node_id, "stopped");
+    Ok(())
+}

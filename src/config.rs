@@ -1,0 +1,1050 @@
+//! The configuration of `electd run`: one TOML file holds the roster and the settings
+//! of the whole cluster, so the same file is copied to every node; each node picks its
+//! own entry with `node_id` (or `--node-id`, or `ELECTD_NODE_ID`).
+//!
+//! ```toml
+//! cluster = "prod-eu"                 # datagrams of another cluster are dropped
+//! node_id = 1                         # usually given by --node-id instead
+//! algorithms = ["bully", "raft"]      # each runs as an independent group
+//!
+//! [timing]
+//! heartbeat = "10ms"                  # leader beacon period; below failure_timeout
+//! failure_timeout = "100ms"           # silence after which the leader is lost
+//! answer_timeout = "20ms"             # Bully T: above one retransmission (transport.retransmit)
+//! coordinator_timeout = "60ms"        # Bully T': above answer_timeout
+//! election_timeout = "150ms..300ms"   # Raft; one value V means V..2V; above heartbeat
+//!
+//! [transport]
+//! retransmit = "5ms"                  # first retransmission; doubles, capped at 8x
+//! max_attempts = 4                    # sends before a peer is declared unreachable
+//! # multicast = "239.255.70.1:7946"   # parsed and validated; not used for sending yet
+//!
+//! [security]
+//! key_file = "electd.key"             # from `electd keygen`; relative to this file
+//! # insecure = true                   # explicit opt-out: no authentication at all
+//!
+//! [hooks]
+//! # on_leader_change = "/usr/local/bin/on-leader"
+//! # hook_timeout = "5s"
+//!
+//! [admin]
+//! # token_file = "admin.token"        # bearer token of the /admin/* routes
+//!
+//! [raft]
+//! pre_vote = true
+//! check_quorum = true
+//!
+//! [[peer]]
+//! id = 1
+//! addr = "10.0.0.1:7946"              # UDP address of the node (it binds it…)
+//! http = "10.0.0.1:8080"              # HTTP API (/metrics, /status, …)
+//! # listen = "0.0.0.0:7946"           # …unless listen overrides the bind address
+//! ```
+//!
+//! # Environment overrides
+//! Every scalar key can be overridden by `ELECTD_<SECTION>_<KEY>` in upper case, or
+//! `ELECTD_<KEY>` for top-level keys: `ELECTD_NODE_ID=3`, `ELECTD_CLUSTER=test`,
+//! `ELECTD_ALGORITHMS=bully,raft` (comma-separated), `ELECTD_TIMING_HEARTBEAT=20ms`,
+//! `ELECTD_TRANSPORT_MAX_ATTEMPTS=6`, `ELECTD_SECURITY_KEY_FILE=/run/key`,
+//! `ELECTD_SECURITY_INSECURE=true`, `ELECTD_HOOKS_ON_LEADER_CHANGE=…`,
+//! `ELECTD_ADMIN_TOKEN_FILE=…`, `ELECTD_RAFT_PRE_VOTE=false`. The roster (`[[peer]]`)
+//! has no overrides. `--node-id` beats the environment, which beats the file.
+//! `ELECTD_LOG` (log filter) and `ELECTD_CONFIG` are not configuration keys; any other
+//! unknown `ELECTD_*` variable is an error, so a typo is never silently ignored.
+//!
+//! # Errors
+//! Every error names the file, the key (or environment variable) and what is wrong.
+
+use crate::algorithm::{AlgorithmKind, Options, Timing};
+use crate::keyring::Keyring;
+use crate::node::link::LinkConfig;
+use crate::NodeId;
+use serde::Deserialize;
+use std::collections::HashSet;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A configuration error: where and what.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {key}: {message}", file.display())]
+pub struct ConfigError {
+    pub file: PathBuf,
+    /// The key (`timing.heartbeat`, `peer[2].addr`, `ELECTD_NODE_ID`, …), or `-` for
+    /// the whole file.
+    pub key: String,
+    pub message: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    cluster: Option<String>,
+    node_id: Option<i64>,
+    algorithms: Option<Vec<String>>,
+    #[serde(default)]
+    timing: RawTiming,
+    #[serde(default)]
+    transport: RawTransport,
+    #[serde(default)]
+    security: RawSecurity,
+    #[serde(default)]
+    hooks: RawHooks,
+    #[serde(default)]
+    admin: RawAdmin,
+    #[serde(default)]
+    raft: RawRaft,
+    #[serde(default)]
+    peer: Vec<RawPeer>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTiming {
+    heartbeat: Option<String>,
+    failure_timeout: Option<String>,
+    answer_timeout: Option<String>,
+    coordinator_timeout: Option<String>,
+    election_timeout: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTransport {
+    retransmit: Option<String>,
+    max_attempts: Option<i64>,
+    multicast: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSecurity {
+    key_file: Option<PathBuf>,
+    insecure: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHooks {
+    on_leader_change: Option<String>,
+    hook_timeout: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAdmin {
+    token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRaft {
+    pre_vote: Option<bool>,
+    check_quorum: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPeer {
+    id: i64,
+    addr: String,
+    http: String,
+    listen: Option<String>,
+}
+
+/// One roster entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Peer {
+    pub id: NodeId,
+    /// UDP address the others send to.
+    pub addr: SocketAddr,
+    /// HTTP API address.
+    pub http: SocketAddr,
+    /// Bind address if not `addr` (e.g. `0.0.0.0:7946` behind NAT).
+    pub listen: Option<SocketAddr>,
+}
+
+impl Peer {
+    /// The UDP address this node binds.
+    pub fn bind_addr(&self) -> SocketAddr {
+        self.listen.unwrap_or(self.addr)
+    }
+}
+
+/// How datagrams are authenticated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Security {
+    Keyring(Keyring),
+    /// `insecure = true`: no tags are made or checked.
+    Insecure,
+}
+
+/// Leader-change hook settings (run by the hooks module).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hooks {
+    pub on_leader_change: Option<String>,
+    pub hook_timeout: Duration,
+}
+
+/// A validated configuration (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The file it came from (for messages).
+    pub file: PathBuf,
+    pub cluster: String,
+    pub node_id: NodeId,
+    pub algorithms: Vec<AlgorithmKind>,
+    pub timing: Timing,
+    pub link: LinkConfig,
+    /// Multicast group for broadcasts: parsed and validated, not used for sending yet.
+    pub multicast: Option<SocketAddr>,
+    pub security: Security,
+    pub hooks: Hooks,
+    /// Bearer token of the admin routes (trimmed content of `admin.token_file`).
+    pub admin_token: Option<String>,
+    pub options: Options,
+    /// The roster in file order (which is also the logical ring order).
+    pub peers: Vec<Peer>,
+}
+
+impl Config {
+    /// This node's roster entry.
+    pub fn me(&self) -> &Peer {
+        self.peer(self.node_id)
+            .expect("validated: node_id is in the roster")
+    }
+
+    pub fn peer(&self, id: NodeId) -> Option<&Peer> {
+        self.peers.iter().find(|p| p.id == id)
+    }
+
+    /// Roster ids in ring order.
+    pub fn ring(&self) -> Vec<NodeId> {
+        self.peers.iter().map(|p| p.id).collect()
+    }
+
+    /// Read `path`, apply `env` overrides (`ELECTD_*` pairs; pass `std::env::vars()`)
+    /// and `node_id` (from `--node-id`), validate, and load the key and token files.
+    pub fn load(
+        path: &Path,
+        env: impl IntoIterator<Item = (String, String)>,
+        node_id: Option<NodeId>,
+    ) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            key: "-".into(),
+            message: format!("cannot read: {e}"),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Config::parse(&text, path, base, env, node_id)
+    }
+
+    /// Like [`Config::load`] on `text`; relative paths are resolved against `base`.
+    pub fn parse(
+        text: &str,
+        file: &Path,
+        base: &Path,
+        env: impl IntoIterator<Item = (String, String)>,
+        node_id: Option<NodeId>,
+    ) -> Result<Config, ConfigError> {
+        let err = |key: &str, message: String| ConfigError {
+            file: file.to_path_buf(),
+            key: key.to_string(),
+            message,
+        };
+        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            err("-", format!("not valid TOML: {}", e.message().trim()))
+        })?;
+        apply_env(&mut table, env).map_err(|(k, m)| err(&k, m))?;
+        let raw = RawConfig::deserialize(toml::Value::Table(table))
+            .map_err(|e| err("-", e.message().trim().to_string()))?;
+        Validator { file, base }.validate(raw, node_id)
+    }
+}
+
+const SECTIONS: [(&str, &[&str]); 6] = [
+    (
+        "timing",
+        &[
+            "heartbeat",
+            "failure_timeout",
+            "answer_timeout",
+            "coordinator_timeout",
+            "election_timeout",
+        ],
+    ),
+    ("transport", &["retransmit", "max_attempts", "multicast"]),
+    ("security", &["key_file", "insecure"]),
+    ("hooks", &["on_leader_change", "hook_timeout"]),
+    ("admin", &["token_file"]),
+    ("raft", &["pre_vote", "check_quorum"]),
+];
+const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
+const NOT_CONFIG: [&str; 2] = ["ELECTD_LOG", "ELECTD_CONFIG"];
+
+/// Apply `ELECTD_*` overrides to the parsed table. Errors are (variable, message).
+fn apply_env(
+    table: &mut toml::Table,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<(), (String, String)> {
+    let mut vars: Vec<(String, String)> = env
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("ELECTD_") && !NOT_CONFIG.contains(&k.as_str()))
+        .collect();
+    vars.sort();
+    for (var, value) in vars {
+        let name = var["ELECTD_".len()..].to_ascii_lowercase();
+        let (section, key) =
+            match SECTIONS.iter().find_map(|(s, keys)| {
+                let rest = name.strip_prefix(s)?.strip_prefix('_')?;
+                keys.contains(&rest).then_some((Some(*s), rest.to_string()))
+            }) {
+                Some(found) => found,
+                None if TOP.contains(&name.as_str()) => (None, name.clone()),
+                None => return Err((
+                    var,
+                    "unknown electd variable (see the config documentation for the ELECTD_* names)"
+                        .into(),
+                )),
+            };
+        let v = env_value(&key, &value);
+        match section {
+            None => {
+                table.insert(key, v);
+            }
+            Some(s) => {
+                let entry = table
+                    .entry(s.to_string())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                let Some(t) = entry.as_table_mut() else {
+                    return Err((var, format!("[{s}] in the file is not a table")));
+                };
+                t.insert(key, v);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The TOML value of an environment override: integers and booleans by key, lists
+/// comma-separated, everything else a string.
+fn env_value(key: &str, value: &str) -> toml::Value {
+    match key {
+        "node_id" | "max_attempts" => value
+            .trim()
+            .parse::<i64>()
+            .map(toml::Value::Integer)
+            .unwrap_or_else(|_| toml::Value::String(value.into())),
+        "insecure" | "pre_vote" | "check_quorum" => match value.trim() {
+            "true" | "1" | "yes" => toml::Value::Boolean(true),
+            "false" | "0" | "no" => toml::Value::Boolean(false),
+            other => toml::Value::String(other.into()),
+        },
+        "algorithms" => toml::Value::Array(
+            value
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| toml::Value::String(s.into()))
+                .collect(),
+        ),
+        _ => toml::Value::String(value.into()),
+    }
+}
+
+struct Validator<'a> {
+    file: &'a Path,
+    base: &'a Path,
+}
+
+impl Validator<'_> {
+    fn err(&self, key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: self.file.to_path_buf(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    fn duration(
+        &self,
+        key: &str,
+        v: &Option<String>,
+        default: Duration,
+    ) -> Result<Duration, ConfigError> {
+        let Some(s) = v else { return Ok(default) };
+        let d = humantime::parse_duration(s.trim())
+            .map_err(|e| self.err(key, format!("{s:?} is not a duration like \"100ms\" ({e})")))?;
+        if d.is_zero() {
+            return Err(self.err(key, "must be above zero"));
+        }
+        Ok(d)
+    }
+
+    fn addr(&self, key: &str, s: &str) -> Result<SocketAddr, ConfigError> {
+        if let Ok(a) = s.parse::<SocketAddr>() {
+            return Ok(a);
+        }
+        let mut found = s.to_socket_addrs().map_err(|e| {
+            self.err(
+                key,
+                format!("{s:?} is not an address like \"10.0.0.1:7946\" ({e})"),
+            )
+        })?;
+        found
+            .next()
+            .ok_or_else(|| self.err(key, format!("{s:?} resolves to no address")))
+    }
+
+    fn path(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.base.join(p)
+        }
+    }
+
+    fn validate(
+        &self,
+        raw: RawConfig,
+        node_override: Option<NodeId>,
+    ) -> Result<Config, ConfigError> {
+        let cluster = raw.cluster.ok_or_else(|| {
+            self.err(
+                "cluster",
+                "missing (a name shared by every node of the cluster)",
+            )
+        })?;
+        if cluster.trim().is_empty() || cluster.len() > 64 {
+            return Err(self.err("cluster", "must be 1 to 64 characters"));
+        }
+
+        // Roster.
+        if raw.peer.is_empty() {
+            return Err(self.err("peer", "the roster is empty: add one [[peer]] per node"));
+        }
+        let mut peers = Vec::with_capacity(raw.peer.len());
+        let (mut ids, mut udp, mut http) = (HashSet::new(), HashSet::new(), HashSet::new());
+        for (i, p) in raw.peer.iter().enumerate() {
+            let key = |f: &str| format!("peer[{i}].{f}");
+            let id = NodeId::try_from(p.id)
+                .ok()
+                .filter(|&id| id != 0)
+                .ok_or_else(|| {
+                    self.err(
+                        key("id"),
+                        format!("{} is not a node id (1 ..= {})", p.id, NodeId::MAX),
+                    )
+                })?;
+            if !ids.insert(id) {
+                return Err(self.err(key("id"), format!("node id {id} is listed twice")));
+            }
+            let addr = self.addr(&key("addr"), &p.addr)?;
+            if !udp.insert(addr) {
+                return Err(self.err(
+                    key("addr"),
+                    format!("{addr} is already the address of another peer"),
+                ));
+            }
+            let h = self.addr(&key("http"), &p.http)?;
+            if !http.insert(h) {
+                return Err(self.err(
+                    key("http"),
+                    format!("{h} is already the HTTP address of another peer"),
+                ));
+            }
+            let listen = match &p.listen {
+                Some(l) => Some(self.addr(&key("listen"), l)?),
+                None => None,
+            };
+            peers.push(Peer {
+                id,
+                addr,
+                http: h,
+                listen,
+            });
+        }
+        let node_id = match (node_override, raw.node_id) {
+            (Some(n), _) => n,
+            (None, Some(n)) => NodeId::try_from(n)
+                .ok()
+                .filter(|&n| n != 0)
+                .ok_or_else(|| self.err("node_id", format!("{n} is not a node id")))?,
+            (None, None) => {
+                return Err(self.err(
+                    "node_id",
+                    "not set: give --node-id N, ELECTD_NODE_ID or node_id in the file",
+                ))
+            }
+        };
+        if !ids.contains(&node_id) {
+            let mut known: Vec<_> = ids.iter().copied().collect();
+            known.sort_unstable();
+            return Err(self.err(
+                "node_id",
+                format!("node {node_id} is not in the roster (peer ids: {known:?})"),
+            ));
+        }
+
+        // Algorithms.
+        let names = raw
+            .algorithms
+            .ok_or_else(|| self.err("algorithms", "missing, e.g. [\"bully\", \"raft\"]"))?;
+        if names.is_empty() {
+            return Err(self.err("algorithms", "empty: name at least one algorithm"));
+        }
+        let mut algorithms = Vec::new();
+        for name in &names {
+            let k: AlgorithmKind = name
+                .parse()
+                .map_err(|e| self.err("algorithms", format!("{e}")))?;
+            if !crate::algorithms::is_implemented(k) {
+                return Err(self.err(
+                    "algorithms",
+                    format!(
+                        "{k} is not implemented in this build (available: {})",
+                        list(&AlgorithmKind::available())
+                    ),
+                ));
+            }
+            if algorithms.contains(&k) {
+                return Err(self.err("algorithms", format!("{k} is listed twice")));
+            }
+            algorithms.push(k);
+        }
+
+        // Timing and transport.
+        let d = Timing::default();
+        let t = &raw.timing;
+        let heartbeat = self.duration("timing.heartbeat", &t.heartbeat, d.heartbeat)?;
+        let failure_timeout = self.duration(
+            "timing.failure_timeout",
+            &t.failure_timeout,
+            d.failure_timeout,
+        )?;
+        let answer_timeout =
+            self.duration("timing.answer_timeout", &t.answer_timeout, d.answer_timeout)?;
+        let coordinator_timeout = self.duration(
+            "timing.coordinator_timeout",
+            &t.coordinator_timeout,
+            d.coordinator_timeout,
+        )?;
+        let (election_timeout_min, election_timeout_max) = match &t.election_timeout {
+            None => (d.election_timeout_min, d.election_timeout_max),
+            Some(s) => self.range("timing.election_timeout", s)?,
+        };
+        let dl = LinkConfig::default();
+        let retransmit = self.duration(
+            "transport.retransmit",
+            &raw.transport.retransmit,
+            dl.retransmit,
+        )?;
+        let max_attempts = match raw.transport.max_attempts {
+            None => dl.max_attempts,
+            Some(n) if (1..=32).contains(&n) => n as u32,
+            Some(n) => {
+                return Err(self.err("transport.max_attempts", format!("{n} is outside 1 ..= 32")))
+            }
+        };
+        let link = LinkConfig {
+            retransmit,
+            max_attempts,
+        };
+        if heartbeat >= failure_timeout {
+            return Err(self.err(
+                "timing.heartbeat",
+                format!(
+                    "{} is not below timing.failure_timeout ({}): followers would declare a live leader lost",
+                    ms(heartbeat),
+                    ms(failure_timeout)
+                ),
+            ));
+        }
+        if answer_timeout <= retransmit {
+            return Err(self.err(
+                "timing.answer_timeout",
+                format!(
+                    "{} is not above transport.retransmit ({}): one lost ELECTION or OK would make a node \
+                     win before the retransmission arrives",
+                    ms(answer_timeout),
+                    ms(retransmit)
+                ),
+            ));
+        }
+        if coordinator_timeout <= answer_timeout {
+            return Err(self.err(
+                "timing.coordinator_timeout",
+                format!(
+                    "{} is not above timing.answer_timeout ({}): T' must leave the answering node time to \
+                     finish its own election",
+                    ms(coordinator_timeout),
+                    ms(answer_timeout)
+                ),
+            ));
+        }
+        if election_timeout_min <= heartbeat {
+            return Err(self.err(
+                "timing.election_timeout",
+                format!(
+                    "{} is not above timing.heartbeat ({}): Raft followers would time out between heartbeats",
+                    ms(election_timeout_min),
+                    ms(heartbeat)
+                ),
+            ));
+        }
+        let timing = Timing {
+            heartbeat,
+            failure_timeout,
+            answer_timeout,
+            coordinator_timeout,
+            election_timeout_min,
+            election_timeout_max,
+        };
+        let multicast = match &raw.transport.multicast {
+            None => None,
+            Some(s) => {
+                let a: SocketAddr = s.parse().map_err(|_| {
+                    self.err(
+                        "transport.multicast",
+                        format!("{s:?} is not \"group:port\" like \"239.255.70.1:7946\""),
+                    )
+                })?;
+                if !a.ip().is_multicast() {
+                    return Err(self.err(
+                        "transport.multicast",
+                        format!("{} is not a multicast address", a.ip()),
+                    ));
+                }
+                if a.port() == 0 {
+                    return Err(self.err("transport.multicast", "the port must not be 0"));
+                }
+                Some(a)
+            }
+        };
+
+        // Security.
+        let security = match (&raw.security.key_file, raw.security.insecure.unwrap_or(false)) {
+            (Some(_), true) => {
+                return Err(self.err("security.insecure", "true while security.key_file is set: choose one"))
+            }
+            (Some(f), false) => {
+                let path = self.path(f);
+                let ring = Keyring::load(&path)
+                    .map_err(|e| self.err("security.key_file", format!("{}: {e}", path.display())))?;
+                Security::Keyring(ring)
+            }
+            (None, true) => Security::Insecure,
+            (None, false) => {
+                return Err(self.err(
+                    "security",
+                    "no key_file: run `electd keygen --out electd.key` and set key_file (or, for a test \
+                     network only, insecure = true)",
+                ))
+            }
+        };
+
+        let hooks = Hooks {
+            on_leader_change: raw.hooks.on_leader_change.filter(|s| !s.trim().is_empty()),
+            hook_timeout: self.duration(
+                "hooks.hook_timeout",
+                &raw.hooks.hook_timeout,
+                Duration::from_secs(5),
+            )?,
+        };
+        let admin_token = match &raw.admin.token_file {
+            None => None,
+            Some(f) => {
+                let path = self.path(f);
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    self.err("admin.token_file", format!("{}: {e}", path.display()))
+                })?;
+                let token = text.trim().to_string();
+                if token.len() < 16 {
+                    return Err(self.err(
+                        "admin.token_file",
+                        format!(
+                            "{}: the token is shorter than 16 characters",
+                            path.display()
+                        ),
+                    ));
+                }
+                Some(token)
+            }
+        };
+        let od = Options::default();
+        let options = Options {
+            pre_vote: raw.raft.pre_vote.unwrap_or(od.pre_vote),
+            check_quorum: raw.raft.check_quorum.unwrap_or(od.check_quorum),
+        };
+        Ok(Config {
+            file: self.file.to_path_buf(),
+            cluster,
+            node_id,
+            algorithms,
+            timing,
+            link,
+            multicast,
+            security,
+            hooks,
+            admin_token,
+            options,
+            peers,
+        })
+    }
+
+    /// `"A..B"` or `"A"` (meaning A..2A).
+    fn range(&self, key: &str, s: &str) -> Result<(Duration, Duration), ConfigError> {
+        let (lo, hi) = match s.split_once("..") {
+            Some((a, b)) => {
+                let b = b.strip_prefix('=').unwrap_or(b);
+                (
+                    self.duration(key, &Some(a.to_string()), Duration::ZERO)?,
+                    self.duration(key, &Some(b.to_string()), Duration::ZERO)?,
+                )
+            }
+            None => {
+                let v = self.duration(key, &Some(s.to_string()), Duration::ZERO)?;
+                (v, v * 2)
+            }
+        };
+        if lo > hi {
+            return Err(self.err(key, format!("empty range: {} > {}", ms(lo), ms(hi))));
+        }
+        Ok((lo, hi))
+    }
+}
+
+fn ms(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+fn list(kinds: &[AlgorithmKind]) -> String {
+    kinds
+        .iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROSTER: &str = r#"
+[[peer]]
+id = 1
+addr = "127.0.0.1:7001"
+http = "127.0.0.1:8001"
+[[peer]]
+id = 2
+addr = "127.0.0.1:7002"
+http = "127.0.0.1:8002"
+[[peer]]
+id = 3
+addr = "127.0.0.1:7003"
+http = "127.0.0.1:8003"
+listen = "0.0.0.0:7003"
+"#;
+
+    fn head(extra: &str) -> String {
+        format!("cluster = \"t\"\nnode_id = 2\nalgorithms = [\"bully\"]\n{extra}\n[security]\ninsecure = true\n{ROSTER}")
+    }
+
+    fn parse_env(
+        text: &str,
+        env: &[(&str, &str)],
+        node: Option<NodeId>,
+    ) -> Result<Config, ConfigError> {
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Config::parse(
+            text,
+            Path::new("electd.toml"),
+            Path::new("/nonexistent"),
+            env,
+            node,
+        )
+    }
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        parse_env(text, &[], None)
+    }
+
+    /// The error must name the file and `key`, and say `what`.
+    fn fails(r: Result<Config, ConfigError>, key: &str, what: &str) {
+        let e = r.expect_err("the config must be rejected");
+        let shown = e.to_string();
+        assert_eq!(e.key, key, "{shown}");
+        assert!(shown.starts_with("electd.toml: "), "{shown}");
+        assert!(shown.contains(what), "{shown:?} should contain {what:?}");
+    }
+
+    #[test]
+    fn a_complete_file_parses_with_defaults_filled_in() {
+        let c = parse(&head(
+            "[timing]\nheartbeat = \"20ms\"\nelection_timeout = \"150ms\"",
+        ))
+        .unwrap();
+        assert_eq!(c.cluster, "t");
+        assert_eq!(c.node_id, 2);
+        assert_eq!(c.ring(), vec![1, 2, 3]);
+        assert_eq!(c.me().addr, "127.0.0.1:7002".parse().unwrap());
+        assert_eq!(
+            c.peer(3).unwrap().bind_addr(),
+            "0.0.0.0:7003".parse().unwrap()
+        );
+        assert_eq!(c.timing.heartbeat, Duration::from_millis(20));
+        assert_eq!(c.timing.failure_timeout, Timing::default().failure_timeout);
+        // A single value V means V..2V.
+        assert_eq!(c.timing.election_timeout_min, Duration::from_millis(150));
+        assert_eq!(c.timing.election_timeout_max, Duration::from_millis(300));
+        assert_eq!(c.security, Security::Insecure);
+        assert_eq!(c.link, LinkConfig::default());
+    }
+
+    #[test]
+    fn election_timeout_range() {
+        let c = parse(&head("[timing]\nelection_timeout = \"120ms..400ms\"")).unwrap();
+        assert_eq!(
+            (c.timing.election_timeout_min, c.timing.election_timeout_max),
+            (Duration::from_millis(120), Duration::from_millis(400))
+        );
+        fails(
+            parse(&head("[timing]\nelection_timeout = \"300ms..150ms\"")),
+            "timing.election_timeout",
+            "empty range",
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        fails(
+            parse(&head("colour = \"blue\"")),
+            "-",
+            "unknown field `colour`",
+        );
+        fails(
+            parse(&head("[timing]\nheartbeet = \"10ms\"")),
+            "-",
+            "unknown field `heartbeet`",
+        );
+        let bad_peer = head("").replace("listen = ", "bind = ");
+        fails(parse(&bad_peer), "-", "unknown field `bind`");
+    }
+
+    #[test]
+    fn not_toml() {
+        fails(parse("cluster = "), "-", "not valid TOML");
+    }
+
+    #[test]
+    fn duplicate_ids_and_addresses() {
+        let dup_id = head("").replace("id = 3", "id = 2");
+        fails(parse(&dup_id), "peer[2].id", "listed twice");
+        let dup_addr = head("").replace("127.0.0.1:7003", "127.0.0.1:7001");
+        fails(parse(&dup_addr), "peer[2].addr", "already the address");
+        let dup_http = head("").replace("127.0.0.1:8003", "127.0.0.1:8002");
+        fails(parse(&dup_http), "peer[2].http", "already the HTTP address");
+        fails(
+            parse(&head("").replace("id = 1", "id = 0")),
+            "peer[0].id",
+            "not a node id",
+        );
+        fails(
+            parse(&head("").replace("\"127.0.0.1:7001\"", "\"nowhere\"")),
+            "peer[0].addr",
+            "not an address",
+        );
+    }
+
+    #[test]
+    fn this_node_must_be_in_the_roster() {
+        fails(
+            parse(&head("").replace("node_id = 2", "node_id = 9")),
+            "node_id",
+            "not in the roster",
+        );
+        fails(
+            parse(&head("").replace("node_id = 2", "")),
+            "node_id",
+            "not set",
+        );
+        // --node-id beats the environment, which beats the file.
+        let c = parse_env(&head(""), &[("ELECTD_NODE_ID", "3")], None).unwrap();
+        assert_eq!(c.node_id, 3);
+        let c = parse_env(&head(""), &[("ELECTD_NODE_ID", "3")], Some(1)).unwrap();
+        assert_eq!(c.node_id, 1);
+        fails(
+            parse_env(&head(""), &[], Some(7)),
+            "node_id",
+            "not in the roster",
+        );
+    }
+
+    #[test]
+    fn empty_roster() {
+        let text =
+            "cluster = \"t\"\nnode_id = 1\nalgorithms = [\"bully\"]\n[security]\ninsecure = true\n";
+        fails(parse(text), "peer", "roster is empty");
+    }
+
+    #[test]
+    fn algorithms_are_checked() {
+        fails(
+            parse(&head("").replace("[\"bully\"]", "[\"bullie\"]")),
+            "algorithms",
+            "unknown algorithm",
+        );
+        fails(
+            parse(&head("").replace("[\"bully\"]", "[]")),
+            "algorithms",
+            "empty",
+        );
+        fails(
+            parse(&head("").replace("[\"bully\"]", "[\"bully\", \"bully\"]")),
+            "algorithms",
+            "twice",
+        );
+        let c = parse(&head("").replace("[\"bully\"]", "[\"improved-bully\", \"bully\"]")).unwrap();
+        assert_eq!(
+            c.algorithms,
+            vec![AlgorithmKind::ImprovedBully, AlgorithmKind::Bully]
+        );
+        if let Some(missing) = AlgorithmKind::ALL
+            .iter()
+            .find(|k| !crate::algorithms::is_implemented(**k))
+        {
+            let text = head("").replace("[\"bully\"]", &format!("[\"{missing}\"]"));
+            fails(parse(&text), "algorithms", "not implemented");
+        }
+    }
+
+    #[test]
+    fn contradictory_timings() {
+        fails(
+            parse(&head(
+                "[timing]\nheartbeat = \"100ms\"\nfailure_timeout = \"100ms\"",
+            )),
+            "timing.heartbeat",
+            "not below timing.failure_timeout",
+        );
+        fails(
+            parse(&head(
+                "[timing]\nanswer_timeout = \"5ms\"\n[transport]\nretransmit = \"5ms\"",
+            )),
+            "timing.answer_timeout",
+            "not above transport.retransmit",
+        );
+        fails(
+            parse(&head(
+                "[timing]\nanswer_timeout = \"50ms\"\ncoordinator_timeout = \"40ms\"",
+            )),
+            "timing.coordinator_timeout",
+            "not above timing.answer_timeout",
+        );
+        fails(
+            parse(&head(
+                "[timing]\nheartbeat = \"50ms\"\nelection_timeout = \"40ms..80ms\"",
+            )),
+            "timing.election_timeout",
+            "not above timing.heartbeat",
+        );
+        fails(
+            parse(&head("[timing]\nheartbeat = \"0ms\"")),
+            "timing.heartbeat",
+            "above zero",
+        );
+        fails(
+            parse(&head("[timing]\nheartbeat = \"soon\"")),
+            "timing.heartbeat",
+            "not a duration",
+        );
+        fails(
+            parse(&head("[transport]\nmax_attempts = 0")),
+            "transport.max_attempts",
+            "outside",
+        );
+    }
+
+    #[test]
+    fn multicast_is_validated() {
+        let c = parse(&head("[transport]\nmulticast = \"239.255.70.1:7946\"")).unwrap();
+        assert_eq!(c.multicast, Some("239.255.70.1:7946".parse().unwrap()));
+        fails(
+            parse(&head("[transport]\nmulticast = \"10.0.0.1:7946\"")),
+            "transport.multicast",
+            "not a multicast",
+        );
+        fails(
+            parse(&head("[transport]\nmulticast = \"239.255.70.1\"")),
+            "transport.multicast",
+            "group:port",
+        );
+    }
+
+    #[test]
+    fn security_needs_a_key_or_an_explicit_opt_out() {
+        let no_sec = head("").replace("[security]\ninsecure = true\n", "");
+        fails(parse(&no_sec), "security", "electd keygen");
+        let both = head("").replace("insecure = true", "insecure = true\nkey_file = \"k\"");
+        fails(parse(&both), "security.insecure", "choose one");
+        let missing = head("").replace("insecure = true", "key_file = \"k\"");
+        fails(parse(&missing), "security.key_file", "/nonexistent/k");
+    }
+
+    #[test]
+    fn key_and_token_files_load_relative_to_the_config() {
+        let dir = std::env::temp_dir().join(format!("electd-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = dir.join("k");
+        let _ = std::fs::remove_file(&key);
+        crate::keyring::write_key_file(&key).unwrap();
+        std::fs::write(dir.join("tok"), "short\n").unwrap();
+        let text =
+            head("[admin]\ntoken_file = \"tok\"").replace("insecure = true", "key_file = \"k\"");
+        let file = dir.join("electd.toml");
+        std::fs::write(&file, &text).unwrap();
+        let e = Config::load(&file, Vec::new(), None).unwrap_err();
+        assert_eq!(e.key, "admin.token_file");
+        std::fs::write(dir.join("tok"), "0123456789abcdef0123\n").unwrap();
+        let c = Config::load(&file, Vec::new(), None).unwrap();
+        assert!(matches!(c.security, Security::Keyring(ref r) if r.len() == 1));
+        assert_eq!(c.admin_token.as_deref(), Some("0123456789abcdef0123"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let e = Config::load(&dir.join("gone.toml"), Vec::new(), None).unwrap_err();
+        assert!(e.to_string().contains("gone.toml: -: cannot read"), "{e}");
+    }
+
+    #[test]
+    fn environment_overrides() {
+        let env = [
+            ("ELECTD_CLUSTER", "other"),
+            ("ELECTD_ALGORITHMS", "improved-bully, bully"),
+            ("ELECTD_TIMING_HEARTBEAT", "20ms"),
+            ("ELECTD_TRANSPORT_MAX_ATTEMPTS", "6"),
+            ("ELECTD_RAFT_PRE_VOTE", "false"),
+            ("ELECTD_HOOKS_ON_LEADER_CHANGE", "/bin/true"),
+            ("ELECTD_LOG", "debug"),
+            ("PATH", "/usr/bin"),
+        ];
+        let c = parse_env(&head(""), &env, None).unwrap();
+        assert_eq!(c.cluster, "other");
+        assert_eq!(
+            c.algorithms,
+            vec![AlgorithmKind::ImprovedBully, AlgorithmKind::Bully]
+        );
+        assert_eq!(c.timing.heartbeat, Duration::from_millis(20));
+        assert_eq!(c.link.max_attempts, 6);
+        assert!(!c.options.pre_vote);
+        assert_eq!(c.hooks.on_leader_change.as_deref(), Some("/bin/true"));
+        fails(
+            parse_env(&head(""), &[("ELECTD_TIMING_HEARTBEET", "1ms")], None),
+            "ELECTD_TIMING_HEARTBEET",
+            "unknown",
+        );
+        fails(
+            parse_env(&head(""), &[("ELECTD_TIMING_HEARTBEAT", "1s")], None),
+            "timing.heartbeat",
+            "not below",
+        );
+    }
+}

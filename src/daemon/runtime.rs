@@ -1,0 +1,415 @@
+//! The runtime of one node: one task drives one sans-IO [`Node`] (every configured
+//! algorithm as an independent group) over one datagram socket.
+//!
+//! # Contract
+//! - One socket, one task, one deadline table ([`Node::poll_timeout`]) and one tokio
+//!   `Sleep` reset to the next deadline after every batch of work (the quinn pattern).
+//! - The socket and the shutdown signal are passed in ([`run`], the mini-redis
+//!   pattern), and the socket is anything implementing [`Transport`]: real UDP in
+//!   `electd run` and the demo, turmoil's simulated UDP in the tests.
+//! - Nothing from the network is fatal: invalid datagrams are dropped and counted
+//!   (`electd_invalid_datagrams_total{reason}`), send errors are counted
+//!   (`electd_send_errors_total{kind}`) and survived; the reliable link retransmits.
+//! - After each batch: metrics synced with the node, the status snapshot published,
+//!   then each leader change emitted to `/watch` subscribers and hooks.
+//! - Operator control: `Elect` calls an election in one group; `Pause` stops all
+//!   traffic in and out, as if the process had crashed (received datagrams are read
+//!   and discarded, no timer runs, every group reports no leader); `Resume` comes back
+//!   as a restarted process does: a new [`Node`] with a new, higher incarnation that
+//!   calls an election in every group.
+//! - Shutdown: every group this node leads sends RESIGN to the others (so they elect
+//!   at once instead of waiting `failure_timeout`); the runtime then waits until the
+//!   resignations are acknowledged or the link gives up on them, and returns.
+
+use crate::algorithm::{AlgorithmKind, Options, Timing};
+use crate::config::{Config, Security};
+use crate::daemon::shared::{Control, GroupView, LeaderEvent, Shared};
+use crate::daemon::socket::{send_error_kind, Transport};
+use crate::keyring::Keyring;
+use crate::message::Message;
+use crate::node::link::LinkConfig;
+use crate::node::{Datagram, Event, Node, NodeConfig, Time};
+use crate::wire::{Codec, MAX_DATAGRAM};
+use crate::NodeId;
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// How the node enters the cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// Call an election in every group at once (a (re)started process, the default).
+    Electing,
+    /// Wait for the others (each algorithm's watchdog still guarantees a leader).
+    Passive,
+}
+
+/// Everything the runtime needs (built from a [`Config`], or directly in tests).
+#[derive(Clone, Debug)]
+pub struct RuntimeConfig {
+    pub id: NodeId,
+    pub cluster: String,
+    /// Roster in ring order with each member's UDP address.
+    pub peers: Vec<(NodeId, SocketAddr)>,
+    pub algorithms: Vec<AlgorithmKind>,
+    pub timing: Timing,
+    pub options: Options,
+    pub link: LinkConfig,
+    /// `None` only with `insecure = true`.
+    pub keys: Option<Keyring>,
+    /// Boot id; see [`incarnation_now`].
+    pub incarnation: u64,
+    pub start: Start,
+}
+
+impl RuntimeConfig {
+    pub fn from_config(c: &Config, incarnation: u64) -> RuntimeConfig {
+        RuntimeConfig {
+            id: c.node_id,
+            cluster: c.cluster.clone(),
+            peers: c.peers.iter().map(|p| (p.id, p.addr)).collect(),
+            algorithms: c.algorithms.clone(),
+            timing: c.timing.clone(),
+            options: c.options.clone(),
+            link: c.link.clone(),
+            keys: match &c.security {
+                Security::Keyring(k) => Some(k.clone()),
+                Security::Insecure => None,
+            },
+            incarnation,
+            start: Start::Electing,
+        }
+    }
+
+    fn node_config(&self, incarnation: u64) -> NodeConfig {
+        NodeConfig {
+            id: self.id,
+            ring: self.peers.iter().map(|p| p.0).collect(),
+            algorithms: self.algorithms.clone(),
+            timing: self.timing.clone(),
+            options: self.options.clone(),
+            link: self.link.clone(),
+            incarnation,
+            // Timer ranges are drawn from a generator seeded per node and per life.
+            seed: incarnation ^ u64::from(self.id).rotate_left(40),
+        }
+    }
+}
+
+/// A boot id that grows across restarts: unix time in microseconds (at least 1).
+pub fn incarnation_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+        .max(1)
+}
+
+/// The runtime could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("cannot build the node: {0}")]
+    Build(#[from] crate::algorithms::BuildError),
+}
+
+/// Drive the node over `socket` until `shutdown` completes (see the module
+/// documentation). `control` is the receiver returned by [`Shared::new`].
+pub async fn run<T: Transport>(
+    socket: T,
+    cfg: RuntimeConfig,
+    shared: Arc<Shared>,
+    mut control: mpsc::Receiver<Control>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RuntimeError> {
+    let mut d = Driver::new(cfg, shared)?;
+    d.boot();
+    d.flush(&socket).await;
+    let mut buf = vec![0u8; MAX_DATAGRAM + 1];
+    let sleep = tokio::time::sleep_until(d.deadline());
+    tokio::pin!(sleep);
+    tokio::pin!(shutdown);
+    let mut control_open = true;
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut shutdown => break,
+            c = control.recv(), if control_open => match c {
+                Some(c) => d.control(c),
+                None => control_open = false,
+            },
+            r = socket.recv_from(&mut buf) => d.received(r, &buf),
+            _ = &mut sleep, if !d.paused => d.timeout(),
+        }
+        d.flush(&socket).await;
+        sleep.as_mut().reset(d.deadline());
+    }
+    d.leave(&socket, &mut buf).await;
+    Ok(())
+}
+
+struct Driver {
+    cfg: RuntimeConfig,
+    shared: Arc<Shared>,
+    codec: Codec,
+    peers: HashMap<NodeId, SocketAddr>,
+    node: Node,
+    incarnation: u64,
+    origin: Instant,
+    origin_unix: f64,
+    paused: bool,
+}
+
+impl Driver {
+    fn new(cfg: RuntimeConfig, shared: Arc<Shared>) -> Result<Driver, RuntimeError> {
+        let ring: Vec<NodeId> = cfg.peers.iter().map(|p| p.0).collect();
+        let node = Node::new(cfg.node_config(cfg.incarnation))?;
+        let origin_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        Ok(Driver {
+            codec: Codec::new(&cfg.cluster, &ring, cfg.keys.clone()),
+            peers: cfg.peers.iter().copied().collect(),
+            incarnation: cfg.incarnation,
+            node,
+            shared,
+            origin: Instant::now(),
+            origin_unix,
+            paused: false,
+            cfg,
+        })
+    }
+
+    fn now(&self) -> Time {
+        Instant::now().saturating_duration_since(self.origin)
+    }
+
+    fn deadline(&mut self) -> Instant {
+        match self.node.poll_timeout() {
+            Some(t) if !self.paused => self.origin + t,
+            _ => Instant::now() + Duration::from_secs(3600),
+        }
+    }
+
+    fn boot(&mut self) {
+        let now = self.now();
+        let electing = self.cfg.start == Start::Electing;
+        tracing::info!(
+            node = self.cfg.id,
+            incarnation = self.incarnation,
+            algorithms = ?self.cfg.algorithms,
+            authenticated = self.codec.is_authenticated(),
+            "node started"
+        );
+        self.node.start(now, electing);
+    }
+
+    fn received(&mut self, r: io::Result<(usize, SocketAddr)>, buf: &[u8]) {
+        let n = match r {
+            Ok((n, _from)) => n,
+            Err(e) => {
+                // E.g. an ICMP error reported on the socket; never fatal.
+                tracing::debug!("receive error: {e}");
+                return;
+            }
+        };
+        if self.paused {
+            return;
+        }
+        match self.codec.decode(&buf[..n]) {
+            Ok(dg) => {
+                let now = self.now();
+                self.node.handle_datagram(now, dg);
+            }
+            Err(e) => {
+                tracing::debug!("dropped datagram: {e}");
+                self.shared.metrics.invalid_datagram(e.reason());
+            }
+        }
+    }
+
+    fn timeout(&mut self) {
+        let now = self.now();
+        self.node.handle_timeout(now);
+    }
+
+    fn control(&mut self, c: Control) {
+        match c {
+            Control::Elect(kind, reply) => {
+                let ok = !self.paused && self.node.call_election(self.now(), kind);
+                let _ = reply.send(ok);
+            }
+            Control::Pause if !self.paused => {
+                tracing::info!(node = self.cfg.id, "paused: all traffic stopped");
+                self.shared.metrics.sync(&self.node);
+                self.node.discard_events();
+                let _ = self.node.drain_transmits().count();
+                self.paused = true;
+                self.shared.set_paused(true);
+                for s in self.node.status() {
+                    if s.leader.is_some() {
+                        self.shared
+                            .emit(LeaderEvent::new(self.cfg.id, s.algorithm, None, s.term));
+                    }
+                }
+            }
+            Control::Resume if self.paused => {
+                // A restarted process: a new node, a higher incarnation, an election.
+                let next = incarnation_now().max(self.incarnation + 1);
+                match Node::new(self.cfg.node_config(next)) {
+                    Ok(node) => {
+                        self.incarnation = next;
+                        self.node = node;
+                        self.shared.metrics.rebase();
+                        self.paused = false;
+                        self.shared.set_paused(false);
+                        tracing::info!(node = self.cfg.id, incarnation = next, "resumed");
+                        let now = self.now();
+                        self.node.start(now, true);
+                    }
+                    // Cannot happen: the same configuration built the first node.
+                    Err(e) => tracing::error!("cannot rebuild the node on resume: {e}"),
+                }
+            }
+            Control::Pause | Control::Resume => {}
+        }
+    }
+
+    /// Put the node's datagrams on the wire, then publish metrics, status and events.
+    async fn flush<T: Transport>(&mut self, socket: &T) {
+        let transmits: Vec<(NodeId, Datagram)> = self.node.drain_transmits().collect();
+        for (to, dg) in &transmits {
+            self.transmit(socket, *to, dg).await;
+        }
+        let events: Vec<Event> = self.node.drain_events().collect();
+        let metrics = &self.shared.metrics;
+        metrics.sync(&self.node);
+        self.publish();
+        for e in &events {
+            metrics.observe(e);
+            if let Event::LeaderChanged {
+                group,
+                leader,
+                term,
+                ..
+            } = *e
+            {
+                tracing::info!(node = self.cfg.id, algorithm = %group, ?leader, term, "leader changed");
+                self.shared
+                    .emit(LeaderEvent::new(self.cfg.id, group, leader, term));
+            }
+        }
+    }
+
+    async fn transmit<T: Transport>(&self, socket: &T, to: NodeId, dg: &Datagram) {
+        let metrics = &self.shared.metrics;
+        let Some(&addr) = self.peers.get(&to) else {
+            metrics.send_error("no_address");
+            return;
+        };
+        let bytes = match self.codec.encode(dg) {
+            Ok(b) => b,
+            Err(e) => {
+                metrics.send_error(e.reason());
+                return;
+            }
+        };
+        match socket.send_to(&bytes, addr).await {
+            Ok(n) => metrics.datagram_sent(n),
+            Err(e) => {
+                tracing::debug!("send to {to} ({addr}) failed: {e}");
+                metrics.send_error(send_error_kind(&e));
+            }
+        }
+    }
+
+    fn publish(&self) {
+        let groups = self
+            .node
+            .status()
+            .iter()
+            .map(|s| {
+                let mut v = GroupView::from_status(s, self.origin_unix);
+                if self.paused {
+                    v.state = "paused";
+                    v.leader = None;
+                    v.electing = false;
+                }
+                v
+            })
+            .collect();
+        self.shared.publish_status(groups);
+    }
+
+    /// Graceful leave: resign every group this node leads and wait (bounded by the
+    /// link's give-up time) until the resignations are acknowledged. Nothing else is
+    /// delivered or sent meanwhile: this node must not take part in the election its
+    /// resignation starts.
+    async fn leave<T: Transport>(&mut self, socket: &T, buf: &mut [u8]) {
+        if self.paused {
+            return;
+        }
+        let now = self.now();
+        let led: Vec<_> = self
+            .node
+            .status()
+            .into_iter()
+            .filter(|s| s.leader == Some(self.cfg.id))
+            .collect();
+        let resigned = self.node.resign(now);
+        self.send_resignations(socket).await;
+        self.shared.metrics.sync(&self.node);
+        for s in &led {
+            self.shared
+                .emit(LeaderEvent::new(self.cfg.id, s.algorithm, None, s.term));
+        }
+        if resigned == 0 {
+            return;
+        }
+        tracing::info!(
+            node = self.cfg.id,
+            groups = resigned,
+            "resigned; waiting for acks"
+        );
+        let until = Instant::now() + self.cfg.link.give_up_after();
+        while self.node.in_flight() > 0 && Instant::now() < until {
+            let next = self.deadline().min(until);
+            tokio::select! {
+                r = socket.recv_from(buf) => {
+                    if let Ok((n, _)) = r {
+                        // Acks only: bodies are not for a node that is leaving.
+                        if let Ok(dg) = self.codec.decode(&buf[..n]) {
+                            if dg.body.is_none() {
+                                let now = self.now();
+                                self.node.handle_datagram(now, dg);
+                            }
+                        }
+                    }
+                }
+                _ = tokio::time::sleep_until(next) => {
+                    let now = self.now();
+                    self.node.handle_timeout(now);
+                }
+            }
+            self.send_resignations(socket).await;
+        }
+        self.shared.metrics.sync(&self.node);
+    }
+
+    async fn send_resignations<T: Transport>(&mut self, socket: &T) {
+        self.node.discard_events();
+        let out: Vec<(NodeId, Datagram)> = self
+            .node
+            .drain_transmits()
+            .filter(|(_, d)| matches!(d.body, Some(Message::Resign { .. })))
+            .collect();
+        for (to, dg) in &out {
+            self.transmit(socket, *to, dg).await;
+        }
+    }
+}

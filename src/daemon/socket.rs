@@ -1,0 +1,134 @@
+//! The datagram socket seam of the runtime.
+//!
+//! [`Transport`] is the one thing the runtime needs from a socket: send a datagram to
+//! an address, receive the next one. It is implemented here for
+//! [`tokio::net::UdpSocket`]; the turmoil tests implement it for turmoil's simulated
+//! socket, so the same runtime code runs over real UDP and over a simulated network
+//! with loss, partitions and crashes (the chitchat/turmoil pattern: one seam, one
+//! test suite).
+//!
+//! [`bind_udp`] opens the real socket with socket2: address reuse, large kernel
+//! buffers (a burst of COORDINATOR messages to a big roster must not be dropped by
+//! the receiving kernel), IPv4 or IPv6 (an unspecified IPv6 address is dual-stack).
+
+use socket2::{Domain, Protocol, Socket, Type};
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+
+/// Kernel send and receive buffer size requested for the UDP socket.
+pub const SOCKET_BUFFER: usize = 4 << 20;
+
+/// A datagram socket (see the module documentation).
+pub trait Transport: Send + Sync + 'static {
+    /// Send one datagram; errors are reported, never fatal to the caller.
+    fn send_to<'a>(
+        &'a self,
+        buf: &'a [u8],
+        to: SocketAddr,
+    ) -> impl Future<Output = io::Result<usize>> + Send + 'a;
+
+    /// Receive the next datagram (cancel safe: dropping the future loses nothing).
+    fn recv_from<'a>(
+        &'a self,
+        buf: &'a mut [u8],
+    ) -> impl Future<Output = io::Result<(usize, SocketAddr)>> + Send + 'a;
+
+    fn local_addr(&self) -> io::Result<SocketAddr>;
+}
+
+impl Transport for tokio::net::UdpSocket {
+    fn send_to<'a>(
+        &'a self,
+        buf: &'a [u8],
+        to: SocketAddr,
+    ) -> impl Future<Output = io::Result<usize>> + Send + 'a {
+        tokio::net::UdpSocket::send_to(self, buf, to)
+    }
+
+    fn recv_from<'a>(
+        &'a self,
+        buf: &'a mut [u8],
+    ) -> impl Future<Output = io::Result<(usize, SocketAddr)>> + Send + 'a {
+        tokio::net::UdpSocket::recv_from(self, buf)
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        tokio::net::UdpSocket::local_addr(self)
+    }
+}
+
+/// Open the node's UDP socket on `addr` (port 0 picks a free port). Must be called
+/// inside a tokio runtime.
+pub fn bind_udp(addr: SocketAddr) -> io::Result<tokio::net::UdpSocket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() && addr.ip().is_unspecified() {
+        // Dual stack where the system allows it; an IPv6-only host keeps working.
+        let _ = socket.set_only_v6(false);
+    }
+    // Best effort: the kernel may cap these (net.core.rmem_max); too small is not fatal.
+    if let Err(e) = socket.set_recv_buffer_size(SOCKET_BUFFER) {
+        tracing::warn!("cannot set the UDP receive buffer to {SOCKET_BUFFER} bytes: {e}");
+    }
+    if let Err(e) = socket.set_send_buffer_size(SOCKET_BUFFER) {
+        tracing::warn!("cannot set the UDP send buffer to {SOCKET_BUFFER} bytes: {e}");
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    tokio::net::UdpSocket::from_std(socket.into())
+}
+
+/// The `kind` label of `electd_send_errors_total` for a failed send.
+pub fn send_error_kind(e: &io::Error) -> &'static str {
+    use io::ErrorKind as K;
+    match e.kind() {
+        K::PermissionDenied => "permission_denied",
+        K::NetworkUnreachable => "network_unreachable",
+        K::HostUnreachable => "host_unreachable",
+        K::AddrNotAvailable => "address_unavailable",
+        K::ConnectionRefused => "connection_refused",
+        K::WouldBlock => "buffer_full",
+        K::InvalidInput => "invalid_address",
+        _ => match e.raw_os_error() {
+            Some(105) => "buffer_full", // ENOBUFS on Linux
+            Some(90) => "message_too_long",
+            _ => "other",
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn bind_send_and_receive_on_v4_and_v6_loopback() {
+        for addr in ["127.0.0.1:0", "[::1]:0"] {
+            let Ok(a) = bind_udp(addr.parse().unwrap()) else {
+                // A host without IPv6 loopback: nothing to test there.
+                assert!(addr.starts_with('['), "IPv4 loopback must work");
+                continue;
+            };
+            let b = bind_udp(addr.parse().unwrap()).unwrap();
+            let to = Transport::local_addr(&b).unwrap();
+            assert_ne!(to.port(), 0);
+            Transport::send_to(&a, b"hi", to).await.unwrap();
+            let mut buf = [0u8; 16];
+            let (n, from) = Transport::recv_from(&b, &mut buf).await.unwrap();
+            assert_eq!(&buf[..n], b"hi");
+            assert_eq!(from, Transport::local_addr(&a).unwrap());
+        }
+    }
+
+    #[test]
+    fn error_kinds() {
+        let e = io::Error::from(io::ErrorKind::PermissionDenied);
+        assert_eq!(send_error_kind(&e), "permission_denied");
+        assert_eq!(
+            send_error_kind(&io::Error::from_raw_os_error(105)),
+            "buffer_full"
+        );
+        assert_eq!(send_error_kind(&io::Error::other("x")), "other");
+    }
+}

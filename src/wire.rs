@@ -1,0 +1,884 @@
+//! The wire format: exactly one protobuf `Envelope` (proto/electd.proto) per UDP
+//! datagram. This is the only module that sees the generated prost types: it converts
+//! between them and [`crate::node::Datagram`], validates every field, and makes and
+//! checks the authentication tag.
+//!
+//! # Contract
+//! - [`Codec::decode`] never panics, on any input; it returns the datagram only if it
+//!   is well formed, of this cluster, from a roster member, and (unless the node runs
+//!   `insecure`) authenticated. Otherwise it returns a [`WireError`] whose
+//!   [`WireError::reason`] is the `reason` label of `electd_invalid_datagrams_total`.
+//! - prost decodes an empty datagram as an all-default envelope; version 0, an empty
+//!   cluster, sender 0, incarnation 0 and a missing body are therefore all invalid.
+//! - Authentication (RFC 2104 HMAC-SHA256, see [`crate::keyring`]): the tag is computed
+//!   over the encoded envelope with `tag` empty and `key_id` set; the receiver decodes,
+//!   clears the tag, re-encodes (prost's encoding of a given envelope is canonical) and
+//!   verifies in constant time with the key `key_id` names. Only the canonical
+//!   encoding is accepted (re-encoding the decoded envelope must give back the bytes
+//!   received: fields in order, no defaults, no unknown fields, shortest varints), so
+//!   no two byte strings carry the same authenticated content. Replays are handled by the reliable link:
+//!   a datagram of an older incarnation is dropped as stale, a reliable one already
+//!   delivered in the current incarnation as a duplicate.
+//! - Sizes are bounded: a datagram above [`MAX_DATAGRAM`] bytes is `oversize`, a ring
+//!   id list longer than twice the roster is `invalid_field`.
+
+use crate::algorithm::AlgorithmKind;
+use crate::keyring::{Keyring, VerifyError};
+use crate::message::{ElectionTag, Message};
+use crate::node::Datagram;
+use crate::proto::{self, envelope::Body};
+use crate::NodeId;
+use prost::Message as _;
+use std::collections::HashSet;
+
+/// Wire version written into every envelope.
+pub const WIRE_VERSION: u32 = 1;
+/// Largest datagram electd sends or accepts (well under the 65 507 bytes of UDP/IPv4;
+/// an envelope with a ring list of 2 000 ids still fits).
+pub const MAX_DATAGRAM: usize = 16 * 1024;
+/// Largest Hirschberg–Sinclair phase accepted (2^phase hops must fit a u32).
+const MAX_PHASE: u32 = 31;
+
+/// Why a datagram was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("datagram larger than {MAX_DATAGRAM} bytes")]
+    Oversize,
+    #[error("empty datagram")]
+    Empty,
+    #[error("not a protobuf envelope")]
+    Decode,
+    #[error("wire version {0} (this node speaks {WIRE_VERSION})")]
+    Version(u32),
+    #[error("datagram of another cluster")]
+    Cluster,
+    #[error("sender {0} is not in the roster")]
+    UnknownSender(u32),
+    #[error("key id {0:#010x} is not in the keyring")]
+    NoKey(u32),
+    #[error("missing or wrong authentication tag")]
+    BadTag,
+    #[error("unknown or missing algorithm")]
+    Algorithm,
+    #[error("invalid field {0}")]
+    InvalidField(&'static str),
+}
+
+impl WireError {
+    /// The `reason` label of `electd_invalid_datagrams_total` (stable).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            WireError::Oversize => "oversize",
+            WireError::Empty => "empty",
+            WireError::Decode => "decode",
+            WireError::Version(_) => "version",
+            WireError::Cluster => "cluster",
+            WireError::UnknownSender(_) => "unknown_sender",
+            WireError::NoKey(_) => "no_key",
+            WireError::BadTag => "bad_tag",
+            WireError::Algorithm => "algorithm",
+            WireError::InvalidField(_) => "invalid_field",
+        }
+    }
+
+    /// Every reason, for dashboards and tests.
+    pub const REASONS: [&'static str; 10] = [
+        "oversize",
+        "empty",
+        "decode",
+        "version",
+        "cluster",
+        "unknown_sender",
+        "no_key",
+        "bad_tag",
+        "algorithm",
+        "invalid_field",
+    ];
+}
+
+/// Encoder/decoder of one node (cluster, roster and keys are fixed at start).
+#[derive(Clone, Debug)]
+pub struct Codec {
+    cluster: String,
+    roster: HashSet<NodeId>,
+    keys: Option<Keyring>,
+}
+
+impl Codec {
+    /// `keys = None` is the explicit `insecure` mode: no tag is made or checked.
+    pub fn new(cluster: &str, roster: &[NodeId], keys: Option<Keyring>) -> Codec {
+        Codec {
+            cluster: cluster.to_string(),
+            roster: roster.iter().copied().collect(),
+            keys,
+        }
+    }
+
+    pub fn is_authenticated(&self) -> bool {
+        self.keys.is_some()
+    }
+
+    /// Encode (and sign) one datagram. Fails only if it would exceed [`MAX_DATAGRAM`].
+    pub fn encode(&self, d: &Datagram) -> Result<Vec<u8>, WireError> {
+        let (algorithm, body) = match (&d.body, d.group) {
+            (Some(m), Some(g)) => (algorithm_to_proto(g) as i32, to_body(m)),
+            _ => (
+                proto::Algorithm::Unspecified as i32,
+                Body::AckOnly(proto::Ack {}),
+            ),
+        };
+        let mut env = proto::Envelope {
+            version: WIRE_VERSION,
+            cluster: self.cluster.clone(),
+            sender: d.from,
+            incarnation: d.incarnation,
+            seq: d.seq,
+            ack: d.ack,
+            algorithm,
+            tag: Vec::new(),
+            key_id: 0,
+            body: Some(body),
+        };
+        if let Some(keys) = &self.keys {
+            env.key_id = keys.primary().id;
+            let (_, tag) = keys.sign(&env.encode_to_vec());
+            env.tag = tag;
+        }
+        let bytes = env.encode_to_vec();
+        if bytes.len() > MAX_DATAGRAM {
+            return Err(WireError::Oversize);
+        }
+        Ok(bytes)
+    }
+
+    /// Decode, authenticate and validate one datagram (see the module documentation).
+    pub fn decode(&self, bytes: &[u8]) -> Result<Datagram, WireError> {
+        if bytes.len() > MAX_DATAGRAM {
+            return Err(WireError::Oversize);
+        }
+        if bytes.is_empty() {
+            return Err(WireError::Empty);
+        }
+        let mut env = proto::Envelope::decode(bytes).map_err(|_| WireError::Decode)?;
+        if env == proto::Envelope::default() {
+            return Err(WireError::Empty);
+        }
+        // Only the canonical encoding is accepted: no unknown fields, no over-long
+        // varints, no repeated fields. The tag then binds the exact bytes received.
+        if env.encode_to_vec() != bytes {
+            return Err(WireError::Decode);
+        }
+        if env.version != WIRE_VERSION {
+            return Err(WireError::Version(env.version));
+        }
+        if env.cluster != self.cluster {
+            return Err(WireError::Cluster);
+        }
+        if let Some(keys) = &self.keys {
+            let tag = std::mem::take(&mut env.tag);
+            if tag.is_empty() {
+                return Err(WireError::BadTag);
+            }
+            keys.verify(env.key_id, &env.encode_to_vec(), &tag)
+                .map_err(|e| match e {
+                    VerifyError::UnknownKey => WireError::NoKey(env.key_id),
+                    VerifyError::BadTag => WireError::BadTag,
+                })?;
+        }
+        if env.sender == 0 || !self.roster.contains(&env.sender) {
+            return Err(WireError::UnknownSender(env.sender));
+        }
+        if env.incarnation == 0 {
+            return Err(WireError::InvalidField("incarnation"));
+        }
+        let body = env.body.take().ok_or(WireError::Empty)?;
+        if let Body::AckOnly(_) = body {
+            if env.ack == 0 || env.seq != 0 {
+                return Err(WireError::InvalidField("ack"));
+            }
+            if env.algorithm != proto::Algorithm::Unspecified as i32 {
+                return Err(WireError::Algorithm);
+            }
+            return Ok(Datagram {
+                from: env.sender,
+                incarnation: env.incarnation,
+                seq: 0,
+                ack: env.ack,
+                group: None,
+                body: None,
+            });
+        }
+        let group = proto::Algorithm::try_from(env.algorithm)
+            .ok()
+            .and_then(algorithm_from_proto)
+            .ok_or(WireError::Algorithm)?;
+        let msg = self.message_of(body)?;
+        // Reliable bodies travel with a link sequence, liveness beacons without.
+        if msg.kind().is_reliable() != (env.seq != 0) {
+            return Err(WireError::InvalidField("seq"));
+        }
+        Ok(Datagram {
+            from: env.sender,
+            incarnation: env.incarnation,
+            seq: env.seq,
+            ack: env.ack,
+            group: Some(group),
+            body: Some(msg),
+        })
+    }
+
+    fn member(&self, id: u32, field: &'static str) -> Result<NodeId, WireError> {
+        if self.roster.contains(&id) {
+            Ok(id)
+        } else {
+            Err(WireError::InvalidField(field))
+        }
+    }
+
+    fn tag(&self, t: Option<proto::ElectionTag>) -> Result<ElectionTag, WireError> {
+        let t = t.ok_or(WireError::InvalidField("tag"))?;
+        // The default tag (initiator 0) is what a node that never ran an election holds.
+        if t.initiator != 0 {
+            self.member(t.initiator, "tag.initiator")?;
+        }
+        Ok(ElectionTag {
+            initiator: t.initiator,
+            seq: t.seq,
+        })
+    }
+
+    fn message_of(&self, body: Body) -> Result<Message, WireError> {
+        Ok(match body {
+            Body::Election(m) => Message::Election {
+                tag: self.tag(m.tag)?,
+                epoch: m.epoch,
+            },
+            Body::Ok(m) => Message::Ok {
+                responder: self.member(m.responder, "ok.responder")?,
+                tag: self.tag(m.tag)?,
+            },
+            Body::Coordinator(m) => Message::Coordinator {
+                leader: self.member(m.leader, "coordinator.leader")?,
+                epoch: m.epoch,
+                tag: self.tag(m.tag)?,
+            },
+            Body::YouAreCoordinator(m) => Message::YouAreCoordinator {
+                tag: self.tag(m.tag)?,
+                epoch: m.epoch,
+            },
+            Body::RingElection(m) => {
+                if m.ids.len() > 2 * self.roster.len() {
+                    return Err(WireError::InvalidField("ring_election.ids"));
+                }
+                for &id in &m.ids {
+                    self.member(id, "ring_election.ids")?;
+                }
+                Message::RingElection {
+                    initiator: self.member(m.initiator, "ring_election.initiator")?,
+                    ids: m.ids,
+                    epoch: m.epoch,
+                }
+            }
+            Body::RingCoordinator(m) => Message::RingCoordinator {
+                initiator: self.member(m.initiator, "ring_coordinator.initiator")?,
+                leader: self.member(m.leader, "ring_coordinator.leader")?,
+                epoch: m.epoch,
+            },
+            Body::LcrElection(m) => Message::LcrElection {
+                candidate: self.member(m.candidate, "lcr_election.candidate")?,
+                round: m.round,
+            },
+            Body::LcrElected(m) => Message::LcrElected {
+                leader: self.member(m.leader, "lcr_elected.leader")?,
+                epoch: m.epoch,
+            },
+            Body::Probe(m) => {
+                if m.phase > MAX_PHASE {
+                    return Err(WireError::InvalidField("probe.phase"));
+                }
+                Message::Probe {
+                    candidate: self.member(m.candidate, "probe.candidate")?,
+                    phase: m.phase,
+                    hops: m.hops,
+                    to_right: m.to_right,
+                    round: m.round,
+                }
+            }
+            Body::Reply(m) => {
+                if m.phase > MAX_PHASE {
+                    return Err(WireError::InvalidField("reply.phase"));
+                }
+                Message::Reply {
+                    candidate: self.member(m.candidate, "reply.candidate")?,
+                    phase: m.phase,
+                    to_right: m.to_right,
+                    round: m.round,
+                }
+            }
+            Body::Terminate(m) => Message::Terminate {
+                leader: self.member(m.leader, "terminate.leader")?,
+                epoch: m.epoch,
+            },
+            Body::RequestVote(m) => Message::RequestVote {
+                term: m.term,
+                pre_vote: m.pre_vote,
+            },
+            Body::Vote(m) => Message::Vote {
+                term: m.term,
+                granted: m.granted,
+                pre_vote: m.pre_vote,
+            },
+            Body::Heartbeat(m) => Message::Heartbeat {
+                term: m.term,
+                leader: self.member(m.leader, "heartbeat.leader")?,
+            },
+            Body::HeartbeatAck(m) => Message::HeartbeatAck { term: m.term },
+            Body::Resign(m) => Message::Resign { epoch: m.epoch },
+            Body::AckOnly(_) => return Err(WireError::InvalidField("body")),
+        })
+    }
+}
+
+fn tag_to_proto(t: &ElectionTag) -> Option<proto::ElectionTag> {
+    Some(proto::ElectionTag {
+        initiator: t.initiator,
+        seq: t.seq,
+    })
+}
+
+fn to_body(m: &Message) -> Body {
+    match m {
+        Message::Election { tag, epoch } => Body::Election(proto::Election {
+            tag: tag_to_proto(tag),
+            epoch: *epoch,
+        }),
+        Message::Ok { responder, tag } => Body::Ok(proto::Ok {
+            responder: *responder,
+            tag: tag_to_proto(tag),
+        }),
+        Message::Coordinator { leader, epoch, tag } => Body::Coordinator(proto::Coordinator {
+            leader: *leader,
+            epoch: *epoch,
+            tag: tag_to_proto(tag),
+        }),
+        Message::YouAreCoordinator { tag, epoch } => {
+            Body::YouAreCoordinator(proto::YouAreCoordinator {
+                tag: tag_to_proto(tag),
+                epoch: *epoch,
+            })
+        }
+        Message::RingElection {
+            initiator,
+            ids,
+            epoch,
+        } => Body::RingElection(proto::RingElection {
+            initiator: *initiator,
+            ids: ids.clone(),
+            epoch: *epoch,
+        }),
+        Message::RingCoordinator {
+            initiator,
+            leader,
+            epoch,
+        } => Body::RingCoordinator(proto::RingCoordinator {
+            initiator: *initiator,
+            leader: *leader,
+            epoch: *epoch,
+        }),
+        Message::LcrElection { candidate, round } => Body::LcrElection(proto::LcrElection {
+            candidate: *candidate,
+            round: *round,
+        }),
+        Message::LcrElected { leader, epoch } => Body::LcrElected(proto::LcrElected {
+            leader: *leader,
+            epoch: *epoch,
+        }),
+        Message::Probe {
+            candidate,
+            phase,
+            hops,
+            to_right,
+            round,
+        } => Body::Probe(proto::Probe {
+            candidate: *candidate,
+            phase: *phase,
+            hops: *hops,
+            to_right: *to_right,
+            round: *round,
+        }),
+        Message::Reply {
+            candidate,
+            phase,
+            to_right,
+            round,
+        } => Body::Reply(proto::Reply {
+            candidate: *candidate,
+            phase: *phase,
+            to_right: *to_right,
+            round: *round,
+        }),
+        Message::Terminate { leader, epoch } => Body::Terminate(proto::Terminate {
+            leader: *leader,
+            epoch: *epoch,
+        }),
+        Message::RequestVote { term, pre_vote } => Body::RequestVote(proto::RequestVote {
+            term: *term,
+            pre_vote: *pre_vote,
+        }),
+        Message::Vote {
+            term,
+            granted,
+            pre_vote,
+        } => Body::Vote(proto::Vote {
+            term: *term,
+            granted: *granted,
+            pre_vote: *pre_vote,
+        }),
+        Message::Heartbeat { term, leader } => Body::Heartbeat(proto::Heartbeat {
+            term: *term,
+            leader: *leader,
+        }),
+        Message::HeartbeatAck { term } => Body::HeartbeatAck(proto::HeartbeatAck { term: *term }),
+        Message::Resign { epoch } => Body::Resign(proto::Resign { epoch: *epoch }),
+    }
+}
+
+fn algorithm_to_proto(k: AlgorithmKind) -> proto::Algorithm {
+    match k {
+        AlgorithmKind::Bully => proto::Algorithm::Bully,
+        AlgorithmKind::ImprovedBully => proto::Algorithm::ImprovedBully,
+        AlgorithmKind::Ring => proto::Algorithm::Ring,
+        AlgorithmKind::Lcr => proto::Algorithm::Lcr,
+        AlgorithmKind::Hs => proto::Algorithm::Hs,
+        AlgorithmKind::Raft => proto::Algorithm::Raft,
+    }
+}
+
+fn algorithm_from_proto(a: proto::Algorithm) -> Option<AlgorithmKind> {
+    Some(match a {
+        proto::Algorithm::Unspecified => return None,
+        proto::Algorithm::Bully => AlgorithmKind::Bully,
+        proto::Algorithm::ImprovedBully => AlgorithmKind::ImprovedBully,
+        proto::Algorithm::Ring => AlgorithmKind::Ring,
+        proto::Algorithm::Lcr => AlgorithmKind::Lcr,
+        proto::Algorithm::Hs => AlgorithmKind::Hs,
+        proto::Algorithm::Raft => AlgorithmKind::Raft,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyring::{Key, KEY_LEN};
+    use crate::rng::Rng;
+
+    const ROSTER: [NodeId; 5] = [1, 2, 3, 4, 5];
+
+    fn ring(b: u8) -> Keyring {
+        Keyring::new(Key::new([b; KEY_LEN]))
+    }
+
+    fn secure() -> Codec {
+        Codec::new("c", &ROSTER, Some(ring(1)))
+    }
+
+    fn insecure() -> Codec {
+        Codec::new("c", &ROSTER, None)
+    }
+
+    fn tag() -> ElectionTag {
+        ElectionTag {
+            initiator: 1,
+            seq: (7 << 12) + 3,
+        }
+    }
+
+    /// One message of every type.
+    fn every_message() -> Vec<Message> {
+        vec![
+            Message::Election {
+                tag: tag(),
+                epoch: 4,
+            },
+            Message::Ok {
+                responder: 5,
+                tag: tag(),
+            },
+            Message::Coordinator {
+                leader: 5,
+                epoch: 9,
+                tag: tag(),
+            },
+            Message::YouAreCoordinator {
+                tag: tag(),
+                epoch: 2,
+            },
+            Message::RingElection {
+                initiator: 2,
+                ids: vec![2, 3, 4],
+                epoch: 1,
+            },
+            Message::RingCoordinator {
+                initiator: 2,
+                leader: 5,
+                epoch: 1,
+            },
+            Message::LcrElection {
+                candidate: 4,
+                round: 8,
+            },
+            Message::LcrElected {
+                leader: 5,
+                epoch: 3,
+            },
+            Message::Probe {
+                candidate: 3,
+                phase: 2,
+                hops: 1,
+                to_right: true,
+                round: 1,
+            },
+            Message::Reply {
+                candidate: 3,
+                phase: 2,
+                to_right: false,
+                round: 1,
+            },
+            Message::Terminate {
+                leader: 5,
+                epoch: 6,
+            },
+            Message::RequestVote {
+                term: 12,
+                pre_vote: true,
+            },
+            Message::Vote {
+                term: 12,
+                granted: true,
+                pre_vote: false,
+            },
+            Message::Heartbeat { term: 3, leader: 2 },
+            Message::HeartbeatAck { term: 3 },
+            Message::Resign { epoch: 7 },
+        ]
+    }
+
+    fn datagram(msg: Message) -> Datagram {
+        let seq = if msg.kind().is_reliable() { 42 } else { 0 };
+        Datagram {
+            from: 2,
+            incarnation: 1_700_000_000_000_000,
+            seq,
+            ack: 0,
+            group: Some(AlgorithmKind::Bully),
+            body: Some(msg),
+        }
+    }
+
+    fn ack() -> Datagram {
+        Datagram {
+            from: 3,
+            incarnation: 9,
+            seq: 0,
+            ack: 17,
+            group: None,
+            body: None,
+        }
+    }
+
+    #[test]
+    fn every_message_type_round_trips_signed_and_unsigned() {
+        assert_eq!(
+            every_message().len(),
+            crate::message::MessageType::ALL.len()
+        );
+        for codec in [secure(), insecure()] {
+            for msg in every_message() {
+                let d = datagram(msg);
+                let bytes = codec.encode(&d).unwrap();
+                assert_eq!(codec.decode(&bytes), Ok(d));
+            }
+            let a = ack();
+            assert_eq!(codec.decode(&codec.encode(&a).unwrap()), Ok(a));
+        }
+    }
+
+    #[test]
+    fn every_algorithm_round_trips() {
+        for k in AlgorithmKind::ALL {
+            let mut d = datagram(Message::Resign { epoch: 1 });
+            d.group = Some(k);
+            let c = secure();
+            assert_eq!(c.decode(&c.encode(&d).unwrap()).unwrap().group, Some(k));
+        }
+    }
+
+    #[test]
+    fn empty_and_all_default_datagrams_are_invalid() {
+        let c = insecure();
+        assert_eq!(c.decode(&[]), Err(WireError::Empty));
+        let default = proto::Envelope::default().encode_to_vec();
+        assert_eq!(c.decode(&default), Err(WireError::Empty));
+        // Explicit zeros on the wire decode to the default envelope too.
+        assert_eq!(c.decode(&[0x08, 0x00]), Err(WireError::Empty));
+        // A body but nothing else: version 0.
+        let only_body = proto::Envelope {
+            body: Some(Body::AckOnly(proto::Ack {})),
+            ..Default::default()
+        };
+        assert_eq!(
+            c.decode(&only_body.encode_to_vec()),
+            Err(WireError::Version(0))
+        );
+    }
+
+    fn envelope(d: &Datagram) -> proto::Envelope {
+        proto::Envelope::decode(insecure().encode(d).unwrap().as_slice()).unwrap()
+    }
+
+    fn check(env: proto::Envelope, want: &str) {
+        let got = insecure().decode(&env.encode_to_vec());
+        assert_eq!(got.map_err(|e| e.reason()), Err(want), "{env:?}");
+    }
+
+    #[test]
+    fn header_fields_are_checked() {
+        let base = envelope(&datagram(Message::Resign { epoch: 1 }));
+        check(
+            proto::Envelope {
+                version: 2,
+                ..base.clone()
+            },
+            "version",
+        );
+        check(
+            proto::Envelope {
+                cluster: "other".into(),
+                ..base.clone()
+            },
+            "cluster",
+        );
+        check(
+            proto::Envelope {
+                sender: 0,
+                ..base.clone()
+            },
+            "unknown_sender",
+        );
+        check(
+            proto::Envelope {
+                sender: 99,
+                ..base.clone()
+            },
+            "unknown_sender",
+        );
+        check(
+            proto::Envelope {
+                incarnation: 0,
+                ..base.clone()
+            },
+            "invalid_field",
+        );
+        check(
+            proto::Envelope {
+                algorithm: 0,
+                ..base.clone()
+            },
+            "algorithm",
+        );
+        check(
+            proto::Envelope {
+                algorithm: 77,
+                ..base.clone()
+            },
+            "algorithm",
+        );
+        check(
+            proto::Envelope {
+                body: None,
+                ..base.clone()
+            },
+            "empty",
+        );
+        // A reliable body needs a sequence, a heartbeat must not have one.
+        check(
+            proto::Envelope {
+                seq: 0,
+                ..base.clone()
+            },
+            "invalid_field",
+        );
+        let hb = envelope(&datagram(Message::Heartbeat { term: 1, leader: 2 }));
+        check(proto::Envelope { seq: 5, ..hb }, "invalid_field");
+        let a = envelope(&ack());
+        check(
+            proto::Envelope {
+                ack: 0,
+                ..a.clone()
+            },
+            "invalid_field",
+        );
+        check(proto::Envelope { algorithm: 1, ..a }, "algorithm");
+    }
+
+    #[test]
+    fn body_fields_are_checked() {
+        let bad = [
+            Message::Ok {
+                responder: 0,
+                tag: tag(),
+            },
+            Message::Coordinator {
+                leader: 6,
+                epoch: 1,
+                tag: tag(),
+            },
+            Message::RingElection {
+                initiator: 2,
+                ids: vec![2, 9],
+                epoch: 1,
+            },
+            Message::RingElection {
+                initiator: 2,
+                ids: vec![2; 11],
+                epoch: 1,
+            },
+            Message::LcrElection {
+                candidate: 0,
+                round: 1,
+            },
+            Message::Probe {
+                candidate: 3,
+                phase: 32,
+                hops: 1,
+                to_right: true,
+                round: 1,
+            },
+            Message::Reply {
+                candidate: 3,
+                phase: 40,
+                to_right: true,
+                round: 1,
+            },
+            Message::Heartbeat { term: 1, leader: 8 },
+        ];
+        for m in bad {
+            check(envelope(&datagram(m)), "invalid_field");
+        }
+        // An ELECTION without its tag.
+        let mut env = envelope(&datagram(Message::Election {
+            tag: tag(),
+            epoch: 1,
+        }));
+        env.body = Some(Body::Election(proto::Election {
+            tag: None,
+            epoch: 1,
+        }));
+        check(env, "invalid_field");
+    }
+
+    #[test]
+    fn authentication() {
+        let d = datagram(Message::Coordinator {
+            leader: 5,
+            epoch: 2,
+            tag: tag(),
+        });
+        let signed = secure().encode(&d).unwrap();
+        // Unsigned datagrams are refused by a node with a key…
+        let unsigned = insecure().encode(&d).unwrap();
+        assert_eq!(secure().decode(&unsigned), Err(WireError::BadTag));
+        // …as are datagrams signed with a key it does not have…
+        let other = Codec::new("c", &ROSTER, Some(ring(2))).encode(&d).unwrap();
+        assert_eq!(
+            secure().decode(&other).map_err(|e| e.reason()),
+            Err("no_key")
+        );
+        // …or whose content changed after signing.
+        let mut env = proto::Envelope::decode(signed.as_slice()).unwrap();
+        env.sender = 4;
+        assert_eq!(
+            secure().decode(&env.encode_to_vec()),
+            Err(WireError::BadTag)
+        );
+        // A keyring accepts every key it holds.
+        let both = Keyring::parse(&format!(
+            "{}\n{}",
+            crate::keyring::to_hex(&[2; KEY_LEN]),
+            crate::keyring::to_hex(&[1; KEY_LEN])
+        ))
+        .unwrap();
+        let rotating = Codec::new("c", &ROSTER, Some(both));
+        assert_eq!(rotating.decode(&signed), Ok(d.clone()));
+        assert_eq!(rotating.decode(&other), Ok(d));
+    }
+
+    #[test]
+    fn every_single_bit_flip_of_a_signed_datagram_is_rejected() {
+        let c = secure();
+        for msg in every_message() {
+            let bytes = c.encode(&datagram(msg)).unwrap();
+            for i in 0..bytes.len() * 8 {
+                let mut m = bytes.clone();
+                m[i / 8] ^= 1 << (i % 8);
+                assert!(c.decode(&m).is_err(), "bit {i} of {bytes:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn truncations_are_rejected() {
+        let c = secure();
+        for msg in every_message() {
+            let bytes = c.encode(&datagram(msg)).unwrap();
+            for n in 0..bytes.len() {
+                assert!(c.decode(&bytes[..n]).is_err(), "prefix {n} of {bytes:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn random_and_mutated_bytes_never_panic() {
+        let mut rng = Rng::new(5);
+        let valid: Vec<Vec<u8>> = every_message()
+            .into_iter()
+            .map(|m| insecure().encode(&datagram(m)).unwrap())
+            .collect();
+        for codec in [secure(), insecure()] {
+            for round in 0..20_000 {
+                let bytes: Vec<u8> = if round % 2 == 0 {
+                    let n = rng.below(300) as usize;
+                    (0..n).map(|_| rng.next_u64() as u8).collect()
+                } else {
+                    // Mutate a valid datagram: a few random bytes, maybe cut short.
+                    let mut b = valid[rng.below(valid.len() as u64) as usize].clone();
+                    for _ in 0..=rng.below(3) {
+                        let i = rng.below(b.len() as u64) as usize;
+                        b[i] = rng.next_u64() as u8;
+                    }
+                    let keep = b.len() - rng.below(3) as usize;
+                    b.truncate(keep);
+                    b
+                };
+                if let Err(e) = codec.decode(&bytes) {
+                    assert!(WireError::REASONS.contains(&e.reason()));
+                }
+            }
+        }
+        let big = vec![0u8; MAX_DATAGRAM + 1];
+        assert_eq!(insecure().decode(&big), Err(WireError::Oversize));
+    }
+
+    #[test]
+    fn oversize_datagrams_are_not_encoded() {
+        let roster: Vec<NodeId> = (1..=10_000).collect();
+        let c = Codec::new("c", &roster, None);
+        let mut d = datagram(Message::Resign { epoch: 1 });
+        d.body = Some(Message::RingElection {
+            initiator: 1,
+            ids: (1..=9_000).collect(),
+            epoch: 1,
+        });
+        assert_eq!(c.encode(&d), Err(WireError::Oversize));
+    }
+}
