@@ -221,6 +221,11 @@ impl Metrics {
             process: process_registry(node)?,
             exported: Mutex::new(Exported::default()),
         };
+        // Zeros for every reason the wire layer can drop a datagram for, so that the
+        // first invalid datagram shows up in rate() instead of starting a new series.
+        for reason in crate::wire::WireError::REASONS {
+            m.invalid.with_label_values(&[reason]);
+        }
         for &a in algorithms {
             let l = [a.as_str()];
             m.elections_started.with_label_values(&l);
