@@ -16,8 +16,8 @@
 //! - every run is counted in `electd_hook_runs_total{result}`: `ok`, `failed`
 //!   (non-zero exit or signal), `timeout`, `error` (could not start), and `skipped`
 //!   for changes dropped because the hook fell more than the event buffer behind; the
-//!   hook then runs once per group with the current state, so the last call always
-//!   describes the present.
+//!   hook then skips the whole backlog and runs once per group with the current state,
+//!   so the last call always describes the present.
 
 use crate::daemon::shared::{LeaderEvent, Shared};
 use std::process::{ExitStatus, Stdio};
@@ -66,7 +66,11 @@ pub fn spawn(shared: Arc<Shared>, command: String, timeout: Duration) -> JoinHan
                         "leader-change hook fell behind; running it with the current state"
                     );
                     shared.metrics.hook_skipped(missed);
-                    for g in shared.status() {
+                    // The backlog is older than the present state: resubscribe and
+                    // snapshot atomically, then run once per group.
+                    let (fresh, groups) = shared.watch();
+                    rx = fresh;
+                    for g in groups {
                         let event = LeaderEvent::new(shared.node, g.algorithm, g.leader, g.term);
                         run(&shared, &command, timeout, &event).await;
                     }

@@ -12,7 +12,8 @@
 //! the unix time of the change in milliseconds. Subscribing and copying the snapshot
 //! happen atomically ([`crate::daemon::shared::Shared::watch`]), so no change falls
 //! between the two. A client too slow to keep up gets a `lagged` event
-//! (`{"missed": n}`) followed by a fresh snapshot, never a silent gap. A comment is sent
+//! (`{"missed": n}`) followed by a fresh snapshot (and the changes after it), never a
+//! silent gap and never a stale change after the present state. A comment is sent
 //! every 15 s to keep proxies from closing an idle stream; the stream ends when the
 //! server shuts down.
 
@@ -106,11 +107,70 @@ async fn next(mut w: Watch) -> Option<(Result<Event, Infallible>, Watch)> {
                 Err(RecvError::Lagged(missed)) => {
                     let data = serde_json::json!({ "missed": missed }).to_string();
                     w.pending.push_back(Event::default().event("lagged").data(data));
-                    let groups = w.app.shared.status();
+                    // Start over from a fresh subscription and snapshot, taken
+                    // atomically: the backlog is older than the snapshot, skip it.
+                    let (rx, groups) = w.app.shared.watch();
+                    w.rx = rx;
                     w.pending.extend(snapshot(w.app.shared.node, &groups, w.only));
                 }
                 Err(RecvError::Closed) => return None,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::AlgorithmKind::Bully;
+    use crate::daemon::shared::Shared;
+    use crate::metrics::Metrics;
+    use std::sync::Arc;
+
+    fn text(e: &Event) -> String {
+        format!("{e:?}")
+    }
+
+    /// More changes than the event buffer holds while the client does not read: it
+    /// gets `lagged`, the present state, then only what happens afterwards.
+    #[tokio::test]
+    async fn a_slow_watcher_gets_lagged_then_the_present() {
+        let metrics = Metrics::new(1, &[Bully]).expect("metrics");
+        let (s, _rx) = Shared::new(1, "t".into(), vec![Bully], metrics, None);
+        let s = Arc::new(s);
+        let (tx, closing) = signal::channel(false);
+        let app = App {
+            shared: s.clone(),
+            closing: closing.clone(),
+            _open: Some(Arc::new(tx)),
+        };
+        let (rx, _) = s.watch();
+        let w = Watch {
+            app,
+            only: None,
+            rx,
+            closing,
+            pending: VecDeque::new(),
+        };
+        let n = 1000u64; // far more than the broadcast buffer
+        for term in 1..=n {
+            s.emit(LeaderEvent::new(1, Bully, Some(2), term));
+        }
+        let (e, w) = next(w).await.expect("lagged");
+        let e = e.unwrap_or_default();
+        assert!(text(&e).contains("lagged"), "{}", text(&e));
+        let (e, w) = next(w).await.expect("snapshot");
+        let e = e.unwrap_or_default();
+        assert!(text(&e).contains(&format!("term\\\":{n},")), "{}", text(&e));
+        assert!(text(&e).contains("initial\\\":true"), "{}", text(&e));
+        // The next event is a change made after the snapshot, not the backlog.
+        s.emit(LeaderEvent::new(1, Bully, Some(1), n + 1));
+        let (e, _w) = next(w).await.expect("change");
+        let e = e.unwrap_or_default();
+        assert!(
+            text(&e).contains(&format!("term\\\":{},", n + 1)),
+            "{}",
+            text(&e)
+        );
     }
 }
