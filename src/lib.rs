@@ -14,6 +14,7 @@ pub mod compare;
 pub mod config;
 pub mod daemon;
 pub mod formulas;
+pub mod hooks;
 pub mod http;
 pub mod keyring;
 pub mod message;

@@ -5,6 +5,14 @@
 //! after each batch of work: counters are advanced by the difference between the
 //! node's own counters and what was exported before, so the node stays the single
 //! source of truth and nothing is counted twice.
+//!
+//! On Linux the standard `process_*` series (CPU, memory, file descriptors, start time)
+//! are exported too, from a second registry whose only label is `node`.
+//!
+//! Counting conventions are DESIGN.md's: `messages_sent_total` counts logical messages
+//! per recipient when first sent (so the literature's counts hold), liveness traffic
+//! (`heartbeat`, `heartbeat_ack`) carries its own `type` and is excluded from the
+//! "messages per election" figures by the dashboard and the recording rules.
 
 use crate::algorithm::AlgorithmKind;
 use crate::message::MessageType;
@@ -55,6 +63,7 @@ pub struct Metrics {
     bytes_sent: IntCounter,
     send_errors: IntCounterVec,
     hook_runs: IntCounterVec,
+    process: Registry,
     exported: Mutex<Exported>,
 }
 
@@ -169,7 +178,7 @@ impl Metrics {
         )?;
         let hook_runs = counter_vec(
             "hook_runs_total",
-            "Leader-change hook runs, by result (ok, failed, timeout, error).",
+            "Leader-change hook runs, by result (ok, failed, timeout, error, skipped).",
             &["result"],
         )?;
         let build_info = IntGaugeVec::new(
@@ -209,8 +218,14 @@ impl Metrics {
             bytes_sent,
             send_errors,
             hook_runs,
+            process: process_registry(node)?,
             exported: Mutex::new(Exported::default()),
         };
+        // Zeros for every reason the wire layer can drop a datagram for, so that the
+        // first invalid datagram shows up in rate() instead of starting a new series.
+        for reason in crate::wire::WireError::REASONS {
+            m.invalid.with_label_values(&[reason]);
+        }
         for &a in algorithms {
             let l = [a.as_str()];
             m.elections_started.with_label_values(&l);
@@ -351,16 +366,35 @@ impl Metrics {
         self.hook_runs.with_label_values(&[result]).inc();
     }
 
+    /// `n` leader changes got no hook run because the hook fell behind (the hook then
+    /// runs once per group with the current state instead).
+    pub fn hook_skipped(&self, n: u64) {
+        self.hook_runs.with_label_values(&["skipped"]).inc_by(n);
+    }
+
     /// The text exposition format, for `GET /metrics`.
     pub fn encode(&self) -> String {
         use prometheus::Encoder;
         let mut buf = Vec::new();
         let enc = prometheus::TextEncoder::new();
-        if enc.encode(&self.registry.gather(), &mut buf).is_err() {
+        let mut families = self.registry.gather();
+        families.extend(self.process.gather());
+        if enc.encode(&families, &mut buf).is_err() {
             return String::new();
         }
         String::from_utf8(buf).unwrap_or_default()
     }
+}
+
+/// The `process_*` collector of this process, labelled with `node` like everything else.
+fn process_registry(node: NodeId) -> Result<Registry, prometheus::Error> {
+    let labels = HashMap::from([("node".to_string(), node.to_string())]);
+    let registry = Registry::new_custom(None, Some(labels))?;
+    #[cfg(target_os = "linux")]
+    registry.register(Box::new(
+        prometheus::process_collector::ProcessCollector::for_self(),
+    ))?;
+    Ok(registry)
 }
 
 fn advance(c: &IntCounter, prev: &mut u64, now: u64) {
@@ -417,5 +451,65 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("electd_election_duration_seconds_bucket{algorithm=\"bully\",node=\"3\",le=\"0.001\"}"), "{text}");
+    }
+
+    /// DESIGN.md: every series carries `node`; per-group series carry `algorithm`;
+    /// message counters carry `type`; durations use 1 ms doubling buckets.
+    #[test]
+    fn every_series_is_labelled() {
+        let algos = [AlgorithmKind::Bully, AlgorithmKind::ImprovedBully];
+        let m = Metrics::new(7, &algos).expect("registry");
+        m.datagram_sent(100);
+        m.invalid_datagram("decode");
+        m.send_error("network_unreachable");
+        m.hook_run("ok");
+        m.hook_skipped(2);
+        let mut node = Node::new(NodeConfig {
+            id: 7,
+            ring: vec![5, 6, 7],
+            algorithms: algos.to_vec(),
+            timing: Timing::default(),
+            options: Options::default(),
+            link: LinkConfig::default(),
+            incarnation: 1,
+            seed: 1,
+        })
+        .expect("node");
+        node.start(Duration::ZERO, true);
+        m.sync(&node);
+        let text = m.encode();
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(samples.len() > 20, "{text}");
+        for line in &samples {
+            assert!(line.contains("node=\"7\""), "no node label: {line}");
+            let name = line.split(['{', ' ']).next().unwrap_or_default();
+            let per_group = [
+                "electd_messages_",
+                "electd_elections_",
+                "electd_election_duration",
+                "electd_leader",
+                "electd_is_leader",
+                "electd_has_leader",
+                "electd_term",
+            ];
+            if per_group.iter().any(|p| name.starts_with(p)) {
+                assert!(line.contains("algorithm=\""), "no algorithm: {line}");
+            }
+            if name.starts_with("electd_messages_") {
+                assert!(line.contains("type=\""), "no type: {line}");
+            }
+        }
+        #[cfg(target_os = "linux")]
+        assert!(
+            text.contains("process_resident_memory_bytes{node=\"7\"}"),
+            "{text}"
+        );
+        assert!(text.contains("electd_hook_runs_total{node=\"7\",result=\"skipped\"} 2"));
+        assert!(text.contains("electd_bytes_sent_total{node=\"7\"} 100"));
+        // Buckets: 1 ms, doubling.
+        let b = election_buckets();
+        assert_eq!(b[0], 0.001);
+        assert!(b.windows(2).all(|w| (w[1] / w[0] - 2.0).abs() < 1e-9));
+        assert!(*b.last().unwrap_or(&0.0) >= 10.0, "covers slow elections");
     }
 }

@@ -4,6 +4,11 @@
 //! leader-change events here after each batch of work, and receives operator commands
 //! through the control channel. The HTTP handlers only read snapshots, subscribe to
 //! events and send commands, so they never block the election.
+//!
+//! Snapshot and events are consistent: [`Shared::emit`] also applies the change to the
+//! snapshot, under the same lock that [`Shared::watch`] holds while it subscribes and
+//! copies the snapshot, so a watcher sees every change exactly once, whatever the order
+//! in which the runtime calls `emit` and `publish_status`.
 
 use crate::algorithm::AlgorithmKind;
 use crate::metrics::Metrics;
@@ -139,9 +144,40 @@ impl Shared {
         }
     }
 
-    /// Announce a leader change to `/watch` subscribers (no receiver is fine).
+    /// Announce a leader change to `/watch` subscribers and hooks (no receiver is
+    /// fine); the status snapshot is updated with it at once.
     pub fn emit(&self, event: LeaderEvent) {
+        let Ok(mut status) = self.status.write() else {
+            let _ = self.events.send(event);
+            return;
+        };
+        let since = event.at_ms as f64 / 1e3;
+        match status.iter_mut().find(|g| g.algorithm == event.algorithm) {
+            Some(g) => {
+                g.leader = event.leader;
+                g.term = event.term;
+                g.since = since;
+            }
+            None => status.push(GroupView {
+                algorithm: event.algorithm,
+                state: "unknown",
+                leader: event.leader,
+                term: event.term,
+                since,
+                last_election_ms: None,
+                electing: false,
+            }),
+        }
         let _ = self.events.send(event);
+    }
+
+    /// Subscribe to leader events and copy the status snapshot atomically: every
+    /// change is either already in the snapshot or will arrive on the receiver.
+    pub fn watch(&self) -> (broadcast::Receiver<LeaderEvent>, Vec<GroupView>) {
+        match self.status.read() {
+            Ok(status) => (self.events.subscribe(), status.clone()),
+            Err(_) => (self.events.subscribe(), Vec::new()),
+        }
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<LeaderEvent> {

@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# System test: a 5-node electd cluster on 127.0.0.1 scraped by a real Prometheus.
+#
+#  1. promtool: check config (shipped and generated), check rules, test rules;
+#  2. start 5 `electd run` processes from one config (key, admin token), wait until
+#     every group agrees on a leader (the highest id for the Bully family);
+#  3. start Prometheus (scrape and evaluation every 1 s, the project's rules), wait
+#     until it scrapes all 5 nodes;
+#  4. force failovers through the admin API: pause the leader (a simulated crash),
+#     wait for the others to agree on a new leader, resume it, wait again; call an
+#     election on the lowest node; a /watch client on node 1 must see the change;
+#     send stray datagrams (counted as invalid);
+#  5. `promtool check metrics` on every node's /metrics;
+#  6. every rule evaluates without error, no critical alert fires on the healthy
+#     cluster, and every panel expression of dashboards/electd.json returns data
+#     through Prometheus's HTTP API, per algorithm (scripts/check_dashboard.py).
+#
+# Needs: prometheus and promtool (Debian package `prometheus`), python3, curl, cargo.
+# Every process started is stopped by PID on exit; every wait is bounded.
+# Env: ELECTD=path to a built binary (else cargo build), KEEP=1 keeps the work dir.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+for tool in prometheus promtool python3 curl; do
+    command -v "$tool" >/dev/null || { echo "system-prometheus: $tool is required" >&2; exit 2; }
+done
+if [ -z "${ELECTD:-}" ]; then
+    (cd "$ROOT" && cargo build --quiet --bin electd)
+    ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/debug/electd"
+fi
+N=5
+CLUSTER=systest
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/electd-prom.XXXXXX")
+PIDS=()
+STATUS=1
+
+log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
+
+stop_pid() { # kill one process we started, wait for it (bounded), then SIGKILL
+    local pid=$1 i
+    kill "$pid" 2>/dev/null || return 0
+    for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
+    if [ "$STATUS" -ne 0 ]; then
+        for f in "$WORK"/*.log; do
+            [ -f "$f" ] || continue
+            echo "---- tail of $f"; tail -n 20 "$f"
+        done
+    fi
+    if [ "${KEEP:-0}" = 1 ] || [ "$STATUS" -ne 0 ]; then
+        echo "work dir kept: $WORK"
+    else
+        rm -rf "$WORK"
+    fi
+}
+trap cleanup EXIT
+
+# Bounded wait: retry `cmd` every 0.2 s for at most $1 seconds.
+wait_for() {
+    local secs=$1 what=$2; shift 2
+    local tries=$((secs * 5)) i
+    for i in $(seq "$tries"); do
+        if "$@"; then return 0; fi
+        sleep 0.2
+    done
+    log "timed out after ${secs}s waiting for: $what"
+    return 1
+}
+
+free_ports() { # $1 TCP then $1 UDP ports free right now
+    python3 - "$1" <<'PY'
+import socket, sys
+n = int(sys.argv[1]); keep = []
+for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, kind); s.bind(("127.0.0.1", 0)); keep.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in keep))
+PY
+}
+
+json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin)[sys.argv[1]]; print("" if v is None else v)' "$1"; }
+
+# ---------------------------------------------------------------- static checks
+log "promtool: shipped config, rules and rule unit tests"
+promtool check config "$ROOT/deploy/prometheus/prometheus.yml"
+promtool check rules "$ROOT"/deploy/prometheus/rules/*.yml
+promtool test rules "$ROOT"/deploy/prometheus/tests/*.yml
+python3 -m json.tool "$ROOT/dashboards/electd.json" >/dev/null
+
+# ---------------------------------------------------------------- the cluster
+# Algorithms this build implements (the simulator refuses the others).
+ALGOS=()
+for a in bully improved-bully ring lcr hs raft; do
+    if "$ELECTD" simulate --algorithm "$a" --nodes 3 --format json >/dev/null 2>&1; then ALGOS+=("$a"); fi
+done
+[ "${#ALGOS[@]}" -gt 0 ] || { log "no algorithm implemented?"; exit 1; }
+ALGO_LIST=$(IFS=,; echo "${ALGOS[*]}")
+log "algorithms: $ALGO_LIST"
+
+read -r -a PORTS <<<"$(free_ports $((N + 1)))"
+PROM_PORT=${PORTS[$N]}            # TCP ports: N for HTTP, 1 for Prometheus
+HTTP=() UDP=()
+for i in $(seq 1 $N); do
+    HTTP[$i]=127.0.0.1:${PORTS[$((i - 1))]}
+    UDP[$i]=${PORTS[$((N + 1 + i - 1))]}
+done
+"$ELECTD" keygen --out "$WORK/electd.key" >/dev/null
+TOKEN=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+printf '%s\n' "$TOKEN" >"$WORK/admin.token"
+{
+    echo "cluster = \"$CLUSTER\""
+    printf 'algorithms = [%s]\n' "$(printf '"%s",' "${ALGOS[@]}" | sed 's/,$//')"
+    cat <<'TOML'
+[timing]
+heartbeat = "20ms"
+failure_timeout = "200ms"
+answer_timeout = "40ms"
+coordinator_timeout = "120ms"
+election_timeout = "300ms..600ms"
+
+[security]
+key_file = "electd.key"
+
+[admin]
+token_file = "admin.token"
+TOML
+    for i in $(seq 1 $N); do
+        printf '\n[[peer]]\nid = %d\naddr = "127.0.0.1:%d"\nhttp = "%s"\n' "$i" "${UDP[$i]}" "${HTTP[$i]}"
+    done
+} >"$WORK/electd.toml"
+
+for i in $(seq 1 $N); do
+    ELECTD_LOG=info "$ELECTD" run --config "$WORK/electd.toml" --node-id "$i" >"$WORK/node$i.log" 2>&1 &
+    PIDS+=($!)
+done
+healthy() { local i; for i in $(seq 1 $N); do curl -fsS "http://${HTTP[$i]}/healthz" >/dev/null 2>&1 || return 1; done; }
+wait_for 20 "every node's /healthz" healthy
+log "5 nodes up: ${HTTP[*]}"
+
+admin() { curl -fsS -X POST -H "Authorization: Bearer $TOKEN" "http://${HTTP[$1]}$2" >/dev/null; }
+leader_at() { curl -fsS "http://${HTTP[$1]}/leader?algorithm=$2" 2>/dev/null | json_field leader; }
+
+# agreed ALGO "live nodes" [excluded]: every live node follows the same leader, and
+# that leader is live; sets AGREED.
+agreed() {
+    local algo=$1 live=$2 first="" i l
+    for i in $live; do
+        l=$(leader_at "$i" "$algo") || return 1
+        [ -n "$l" ] || return 1
+        if [ -z "$first" ]; then first=$l; elif [ "$l" != "$first" ]; then return 1; fi
+    done
+    case " $live " in *" $first "*) AGREED=$first; return 0 ;; *) return 1 ;; esac
+}
+
+expect_leader() { # ALGO LIVE EXPECTED-FOR-BULLY-FAMILY
+    local algo=$1 live=$2 want=$3
+    wait_for 20 "agreement on a leader of $algo among nodes $live" agreed "$algo" "$live"
+    case "$algo" in
+        raft) ;;  # Raft elects whoever wins a majority
+        *) [ "$AGREED" = "$want" ] || { log "$algo elected $AGREED, expected $want (highest live id)"; return 1; } ;;
+    esac
+    log "$algo: nodes $live agree on leader $AGREED"
+}
+
+ALL=$(seq -s ' ' 1 $N)
+for a in "${ALGOS[@]}"; do expect_leader "$a" "$ALL" "$N"; done
+
+# ---------------------------------------------------------------- Prometheus
+{
+    cat <<YAML
+global:
+  scrape_interval: 1s
+  scrape_timeout: 900ms
+  evaluation_interval: 1s
+rule_files:
+  - $ROOT/deploy/prometheus/rules/electd.rules.yml
+scrape_configs:
+  - job_name: electd
+    honor_labels: true
+    static_configs:
+YAML
+    for i in $(seq 1 $N); do
+        printf '      - targets: ["%s"]\n        labels: { cluster: %s, node: "%d" }\n' "${HTTP[$i]}" "$CLUSTER" "$i"
+    done
+} >"$WORK/prometheus.yml"
+promtool check config "$WORK/prometheus.yml"
+prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
+    --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >"$WORK/prometheus.log" 2>&1 &
+PIDS+=($!)
+PROM="http://127.0.0.1:$PROM_PORT"
+prom_value() { # instant query -> first value, or empty
+    curl -fsS --data-urlencode "query=$1" "$PROM/api/v1/query" 2>/dev/null |
+        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
+}
+prom_ready() { curl -fsS "$PROM/-/ready" >/dev/null 2>&1; }
+wait_for 30 "Prometheus ready" prom_ready
+all_up() { [ "$(prom_value "sum(up{job=\"electd\"})")" = "$N" ]; }
+wait_for 30 "Prometheus scraping all $N nodes" all_up
+# Two more scrapes, so that every counter has a sample before the failovers.
+scraped_twice() { [ "$(prom_value "min(count_over_time(up{job=\"electd\"}[1m]))")" -ge 3 ] 2>/dev/null; }
+wait_for 30 "three scrapes of every node" scraped_twice
+log "Prometheus on $PROM scrapes all $N nodes"
+
+# ---------------------------------------------------------------- failovers
+FIRST=${ALGOS[0]}
+curl -sN "http://${HTTP[1]}/watch?algorithm=$FIRST" >"$WORK/watch.txt" 2>/dev/null &
+PIDS+=($!)
+watch_has() { grep -q "$1" "$WORK/watch.txt" 2>/dev/null; }
+wait_for 10 "the /watch stream's initial state" watch_has '"initial":true'
+
+printf 'not an electd datagram' >"/dev/udp/127.0.0.1/${UDP[1]}"
+
+LEADER=$N
+log "failover 1: pause node $LEADER (simulated crash)"
+admin "$LEADER" /admin/pause
+node_down() { [ "$(prom_value "up{job=\"electd\",node=\"$LEADER\"}")" = 0 ]; }
+SURVIVORS=$(seq -s ' ' 1 $((N - 1)))
+for a in "${ALGOS[@]}"; do expect_leader "$a" "$SURVIVORS" $((N - 1)); done
+wait_for 20 "Prometheus to see node $LEADER down" node_down
+NEW=$AGREED
+wait_for 10 "/watch on node 1 to report the new $FIRST leader" \
+    watch_has "\"leader\":$((N - 1)),\"term\":[0-9]*,\"role\":\"follower\",\"at_ms\":[0-9]*,\"initial\":false"
+log "/watch on node 1 saw the failover"
+
+log "failover 2: resume node $LEADER"
+admin "$LEADER" /admin/resume
+for a in "${ALGOS[@]}"; do expect_leader "$a" "$ALL" "$N"; done
+wait_for 10 "/watch to report node $N back" \
+    watch_has "\"leader\":$N,\"term\":[0-9]*,\"role\":\"follower\",\"at_ms\":[0-9]*,\"initial\":false"
+
+log "forced elections from node 1 (POST /admin/election)"
+started_at_1() { # elections node 1 started in group $1, from its own /metrics
+    curl -fsS "http://${HTTP[1]}/metrics" |
+        sed -n "s/^electd_elections_started_total{algorithm=\"$1\",node=\"1\"} //p"
+}
+for a in "${ALGOS[@]}"; do
+    before=$(started_at_1 "$a")
+    admin 1 "/admin/election?algorithm=$a"
+    started() { [ "$(started_at_1 "$a")" -gt "$before" ]; }
+    wait_for 10 "node 1 to start an election in $a" started
+    expect_leader "$a" "$ALL" "$N"
+done
+printf 'still not an electd datagram' >"/dev/udp/127.0.0.1/${UDP[2]}"
+[ -n "$NEW" ]
+
+# ---------------------------------------------------------------- checks
+log "promtool check metrics on every node"
+for i in $(seq 1 $N); do
+    curl -fsS "http://${HTTP[$i]}/metrics" >"$WORK/metrics$i.txt"
+    promtool check metrics <"$WORK/metrics$i.txt"
+    grep -q "^electd_build_info{node=\"$i\"" "$WORK/metrics$i.txt"
+done
+
+rules_ok() {
+    curl -fsS "$PROM/api/v1/rules" | python3 -c '
+import json, sys
+rules = [r for g in json.load(sys.stdin)["data"]["groups"] for r in g["rules"]]
+bad = [(r["name"], r["health"], r.get("lastError", "")) for r in rules if r["health"] != "ok"]
+sys.exit(1 if bad or len(rules) < 8 else 0)'
+}
+wait_for 20 "every rule to evaluate without error" rules_ok
+log "all rules healthy"
+
+# Elections happened and Prometheus saw them (the recording rule has a value).
+per_election() { [ -n "$(prom_value "cluster_algorithm:electd_messages_per_election:ratio5m{cluster=\"$CLUSTER\",algorithm=\"$FIRST\"}")" ]; }
+wait_for 30 "the messages-per-election recording rule" per_election
+log "messages per election ($FIRST, 5m): $(prom_value "cluster_algorithm:electd_messages_per_election:ratio5m{algorithm=\"$FIRST\"}")"
+
+# What the panels must show after this run, not only "some data":
+invalid_seen() { [ "$(prom_value "min(sum by (node) (electd_invalid_datagrams_total{cluster=\"$CLUSTER\",node=~\"1|2\"}))")" -ge 1 ] 2>/dev/null; }
+wait_for 20 "the stray datagrams counted as invalid on nodes 1 and 2" invalid_seen
+for a in "${ALGOS[@]}"; do
+    won=$(prom_value "sum(increase(electd_elections_won_total{algorithm=\"$a\"}[5m]))")
+    python3 -c "import sys; sys.exit(0 if float('$won') >= 1.5 else 1)" ||
+        { log "$a: Prometheus saw $won new leaders, expected 2 (failover and failback)"; exit 1; }
+    leads=$(prom_value "max(electd_leader{algorithm=\"$a\"} and electd_is_leader{algorithm=\"$a\"} == 1)")
+    [ "$leads" = "$N" ] || { log "$a: the leader panel shows $leads, expected $N"; exit 1; }
+done
+
+python3 "$ROOT/scripts/check_dashboard.py" "$ROOT/dashboards/electd.json" "$PROM" \
+    --set job=electd --set cluster="$CLUSTER" --set node='.*' --set window=5m \
+    --algorithms "$ALGO_LIST" --deadline 60
+
+firing=$(prom_value 'count(ALERTS{alertstate="firing",severity="critical"})')
+if [ -n "$firing" ]; then
+    log "critical alerts firing on a healthy cluster:"
+    curl -fsS "$PROM/api/v1/alerts"; echo
+    exit 1
+fi
+STATUS=0
+log "system-prometheus: PASS"

@@ -1,0 +1,195 @@
+//! Leader-change hooks: `[hooks] on_leader_change = "command"`, in the spirit of
+//! keepalived's `notify` scripts.
+//!
+//! Contract:
+//! - the command runs through `/bin/sh -c` once per change of a group's leader seen by
+//!   this node, with `ELECTD_NODE`, `ELECTD_CLUSTER`, `ELECTD_ALGORITHM`,
+//!   `ELECTD_LEADER` (id, empty when there is none), `ELECTD_ROLE` (`leader`,
+//!   `follower` or `none`), `ELECTD_TERM` and `ELECTD_AT_MS` (unix time of the change
+//!   in ms) in its environment; stdin and stdout are `/dev/null`, stderr is captured
+//!   and logged (its last 2 KiB) when the command fails;
+//! - runs happen one at a time in the order of the changes, so a script that acquires
+//!   a resource on `leader` and releases it on `follower` never sees them reordered;
+//! - the hook task subscribes to the node's leader events itself: the runtime only
+//!   broadcasts, so a slow or hung hook never delays an election;
+//! - a run that exceeds the timeout is killed with its whole process group (SIGKILL);
+//! - every run is counted in `electd_hook_runs_total{result}`: `ok`, `failed`
+//!   (non-zero exit or signal), `timeout`, `error` (could not start), and `skipped`
+//!   for changes dropped because the hook fell more than the event buffer behind; the
+//!   hook then skips the whole backlog and runs once per group with the current state,
+//!   so the last call always describes the present.
+
+use crate::daemon::shared::{LeaderEvent, Shared};
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::task::JoinHandle;
+
+/// Bytes of the command's stderr kept for the log.
+const STDERR_TAIL: usize = 2048;
+
+/// How a run ended (the `result` label).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Failed(ExitStatus),
+    Timeout,
+    Error(String),
+}
+
+impl Outcome {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed(_) => "failed",
+            Outcome::Timeout => "timeout",
+            Outcome::Error(_) => "error",
+        }
+    }
+}
+
+/// Start the hook task: it subscribes to `shared`'s leader events before returning,
+/// so no change emitted after this call is missed. Abort the handle to stop it.
+pub fn spawn(shared: Arc<Shared>, command: String, timeout: Duration) -> JoinHandle<()> {
+    let mut rx = shared.subscribe();
+    tokio::spawn(async move {
+        loop {
+            match rx.recv().await {
+                Ok(event) => {
+                    run(&shared, &command, timeout, &event).await;
+                }
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(
+                        missed,
+                        "leader-change hook fell behind; running it with the current state"
+                    );
+                    shared.metrics.hook_skipped(missed);
+                    // The backlog is older than the present state: resubscribe and
+                    // snapshot atomically, then run once per group.
+                    let (fresh, groups) = shared.watch();
+                    rx = fresh;
+                    for g in groups {
+                        let event = LeaderEvent::new(shared.node, g.algorithm, g.leader, g.term);
+                        run(&shared, &command, timeout, &event).await;
+                    }
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    })
+}
+
+/// Run the hook once for `event`, log and count the outcome.
+pub async fn run(
+    shared: &Shared,
+    command: &str,
+    timeout: Duration,
+    event: &LeaderEvent,
+) -> Outcome {
+    let (outcome, stderr) = execute(shared, command, timeout, event).await;
+    shared.metrics.hook_run(outcome.label());
+    let algorithm = event.algorithm.as_str();
+    match &outcome {
+        Outcome::Ok => tracing::debug!(algorithm, role = event.role, "leader-change hook ran"),
+        Outcome::Failed(status) => tracing::warn!(
+            algorithm,
+            role = event.role,
+            %status,
+            stderr = %stderr,
+            "leader-change hook failed"
+        ),
+        Outcome::Timeout => tracing::warn!(
+            algorithm,
+            role = event.role,
+            timeout = ?timeout,
+            stderr = %stderr,
+            "leader-change hook timed out and was killed"
+        ),
+        Outcome::Error(e) => {
+            tracing::error!(algorithm, error = %e, "leader-change hook could not start")
+        }
+    }
+    outcome
+}
+
+async fn execute(
+    shared: &Shared,
+    command: &str,
+    timeout: Duration,
+    event: &LeaderEvent,
+) -> (Outcome, String) {
+    let mut cmd = tokio::process::Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(command)
+        .env("ELECTD_NODE", event.node.to_string())
+        .env("ELECTD_CLUSTER", &shared.cluster)
+        .env("ELECTD_ALGORITHM", event.algorithm.as_str())
+        .env(
+            "ELECTD_LEADER",
+            event.leader.map(|l| l.to_string()).unwrap_or_default(),
+        )
+        .env("ELECTD_ROLE", event.role)
+        .env("ELECTD_TERM", event.term.to_string())
+        .env("ELECTD_AT_MS", event.at_ms.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return (Outcome::Error(e.to_string()), String::new()),
+    };
+    // Read stderr alongside (a full pipe would block the command); keep the tail.
+    let stderr = child.stderr.take().map(|mut err| {
+        tokio::spawn(async move {
+            let mut tail = Vec::new();
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = err.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > STDERR_TAIL {
+                    tail.drain(..tail.len() - STDERR_TAIL);
+                }
+            }
+            String::from_utf8_lossy(&tail).trim_end().to_string()
+        })
+    });
+    let outcome = match tokio::time::timeout(timeout, child.wait()).await {
+        Ok(Ok(status)) if status.success() => Outcome::Ok,
+        Ok(Ok(status)) => Outcome::Failed(status),
+        Ok(Err(e)) => Outcome::Error(e.to_string()),
+        Err(_) => {
+            kill_group(child.id());
+            let _ = child.kill().await;
+            Outcome::Timeout
+        }
+    };
+    let text = match stderr {
+        Some(task) => match tokio::time::timeout(Duration::from_secs(1), task).await {
+            Ok(Ok(text)) => text,
+            _ => String::new(),
+        },
+        None => String::new(),
+    };
+    (outcome, text)
+}
+
+/// SIGKILL the process group led by `pid` (the command and everything it started).
+fn kill_group(pid: Option<u32>) {
+    #[cfg(unix)]
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 0) {
+        // SAFETY: kill(2) with a negative pid only sends a signal to that process
+        // group; it touches no memory of ours.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
+}

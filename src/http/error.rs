@@ -1,0 +1,56 @@
+//! Errors of the HTTP API: a status code and a message, sent as JSON `{"error": …}`.
+
+use axum::http::{header, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+/// An HTTP error answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut res = (
+            self.status,
+            Json(serde_json::json!({ "error": self.message })),
+        )
+            .into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            res.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"electd admin\""),
+            );
+        }
+        res
+    }
+}
+
+/// Answer for a route that does not exist.
+pub async fn not_found(uri: Uri) -> ApiError {
+    ApiError::not_found(format!(
+        "no route {}; routes: /metrics /healthz /status /leader /is-leader /watch \
+         /admin/election /admin/pause /admin/resume",
+        uri.path()
+    ))
+}

@@ -1,0 +1,98 @@
+//! The HTTP API (axum) of one node: DESIGN.md's external contract.
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /metrics` | Prometheus text format; 503 while paused |
+//! | `GET /healthz` | 200 `ok`; 503 `paused` while paused |
+//! | `GET /status` | JSON `{"node", "cluster", "paused", "groups": [GroupView…]}` |
+//! | `GET /leader?algorithm=A` | JSON leader of group A (`leader` null if none) |
+//! | `GET /is-leader?algorithm=A` | 200 if this node leads A, 503 if not (load balancers) |
+//! | `GET /watch[?algorithm=A]` | server-sent events: the current state, then one `leader` event per change |
+//! | `POST /admin/election[?algorithm=A]` | call an election (every group without `algorithm`) |
+//! | `POST /admin/pause`, `POST /admin/resume` | stop / resume all election traffic |
+//!
+//! `algorithm` may be left out where the node runs a single group. A malformed query,
+//! an unknown or repeated parameter get 400; an algorithm this node does not run gets
+//! 404; errors are JSON `{"error": "…"}`. Admin routes need `Authorization: Bearer
+//! <token>` matching [`Shared::admin_token`] (compared in constant time): 401 without
+//! or with a wrong token, 403 when no token is configured (the admin API is then off).
+//!
+//! "Paused" simulates a crash to the outside world: the runtime stops all UDP traffic,
+//! and `/metrics`, `/healthz` and `/is-leader` answer 503 so that Prometheus and load
+//! balancers see the node down; `/status`, `/watch` and the admin routes keep working
+//! so that an operator can look and resume.
+//!
+//! Handlers only read snapshots from [`Shared`], subscribe to its events and send
+//! commands on its control channel: they never hold anything the election waits for.
+
+mod admin;
+mod error;
+mod params;
+mod read;
+mod watch;
+
+pub use error::ApiError;
+
+use crate::daemon::shared::Shared;
+use axum::routing::{get, post};
+use axum::Router;
+use std::future::Future;
+use std::sync::Arc;
+use tokio::sync::watch as signal;
+
+/// State of every handler: the node's shared state and the server's closing signal
+/// (long-lived `/watch` streams end when it turns true, so shutdown never hangs).
+#[derive(Clone)]
+struct App {
+    shared: Arc<Shared>,
+    closing: signal::Receiver<bool>,
+    /// The sender of `closing` when nothing else owns it ([`router`]).
+    _open: Option<Arc<signal::Sender<bool>>>,
+}
+
+/// The router of every route, for a server that never closes its `/watch` streams
+/// itself (tests; [`serve`] wires the shutdown signal in).
+pub fn router(shared: Arc<Shared>) -> Router {
+    let (tx, closing) = signal::channel(false);
+    build(App {
+        shared,
+        closing,
+        _open: Some(Arc::new(tx)),
+    })
+}
+
+fn build(app: App) -> Router {
+    Router::new()
+        .route("/metrics", get(read::metrics))
+        .route("/healthz", get(read::healthz))
+        .route("/status", get(read::status))
+        .route("/leader", get(read::leader))
+        .route("/is-leader", get(read::is_leader))
+        .route("/watch", get(watch::watch))
+        .route("/admin/election", post(admin::election))
+        .route("/admin/pause", post(admin::pause))
+        .route("/admin/resume", post(admin::resume))
+        .fallback(error::not_found)
+        .with_state(app)
+}
+
+/// Serve the API on `listener` until `shutdown` completes; open `/watch` streams are
+/// ended then, and in-flight requests finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (tx, closing) = signal::channel(false);
+    let app = build(App {
+        shared,
+        closing,
+        _open: None,
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = tx.send(true);
+        })
+        .await
+}

@@ -1,0 +1,176 @@
+//! `GET /watch[?algorithm=A]`: server-sent events of leader changes.
+//!
+//! The stream starts with the current state of every selected group (`initial: true`),
+//! then sends one `leader` event per change this node sees:
+//!
+//! ```text
+//! event: leader
+//! data: {"node":3,"algorithm":"bully","leader":5,"term":2,"role":"follower","at_ms":1700000000000,"initial":false}
+//! ```
+//!
+//! `leader` is null when the node knows no leader (`role` is then `none`); `at_ms` is
+//! the unix time of the change in milliseconds. Subscribing and copying the snapshot
+//! happen atomically ([`crate::daemon::shared::Shared::watch`]), so no change falls
+//! between the two. A client too slow to keep up gets a `lagged` event
+//! (`{"missed": n}`) followed by a fresh snapshot (and the changes after it), never a
+//! silent gap and never a stale change after the present state. A comment is sent
+//! every 15 s to keep proxies from closing an idle stream; the stream ends when the
+//! server shuts down.
+
+use super::error::ApiError;
+use super::params::{self, Need};
+use super::App;
+use crate::algorithm::AlgorithmKind;
+use crate::daemon::shared::{GroupView, LeaderEvent};
+use crate::NodeId;
+use axum::extract::{RawQuery, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::stream::Stream;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::watch as signal;
+
+#[derive(Serialize)]
+struct WatchEvent<'a> {
+    #[serde(flatten)]
+    event: &'a LeaderEvent,
+    initial: bool,
+}
+
+fn leader_event(event: &LeaderEvent, initial: bool) -> Event {
+    let data = serde_json::to_string(&WatchEvent { event, initial }).unwrap_or_default();
+    Event::default().event("leader").data(data)
+}
+
+fn snapshot(node: NodeId, groups: &[GroupView], only: Option<AlgorithmKind>) -> Vec<Event> {
+    groups
+        .iter()
+        .filter(|g| only.is_none_or(|a| a == g.algorithm))
+        .map(|g| {
+            let mut e = LeaderEvent::new(node, g.algorithm, g.leader, g.term);
+            e.at_ms = (g.since * 1e3).max(0.0) as u64;
+            leader_event(&e, true)
+        })
+        .collect()
+}
+
+struct Watch {
+    app: App,
+    only: Option<AlgorithmKind>,
+    rx: broadcast::Receiver<LeaderEvent>,
+    closing: signal::Receiver<bool>,
+    pending: VecDeque<Event>,
+}
+
+pub async fn watch(
+    State(app): State<App>,
+    query: RawQuery,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let only = params::algorithm(&query, &app.shared, Need::Any)?;
+    let (rx, groups) = app.shared.watch();
+    let pending = snapshot(app.shared.node, &groups, only).into();
+    let closing = app.closing.clone();
+    let state = Watch {
+        app,
+        only,
+        rx,
+        closing,
+        pending,
+    };
+    let stream = futures_util::stream::unfold(state, next);
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+async fn next(mut w: Watch) -> Option<(Result<Event, Infallible>, Watch)> {
+    loop {
+        if *w.closing.borrow() {
+            return None;
+        }
+        if let Some(e) = w.pending.pop_front() {
+            return Some((Ok(e), w));
+        }
+        tokio::select! {
+            _ = w.closing.changed() => {
+                // A dropped sender (server gone) ends the stream too.
+                if w.closing.has_changed().is_err() {
+                    return None;
+                }
+            }
+            r = w.rx.recv() => match r {
+                Ok(e) if w.only.is_none_or(|a| a == e.algorithm) => {
+                    w.pending.push_back(leader_event(&e, false));
+                }
+                Ok(_) => {}
+                Err(RecvError::Lagged(missed)) => {
+                    let data = serde_json::json!({ "missed": missed }).to_string();
+                    w.pending.push_back(Event::default().event("lagged").data(data));
+                    // Start over from a fresh subscription and snapshot, taken
+                    // atomically: the backlog is older than the snapshot, skip it.
+                    let (rx, groups) = w.app.shared.watch();
+                    w.rx = rx;
+                    w.pending.extend(snapshot(w.app.shared.node, &groups, w.only));
+                }
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::AlgorithmKind::Bully;
+    use crate::daemon::shared::Shared;
+    use crate::metrics::Metrics;
+    use std::sync::Arc;
+
+    fn text(e: &Event) -> String {
+        format!("{e:?}")
+    }
+
+    /// More changes than the event buffer holds while the client does not read: it
+    /// gets `lagged`, the present state, then only what happens afterwards.
+    #[tokio::test]
+    async fn a_slow_watcher_gets_lagged_then_the_present() {
+        let metrics = Metrics::new(1, &[Bully]).expect("metrics");
+        let (s, _rx) = Shared::new(1, "t".into(), vec![Bully], metrics, None);
+        let s = Arc::new(s);
+        let (tx, closing) = signal::channel(false);
+        let app = App {
+            shared: s.clone(),
+            closing: closing.clone(),
+            _open: Some(Arc::new(tx)),
+        };
+        let (rx, _) = s.watch();
+        let w = Watch {
+            app,
+            only: None,
+            rx,
+            closing,
+            pending: VecDeque::new(),
+        };
+        let n = 1000u64; // far more than the broadcast buffer
+        for term in 1..=n {
+            s.emit(LeaderEvent::new(1, Bully, Some(2), term));
+        }
+        let (e, w) = next(w).await.expect("lagged");
+        let e = e.unwrap_or_default();
+        assert!(text(&e).contains("lagged"), "{}", text(&e));
+        let (e, w) = next(w).await.expect("snapshot");
+        let e = e.unwrap_or_default();
+        assert!(text(&e).contains(&format!("term\\\":{n},")), "{}", text(&e));
+        assert!(text(&e).contains("initial\\\":true"), "{}", text(&e));
+        // The next event is a change made after the snapshot, not the backlog.
+        s.emit(LeaderEvent::new(1, Bully, Some(1), n + 1));
+        let (e, _w) = next(w).await.expect("change");
+        let e = e.unwrap_or_default();
+        assert!(
+            text(&e).contains(&format!("term\\\":{},", n + 1)),
+            "{}",
+            text(&e)
+        );
+    }
+}

@@ -1,0 +1,169 @@
+//! Leader-change hooks: environment, order, failure and timeout accounting, and the
+//! kill of the whole process group on timeout. Each test waits on a condition (a file,
+//! a counter) with a deadline, never on a fixed sleep.
+
+mod http_common;
+
+use http_common::{shared, wait_until};
+use electd::algorithm::AlgorithmKind::{Bully, Raft};
+use electd::daemon::shared::LeaderEvent;
+use electd::hooks::{self, Outcome};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("electd-hooks-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+fn counter(text: &str, result: &str) -> u64 {
+    let key = format!("electd_hook_runs_total{{node=\"4\",result=\"{result}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&key))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn hook_gets_the_environment_of_each_change() {
+    let dir = tempdir("env");
+    let out = dir.join("env.txt");
+    // Write atomically (rename), so the test never reads a half-written file.
+    let cmd = format!(
+        "env | grep '^ELECTD_' | sort > {0}.tmp && mv {0}.tmp {0}",
+        out.display()
+    );
+    let (s, _rx) = shared(4, &[Bully, Raft], None);
+    let task = hooks::spawn(s.clone(), cmd, Duration::from_secs(5));
+    s.emit(LeaderEvent::new(4, Raft, Some(4), 7));
+    wait_until("the hook's file", || out.exists()).await;
+    let env = read(&out);
+    for line in [
+        "ELECTD_NODE=4",
+        "ELECTD_ALGORITHM=raft",
+        "ELECTD_LEADER=4",
+        "ELECTD_ROLE=leader",
+        "ELECTD_TERM=7",
+        "ELECTD_CLUSTER=test",
+    ] {
+        assert!(env.lines().any(|l| l == line), "{line} missing in:\n{env}");
+    }
+    assert!(env.lines().any(|l| l.starts_with("ELECTD_AT_MS=")), "{env}");
+
+    // The leader lost: LEADER is empty, ROLE none.
+    std::fs::remove_file(&out).expect("rm");
+    s.emit(LeaderEvent::new(4, Bully, None, 2));
+    wait_until("the second run", || out.exists()).await;
+    let env = read(&out);
+    assert!(env.lines().any(|l| l == "ELECTD_LEADER="), "{env}");
+    assert!(env.lines().any(|l| l == "ELECTD_ROLE=none"), "{env}");
+    assert!(env.lines().any(|l| l == "ELECTD_ALGORITHM=bully"), "{env}");
+    assert_eq!(counter(&s.metrics.encode(), "ok"), 2);
+    task.abort();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn runs_follow_the_order_of_changes() {
+    let dir = tempdir("order");
+    let log = dir.join("log.txt");
+    let cmd = format!(
+        "echo \"$ELECTD_ALGORITHM $ELECTD_LEADER $ELECTD_ROLE\" >> {}",
+        log.display()
+    );
+    let (s, _rx) = shared(4, &[Bully, Raft], None);
+    let task = hooks::spawn(s.clone(), cmd, Duration::from_secs(5));
+    let changes = [
+        (Bully, Some(5)),
+        (Bully, None),
+        (Bully, Some(4)),
+        (Raft, Some(2)),
+        (Bully, Some(5)),
+    ];
+    for (i, (a, l)) in changes.iter().enumerate() {
+        s.emit(LeaderEvent::new(4, *a, *l, i as u64));
+    }
+    wait_until("five runs", || read(&log).lines().count() == changes.len()).await;
+    let expected: Vec<String> = changes
+        .iter()
+        .map(|(a, l)| {
+            let role = match l {
+                Some(4) => "leader",
+                Some(_) => "follower",
+                None => "none",
+            };
+            format!(
+                "{a} {} {role}",
+                l.map(|x| x.to_string()).unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(read(&log).lines().collect::<Vec<_>>(), expected);
+    task.abort();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn failures_are_counted_and_do_not_stop_later_runs() {
+    let (s, _rx) = shared(4, &[Bully], None);
+    let task = hooks::spawn(
+        s.clone(),
+        "echo oops >&2; exit 3".to_string(),
+        Duration::from_secs(5),
+    );
+    s.emit(LeaderEvent::new(4, Bully, Some(1), 1));
+    s.emit(LeaderEvent::new(4, Bully, Some(2), 2));
+    let m = &s.metrics;
+    wait_until("two failed runs", || counter(&m.encode(), "failed") == 2).await;
+    task.abort();
+
+    let e = LeaderEvent::new(4, Bully, Some(2), 2);
+    let r = hooks::run(&s, "exit 0", Duration::from_secs(5), &e).await;
+    assert_eq!(r, Outcome::Ok);
+    let r = hooks::run(&s, "kill -9 $$", Duration::from_secs(5), &e).await;
+    assert!(matches!(r, Outcome::Failed(_)), "{r:?}");
+    assert_eq!(counter(&s.metrics.encode(), "failed"), 3);
+}
+
+/// A hung hook is killed at its timeout with everything it started, and counted.
+#[tokio::test]
+async fn a_hung_hook_is_killed_with_its_children() {
+    let dir = tempdir("timeout");
+    let pidfile = dir.join("pid");
+    // The shell starts a grandchild and waits: killing only the shell would leave it.
+    let cmd = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+    let (s, _rx) = shared(4, &[Bully], None);
+    let e = LeaderEvent::new(4, Bully, Some(4), 1);
+    let timeout = Duration::from_millis(300);
+    let t0 = Instant::now();
+    let r = hooks::run(&s, &cmd, timeout, &e).await;
+    let took = t0.elapsed();
+    assert_eq!(r, Outcome::Timeout);
+    assert!(took >= timeout && took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(counter(&s.metrics.encode(), "timeout"), 1);
+    let pid = read(&pidfile).trim().to_string();
+    assert!(!pid.is_empty(), "the hook wrote its child's pid");
+    // Dead means gone, or a zombie waiting for its new parent to reap it.
+    let stat = format!("/proc/{pid}/stat");
+    wait_until("the grandchild to die", || {
+        let s = read(Path::new(&stat));
+        s.is_empty() || s.split_whitespace().nth(2) == Some("Z")
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn a_command_that_cannot_start_is_an_error_not_a_panic() {
+    let (s, _rx) = shared(4, &[Bully], None);
+    let e = LeaderEvent::new(4, Bully, Some(4), 1);
+    // sh starts, the command does not exist: exit 127, a failure.
+    let r = hooks::run(&s, "/nonexistent/electd-hook", Duration::from_secs(5), &e).await;
+    assert!(matches!(r, Outcome::Failed(_)), "{r:?}");
+}
