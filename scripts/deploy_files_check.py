@@ -1,0 +1,370 @@
+#!/usr/bin/env python3
+"""Consistency checks of the deploy files, run by scripts/system-deploy-files.sh.
+
+The syntax of each file is checked by its own tool (docker-compose, promtool,
+systemd-analyze, kubernetes-validate); this checks what no single tool sees: that the
+files agree with each other and with electd's configuration contract (DESIGN.md,
+"Config"). Subcommands:
+
+  compose ROOT             compose.yaml vs electd.toml vs prometheus.yml, mounted paths,
+                           Grafana provisioning vs the compose mounts
+  configs ROOT             every electd.toml in deploy/: known keys, timing constraints
+  k8s ROOT RENDERED.yaml   kustomize output vs deploy/k8s/electd.toml and the task's
+                           requirements (probes, securityContext, headless Service …)
+  render-kustomize DIR     fallback when kubectl is missing: resources + configMapGenerator
+
+Each subcommand prints one line per failure and exits 1 if there was any.
+Needs PyYAML; Python 3.11+ (tomllib).
+"""
+
+import glob
+import os
+import re
+import sys
+import tomllib
+
+import yaml
+
+FAILURES = []
+PASSED = []
+
+
+def fail(msg):
+    FAILURES.append(msg)
+    print(f"FAIL: {msg}")
+
+
+def ok(msg):
+    PASSED.append(msg)
+    if os.environ.get("VERBOSE"):
+        print(f"ok: {msg}")
+
+
+def expect(cond, msg):
+    (ok if cond else fail)(msg)
+    return cond
+
+
+def load_yaml(path):
+    with open(path, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def load_toml(path):
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+# ------------------------------------------------------------------ electd config
+# Keys of DESIGN.md "Config" (and the daemon's loader, which rejects unknown keys).
+SECTIONS = {
+    "timing": {"heartbeat", "failure_timeout", "answer_timeout", "coordinator_timeout",
+               "election_timeout"},
+    "transport": {"retransmit", "max_attempts", "multicast"},
+    "security": {"key_file", "insecure"},
+    "hooks": {"on_leader_change", "hook_timeout"},
+    "admin": {"token_file"},
+    "raft": {"pre_vote", "check_quorum"},
+}
+TOP = {"cluster", "node_id", "algorithms", "peer"} | set(SECTIONS)
+PEER_KEYS = {"id", "addr", "http", "listen"}
+ALGORITHMS = {"bully", "improved-bully", "ring", "lcr", "hs", "raft"}
+UNITS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "min": 60e3, "h": 3600e3}
+
+
+def millis(text):
+    """'100ms', '1s', '1m 30s' -> milliseconds (humantime's common forms)."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([a-z]+)", text)
+    rebuilt = "".join(f"{n}{u}" for n, u in parts)
+    if not parts or rebuilt != re.sub(r"\s+", "", text) or any(u not in UNITS for _, u in parts):
+        raise ValueError(f"{text!r} is not a duration like \"100ms\"")
+    return sum(float(n) * UNITS[u] for n, u in parts)
+
+
+def election_range(text):
+    if ".." in text:
+        lo, hi = text.split("..", 1)
+        return millis(lo), millis(hi.lstrip("="))
+    v = millis(text)
+    return v, 2 * v
+
+
+def split_hostport(addr):
+    host, _, port = addr.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{addr!r} is not host:port")
+    return host.strip("[]"), int(port)
+
+
+def check_config(path):
+    """Static checks of one electd config file. Returns the parsed file (or None)."""
+    name = os.path.relpath(path)
+    try:
+        cfg = load_toml(path)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        fail(f"{name}: not valid TOML: {e}")
+        return None
+    bad = set(cfg) - TOP
+    expect(not bad, f"{name}: only known top-level keys (unknown: {sorted(bad)})")
+    for section, keys in SECTIONS.items():
+        unknown = set(cfg.get(section, {})) - keys
+        expect(not unknown, f"{name}: [{section}] has only known keys (unknown: {sorted(unknown)})")
+    expect(isinstance(cfg.get("cluster"), str) and 0 < len(cfg["cluster"]) <= 64,
+           f"{name}: cluster is a 1-64 character name")
+    algos = cfg.get("algorithms", [])
+    expect(algos and set(algos) <= ALGORITHMS and len(set(algos)) == len(algos),
+           f"{name}: algorithms {algos} are known and distinct")
+    sec = cfg.get("security", {})
+    expect(("key_file" in sec) != bool(sec.get("insecure", False)),
+           f"{name}: exactly one of security.key_file / security.insecure = true")
+
+    t, tr = cfg.get("timing", {}), cfg.get("transport", {})
+    try:
+        hb = millis(t.get("heartbeat", "100ms"))
+        ft = millis(t.get("failure_timeout", "1s"))
+        at = millis(t.get("answer_timeout", "300ms"))
+        ct = millis(t.get("coordinator_timeout", "1s"))
+        et_lo, et_hi = election_range(t.get("election_timeout", "1s..2s"))
+        rt = millis(tr.get("retransmit", "100ms"))
+        expect(hb < ft, f"{name}: timing.heartbeat < timing.failure_timeout")
+        expect(at > rt, f"{name}: timing.answer_timeout > transport.retransmit")
+        expect(ct > at, f"{name}: timing.coordinator_timeout > timing.answer_timeout")
+        expect(hb < et_lo <= et_hi, f"{name}: heartbeat < election_timeout range (non-empty)")
+        expect(1 <= tr.get("max_attempts", 4) <= 32, f"{name}: transport.max_attempts in 1..=32")
+    except ValueError as e:
+        fail(f"{name}: {e}")
+
+    peers = cfg.get("peer", [])
+    expect(len(peers) >= 1, f"{name}: the roster is not empty")
+    ids = [p.get("id") for p in peers]
+    expect(all(isinstance(i, int) and i > 0 for i in ids) and len(set(ids)) == len(ids),
+           f"{name}: peer ids {ids} are positive and distinct")
+    for field in ("addr", "http"):
+        vals = [p.get(field) for p in peers]
+        expect(all(isinstance(v, str) for v in vals) and len(set(vals)) == len(vals),
+               f"{name}: every peer has a distinct {field}")
+        for v in vals:
+            try:
+                split_hostport(v or "")
+            except ValueError as e:
+                fail(f"{name}: peer {field}: {e}")
+    for p in peers:
+        unknown = set(p) - PEER_KEYS
+        expect(not unknown, f"{name}: peer {p.get('id')} has only known keys (unknown: {sorted(unknown)})")
+    return cfg
+
+
+def cmd_configs(root):
+    paths = sorted(glob.glob(os.path.join(root, "deploy/**/electd.toml*"), recursive=True))
+    expect(len(paths) >= 3, f"found the electd configs in deploy/ ({len(paths)})")
+    for p in paths:
+        check_config(p)
+
+
+# ------------------------------------------------------------------ compose
+def cmd_compose(root):
+    cdir = os.path.join(root, "deploy/compose")
+    compose = load_yaml(os.path.join(cdir, "compose.yaml"))
+    services = compose["services"]
+
+    # Every bind-mounted path and build input exists (relative to the compose file).
+    for name, svc in services.items():
+        for vol in svc.get("volumes", []):
+            source = vol.split(":")[0] if isinstance(vol, str) else vol.get("source", "")
+            if source.startswith((".", "/")):
+                path = os.path.normpath(os.path.join(cdir, source))
+                expect(os.path.exists(path),
+                       f"compose {name}: mounted path {os.path.relpath(path, root)} exists")
+        build = svc.get("build")
+        if build:
+            ctx = os.path.normpath(os.path.join(cdir, build["context"]))
+            expect(os.path.isfile(os.path.join(ctx, build["dockerfile"])),
+                   f"compose {name}: Dockerfile {build['dockerfile']} exists in the build context")
+
+    # Nodes vs the shared config vs Prometheus.
+    cfg = check_config(os.path.join(cdir, "electd.toml"))
+    if cfg is None:
+        return
+    roster = {p["id"]: p for p in cfg["peer"]}
+    nodes = {}
+    for name, svc in services.items():
+        env = svc.get("environment") or {}
+        if "ELECTD_NODE_ID" in env:
+            nodes[int(env["ELECTD_NODE_ID"])] = (name, svc)
+            bad = [k for k in env if k.startswith("ELECTD_") and k not in ("ELECTD_NODE_ID", "ELECTD_LOG")]
+            expect(not bad, f"compose {name}: no other ELECTD_* variables ({bad})")
+    expect(sorted(nodes) == sorted(roster),
+           f"compose node ids {sorted(nodes)} = roster ids {sorted(roster)}")
+    for nid, (name, svc) in nodes.items():
+        if nid not in roster:
+            continue
+        ip = next(iter(svc.get("networks", {}).values()), {}).get("ipv4_address")
+        expect(split_hostport(roster[nid]["addr"])[0] == ip,
+               f"compose {name}: ipv4_address {ip} = roster addr {roster[nid]['addr']}")
+        expect(split_hostport(roster[nid]["http"])[0] == ip,
+               f"compose {name}: ipv4_address {ip} = roster http {roster[nid]['http']}")
+        expect(any(v.split(":")[1] == "/etc/electd/electd.toml" for v in svc["volumes"]
+                   if v.startswith("./electd.toml")),
+               f"compose {name}: mounts ./electd.toml at /etc/electd/electd.toml")
+    key_vol = cfg["security"].get("key_file", "")
+    keygen = services.get("keygen", {})
+    expect(key_vol and key_vol in " ".join(map(str, keygen.get("command", []))),
+           f"compose keygen writes the key_file of electd.toml ({key_vol})")
+
+    prom = load_yaml(os.path.join(cdir, "prometheus.yml"))
+    job = next((j for j in prom["scrape_configs"] if j["job_name"] == "electd"), None)
+    if expect(job is not None, "compose prometheus.yml has the job 'electd'"):
+        targets = {}
+        for sc in job["static_configs"]:
+            for t in sc["targets"]:
+                targets[t] = sc.get("labels", {})
+        expect(sorted(targets) == sorted(p["http"] for p in cfg["peer"]),
+               "compose prometheus.yml targets = the roster's http addresses")
+        for p in cfg["peer"]:
+            lab = targets.get(p["http"], {})
+            expect(lab.get("node") == str(p["id"]) and lab.get("cluster") == cfg["cluster"],
+                   f"compose prometheus.yml labels {p['http']} node={p['id']} cluster={cfg['cluster']}")
+    # The rules the compose Prometheus loads exist in deploy/prometheus/.
+    prom_svc = services["prometheus"]
+    rules_mount = next(v for v in prom_svc["volumes"] if v.startswith("../prometheus"))
+    host_dir, cont_dir = rules_mount.split(":")[:2]
+    found = []
+    for pattern in prom.get("rule_files", []):
+        if pattern.startswith(cont_dir + "/"):
+            host = os.path.join(cdir, host_dir, pattern[len(cont_dir) + 1:])
+            found += glob.glob(host)
+    expect(found, f"compose prometheus.yml rule_files match a rules file in deploy/prometheus/ ({found})")
+
+    # Grafana provisioning vs the compose mounts.
+    graf = services["grafana"]
+    dash_target = next((v.split(":")[1] for v in graf["volumes"] if "electd.json" in v), None)
+    providers = glob.glob(os.path.join(root, "dashboards/provisioning/dashboards/*.y*ml"))
+    paths = []
+    for f in providers:
+        for p in (load_yaml(f) or {}).get("providers", []):
+            paths.append(p.get("options", {}).get("path"))
+    expect(dash_target and os.path.dirname(dash_target) in paths,
+           f"a dashboard provider loads {os.path.dirname(dash_target or '')} (provider paths: {paths})")
+    dsfiles = glob.glob(os.path.join(root, "dashboards/provisioning/datasources/*.y*ml"))
+    urls = [d.get("url") for f in dsfiles for d in (load_yaml(f) or {}).get("datasources", [])]
+    shares_ns = graf.get("network_mode") == "service:prometheus"
+    reachable = [u for u in urls if u in ("http://prometheus:9090",)
+                 or (shares_ns and u in ("http://localhost:9090", "http://127.0.0.1:9090"))]
+    expect(reachable, f"a provisioned datasource reaches the compose Prometheus (urls: {urls})")
+
+
+# ------------------------------------------------------------------ kubernetes
+def cmd_k8s(root, rendered):
+    docs = [d for d in yaml.safe_load_all(open(rendered, encoding="utf-8")) if d]
+    by_kind = {}
+    for d in docs:
+        by_kind.setdefault(d["kind"], []).append(d)
+    for kind in ("Namespace", "ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget"):
+        expect(len(by_kind.get(kind, [])) == 1, f"k8s: one {kind}")
+    if FAILURES:
+        return
+    ns = by_kind["Namespace"][0]["metadata"]["name"]
+    svc, sts = by_kind["Service"][0], by_kind["StatefulSet"][0]
+    cm = by_kind["ConfigMap"][0]
+    spec, pod = sts["spec"], sts["spec"]["template"]["spec"]
+
+    expect(svc["spec"].get("clusterIP") == "None", "k8s: the Service is headless")
+    expect(svc["spec"].get("publishNotReadyAddresses") is True, "k8s: publishNotReadyAddresses")
+    expect(spec["serviceName"] == svc["metadata"]["name"], "k8s: serviceName = the headless Service")
+    expect(any(p["protocol"] == "UDP" and p["port"] == 7946 for p in svc["spec"]["ports"]),
+           "k8s: the Service has UDP 7946")
+    for d in docs:
+        if d["kind"] != "Namespace":
+            expect(d["metadata"].get("namespace") == ns, f"k8s: {d['kind']} is in namespace {ns}")
+
+    # Roster vs StatefulSet.
+    cfg = tomllib.loads(cm["data"]["electd.toml"])
+    peers = cfg["peer"]
+    expect(spec["replicas"] == len(peers), f"k8s: replicas {spec['replicas']} = roster size {len(peers)}")
+    for p in peers:
+        want = f"{sts['metadata']['name']}-{p['id'] - 1}.{svc['metadata']['name']}.{ns}.svc.cluster.local"
+        expect(split_hostport(p["addr"]) == (want, 7946) and split_hostport(p["http"]) == (want, 9100),
+               f"k8s: peer {p['id']} is pod {want} (ordinal = id - 1)")
+    src = open(os.path.join(root, "deploy/k8s/electd.toml"), "rb").read().decode()
+    expect(cm["data"]["electd.toml"] == src, "k8s: the ConfigMap holds deploy/k8s/electd.toml")
+    cm_vols = [v for v in pod["volumes"] if "configMap" in v]
+    expect(cm_vols and cm_vols[0]["configMap"]["name"] == cm["metadata"]["name"],
+           "k8s: the pods mount the generated ConfigMap")
+    key_dir = os.path.dirname(cfg["security"]["key_file"])
+    secret_vols = {v["name"]: v for v in pod["volumes"] if "secret" in v}
+    main = next(c for c in pod["containers"] if c["name"] == "electd")
+    mounted = {m["mountPath"]: m["name"] for m in main["volumeMounts"]}
+    expect(mounted.get(key_dir) in secret_vols, f"k8s: the key Secret is mounted at {key_dir}")
+
+    # Node id from the ordinal; no ELECTD_* collisions.
+    script = " ".join(main.get("command", []) + main.get("args", []))
+    expect("--node-id" in script and "ordinal + 1" in script and "exec " in script,
+           "k8s: --node-id is computed from the pod ordinal, electd is exec'ed")
+    expect(pod.get("enableServiceLinks") is False, "k8s: enableServiceLinks is false")
+    env = {e["name"] for e in main.get("env", [])}
+    expect(not {e for e in env if e.startswith("ELECTD_")} - {"ELECTD_LOG", "ELECTD_NODE_ID"},
+           "k8s: no unknown ELECTD_* variable")
+
+    # Probes and security.
+    for probe in ("readinessProbe", "livenessProbe"):
+        expect(main.get(probe, {}).get("httpGet", {}).get("path") == "/healthz",
+               f"k8s: {probe} on /healthz")
+    psc = pod.get("securityContext", {})
+    expect(psc.get("runAsNonRoot") is True and psc.get("runAsUser", 0) != 0, "k8s: runAsNonRoot, non-zero uid")
+    for c in pod["containers"] + pod.get("initContainers", []):
+        sc = c.get("securityContext", {})
+        expect(sc.get("readOnlyRootFilesystem") is True
+               and sc.get("allowPrivilegeEscalation") is False
+               and sc.get("capabilities", {}).get("drop") == ["ALL"],
+               f"k8s: container {c['name']}: read-only root, no privilege escalation, drop ALL")
+    ann = sts["spec"]["template"]["metadata"].get("annotations", {})
+    expect(ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") == "9100",
+           "k8s: scrape annotations")
+
+
+def cmd_render(kdir):
+    """Minimal kustomize: resources + namespace + configMapGenerator (no hash suffix)."""
+    k = load_yaml(os.path.join(kdir, "kustomization.yaml"))
+    out = []
+    for r in k.get("resources", []):
+        out += [d for d in yaml.safe_load_all(open(os.path.join(kdir, r), encoding="utf-8")) if d]
+    for g in k.get("configMapGenerator", []):
+        data = {}
+        for f in g.get("files", []):
+            key, _, path = f.partition("=") if "=" in f else (os.path.basename(f), "", f)
+            data[key] = open(os.path.join(kdir, path), encoding="utf-8").read()
+        labels = g.get("options", {}).get("labels", {})
+        out.append({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": g["name"], "labels": labels}, "data": data})
+    images = {i["name"]: i for i in k.get("images", [])}
+    for d in out:
+        if d["kind"] != "Namespace" and k.get("namespace"):
+            d["metadata"]["namespace"] = k["namespace"]
+        pod = d.get("spec", {}).get("template", {}).get("spec", {})
+        for c in pod.get("containers", []) + pod.get("initContainers", []):
+            img = images.get(c["image"])
+            if img:
+                c["image"] = f"{img.get('newName', c['image'])}:{img['newTag']}"
+    yaml.safe_dump_all(out, sys.stdout, sort_keys=False)
+
+
+def main(argv):
+    cmd = argv[1] if len(argv) > 1 else ""
+    if cmd == "compose" and len(argv) == 3:
+        cmd_compose(argv[2])
+    elif cmd == "configs" and len(argv) == 3:
+        cmd_configs(argv[2])
+    elif cmd == "k8s" and len(argv) == 4:
+        cmd_k8s(argv[2], argv[3])
+    elif cmd == "render-kustomize" and len(argv) == 3:
+        cmd_render(argv[2])
+        return 0
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    print(f"{cmd}: {len(PASSED)} checks ok, {len(FAILURES)} failing (VERBOSE=1 lists all)")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
