@@ -552,10 +552,19 @@ mod tests {
                 term: 12,
                 pre_vote: true,
             },
+            Message::RequestVote {
+                term: 13,
+                pre_vote: false,
+            },
             Message::Vote {
                 term: 12,
                 granted: true,
                 pre_vote: false,
+            },
+            Message::Vote {
+                term: 12,
+                granted: false,
+                pre_vote: true,
             },
             Message::Heartbeat { term: 3, leader: 2 },
             Message::HeartbeatAck { term: 3 },

@@ -4,10 +4,10 @@
 
 mod http_common;
 
-use http_common::{shared, wait_until};
 use electd::algorithm::AlgorithmKind::{Bully, Raft};
 use electd::daemon::shared::LeaderEvent;
 use electd::hooks::{self, Outcome};
+use http_common::{shared, wait_until};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

@@ -3,9 +3,9 @@
 
 mod http_common;
 
-use http_common::{call, get, shared, view, Server, Sse};
 use electd::algorithm::AlgorithmKind::{self, Bully, Raft};
 use electd::daemon::shared::{Control, LeaderEvent, Shared};
+use http_common::{call, get, shared, view, Server, Sse};
 use hyper::{Method, StatusCode};
 use std::sync::Arc;
 use tokio::sync::mpsc;

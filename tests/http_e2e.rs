@@ -5,13 +5,13 @@
 
 mod http_common;
 
-use http_common::{call, get, shared, wait_until, Server, Sse};
 use electd::algorithm::{AlgorithmKind::Bully, Options, Timing};
 use electd::daemon::runtime::{self, RuntimeConfig, Start};
 use electd::daemon::shared::Shared;
 use electd::daemon::socket::bind_udp;
 use electd::node::link::LinkConfig;
 use electd::NodeId;
+use http_common::{call, get, shared, wait_until, Server, Sse};
 use hyper::{Method, StatusCode};
 use std::sync::Arc;
 use std::time::Duration;

@@ -76,6 +76,8 @@ struct Row {
     last_failover: Option<Duration>,
     /// A take-down of this group's leader not yet recovered from: (node, when).
     pending: Option<(NodeId, Instant)>,
+    /// When the chaos loop last took this group's leader down.
+    last_hit: Option<Instant>,
 }
 
 async fn demo(args: DemoArgs) -> anyhow::Result<()> {
@@ -155,7 +157,6 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
     let down_for = Duration::from_secs_f64(args.down_for);
     let mut next_chaos = started + chaos_every;
     let mut down: Option<(NodeId, Instant)> = None;
-    let mut turn = 0usize;
     let mut rows: HashMap<AlgorithmKind, Row> = HashMap::new();
     let mut drawn = false;
     let mut tick = tokio::time::interval(Duration::from_millis(5));
@@ -190,12 +191,17 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
                 );
             }
         }
-        // Take down the leader of the next group.
+        // Take down the leader of the group whose leader has been spared longest (never
+        // hit first), so every algorithm fails over early in the demo even when one
+        // node leads several groups.
         if down.is_none() && now >= next_chaos {
             next_chaos = now + chaos_every;
-            let kind = algorithms[turn % algorithms.len()];
-            turn += 1;
-            if let Some(leader) = agreed(&demo_nodes, kind) {
+            let target = algorithms
+                .iter()
+                .copied()
+                .filter_map(|k| agreed(&demo_nodes, k).map(|l| (k, l)))
+                .min_by_key(|(k, _)| rows.get(k).and_then(|r| r.last_hit));
+            if let Some((kind, leader)) = target {
                 demo_nodes[leader as usize - 1]
                     .shared
                     .command(Control::Pause)
@@ -203,6 +209,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
                 down = Some((leader, now));
                 for row in rows.values_mut().filter(|r| r.leader == Some(leader)) {
                     row.pending = Some((leader, now));
+                    row.last_hit = Some(now);
                 }
                 event(
                     tty,

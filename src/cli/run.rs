@@ -28,9 +28,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if cfg.multicast.is_some() {
         tracing::warn!("transport.multicast is set but not used yet: broadcasts go by unicast");
     }
-    if cfg.hooks.on_leader_change.is_some() {
-        tracing::warn!("hooks.on_leader_change is configured but hooks are not run by this build");
-    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -74,9 +71,18 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     let http = tokio::spawn(electd::http::serve(listener, shared.clone(), async move {
         let _ = http_stop.wait_for(|s| *s).await;
     }));
+    // Hooks subscribe to the leader events themselves: the runtime never waits for them.
+    let hooks = cfg
+        .hooks
+        .on_leader_change
+        .clone()
+        .map(|cmd| electd::hooks::spawn(shared.clone(), cmd, cfg.hooks.hook_timeout));
     let rcfg = RuntimeConfig::from_config(&cfg, incarnation_now());
     runtime::run(socket, rcfg, shared, control, super::shutdown_signal()).await?;
     let _ = stop.send(true);
+    if let Some(h) = hooks {
+        h.abort();
+    }
     match tokio::time::timeout(Duration::from_secs(2), http).await {
         Ok(Ok(Err(e))) => tracing::warn!("HTTP server: {e}"),
         Err(_) => tracing::warn!("HTTP server did not stop within 2 s"),
