@@ -262,7 +262,9 @@ impl Driver {
                 // A restarted process: a new node, a higher incarnation, an election.
                 let next = incarnation_now().max(self.incarnation + 1);
                 match Node::new(self.cfg.node_config(next)) {
-                    Ok(node) => {
+                    Ok(mut node) => {
+                        // Raft's term and vote survive a restart (§5.2, Figure 2).
+                        node.restore(&self.node.durable());
                         self.incarnation = next;
                         self.node = node;
                         self.shared.metrics.rebase();
