@@ -33,6 +33,8 @@
 //! [raft]
 //! pre_vote = true
 //! check_quorum = true
+//! # state_file = "/var/lib/electd/raft-{node}.state"  # term and vote survive restarts;
+//! #                                   # {node} is replaced by this node's id
 //!
 //! [[peer]]
 //! id = 1
@@ -141,6 +143,7 @@ struct RawAdmin {
 struct RawRaft {
     pre_vote: Option<bool>,
     check_quorum: Option<bool>,
+    state_file: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -203,6 +206,8 @@ pub struct Config {
     /// Bearer token of the admin routes (trimmed content of `admin.token_file`).
     pub admin_token: Option<String>,
     pub options: Options,
+    /// Where Raft's term and vote are kept across restarts (`{node}` substituted).
+    pub raft_state_file: Option<PathBuf>,
     /// The roster in file order (which is also the logical ring order).
     pub peers: Vec<Peer>,
 }
@@ -277,7 +282,7 @@ const SECTIONS: [(&str, &[&str]); 6] = [
     ("security", &["key_file", "insecure"]),
     ("hooks", &["on_leader_change", "hook_timeout"]),
     ("admin", &["token_file"]),
-    ("raft", &["pre_vote", "check_quorum"]),
+    ("raft", &["pre_vote", "check_quorum", "state_file"]),
 ];
 const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
 const NOT_CONFIG: [&str; 2] = ["ELECTD_LOG", "ELECTD_CONFIG"];
@@ -671,6 +676,10 @@ impl Validator<'_> {
                 Some(token)
             }
         };
+        let raft_state_file = match raw.raft.state_file.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(p) => Some(self.path(Path::new(&p.replace("{node}", &node_id.to_string())))),
+        };
         let od = Options::default();
         let options = Options {
             pre_vote: raw.raft.pre_vote.unwrap_or(od.pre_vote),
@@ -688,6 +697,7 @@ impl Validator<'_> {
             hooks,
             admin_token,
             options,
+            raft_state_file,
             peers,
         })
     }

@@ -28,6 +28,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if cfg.multicast.is_some() {
         tracing::warn!("transport.multicast is set but not used yet: broadcasts go by unicast");
     }
+    if cfg
+        .algorithms
+        .contains(&electd::algorithm::AlgorithmKind::Raft)
+        && cfg.raft_state_file.is_none()
+    {
+        tracing::warn!(
+            "raft runs without [raft] state_file: its term and vote are lost on restart, so a \
+             restarted node may vote twice in one term (set state_file for election safety)"
+        );
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
