@@ -181,3 +181,59 @@ fn simulate_is_deterministic_per_seed() {
         (c.acks, c.retransmissions, c.virtual_ms)
     );
 }
+
+/// A crashed highest node that restarts calls an election and, being the highest,
+/// wins at once (Garcia-Molina 1982; seed course notes: "a process that was down …
+/// starts a new election"): exactly its N − 1 COORDINATOR messages, accepted by every
+/// node although its epoch restarted from zero, and no other node claims leadership.
+#[test]
+fn restarted_highest_node_takes_over_with_n_minus_1_messages() {
+    use electd::sim::scenario::Op;
+    use electd::sim::{Sim, SimConfig};
+    use std::time::Duration;
+    for kind in [AlgorithmKind::Bully, AlgorithmKind::ImprovedBully] {
+        for n in 3..=12u32 {
+            let mut sim = Sim::new(SimConfig::new(kind, n as usize, 7)).expect("sim");
+            let settle = Duration::from_secs(5);
+            sim.run_ops(&[
+                Op::StartAll,
+                Op::Elect(1),
+                Op::Settle { max: settle },
+                Op::Crash(n),
+                Op::DetectLowest,
+                Op::Settle { max: settle },
+            ])
+            .expect("ops");
+            assert_eq!(sim.agreement(kind), Some(n - 1), "{kind} N={n}");
+            let claims_before = sim.claims.len();
+            sim.run_ops(&[
+                Op::Measure("restart".into()),
+                Op::Restart {
+                    node: n,
+                    elect: true,
+                },
+                Op::Settle { max: settle },
+            ])
+            .expect("ops");
+            let e = sim.elections.last().expect("measured");
+            assert_eq!(e.leader, Some(n), "{kind} N={n}");
+            assert_eq!(
+                e.messages.of(MessageType::Coordinator),
+                u64::from(n) - 1,
+                "{kind} N={n}"
+            );
+            assert_eq!(
+                e.messages.total,
+                u64::from(n) - 1,
+                "{kind} N={n}: {:?}",
+                e.messages
+            );
+            let claimants: Vec<u32> = sim.claims[claims_before..].iter().map(|c| c.node).collect();
+            assert_eq!(
+                claimants,
+                vec![n],
+                "{kind} N={n}: only the restarted node claims"
+            );
+        }
+    }
+}

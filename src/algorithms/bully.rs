@@ -144,7 +144,11 @@ impl Algorithm for Bully {
                     self.elect(Some(tag), out);
                 }
             }
-            Message::Ok { .. } if from > self.me() && self.state == State::Electing => {
+            // Only an answer to this node's current cascade: a late OK of an abandoned
+            // one must not make it wait T' for nobody.
+            Message::Ok { tag, .. }
+                if from > self.me() && self.state == State::Electing && tag == self.tag =>
+            {
                 self.state = State::AwaitingCoordinator;
                 out.cancel_timer(Timer::Answer);
                 out.set_timer_exact(Timer::Coordinator, self.cfg.timing.coordinator_timeout);

@@ -13,8 +13,8 @@ const ELECTION_TIMERS: [Timer; 3] = [Timer::Answer, Timer::Coordinator, Timer::R
 pub enum Claim {
     /// A lower id claims to lead while this node is alive: call an election (bully it).
     Bully,
-    /// Older than what this node already follows (a reordered or retransmitted
-    /// announcement of a past leader): ignore.
+    /// An older announcement of a leader lower than the one followed now (reordered or
+    /// retransmitted from a past election): ignore.
     Stale,
     /// Adopt the claimant as leader.
     Follow,
@@ -43,7 +43,10 @@ impl Leadership {
             self.observe(epoch);
             return Claim::Bully;
         }
-        if epoch < self.epoch && self.leader.is_some() && self.leader != Some(leader) {
+        // An older announcement is stale only if it names a lower leader than the one
+        // followed now. A higher claimant is accepted whatever its epoch: a restarted
+        // node starts again from epoch 0 and, being higher, is the rightful leader.
+        if epoch < self.epoch && self.leader.is_some_and(|l| leader < l) {
             return Claim::Stale;
         }
         if settled && self.leader == Some(leader) {

@@ -79,6 +79,19 @@ struct PeerIn {
 
 const MAX_OUT_OF_ORDER: usize = 4096;
 
+impl PeerIn {
+    /// Move the floor over every sequence delivered just above it. Sequences are
+    /// chosen by the peer: no arithmetic here may overflow, whatever they are.
+    fn advance(&mut self) {
+        while let Some(next) = self.floor.checked_add(1) {
+            if !self.above.remove(&next) {
+                break;
+            }
+            self.floor = next;
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Link {
     me: NodeId,
@@ -204,17 +217,12 @@ impl Link {
             self.stats.duplicates_dropped += 1;
             return (Inbound::Duplicate, ack, revived);
         }
-        while peer.above.remove(&(peer.floor + 1)) {
-            peer.floor += 1;
-        }
+        peer.advance();
         if peer.above.len() > MAX_OUT_OF_ORDER {
             // Bounded memory: forget the oldest gap (a retransmission that old is moot).
-            if let Some(&lowest) = peer.above.iter().next() {
-                peer.above.remove(&lowest);
+            if let Some(lowest) = peer.above.pop_first() {
                 peer.floor = lowest;
-                while peer.above.remove(&(peer.floor + 1)) {
-                    peer.floor += 1;
-                }
+                peer.advance();
             }
         }
         (Inbound::Deliver, ack, revived)
@@ -284,5 +292,60 @@ impl Link {
     pub fn clear(&mut self) {
         self.unacked.clear();
         self.retx.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Message;
+
+    fn reliable(from: NodeId, seq: u64) -> Datagram {
+        Datagram {
+            from,
+            incarnation: 1,
+            seq,
+            ack: 0,
+            group: Some(AlgorithmKind::Bully),
+            body: Some(Message::Resign { epoch: 1 }),
+        }
+    }
+
+    #[test]
+    fn duplicates_are_acked_but_delivered_once_and_order_does_not_matter() {
+        let mut link = Link::new(1, 1, LinkConfig::default());
+        let expected = [
+            (3, Inbound::Deliver),
+            (1, Inbound::Deliver),
+            (2, Inbound::Deliver),
+            (2, Inbound::Duplicate),
+            (1, Inbound::Duplicate),
+            (4, Inbound::Deliver),
+        ];
+        for (seq, want) in expected {
+            let (verdict, ack, _) = link.receive(&reliable(2, seq));
+            assert_eq!(verdict, want, "seq {seq}");
+            assert_eq!(
+                ack.map(|a| a.ack),
+                Some(seq),
+                "every reliable datagram is acked"
+            );
+        }
+        assert_eq!(link.stats.duplicates_dropped, 2);
+    }
+
+    /// Hostile sequence numbers near u64::MAX (and the out-of-order trim) never overflow.
+    #[test]
+    fn sequences_at_the_top_of_the_range_do_not_overflow() {
+        let mut link = Link::new(1, 1, LinkConfig::default());
+        let top = u64::MAX - MAX_OUT_OF_ORDER as u64 - 1;
+        for seq in top..=u64::MAX {
+            let (verdict, _, _) = link.receive(&reliable(2, seq));
+            assert_eq!(verdict, Inbound::Deliver, "seq {seq}");
+        }
+        let (verdict, _, _) = link.receive(&reliable(2, u64::MAX));
+        assert_eq!(verdict, Inbound::Duplicate);
+        let (verdict, _, _) = link.receive(&reliable(2, 5));
+        assert_eq!(verdict, Inbound::Duplicate, "far below the trimmed floor");
     }
 }
