@@ -121,13 +121,17 @@ fn simulate_csv_and_table() {
     let text = String::from_utf8_lossy(&csv.stdout);
     assert!(text
         .starts_with("algorithm,nodes,scenario,election,leader,agreed,type,messages,virtual_ms"));
-    // 3N−2 = 10 messages for N = 4 (Soundarabai et al. 2014).
-    assert!(
-        text.contains("improved-bully,4,startup,startup,4,true,total,10,"),
-        "{text}"
+    // Improved Bully: 3N − 2 messages (Soundarabai et al. 2014, Table 1), N = 4.
+    let n = 4;
+    let row = format!(
+        "improved-bully,{n},startup,startup,{n},true,total,{},",
+        3 * n - 2
     );
-    let table = electd(&["simulate", "-a", "bully", "-n", "4"]);
-    assert!(String::from_utf8_lossy(&table.stdout).contains("15 election messages"));
+    assert!(text.contains(&row), "{row} not in\n{text}");
+    // Bully: N² − 1 (seed report, Eq. 1).
+    let table = electd(&["simulate", "-a", "bully", "-n", &n.to_string()]);
+    let line = format!("{} election messages", n * n - 1);
+    assert!(String::from_utf8_lossy(&table.stdout).contains(&line));
 }
 
 #[test]

@@ -18,15 +18,22 @@ use std::time::Duration;
 
 const BEARER: &str = "Bearer 0123456789abcdef-e2e";
 
-/// Read SSE events until one says `leader` (non-initial), or fail at the deadline.
+/// Read SSE events until one says `leader` (non-initial): at most 200 events and
+/// 20 seconds in all (each read has its own deadline too).
 async fn until_leader(sse: &mut Sse, want: NodeId) {
-    loop {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    for _ in 0..200 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no event with leader {want} in time"
+        );
         let e = sse.next().await.expect("stream open");
         let j = e.json();
         if j["initial"] == false && j["leader"] == want {
             return;
         }
     }
+    panic!("200 events without leader {want}");
 }
 
 // The runtime's future is not `Send` (it owns the node): run it on a LocalSet.
