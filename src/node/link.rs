@@ -130,6 +130,16 @@ impl Link {
         &self.cfg
     }
 
+    /// Wrap an unreliable (liveness) `msg` as one datagram for every other member at
+    /// once (a multicast send): no sequence, no ack, one datagram counted.
+    pub fn send_to_all(&mut self, group: AlgorithmKind, msg: Message) -> Option<Datagram> {
+        if msg.kind().is_reliable() {
+            return None;
+        }
+        self.stats.datagrams_sent += 1;
+        Some(self.datagram(0, 0, Some(group), Some(msg)))
+    }
+
     /// Wrap `msg` for `to`; reliable types get a sequence number and a retransmission.
     pub fn send(&mut self, now: Time, to: NodeId, group: AlgorithmKind, msg: Message) -> Datagram {
         self.stats.datagrams_sent += 1;
