@@ -116,7 +116,7 @@ pub fn join_multicast(
             r.set_reuse_address(true)?;
             r.set_reuse_port(true)?;
             let _ = r.set_recv_buffer_size(SOCKET_BUFFER);
-            r.bind(&SocketAddr::from(group).into())?;
+            r.bind(&group.into())?;
             r.join_multicast_v4(g.ip(), &iface)?;
             r.set_nonblocking(true)?;
             tokio::net::UdpSocket::from_std(r.into()).map(Some)
@@ -138,7 +138,7 @@ pub fn join_multicast(
             r.set_reuse_port(true)?;
             r.set_only_v6(true)?;
             let _ = r.set_recv_buffer_size(SOCKET_BUFFER);
-            r.bind(&SocketAddr::from(group).into())?;
+            r.bind(&group.into())?;
             r.join_multicast_v6(g.ip(), ifindex)?;
             r.set_nonblocking(true)?;
             tokio::net::UdpSocket::from_std(r.into()).map(Some)
