@@ -17,7 +17,8 @@
 //! [transport]
 //! retransmit = "5ms"                  # first retransmission; doubles, capped at 8x
 //! max_attempts = 4                    # sends before a peer is declared unreachable
-//! # multicast = "239.255.70.1:7946"   # parsed and validated; not used for sending yet
+//! # multicast = "239.255.70.1:7946"   # heartbeats as one datagram to this group
+//! resolve_every = "30s"               # re-resolve DNS names of peers (and when unreachable)
 //!
 //! [security]
 //! key_file = "electd.key"             # from `electd keygen`; relative to this file
@@ -36,7 +37,7 @@
 //!
 //! [[peer]]
 //! id = 1
-//! addr = "10.0.0.1:7946"              # UDP address of the node (it binds it…)
+//! addr = "10.0.0.1:7946"              # UDP address (or "host:port") of the node (it binds it…)
 //! http = "10.0.0.1:8080"              # HTTP API (/metrics, /status, …)
 //! # listen = "0.0.0.0:7946"           # …unless listen overrides the bind address
 //! ```
