@@ -18,7 +18,8 @@
 #     then heal: converged. 30% loss (nft `numgen random mod 100 < 30 drop` on every
 #     node's election port): kill the leader, survivors converge under loss.
 #  4. Multicast off, then on (restart with ELECTD_TRANSPORT_MULTICAST): datagrams sent by
-#     the leader grow slower than its coordinator+heartbeat messages only with multicast.
+#     the leader grow slower than its coordinator+heartbeat messages only with multicast;
+#     a SIGKILL failover with multicast on. Scenarios 5 and 6 also run with multicast.
 #  5. Split 3+2: raft keeps a leader on the majority side only, bully elects one on each
 #     side (both views printed); heal: one leader again.
 #  6. DNS: node 5 comes back with a new IP (a recreated pod): the others re-resolve its
@@ -238,12 +239,31 @@ log "4. restart every node with transport.multicast = $GROUP"
 stop_all
 for i in $(seq $N); do start_node "$i" ELECTD_TRANSPORT_MULTICAST=$GROUP; done
 agreed_all 5 15
-grep -q "heartbeats go by multicast" "$WORK/n1.log" || { echo "multicast not enabled" >&2; exit 1; }
+grep -q "broadcasts go by multicast" "$WORK/n1.log" || { echo "multicast not enabled" >&2; exit 1; }
 read -r dg_m msg_m < <(sample 5)
 echo "multicast: +$dg_m datagrams, +$msg_m coordinator/heartbeat messages in 3 s"
 [ "$msg_m" -gt 0 ] && [ "$dg_m" -lt "$msg_m" ] \
     || { echo "with multicast, datagrams must grow slower than messages" >&2; exit 1; }
 python3 -c "print(f'datagrams per coordinator/heartbeat message: unicast {$dg_u/$msg_u:.2f}, multicast {$dg_m/$msg_m:.2f}')"
+log "4. SIGKILL the leader with multicast on (COORDINATOR by multicast, acked by unicast)"
+kill9 5
+wait_leader "$BOUND" bully 4 1 2 3 4
+wait_leader "$BOUND" ring 4 1 2 3 4
+wait_leader "$BOUND" raft same:1,2,3,4 1 2 3 4
+start_node 5 ELECTD_TRANSPORT_MULTICAST=$GROUP
+agreed_all 5 "$BOUND"
+log "4. 30% loss with multicast on: SIGKILL the leader, converge (lost group datagrams are retransmitted by unicast)"
+for i in $(seq $N); do
+    nft_ns "$i" add rule inet electd_test input udp dport 7946 numgen random mod 100 '<' 30 counter drop
+done
+kill9 5
+wait_leader "$LOSS_BOUND" bully 4 1 2 3 4
+wait_leader "$LOSS_BOUND" raft same:1,2,3,4 1 2 3 4
+start_node 5 ELECTD_TRANSPORT_MULTICAST=$GROUP
+agreed_all 5 "$LOSS_BOUND"
+retx=$($POLL metrics 5 >/dev/null; ip netns exec "$(ns 5)" curl -s "http://$(ip_of 5):9100/metrics" | awk '/^electd_retransmissions_total/ { s += $2 } END { print s + 0 }')
+echo "node 5 retransmissions under loss with multicast: $retx"
+heal
 
 # ---- 5. split 3 + 2 (still multicast)
 log "5. split {1,2,3} | {4,5}"

@@ -17,7 +17,7 @@
 //! [transport]
 //! retransmit = "5ms"                  # first retransmission; doubles, capped at 8x
 //! max_attempts = 4                    # sends before a peer is declared unreachable
-//! # multicast = "239.255.70.1:7946"   # heartbeats as one datagram to this group
+//! # multicast = "239.255.70.1:7946"   # broadcasts as one datagram to this group
 //! resolve_every = "30s"               # re-resolve DNS names of peers (and when unreachable)
 //!
 //! [security]
@@ -208,7 +208,7 @@ pub struct Config {
     pub algorithms: Vec<AlgorithmKind>,
     pub timing: Timing,
     pub link: LinkConfig,
-    /// Multicast group for heartbeats (see `daemon::runtime`), `None` for unicast.
+    /// Multicast group for broadcasts (see `daemon::runtime`), `None` for unicast.
     pub multicast: Option<SocketAddr>,
     /// Period of DNS re-resolution of peer names (`transport.resolve_every`, 30 s).
     pub resolve_every: Duration,

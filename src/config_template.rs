@@ -180,8 +180,8 @@ impl Template {
              retransmit = \"100ms\"         # first retransmission; doubles per attempt, capped at 8x\n\
              max_attempts = 4             # sends before a peer is declared unreachable\n\
              resolve_every = \"30s\"        # re-resolve DNS peer names this often (and when one is unreachable)\n\
-             # Send heartbeats as one datagram to a multicast group that every node joins\n\
-             # (one LAN segment; see deploy/README.md for what goes by multicast):\n\
+             # Send broadcasts (COORDINATOR, heartbeats, ...) as one datagram to a multicast\n\
+             # group that every node joins (one LAN segment; see deploy/README.md):\n\
              {mcast}\n"
         );
         match &self.key {

@@ -2,7 +2,8 @@
 //! - DNS: a peer known only by name (unresolved when the node starts) is looked up in
 //!   the background and reached; a Raft leader in a 2-node cluster needs both votes
 //!   (majority of 2, Ongaro & Ousterhout 2014 §5.2), so a leader proves both directions.
-//! - Multicast: heartbeats leave as one datagram to the group; followers receive them,
+//! - Multicast: broadcasts (COORDINATOR acked per recipient, heartbeats) leave as one
+//!   datagram to the group; followers receive them,
 //!   and the leader's datagram count falls below its logical heartbeat count (with
 //!   unicast every heartbeat message is its own datagram, so datagrams ≥ messages).
 //!   The network-namespace version of this check is scripts/system-netns.sh.
@@ -109,7 +110,7 @@ async fn dns() {
 }
 
 #[tokio::test]
-async fn heartbeats_go_by_multicast_one_datagram_each() {
+async fn broadcasts_go_by_multicast_one_datagram_each() {
     tokio::task::LocalSet::new().run_until(multicast()).await;
 }
 
@@ -186,6 +187,20 @@ async fn multicast() {
     assert!(
         dg < hb,
         "datagrams {dg} should be fewer than heartbeat messages {hb}"
+    );
+    // COORDINATOR went to the group with a broadcast sequence: both followers acked
+    // it by unicast, so the link gave up on nobody.
+    assert!(
+        sample(
+            &text,
+            "electd_messages_sent_total",
+            &["type=\"coordinator\""]
+        ) >= 2.0
+    );
+    assert_eq!(
+        sample(&text, "electd_delivery_failures_total", &[]),
+        0.0,
+        "{text}"
     );
     let _ = stop.send(true);
     for t in tasks {

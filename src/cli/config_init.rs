@@ -50,7 +50,7 @@ pub struct InitArgs {
     /// No authentication (test networks only).
     #[arg(long)]
     pub insecure: bool,
-    /// Multicast group:port for heartbeats (default: commented out, unicast).
+    /// Multicast group:port for broadcasts (default: commented out, unicast).
     #[arg(long)]
     pub multicast: Option<SocketAddr>,
     /// Write here instead of standard output.

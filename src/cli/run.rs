@@ -53,7 +53,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
                 cfg.file.display()
             )
         })?;
-        tracing::info!(%group, "heartbeats go by multicast");
+        tracing::info!(%group, "broadcasts go by multicast");
         net.multicast = Some((group, rx));
     }
     let listener = tokio::net::TcpListener::bind(me.http)

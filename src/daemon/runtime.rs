@@ -20,11 +20,12 @@
 //! - Shutdown: every group this node leads sends RESIGN to the others (so they elect
 //!   at once instead of waiting `failure_timeout`); the runtime then waits until the
 //!   resignations are acknowledged or the link gives up on them, and returns.
-//! - Multicast ([`NetOptions::multicast`], config `transport.multicast`): unreliable
-//!   broadcasts (heartbeats of every group) leave as one datagram to the group
-//!   (`electd_datagrams_sent_total` +1, `electd_messages_sent_total` + N−1); reliable
-//!   messages stay unicast (per-peer acks). Datagrams from the group are handled like
-//!   unicast ones; this node's own (multicast loop) are dropped uncounted.
+//! - Multicast ([`NetOptions::multicast`], config `transport.multicast`): every
+//!   broadcast (heartbeats, COORDINATOR, RESIGN, RequestVote, …) leaves as one datagram
+//!   to the group (`electd_datagrams_sent_total` +1, `electd_messages_sent_total` + N−1);
+//!   reliable ones are acked by each recipient and retransmitted by unicast to those
+//!   that did not ack (`node::link`). Datagrams from the group are handled like unicast
+//!   ones; this node's own (multicast loop) are dropped uncounted.
 //! - DNS ([`NetOptions::names`]): roster entries given by name are looked up in the
 //!   background, never blocking the task: at start, every `resolve_every` (names that
 //!   did not resolve are retried every second), and at once when the link declares
@@ -645,11 +646,17 @@ impl Driver {
 
     async fn send_resignations<T: Transport>(&mut self, socket: &T) {
         self.node.discard_events();
-        let _ = self.node.drain_multicasts().count();
+        let resign = |d: &Datagram| matches!(d.body, Some(Message::Resign { .. }));
+        let group_out: Vec<Datagram> = self.node.drain_multicasts().filter(resign).collect();
+        if let Some(group) = self.multicast {
+            for dg in &group_out {
+                self.send_bytes(socket, dg, group, 0).await;
+            }
+        }
         let out: Vec<(NodeId, Datagram)> = self
             .node
             .drain_transmits()
-            .filter(|(_, d)| matches!(d.body, Some(Message::Resign { .. })))
+            .filter(|(_, d)| resign(d))
             .collect();
         for (to, dg) in &out {
             self.transmit(socket, *to, dg).await;

@@ -2,6 +2,15 @@
 //! retransmission with exponential backoff, and a *peer unreachable* verdict after the
 //! last attempt. Liveness traffic (heartbeats) bypasses it: fire-and-forget.
 //!
+//! Broadcast sequences (multicast): a reliable message sent once to a multicast group
+//! carries a sequence from the sender-wide broadcast space, marked by the top bit
+//! ([`BROADCAST_SEQ`]), instead of a per-peer one. Every recipient acks it by unicast
+//! like any reliable datagram and deduplicates it in a separate per-sender window; the
+//! sender keeps one pending entry per recipient, so a recipient that does not ack gets
+//! the same datagram again by unicast with the usual backoff, and after the last
+//! attempt the usual *peer unreachable* verdict. Acks, retransmissions and verdicts are
+//! thus per peer whether the first copy went by unicast or by multicast.
+//!
 //! A peer's datagrams carry its incarnation (boot id). A higher incarnation means the
 //! peer restarted: its receive state is reset so its new sequence space is accepted;
 //! a lower one is a leftover of a previous life and is dropped.
@@ -79,15 +88,23 @@ struct PeerIn {
 
 const MAX_OUT_OF_ORDER: usize = 4096;
 
+/// The top bit of a sequence number marks the sender-wide broadcast space (see the
+/// module documentation); per-peer sequences never reach it.
+pub const BROADCAST_SEQ: u64 = 1 << 63;
+
 #[derive(Debug)]
 pub struct Link {
     me: NodeId,
     incarnation: u64,
     cfg: LinkConfig,
     next_seq: FxHashMap<NodeId, u64>,
+    /// Last broadcast sequence used (without the [`BROADCAST_SEQ`] bit).
+    next_broadcast: u64,
     unacked: FxHashMap<(NodeId, u64), Pending>,
     retx: BinaryHeap<Reverse<(Time, NodeId, u64)>>,
     inbound: FxHashMap<NodeId, PeerIn>,
+    /// Per sender, the broadcast sequences delivered (incarnation kept in `inbound`).
+    inbound_broadcast: FxHashMap<NodeId, PeerIn>,
     given_up: FxHashSet<NodeId>,
     pub stats: LinkStats,
 }
@@ -118,9 +135,11 @@ impl Link {
             incarnation,
             cfg,
             next_seq: FxHashMap::default(),
+            next_broadcast: 0,
             unacked: FxHashMap::default(),
             retx: BinaryHeap::new(),
             inbound: FxHashMap::default(),
+            inbound_broadcast: FxHashMap::default(),
             given_up: FxHashSet::default(),
             stats: LinkStats::default(),
         }
@@ -130,14 +149,36 @@ impl Link {
         &self.cfg
     }
 
-    /// Wrap an unreliable (liveness) `msg` as one datagram for every other member at
-    /// once (a multicast send): no sequence, no ack, one datagram counted.
-    pub fn send_to_all(&mut self, group: AlgorithmKind, msg: Message) -> Option<Datagram> {
-        if msg.kind().is_reliable() {
-            return None;
-        }
+    /// Wrap `msg` as one datagram for all of `to` at once (a multicast send; one
+    /// datagram counted). Liveness types go without sequence; reliable ones get the
+    /// next broadcast sequence and one pending entry (ack, retransmission by unicast,
+    /// verdict) per recipient.
+    pub fn send_to_all(
+        &mut self,
+        now: Time,
+        to: &[NodeId],
+        group: AlgorithmKind,
+        msg: Message,
+    ) -> Datagram {
         self.stats.datagrams_sent += 1;
-        Some(self.datagram(0, 0, Some(group), Some(msg)))
+        if !msg.kind().is_reliable() {
+            return self.datagram(0, 0, Some(group), Some(msg));
+        }
+        self.next_broadcast += 1;
+        let seq = BROADCAST_SEQ | self.next_broadcast;
+        for &peer in to {
+            self.unacked.insert(
+                (peer, seq),
+                Pending {
+                    group,
+                    msg: msg.clone(),
+                    attempts: 1,
+                },
+            );
+            self.retx
+                .push(Reverse((now + self.cfg.backoff(1), peer, seq)));
+        }
+        self.datagram(seq, 0, Some(group), Some(msg))
     }
 
     /// Wrap `msg` for `to`; reliable types get a sequence number and a retransmission.
@@ -194,6 +235,7 @@ impl Link {
                 incarnation: d.incarnation,
                 ..PeerIn::default()
             };
+            self.inbound_broadcast.remove(&d.from);
         }
         if d.ack != 0 {
             self.unacked.remove(&(d.from, d.ack));
@@ -209,7 +251,13 @@ impl Link {
         }
         self.stats.acks_sent += 1;
         self.stats.datagrams_sent += 1;
-        let seen = d.seq <= peer.floor || !peer.above.insert(d.seq);
+        let (peer, seq) = if d.seq & BROADCAST_SEQ != 0 {
+            let window = self.inbound_broadcast.entry(d.from).or_default();
+            (window, d.seq & !BROADCAST_SEQ)
+        } else {
+            (self.inbound.entry(d.from).or_default(), d.seq)
+        };
+        let seen = seq <= peer.floor || !peer.above.insert(seq);
         if seen {
             self.stats.duplicates_dropped += 1;
             return (Inbound::Duplicate, ack, revived);

@@ -397,11 +397,12 @@ impl Node {
         n
     }
 
-    /// Send unreliable broadcasts (heartbeats) as one datagram addressed to every other
-    /// member, drained by [`Node::drain_multicasts`], instead of one per member. Logical
-    /// message counts stay per recipient (a heartbeat to 4 peers counts 4 messages) and
-    /// the link counts 1 datagram. Reliable broadcasts keep going by unicast: their
-    /// acks and retransmissions are per peer and per sequence (see `deploy/README.md`).
+    /// Send broadcasts (heartbeats, COORDINATOR, RESIGN, RequestVote, …: every
+    /// `Effect::Broadcast`) as one datagram addressed to every other member, drained by
+    /// [`Node::drain_multicasts`], instead of one per member. Logical message counts stay
+    /// per recipient (a COORDINATOR to 4 peers counts 4 messages) and the link counts 1
+    /// datagram. Reliable ones carry a broadcast sequence: acked by each recipient,
+    /// retransmitted by unicast to those that did not ack (see [`link`]).
     pub fn set_multicast(&mut self, on: bool) {
         self.multicast = on;
     }
@@ -516,16 +517,20 @@ impl Node {
     }
 
     fn broadcast(&mut self, g: usize, now: Time, msg: Message) {
-        if self.multicast && !msg.kind().is_reliable() {
-            let others = self.ring.iter().filter(|&&p| p != self.id).count() as u64;
-            if others == 0 {
+        if self.multicast {
+            let others: Vec<NodeId> = self
+                .ring
+                .iter()
+                .copied()
+                .filter(|&p| p != self.id)
+                .collect();
+            if others.is_empty() {
                 return;
             }
             let grp = &mut self.groups[g];
-            grp.stats.sent[msg.kind() as usize] += others;
-            if let Some(d) = self.link.send_to_all(grp.kind, msg) {
-                self.multicasts.push(d);
-            }
+            grp.stats.sent[msg.kind() as usize] += others.len() as u64;
+            let d = self.link.send_to_all(now, &others, grp.kind, msg);
+            self.multicasts.push(d);
             return;
         }
         for i in 0..self.ring.len() {
