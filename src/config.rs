@@ -34,6 +34,8 @@
 //! [raft]
 //! pre_vote = true
 //! check_quorum = true
+//! # state_file = "/var/lib/electd/raft-{node}.state"  # term and vote survive restarts;
+//! #                                   # {node} is replaced by this node's id
 //!
 //! [[peer]]
 //! id = 1
@@ -143,6 +145,7 @@ struct RawAdmin {
 struct RawRaft {
     pre_vote: Option<bool>,
     check_quorum: Option<bool>,
+    state_file: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -217,6 +220,8 @@ pub struct Config {
     /// Bearer token of the admin routes (trimmed content of `admin.token_file`).
     pub admin_token: Option<String>,
     pub options: Options,
+    /// Where Raft's term and vote are kept across restarts (`{node}` substituted).
+    pub raft_state_file: Option<PathBuf>,
     /// The roster in file order (which is also the logical ring order).
     pub peers: Vec<Peer>,
 }
@@ -294,7 +299,7 @@ const SECTIONS: [(&str, &[&str]); 6] = [
     ("security", &["key_file", "insecure"]),
     ("hooks", &["on_leader_change", "hook_timeout"]),
     ("admin", &["token_file"]),
-    ("raft", &["pre_vote", "check_quorum"]),
+    ("raft", &["pre_vote", "check_quorum", "state_file"]),
 ];
 const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
 const NOT_CONFIG: [&str; 2] = ["ELECTD_LOG", "ELECTD_CONFIG"];
@@ -760,6 +765,10 @@ impl Validator<'_> {
                 Some(token)
             }
         };
+        let raft_state_file = match raw.raft.state_file.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(p) => Some(self.path(Path::new(&p.replace("{node}", &node_id.to_string())))),
+        };
         let od = Options::default();
         let options = Options {
             pre_vote: raw.raft.pre_vote.unwrap_or(od.pre_vote),
@@ -778,6 +787,7 @@ impl Validator<'_> {
             hooks,
             admin_token,
             options,
+            raft_state_file,
             peers,
         })
     }

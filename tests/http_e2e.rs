@@ -70,6 +70,7 @@ async fn scenario() {
             keys: None,
             incarnation: runtime::incarnation_now(),
             start: Start::Electing,
+            state_file: None,
         };
         let mut until = stopped.clone();
         runtimes.push(tokio::task::spawn_local(runtime::run(

@@ -40,6 +40,7 @@ fn cfg(id: NodeId, peers: Vec<(NodeId, SocketAddr)>, algo: AlgorithmKind) -> Run
         keys: None,
         incarnation: runtime::incarnation_now(),
         start: Start::Electing,
+        state_file: None,
     }
 }
 

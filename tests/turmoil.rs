@@ -96,6 +96,7 @@ fn cluster(seed: u64) -> Cluster<'static> {
             keys: Some(keys.clone()),
             incarnation: 0,
             start: Start::Electing,
+            state_file: None,
         };
         let registry = nodes.clone();
         sim.host(name(id), move || {

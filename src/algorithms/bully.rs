@@ -33,6 +33,7 @@
 //!   the others wait for its COORDINATOR under a watchdog.
 
 use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithms::bully_common::{self as common, Claim, Leadership};
 use crate::algorithms::tags::Joined;
 use crate::message::{ElectionTag, Message};
 use crate::NodeId;
@@ -53,8 +54,7 @@ pub struct Bully {
     cfg: GroupConfig,
     higher: Vec<NodeId>,
     state: State,
-    leader: Option<NodeId>,
-    epoch: u64,
+    lead: Leadership,
     /// The cascade this node is currently part of.
     tag: ElectionTag,
     joined: Joined,
@@ -67,8 +67,7 @@ impl Bully {
             joined: Joined::new(cfg.incarnation),
             cfg,
             state: State::Follower,
-            leader: None,
-            epoch: 0,
+            lead: Leadership::default(),
             tag: ElectionTag::default(),
         }
     }
@@ -83,82 +82,34 @@ impl Bully {
 
     /// Call an election as part of cascade `tag` (a fresh one if `None`).
     fn elect(&mut self, tag: Option<ElectionTag>, out: &mut Out) {
-        self.tag = match tag {
-            Some(t) => t,
-            None => self.joined.fresh(self.me()),
-        };
+        self.tag = tag.unwrap_or_else(|| self.joined.fresh(self.cfg.me));
         out.election_started();
-        out.cancel_timer(Timer::Retry);
-        out.cancel_timer(Timer::Coordinator);
+        common::cancel_election_timers(out);
         if self.higher.is_empty() {
-            self.win(out);
+            self.state = State::Leader;
+            self.lead.announce(self.me(), self.tag, out);
             return;
         }
         self.state = State::Electing;
-        for &h in &self.higher {
-            out.send(
-                h,
-                Message::Election {
-                    tag: self.tag,
-                    epoch: self.epoch,
-                },
-            );
-        }
-        out.set_timer_exact(Timer::Answer, self.cfg.timing.answer_timeout);
-    }
-
-    fn win(&mut self, out: &mut Out) {
-        self.state = State::Leader;
-        self.epoch += 1;
-        self.leader = Some(self.me());
-        out.cancel_timer(Timer::Answer);
-        out.cancel_timer(Timer::Coordinator);
-        out.cancel_timer(Timer::Retry);
-        out.broadcast(Message::Coordinator {
-            leader: self.me(),
-            epoch: self.epoch,
-            tag: self.tag,
-        });
-        out.leader_changed(self.leader, self.epoch);
-    }
-
-    fn follow(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
-        self.state = State::Follower;
-        self.epoch = self.epoch.max(epoch);
-        self.leader = Some(leader);
-        out.cancel_timer(Timer::Answer);
-        out.cancel_timer(Timer::Coordinator);
-        out.cancel_timer(Timer::Retry);
-        out.leader_changed(self.leader, self.epoch);
-    }
-
-    fn drop_leader(&mut self, out: &mut Out) {
-        if self.leader.take().is_some() {
-            if self.state == State::Leader {
-                self.state = State::Follower;
-            }
-            out.leader_changed(None, self.epoch);
-        }
+        common::send_elections(
+            &self.higher,
+            self.tag,
+            self.lead.epoch,
+            &self.cfg.timing,
+            out,
+        );
     }
 
     /// Someone claims leadership with `epoch` (COORDINATOR or a foreign heartbeat).
     fn on_claim(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
-        if leader < self.me() {
-            // A lower node leads while this one is alive: bully it.
-            self.epoch = self.epoch.max(epoch);
-            if !self.electing() {
-                self.elect(None, out);
+        let settled = self.state == State::Follower;
+        match self.lead.claim(self.me(), leader, epoch, settled) {
+            Claim::Bully if !self.electing() => self.elect(None, out),
+            Claim::Follow => {
+                self.state = State::Follower;
+                self.lead.follow(leader, epoch, out);
             }
-            return;
-        }
-        let stale = epoch < self.epoch && self.leader.is_some() && self.leader != Some(leader);
-        if stale {
-            return;
-        }
-        if self.leader != Some(leader) || self.electing() || self.state == State::Leader {
-            self.follow(leader, epoch, out);
-        } else {
-            self.epoch = self.epoch.max(epoch);
+            Claim::Bully | Claim::Stale | Claim::Keep => {}
         }
     }
 }
@@ -170,19 +121,18 @@ impl Algorithm for Bully {
 
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.state = State::Follower;
-        self.leader = None;
+        self.lead.leader = None;
         if call_election {
             self.elect(None, out);
         } else {
-            let t = self.cfg.timing.failure_timeout;
-            out.set_timer(Timer::Retry, t, t * 2);
+            common::arm_watchdog(&self.cfg.timing, out);
         }
     }
 
     fn on_message(&mut self, from: NodeId, msg: Message, out: &mut Out) {
         match msg {
             Message::Election { tag, epoch } if from < self.me() => {
-                self.epoch = self.epoch.max(epoch);
+                self.lead.observe(epoch);
                 out.send(
                     from,
                     Message::Ok {
@@ -210,10 +160,13 @@ impl Algorithm for Bully {
     fn on_timer(&mut self, timer: Timer, out: &mut Out) {
         match (timer, self.state) {
             // Nobody higher answered within T: this node is the highest alive.
-            (Timer::Answer, State::Electing) => self.win(out),
+            (Timer::Answer, State::Electing) => {
+                self.state = State::Leader;
+                self.lead.announce(self.me(), self.tag, out);
+            }
             // A higher node answered but never announced: it died; start over.
             (Timer::Coordinator, State::AwaitingCoordinator) => self.elect(None, out),
-            (Timer::Retry, State::Follower) if self.leader.is_none() => self.elect(None, out),
+            (Timer::Retry, State::Follower) if self.lead.leader.is_none() => self.elect(None, out),
             _ => {}
         }
     }
@@ -223,29 +176,24 @@ impl Algorithm for Bully {
     }
 
     fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
-        let old = self.leader;
-        self.drop_leader(out);
+        let old = self.lead.lose(out);
+        if self.state == State::Leader {
+            self.state = State::Follower;
+        }
         if self.electing() {
             return;
         }
-        let successor = match (why, old) {
-            // Only the highest id below the resigning leader calls at once.
-            (LeaderLoss::Resigned, Some(old)) => self.higher.iter().all(|&h| h >= old),
-            _ => true,
-        };
-        if successor {
+        if common::calls_at_once(why, old, &self.higher) {
             self.elect(None, out);
         } else {
-            let t = self.cfg.timing.answer_timeout + self.cfg.timing.coordinator_timeout;
-            out.set_timer(Timer::Retry, t, t * 2);
+            common::arm_successor_watchdog(&self.cfg.timing, out);
         }
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        if self.electing() {
-            return;
+        if !self.electing() {
+            self.on_claim(from, epoch, out);
         }
-        self.on_claim(from, epoch, out);
     }
 
     fn call_election(&mut self, out: &mut Out) {
@@ -255,16 +203,16 @@ impl Algorithm for Bully {
     }
 
     fn leader(&self) -> Option<NodeId> {
-        self.leader
+        self.lead.leader
     }
 
     fn term(&self) -> u64 {
-        self.epoch
+        self.lead.epoch
     }
 
     fn state(&self) -> &'static str {
         match self.state {
-            State::Follower if self.leader.is_some() => "follower",
+            State::Follower if self.lead.leader.is_some() => "follower",
             State::Follower => "no-leader",
             State::Electing => "electing",
             State::AwaitingCoordinator => "awaiting-coordinator",

@@ -23,6 +23,7 @@
 //! T for it: failover costs about 2·T after detection, by design.
 
 use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithms::bully_common::{self as common, Claim, Leadership};
 use crate::algorithms::tags::Joined;
 use crate::message::{ElectionTag, Message};
 use crate::NodeId;
@@ -45,8 +46,7 @@ pub struct ImprovedBully {
     cfg: GroupConfig,
     higher: Vec<NodeId>,
     state: State,
-    leader: Option<NodeId>,
-    epoch: u64,
+    lead: Leadership,
     tag: ElectionTag,
     responders: BTreeSet<NodeId>,
     joined: Joined,
@@ -59,8 +59,7 @@ impl ImprovedBully {
             joined: Joined::new(cfg.incarnation),
             cfg,
             state: State::Follower,
-            leader: None,
-            epoch: 0,
+            lead: Leadership::default(),
             tag: ElectionTag::default(),
             responders: BTreeSet::new(),
         }
@@ -70,6 +69,7 @@ impl ImprovedBully {
         self.cfg.me
     }
 
+    /// Flag raised: an election runs (this node's or someone else's).
     fn electing(&self) -> bool {
         matches!(
             self.state,
@@ -77,31 +77,29 @@ impl ImprovedBully {
         )
     }
 
+    /// This node itself drives an election (initiating, cross-checking or handing over).
+    fn driving(&self) -> bool {
+        matches!(self.state, State::Electing | State::Handing)
+    }
+
     /// Send ELECTION to every higher id (initiating, or cross-checking for `tag`).
     fn elect(&mut self, tag: Option<ElectionTag>, out: &mut Out) {
-        self.tag = match tag {
-            Some(t) => t,
-            None => self.joined.fresh(self.me()),
-        };
+        self.tag = tag.unwrap_or_else(|| self.joined.fresh(self.cfg.me));
         out.election_started();
-        out.cancel_timer(Timer::Retry);
-        out.cancel_timer(Timer::Coordinator);
+        common::cancel_election_timers(out);
         self.responders.clear();
         if self.higher.is_empty() {
             self.win(out);
             return;
         }
         self.state = State::Electing;
-        for &h in &self.higher {
-            out.send(
-                h,
-                Message::Election {
-                    tag: self.tag,
-                    epoch: self.epoch,
-                },
-            );
-        }
-        out.set_timer_exact(Timer::Answer, self.cfg.timing.answer_timeout);
+        common::send_elections(
+            &self.higher,
+            self.tag,
+            self.lead.epoch,
+            &self.cfg.timing,
+            out,
+        );
     }
 
     /// Every higher id answered, or T passed.
@@ -115,7 +113,7 @@ impl ImprovedBully {
                     highest,
                     Message::YouAreCoordinator {
                         tag: self.tag,
-                        epoch: self.epoch,
+                        epoch: self.lead.epoch,
                     },
                 );
                 out.set_timer_exact(Timer::Coordinator, self.cfg.timing.coordinator_timeout);
@@ -125,45 +123,18 @@ impl ImprovedBully {
 
     fn win(&mut self, out: &mut Out) {
         self.state = State::Leader;
-        self.epoch += 1;
-        self.leader = Some(self.me());
-        out.cancel_timer(Timer::Answer);
-        out.cancel_timer(Timer::Coordinator);
-        out.cancel_timer(Timer::Retry);
-        out.broadcast(Message::Coordinator {
-            leader: self.me(),
-            epoch: self.epoch,
-            tag: self.tag,
-        });
-        out.leader_changed(self.leader, self.epoch);
-    }
-
-    fn follow(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
-        self.state = State::Follower;
-        self.epoch = self.epoch.max(epoch);
-        self.leader = Some(leader);
-        out.cancel_timer(Timer::Answer);
-        out.cancel_timer(Timer::Coordinator);
-        out.cancel_timer(Timer::Retry);
-        out.leader_changed(self.leader, self.epoch);
+        self.lead.announce(self.me(), self.tag, out);
     }
 
     fn on_claim(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
-        if leader < self.me() {
-            self.epoch = self.epoch.max(epoch);
-            if !matches!(self.state, State::Electing | State::Handing) {
-                self.elect(None, out);
+        let settled = self.state == State::Follower;
+        match self.lead.claim(self.me(), leader, epoch, settled) {
+            Claim::Bully if !self.driving() => self.elect(None, out),
+            Claim::Follow => {
+                self.state = State::Follower;
+                self.lead.follow(leader, epoch, out);
             }
-            return;
-        }
-        let stale = epoch < self.epoch && self.leader.is_some() && self.leader != Some(leader);
-        if stale {
-            return;
-        }
-        if self.leader != Some(leader) || self.electing() || self.state == State::Leader {
-            self.follow(leader, epoch, out);
-        } else {
-            self.epoch = self.epoch.max(epoch);
+            Claim::Bully | Claim::Stale | Claim::Keep => {}
         }
     }
 }
@@ -175,19 +146,18 @@ impl Algorithm for ImprovedBully {
 
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.state = State::Follower;
-        self.leader = None;
+        self.lead.leader = None;
         if call_election {
             self.elect(None, out);
         } else {
-            let t = self.cfg.timing.failure_timeout;
-            out.set_timer(Timer::Retry, t, t * 2);
+            common::arm_watchdog(&self.cfg.timing, out);
         }
     }
 
     fn on_message(&mut self, from: NodeId, msg: Message, out: &mut Out) {
         match msg {
             Message::Election { tag, epoch } if from < self.me() => {
-                self.epoch = self.epoch.max(epoch);
+                self.lead.observe(epoch);
                 self.joined.join(tag);
                 out.send(
                     from,
@@ -203,26 +173,22 @@ impl Algorithm for ImprovedBully {
                     out.set_timer_exact(Timer::Coordinator, self.cfg.timing.coordinator_timeout);
                 }
             }
-            Message::Ok { responder, tag }
+            // The responder's id is taken from the authenticated sender, not the body.
+            Message::Ok { tag, .. }
                 if from > self.me() && self.state == State::Electing && tag == self.tag =>
             {
-                // The responder's id is taken from the authenticated sender, not the body.
-                let _ = responder;
                 self.responders.insert(from);
                 if self.responders.len() == self.higher.len() {
                     self.conclude(out);
                 }
             }
             Message::YouAreCoordinator { tag, epoch } if from < self.me() => {
-                self.epoch = self.epoch.max(epoch);
-                match self.state {
-                    // Already cross-checking this election: the announcement will come.
-                    State::Electing if self.tag == tag => {}
-                    // Otherwise cross-check (a leader re-announces, un-flagging everyone).
-                    _ => {
-                        self.joined.join(tag);
-                        self.elect(Some(tag), out);
-                    }
+                self.lead.observe(epoch);
+                // Already cross-checking this election: the announcement will come.
+                // Otherwise cross-check (a leader re-announces, un-flagging everyone).
+                if !(self.state == State::Electing && self.tag == tag) {
+                    self.joined.join(tag);
+                    self.elect(Some(tag), out);
                 }
             }
             Message::Coordinator { leader, epoch, tag } if leader == from => {
@@ -237,7 +203,7 @@ impl Algorithm for ImprovedBully {
         match (timer, self.state) {
             (Timer::Answer, State::Electing) => self.conclude(out),
             (Timer::Coordinator, State::Handing | State::Flagged) => self.elect(None, out),
-            (Timer::Retry, State::Follower) if self.leader.is_none() => self.elect(None, out),
+            (Timer::Retry, State::Follower) if self.lead.leader.is_none() => self.elect(None, out),
             _ => {}
         }
     }
@@ -245,53 +211,44 @@ impl Algorithm for ImprovedBully {
     fn on_peer_unreachable(&mut self, _peer: NodeId, _msg: Message, _out: &mut Out) {}
 
     fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
-        let old = self.leader.take();
-        if old.is_some() {
-            if self.state == State::Leader {
-                self.state = State::Follower;
-            }
-            out.leader_changed(None, self.epoch);
+        let old = self.lead.lose(out);
+        if self.state == State::Leader {
+            self.state = State::Follower;
         }
         // One election at a time: a raised flag means one is already running.
         if self.electing() {
             return;
         }
-        let successor = match (why, old) {
-            (LeaderLoss::Resigned, Some(old)) => self.higher.iter().all(|&h| h >= old),
-            _ => true,
-        };
-        if successor {
+        if common::calls_at_once(why, old, &self.higher) {
             self.elect(None, out);
         } else {
-            let t = self.cfg.timing.answer_timeout + self.cfg.timing.coordinator_timeout;
-            out.set_timer(Timer::Retry, t, t * 2);
+            common::arm_successor_watchdog(&self.cfg.timing, out);
         }
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        if matches!(self.state, State::Electing | State::Handing) {
-            return;
+        if !self.driving() {
+            self.on_claim(from, epoch, out);
         }
-        self.on_claim(from, epoch, out);
     }
 
     fn call_election(&mut self, out: &mut Out) {
-        if !matches!(self.state, State::Electing | State::Handing) {
+        if !self.driving() {
             self.elect(None, out);
         }
     }
 
     fn leader(&self) -> Option<NodeId> {
-        self.leader
+        self.lead.leader
     }
 
     fn term(&self) -> u64 {
-        self.epoch
+        self.lead.epoch
     }
 
     fn state(&self) -> &'static str {
         match self.state {
-            State::Follower if self.leader.is_some() => "follower",
+            State::Follower if self.lead.leader.is_some() => "follower",
             State::Follower => "no-leader",
             State::Electing => "electing",
             State::Handing => "handing-over",

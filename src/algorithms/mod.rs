@@ -1,6 +1,7 @@
 //! The election algorithms, one file each, all behind [`crate::algorithm::Algorithm`].
 
 pub mod bully;
+mod bully_common;
 pub mod hs;
 pub mod improved_bully;
 pub mod lcr;

@@ -48,7 +48,7 @@
 
 use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::ring_core::{
-    arm_restart, arm_watchdog, election_bound, on_foreign, Foreign, Hop, Leadership, RingView,
+    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
 };
 use crate::message::Message;
 use crate::NodeId;
@@ -200,6 +200,40 @@ impl Ring {
     }
 }
 
+impl RingMember for Ring {
+    fn me(&self) -> NodeId {
+        self.cfg.me
+    }
+    fn view(&mut self) -> &mut RingView {
+        &mut self.view
+    }
+    fn lead(&mut self) -> &mut Leadership {
+        &mut self.lead
+    }
+    fn leader(&self) -> Option<NodeId> {
+        self.lead.leader
+    }
+    fn bound(&self) -> Duration {
+        self.bound
+    }
+    fn busy(&self) -> bool {
+        self.participant
+    }
+    fn running_is_newer(&self, epoch: u64) -> bool {
+        epoch <= self.lead.epoch
+    }
+    fn elect_above(&mut self, epoch: u64, out: &mut Out) {
+        self.lead.epoch = self.lead.epoch.max(epoch);
+        self.elect(out);
+    }
+    fn stand_down(&mut self, epoch: u64, out: &mut Out) {
+        let _ = epoch;
+        self.participant = false;
+        self.initiated = false;
+        out.cancel_timer(Timer::Retry);
+    }
+}
+
 impl Algorithm for Ring {
     fn kind(&self) -> AlgorithmKind {
         AlgorithmKind::Ring
@@ -259,43 +293,11 @@ impl Algorithm for Ring {
     }
 
     fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
-        // Whether it resigned or fell silent for a whole failure timeout, the old
-        // leader is skipped at once instead of waiting for the link to give up on it.
-        if let Some(old) = self.lead.leader.filter(|&l| l != self.me()) {
-            self.view.suspect(old, self.bound, out);
-        }
-        self.lead.drop_leader(out);
-        if !self.participant {
-            self.elect(out);
-        }
+        ring_core::leader_lost(self, out);
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        if !self.view.contains(from) {
-            return;
-        }
-        self.view.trust(from);
-        if self.participant && epoch <= self.lead.epoch {
-            // The election under way is newer than that claim, but this node
-            // must not go on claiming leadership against a higher node meanwhile.
-            if from > self.me() && self.lead.leader == Some(self.me()) {
-                self.lead.adopt(from, epoch, out);
-            }
-            return;
-        }
-        match on_foreign(self.me(), self.lead.leader, from) {
-            Foreign::Elect => {
-                self.lead.epoch = self.lead.epoch.max(epoch);
-                self.elect(out);
-            }
-            Foreign::Follow => {
-                self.participant = false;
-                self.initiated = false;
-                out.cancel_timer(Timer::Retry);
-                self.lead.adopt(from, epoch, out);
-            }
-            Foreign::Ignore => {}
-        }
+        ring_core::foreign_leader(self, from, epoch, out);
     }
 
     fn call_election(&mut self, out: &mut Out) {
@@ -313,12 +315,7 @@ impl Algorithm for Ring {
     }
 
     fn state(&self) -> &'static str {
-        match self.lead.leader {
-            _ if self.participant => "electing",
-            Some(l) if l == self.me() => "leader",
-            Some(_) => "follower",
-            None => "no-leader",
-        }
+        ring_core::state_name(self.participant, self.lead.leader, self.me())
     }
 
     fn is_electing(&self) -> bool {

@@ -203,3 +203,70 @@ pub fn on_foreign(me: NodeId, leader: Option<NodeId>, from: NodeId) -> Foreign {
         Foreign::Ignore
     }
 }
+
+/// What the handlers shared by the ring family need from an algorithm.
+pub trait RingMember {
+    fn me(&self) -> NodeId;
+    fn view(&mut self) -> &mut RingView;
+    fn lead(&mut self) -> &mut Leadership;
+    fn leader(&self) -> Option<NodeId>;
+    /// Restart bound of one election.
+    fn bound(&self) -> Duration;
+    /// Taking part in an election?
+    fn busy(&self) -> bool;
+    /// Is the election under way newer than a leadership claim made in `epoch`?
+    fn running_is_newer(&self, epoch: u64) -> bool;
+    /// Start an election numbered above `epoch`.
+    fn elect_above(&mut self, epoch: u64, out: &mut Out);
+    /// Leave the election under way: a leader of `epoch` was found.
+    fn stand_down(&mut self, epoch: u64, out: &mut Out);
+}
+
+/// The failure detector lost the leader (silent for a whole failure timeout, or it
+/// resigned): skip it at once instead of waiting for the link to give up on it, and
+/// call an election unless one is under way.
+pub fn leader_lost(a: &mut impl RingMember, out: &mut Out) {
+    let (me, bound) = (a.me(), a.bound());
+    if let Some(old) = a.leader().filter(|&l| l != me) {
+        a.view().suspect(old, bound, out);
+    }
+    a.lead().drop_leader(out);
+    if !a.busy() {
+        a.elect_above(0, out);
+    }
+}
+
+/// A heartbeat from `from`, a leader this node does not follow: [`on_foreign`].
+pub fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &mut Out) {
+    if !a.view().contains(from) {
+        return;
+    }
+    a.view().trust(from);
+    let me = a.me();
+    if a.busy() && a.running_is_newer(epoch) {
+        // The election under way is newer than that claim, but this node must not go
+        // on claiming leadership against a higher node meanwhile.
+        if from > me && a.leader() == Some(me) {
+            a.lead().adopt(from, epoch, out);
+        }
+        return;
+    }
+    match on_foreign(me, a.leader(), from) {
+        Foreign::Elect => a.elect_above(epoch, out),
+        Foreign::Follow => {
+            a.stand_down(epoch, out);
+            a.lead().adopt(from, epoch, out);
+        }
+        Foreign::Ignore => {}
+    }
+}
+
+/// `/status` state name of a ring-family node.
+pub fn state_name(busy: bool, leader: Option<NodeId>, me: NodeId) -> &'static str {
+    match leader {
+        _ if busy => "electing",
+        Some(l) if l == me => "leader",
+        Some(_) => "follower",
+        None => "no-leader",
+    }
+}

@@ -119,6 +119,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
             keys: Some(keys.clone()),
             incarnation: incarnation_now(),
             start: Start::Electing,
+            state_file: None,
         };
         let metrics = Metrics::new(id, &algorithms)?;
         let (shared, control) = Shared::new(id, "demo".into(), algorithms.clone(), metrics, None);

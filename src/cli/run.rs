@@ -26,6 +26,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // Tracing first: loading logs the roster names that do not resolve yet.
     super::init_tracing();
     let cfg = Config::load(&args.config, std::env::vars(), args.node_id)?;
+    if cfg
+        .algorithms
+        .contains(&electd::algorithm::AlgorithmKind::Raft)
+        && cfg.raft_state_file.is_none()
+    {
+        tracing::warn!(
+            "raft runs without [raft] state_file: its term and vote are lost on restart, so a \
+             restarted node may vote twice in one term (set state_file for election safety)"
+        );
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -33,8 +33,9 @@
 //!   without an address is skipped (`electd_send_errors_total{kind="no_address"}`)
 //!   and the link's verdicts work as for a dead peer.
 
-use crate::algorithm::{AlgorithmKind, Options, Timing};
+use crate::algorithm::{AlgorithmKind, Durable, Options, Timing};
 use crate::config::{Config, Security};
+use crate::daemon::durable;
 use crate::daemon::shared::{Control, GroupView, LeaderEvent, Shared};
 use crate::daemon::socket::{send_error_kind, Transport};
 use crate::keyring::Keyring;
@@ -77,6 +78,8 @@ pub struct RuntimeConfig {
     /// Boot id; see [`incarnation_now`].
     pub incarnation: u64,
     pub start: Start,
+    /// Where durable algorithm state (Raft's term and vote) is kept across restarts.
+    pub state_file: Option<std::path::PathBuf>,
 }
 
 impl RuntimeConfig {
@@ -95,6 +98,7 @@ impl RuntimeConfig {
             },
             incarnation,
             start: Start::Electing,
+            state_file: c.raft_state_file.clone(),
         }
     }
 
@@ -162,6 +166,8 @@ const RETRY_UNRESOLVED: Duration = Duration::from_secs(1);
 pub enum RuntimeError {
     #[error("cannot build the node: {0}")]
     Build(#[from] crate::algorithms::BuildError),
+    #[error("cannot read the durable state: {0}")]
+    Durable(#[from] crate::daemon::durable::DurableError),
 }
 
 /// Drive the node over `socket` until `shutdown` completes (see the module
@@ -342,6 +348,8 @@ struct Driver {
     peers: HashMap<NodeId, SocketAddr>,
     node: Node,
     incarnation: u64,
+    /// Durable state as last written to `cfg.state_file`.
+    stored: Vec<(AlgorithmKind, Durable)>,
     origin: Instant,
     origin_unix: f64,
     paused: bool,
@@ -350,7 +358,12 @@ struct Driver {
 impl Driver {
     fn new(cfg: RuntimeConfig, shared: Arc<Shared>) -> Result<Driver, RuntimeError> {
         let ring: Vec<NodeId> = cfg.peers.iter().map(|p| p.0).collect();
-        let node = Node::new(cfg.node_config(cfg.incarnation))?;
+        let mut node = Node::new(cfg.node_config(cfg.incarnation))?;
+        let stored = match &cfg.state_file {
+            Some(path) => durable::load(path)?,
+            None => Vec::new(),
+        };
+        node.restore(&stored);
         let origin_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
@@ -368,6 +381,7 @@ impl Driver {
             resolver: Resolver::default(),
             incarnation: cfg.incarnation,
             node,
+            stored,
             shared,
             origin: Instant::now(),
             origin_unix,
@@ -480,7 +494,9 @@ impl Driver {
                 // A restarted process: a new node, a higher incarnation, an election.
                 let next = incarnation_now().max(self.incarnation + 1);
                 match self.new_node(next) {
-                    Ok(node) => {
+                    Ok(mut node) => {
+                        // Raft's term and vote survive a restart (§5.2, Figure 2).
+                        node.restore(&self.node.durable());
                         self.incarnation = next;
                         self.node = node;
                         self.shared.metrics.rebase();
@@ -499,7 +515,39 @@ impl Driver {
     }
 
     /// Put the node's datagrams on the wire, then publish metrics, status and events.
+    /// Write the durable state if it changed. False if it could not be written: then
+    /// nothing of this step may leave the node (a vote must be on disk before it is
+    /// sent); reliable messages go out later with the link's retransmissions, after the
+    /// next successful write.
+    fn persist(&mut self) -> bool {
+        let Some(path) = &self.cfg.state_file else {
+            return true;
+        };
+        let now = self.node.durable();
+        if now == self.stored {
+            return true;
+        }
+        match durable::store(path, &now) {
+            Ok(()) => {
+                self.stored = now;
+                true
+            }
+            Err(e) => {
+                tracing::error!(
+                    node = self.cfg.id,
+                    "durable state not written, holding back datagrams: {e}"
+                );
+                self.shared.metrics.send_error("state_not_persisted");
+                false
+            }
+        }
+    }
+
     async fn flush<T: Transport>(&mut self, socket: &T) {
+        if !self.persist() {
+            let _ = self.node.drain_transmits().count();
+            let _ = self.node.drain_multicasts().count();
+        }
         let transmits: Vec<(NodeId, Datagram)> = self.node.drain_transmits().collect();
         for (to, dg) in &transmits {
             self.transmit(socket, *to, dg).await;

@@ -105,6 +105,14 @@ impl Cluster {
         Cluster { dir, config, nodes }
     }
 
+    /// Append TOML (e.g. a `[raft]` table) to the config; call before starting nodes.
+    pub fn append_config(&self, toml: &str) {
+        let mut text = std::fs::read_to_string(&self.config).unwrap();
+        text.push('\n');
+        text.push_str(toml);
+        std::fs::write(&self.config, text).unwrap();
+    }
+
     fn node(&mut self, id: NodeId) -> &mut Node {
         self.nodes.iter_mut().find(|n| n.id == id).expect("node id")
     }

@@ -1,0 +1,93 @@
+//! Raft's persistent state on real processes (Ongaro & Ousterhout 2014, Figure 2:
+//! currentTerm and votedFor are written to stable storage before answering). A node
+//! killed with SIGKILL comes back with the term it had, so it cannot vote twice in a
+//! term it already voted in.
+
+mod common;
+
+use common::{Cluster, Timing};
+use electd::algorithm::AlgorithmKind;
+use std::time::{Duration, Instant};
+
+const TIMING: Timing = Timing {
+    heartbeat_ms: 20,
+    failure_ms: 200,
+    answer_ms: 50,
+    coordinator_ms: 150,
+    retransmit_ms: 10,
+    max_attempts: 4,
+};
+
+fn raft_term(c: &Cluster, id: u32) -> Option<u64> {
+    let s = c.status(id)?;
+    s["groups"]
+        .as_array()?
+        .iter()
+        .find(|g| g["algorithm"] == "raft")?["term"]
+        .as_u64()
+}
+
+#[test]
+fn term_and_vote_survive_sigkill() {
+    let mut c = Cluster::new("raft-durable", 3, &[AlgorithmKind::Raft], &TIMING);
+    c.append_config("[raft]\nstate_file = \"raft-{node}.state\"\n");
+    c.start_all();
+    let (leaders, _) = c
+        .wait_agreement(Duration::from_secs(15), |l| l.contains_key("raft"))
+        .unwrap_or_else(|e| panic!("no raft leader: {e}\n{}", c.log(1)));
+    let leader = leaders["raft"];
+    let follower = c
+        .ids()
+        .into_iter()
+        .find(|&i| i != leader)
+        .expect("a follower");
+    let term = raft_term(&c, follower).expect("follower term");
+    assert!(term >= 1);
+
+    let file = c.dir.join(format!("raft-{follower}.state"));
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("state file written"))
+            .expect("state file is JSON");
+    assert_eq!(
+        stored["groups"]["raft"]["term"].as_u64(),
+        Some(term),
+        "{stored}"
+    );
+
+    // Kill everyone and bring the follower back alone: it hears nobody, and pre-vote
+    // keeps a lone node from raising its term, so the term it shows can only come
+    // from its state file.
+    for id in c.ids() {
+        c.kill(id);
+    }
+    c.start(follower);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let restored = loop {
+        if let Some(t) = raft_term(&c, follower) {
+            break t;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "restarted node never answered /status"
+        );
+        std::thread::sleep(Duration::from_millis(5)); // poll interval, not a synchronisation
+    };
+    assert!(
+        restored >= term,
+        "restarted with term {restored}, had {term}"
+    );
+
+    // A corrupt state file is a clear startup error, not a silent reset.
+    c.kill(follower);
+    std::fs::write(&file, "{not json").unwrap();
+    c.start(follower);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !c.log(follower).contains("not a state file of electd") {
+        assert!(
+            Instant::now() < deadline,
+            "no clear error:\n{}",
+            c.log(follower)
+        );
+        std::thread::sleep(Duration::from_millis(5)); // poll interval
+    }
+}
