@@ -216,7 +216,11 @@ impl Template {
              # token_file = \"admin.token\"   # bearer token (16+ characters) for /admin/* routes\n\n\
              [raft]\n\
              pre_vote = true                # a rejoining node does not disrupt a healthy term\n\
-             check_quorum = true            # a leader that loses its majority steps down\n"
+             check_quorum = true            # a leader that loses its majority steps down\n\
+             # Raft's term and vote on disk, so a restarted node never votes twice in a term\n\
+             # (without it electd warns at start). The directory must exist and be writable;\n\
+             # {{node}} becomes the node id, so one file serves every node:\n\
+             # state_file = \"/var/lib/electd/raft-{{node}}.state\"\n"
         );
         let _ = writeln!(
             w,
@@ -327,6 +331,18 @@ mod tests {
         assert_eq!(
             configs[2].algorithms,
             vec![AlgorithmKind::Raft, AlgorithmKind::Bully]
+        );
+        // The commented Raft state file works once uncommented, per node.
+        let text = t
+            .render()
+            .unwrap()
+            .replace("# state_file = ", "state_file = ");
+        let file = d.join("state.toml");
+        std::fs::write(&file, text).unwrap();
+        let c = Config::load(&file, Vec::new(), Some(2)).unwrap();
+        assert_eq!(
+            c.raft_state_file.as_deref(),
+            Some(Path::new("/var/lib/electd/raft-2.state"))
         );
         let _ = std::fs::remove_dir_all(&d);
     }
