@@ -129,7 +129,7 @@ pub fn incarnation_now() -> u64 {
 /// Network options beside [`RuntimeConfig`] (see the module documentation).
 #[derive(Debug, Default)]
 pub struct NetOptions {
-    /// The group to send heartbeats to, and the socket that receives the group's
+    /// The group to send broadcasts to, and the socket that receives the group's
     /// datagrams (`None` when the node's own socket joined the group): see
     /// [`crate::daemon::socket::join_multicast`].
     pub multicast: Option<(SocketAddr, Option<tokio::net::UdpSocket>)>,
@@ -340,7 +340,7 @@ impl Resolver {
 
 struct Driver {
     cfg: RuntimeConfig,
-    /// Multicast group of heartbeats, if enabled.
+    /// Multicast group of broadcasts, if enabled.
     multicast: Option<SocketAddr>,
     resolver: Resolver,
     shared: Arc<Shared>,
