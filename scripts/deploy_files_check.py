@@ -60,7 +60,7 @@ def load_toml(path):
 SECTIONS = {
     "timing": {"heartbeat", "failure_timeout", "answer_timeout", "coordinator_timeout",
                "election_timeout"},
-    "transport": {"retransmit", "max_attempts", "multicast"},
+    "transport": {"retransmit", "max_attempts", "multicast", "resolve_every"},
     "security": {"key_file", "insecure"},
     "hooks": {"on_leader_change", "hook_timeout"},
     "admin": {"token_file"},

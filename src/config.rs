@@ -17,7 +17,8 @@
 //! [transport]
 //! retransmit = "5ms"                  # first retransmission; doubles, capped at 8x
 //! max_attempts = 4                    # sends before a peer is declared unreachable
-//! # multicast = "239.255.70.1:7946"   # parsed and validated; not used for sending yet
+//! # multicast = "239.255.70.1:7946"   # broadcasts as one datagram to this group
+//! resolve_every = "30s"               # re-resolve DNS names of peers (and when unreachable)
 //!
 //! [security]
 //! key_file = "electd.key"             # from `electd keygen`; relative to this file
@@ -38,7 +39,7 @@
 //!
 //! [[peer]]
 //! id = 1
-//! addr = "10.0.0.1:7946"              # UDP address of the node (it binds it…)
+//! addr = "10.0.0.1:7946"              # UDP address (or "host:port") of the node (it binds it…)
 //! http = "10.0.0.1:8080"              # HTTP API (/metrics, /status, …)
 //! # listen = "0.0.0.0:7946"           # …unless listen overrides the bind address
 //! ```
@@ -116,6 +117,7 @@ struct RawTransport {
     retransmit: Option<String>,
     max_attempts: Option<i64>,
     multicast: Option<String>,
+    resolve_every: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -159,8 +161,13 @@ struct RawPeer {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Peer {
     pub id: NodeId,
-    /// UDP address the others send to.
+    /// UDP address the others send to, as resolved when the file was loaded. For a DNS
+    /// name that did not resolve (yet) it is the unspecified address with the port
+    /// ([`Peer::resolved`] is `None`); the runtime keeps resolving [`Peer::name`].
     pub addr: SocketAddr,
+    /// `host:port` as written, when the address is a DNS name (re-resolved by the
+    /// runtime every `transport.resolve_every` and when the peer is unreachable).
+    pub name: Option<String>,
     /// HTTP API address.
     pub http: SocketAddr,
     /// Bind address if not `addr` (e.g. `0.0.0.0:7946` behind NAT).
@@ -171,6 +178,11 @@ impl Peer {
     /// The UDP address this node binds.
     pub fn bind_addr(&self) -> SocketAddr {
         self.listen.unwrap_or(self.addr)
+    }
+
+    /// The UDP address, unless it is a name that did not resolve.
+    pub fn resolved(&self) -> Option<SocketAddr> {
+        (!self.addr.ip().is_unspecified() || self.name.is_none()).then_some(self.addr)
     }
 }
 
@@ -199,8 +211,10 @@ pub struct Config {
     pub algorithms: Vec<AlgorithmKind>,
     pub timing: Timing,
     pub link: LinkConfig,
-    /// Multicast group for broadcasts: parsed and validated, not used for sending yet.
+    /// Multicast group for broadcasts (see `daemon::runtime`), `None` for unicast.
     pub multicast: Option<SocketAddr>,
+    /// Period of DNS re-resolution of peer names (`transport.resolve_every`, 30 s).
+    pub resolve_every: Duration,
     pub security: Security,
     pub hooks: Hooks,
     /// Bearer token of the admin routes (trimmed content of `admin.token_file`).
@@ -278,7 +292,10 @@ const SECTIONS: [(&str, &[&str]); 6] = [
             "election_timeout",
         ],
     ),
-    ("transport", &["retransmit", "max_attempts", "multicast"]),
+    (
+        "transport",
+        &["retransmit", "max_attempts", "multicast", "resolve_every"],
+    ),
     ("security", &["key_file", "insecure"]),
     ("hooks", &["on_leader_change", "hook_timeout"]),
     ("admin", &["token_file"]),
@@ -401,6 +418,42 @@ impl Validator<'_> {
             .ok_or_else(|| self.err(key, format!("{s:?} resolves to no address")))
     }
 
+    /// A roster address: an IP literal, or `host:port` with a DNS name. A name that
+    /// does not resolve (yet) is not an error: it comes back as the unspecified
+    /// address with the port, and the runtime keeps resolving it.
+    fn peer_addr(&self, key: &str, s: &str) -> Result<(SocketAddr, Option<String>), ConfigError> {
+        let s = s.trim();
+        if let Ok(a) = s.parse::<SocketAddr>() {
+            return Ok((a, None));
+        }
+        let bad = || {
+            self.err(
+                key,
+                format!("{s:?} is not an address like \"10.0.0.1:7946\" or \"host.example:7946\""),
+            )
+        };
+        let (host, port) = s.rsplit_once(':').ok_or_else(bad)?;
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        let host_ok = !host.is_empty()
+            && host.len() <= 253
+            && host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_');
+        if !host_ok {
+            return Err(bad());
+        }
+        match (host, port).to_socket_addrs().map(|mut a| a.next()) {
+            Ok(Some(a)) => Ok((a, Some(s.to_string()))),
+            Ok(None) | Err(_) => {
+                tracing::warn!("{key}: {s} does not resolve yet; it will be retried");
+                Ok((
+                    SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), port),
+                    Some(s.to_string()),
+                ))
+            }
+        }
+    }
+
     fn path(&self, p: &Path) -> PathBuf {
         if p.is_absolute() {
             p.to_path_buf()
@@ -429,6 +482,7 @@ impl Validator<'_> {
             return Err(self.err("peer", "the roster is empty: add one [[peer]] per node"));
         }
         let mut peers = Vec::with_capacity(raw.peer.len());
+        let mut http_unresolved = Vec::with_capacity(raw.peer.len());
         let (mut ids, mut udp, mut http) = (HashSet::new(), HashSet::new(), HashSet::new());
         for (i, p) in raw.peer.iter().enumerate() {
             let key = |f: &str| format!("peer[{i}].{f}");
@@ -444,18 +498,22 @@ impl Validator<'_> {
             if !ids.insert(id) {
                 return Err(self.err(key("id"), format!("node id {id} is listed twice")));
             }
-            let addr = self.addr(&key("addr"), &p.addr)?;
-            if !udp.insert(addr) {
+            let (addr, name) = self.peer_addr(&key("addr"), &p.addr)?;
+            if !udp.insert(name.clone().unwrap_or_else(|| addr.to_string())) {
                 return Err(self.err(
                     key("addr"),
-                    format!("{addr} is already the address of another peer"),
+                    format!("{} is already the address of another peer", p.addr.trim()),
                 ));
             }
-            let h = self.addr(&key("http"), &p.http)?;
-            if !http.insert(h) {
+            let (h, http_name) = self.peer_addr(&key("http"), &p.http)?;
+            http_unresolved.push(http_name.is_some() && h.ip().is_unspecified());
+            if !http.insert(http_name.clone().unwrap_or_else(|| h.to_string())) {
                 return Err(self.err(
                     key("http"),
-                    format!("{h} is already the HTTP address of another peer"),
+                    format!(
+                        "{} is already the HTTP address of another peer",
+                        p.http.trim()
+                    ),
                 ));
             }
             let listen = match &p.listen {
@@ -465,6 +523,7 @@ impl Validator<'_> {
             peers.push(Peer {
                 id,
                 addr,
+                name,
                 http: h,
                 listen,
             });
@@ -489,6 +548,31 @@ impl Validator<'_> {
                 "node_id",
                 format!("node {node_id} is not in the roster (peer ids: {known:?})"),
             ));
+        }
+        // This node binds its own addresses: a name of its own must resolve now.
+        if let Some(i) = peers.iter().position(|p| p.id == node_id) {
+            let me = &peers[i];
+            let unresolved = |a: SocketAddr| a.ip().is_unspecified();
+            if me.listen.is_none() && me.name.is_some() && unresolved(me.addr) {
+                return Err(self.err(
+                    format!("peer[{i}].addr"),
+                    format!(
+                        "{} (this node's own address) does not resolve: it must, to be bound \
+                         (or set listen = \"0.0.0.0:{}\")",
+                        raw.peer[i].addr.trim(),
+                        me.addr.port()
+                    ),
+                ));
+            }
+            if http_unresolved[i] {
+                return Err(self.err(
+                    format!("peer[{i}].http"),
+                    format!(
+                        "{} (this node's own HTTP address) does not resolve",
+                        raw.peer[i].http.trim()
+                    ),
+                ));
+            }
         }
 
         // Algorithms.
@@ -605,6 +689,11 @@ impl Validator<'_> {
             election_timeout_min,
             election_timeout_max,
         };
+        let resolve_every = self.duration(
+            "transport.resolve_every",
+            &raw.transport.resolve_every,
+            Duration::from_secs(30),
+        )?;
         let multicast = match &raw.transport.multicast {
             None => None,
             Some(s) => {
@@ -693,6 +782,7 @@ impl Validator<'_> {
             timing,
             link,
             multicast,
+            resolve_every,
             security,
             hooks,
             admin_token,
@@ -864,6 +954,41 @@ listen = "0.0.0.0:7003"
             "peer[0].addr",
             "not an address",
         );
+    }
+
+    #[test]
+    fn dns_names_that_do_not_resolve_yet_are_accepted_for_other_peers() {
+        // `.invalid` never resolves (RFC 6761).
+        let text = head("").replace("127.0.0.1:7003", "electd-2.example.invalid:7003");
+        let c = parse(&text).unwrap();
+        let p = c.peer(3).unwrap();
+        assert_eq!(p.name.as_deref(), Some("electd-2.example.invalid:7003"));
+        assert_eq!(p.resolved(), None);
+        assert_eq!(p.addr.port(), 7003);
+        assert_eq!(c.resolve_every, Duration::from_secs(30));
+        // This node binds its own address: it must resolve (or listen must be given).
+        let own = head("").replace("127.0.0.1:7002", "electd-1.example.invalid:7002");
+        fails(parse(&own), "peer[1].addr", "does not resolve");
+        // Node 3 has listen, so its unresolved name is fine for itself.
+        assert!(parse_env(&text, &[], Some(3)).is_ok());
+        let own_http = head("").replace("127.0.0.1:8002", "electd-1.example.invalid:8002");
+        fails(parse(&own_http), "peer[1].http", "does not resolve");
+        // A name that resolves keeps its name for re-resolution.
+        let c = parse(&head("").replace("127.0.0.1:7001", "localhost:7001")).unwrap();
+        let p = c.peer(1).unwrap();
+        assert_eq!(p.name.as_deref(), Some("localhost:7001"));
+        assert!(p.resolved().is_some_and(|a| a.ip().is_loopback()));
+        let dup = head("")
+            .replace("127.0.0.1:7001", "a.example.invalid:7001")
+            .replace("127.0.0.1:7003", "a.example.invalid:7001");
+        fails(parse(&dup), "peer[2].addr", "already the address");
+        fails(
+            parse(&head("").replace("127.0.0.1:7001", "bad host:7001")),
+            "peer[0].addr",
+            "not an address",
+        );
+        let c = parse(&head("[transport]\nresolve_every = \"5s\"")).unwrap();
+        assert_eq!(c.resolve_every, Duration::from_secs(5));
     }
 
     #[test]

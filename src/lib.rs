@@ -12,6 +12,7 @@ pub mod algorithm;
 pub mod algorithms;
 pub mod compare;
 pub mod config;
+pub mod config_template;
 pub mod daemon;
 pub mod formulas;
 pub mod hooks;

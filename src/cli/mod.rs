@@ -2,6 +2,7 @@
 
 pub mod chaos;
 pub mod compare;
+pub mod config_init;
 pub mod demo;
 pub mod keygen;
 pub mod run;
@@ -34,6 +35,8 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Generate a cluster key file (HMAC-SHA256, 32 random bytes).
     Keygen(keygen::KeygenArgs),
+    /// Cluster configuration files (`config init`).
+    Config(config_init::ConfigArgs),
 }
 
 /// Log to stderr; filter from `ELECTD_LOG` (or `RUST_LOG`), default `info`.

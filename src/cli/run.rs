@@ -3,9 +3,9 @@
 
 use anyhow::Context;
 use electd::config::Config;
-use electd::daemon::runtime::{self, incarnation_now, RuntimeConfig};
+use electd::daemon::runtime::{self, incarnation_now, NetOptions, RuntimeConfig};
 use electd::daemon::shared::Shared;
-use electd::daemon::socket::bind_udp;
+use electd::daemon::socket::{bind_udp, join_multicast};
 use electd::metrics::Metrics;
 use electd::NodeId;
 use std::path::PathBuf;
@@ -23,11 +23,9 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
-    let cfg = Config::load(&args.config, std::env::vars(), args.node_id)?;
+    // Tracing first: loading logs the roster names that do not resolve yet.
     super::init_tracing();
-    if cfg.multicast.is_some() {
-        tracing::warn!("transport.multicast is set but not used yet: broadcasts go by unicast");
-    }
+    let cfg = Config::load(&args.config, std::env::vars(), args.node_id)?;
     if cfg
         .algorithms
         .contains(&electd::algorithm::AlgorithmKind::Raft)
@@ -56,6 +54,18 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
             cfg.file.display()
         )
     })?;
+    let mut net = NetOptions::from_config(&cfg);
+    if let Some(group) = cfg.multicast {
+        let rx = join_multicast(&socket, me.bind_addr(), group).with_context(|| {
+            format!(
+                "cannot join multicast group {group} from {} (transport.multicast of {})",
+                me.bind_addr(),
+                cfg.file.display()
+            )
+        })?;
+        tracing::info!(%group, "broadcasts go by multicast");
+        net.multicast = Some((group, rx));
+    }
     let listener = tokio::net::TcpListener::bind(me.http)
         .await
         .with_context(|| {
@@ -88,7 +98,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         .clone()
         .map(|cmd| electd::hooks::spawn(shared.clone(), cmd, cfg.hooks.hook_timeout));
     let rcfg = RuntimeConfig::from_config(&cfg, incarnation_now());
-    runtime::run(socket, rcfg, shared, control, super::shutdown_signal()).await?;
+    runtime::run_with(socket, net, rcfg, shared, control, super::shutdown_signal()).await?;
     let _ = stop.send(true);
     if let Some(h) = hooks {
         h.abort();

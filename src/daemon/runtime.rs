@@ -20,6 +20,18 @@
 //! - Shutdown: every group this node leads sends RESIGN to the others (so they elect
 //!   at once instead of waiting `failure_timeout`); the runtime then waits until the
 //!   resignations are acknowledged or the link gives up on them, and returns.
+//! - Multicast ([`NetOptions::multicast`], config `transport.multicast`): every
+//!   broadcast (heartbeats, COORDINATOR, RESIGN, RequestVote, …) leaves as one datagram
+//!   to the group (`electd_datagrams_sent_total` +1, `electd_messages_sent_total` + N−1);
+//!   reliable ones are acked by each recipient and retransmitted by unicast to those
+//!   that did not ack (`node::link`). Datagrams from the group are handled like unicast
+//!   ones; this node's own (multicast loop) are dropped uncounted.
+//! - DNS ([`NetOptions::names`]): roster entries given by name are looked up in the
+//!   background, never blocking the task: at start, every `resolve_every` (names that
+//!   did not resolve are retried every second), and at once when the link declares
+//!   the peer unreachable (a pod recreated with a new IP is found again). A peer
+//!   without an address is skipped (`electd_send_errors_total{kind="no_address"}`)
+//!   and the link's verdicts work as for a dead peer.
 
 use crate::algorithm::{AlgorithmKind, Durable, Options, Timing};
 use crate::config::{Config, Security};
@@ -114,6 +126,41 @@ pub fn incarnation_now() -> u64 {
         .max(1)
 }
 
+/// Network options beside [`RuntimeConfig`] (see the module documentation).
+#[derive(Debug, Default)]
+pub struct NetOptions {
+    /// The group to send broadcasts to, and the socket that receives the group's
+    /// datagrams (`None` when the node's own socket joined the group): see
+    /// [`crate::daemon::socket::join_multicast`].
+    pub multicast: Option<(SocketAddr, Option<tokio::net::UdpSocket>)>,
+    /// Roster members given by DNS name (`host:port`), looked up in the background.
+    pub names: Vec<(NodeId, String)>,
+    /// Period of re-resolution (config `transport.resolve_every`); zero means 30 s.
+    pub resolve_every: Duration,
+}
+
+impl NetOptions {
+    /// The DNS part from a configuration (multicast needs the bound socket: see
+    /// [`crate::daemon::socket::join_multicast`]).
+    pub fn from_config(c: &Config) -> NetOptions {
+        NetOptions {
+            multicast: None,
+            names: c
+                .peers
+                .iter()
+                .filter(|p| p.id != c.node_id)
+                .filter_map(|p| p.name.clone().map(|n| (p.id, n)))
+                .collect(),
+            resolve_every: c.resolve_every,
+        }
+    }
+}
+
+/// How long one DNS lookup may take.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+/// Retry period of a name that did not resolve.
+const RETRY_UNRESOLVED: Duration = Duration::from_secs(1);
+
 /// The runtime could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
@@ -129,16 +176,47 @@ pub async fn run<T: Transport>(
     socket: T,
     cfg: RuntimeConfig,
     shared: Arc<Shared>,
+    control: mpsc::Receiver<Control>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RuntimeError> {
+    run_with(
+        socket,
+        NetOptions::default(),
+        cfg,
+        shared,
+        control,
+        shutdown,
+    )
+    .await
+}
+
+/// [`run`] with multicast and DNS resolution of roster names.
+pub async fn run_with<T: Transport>(
+    socket: T,
+    mut net: NetOptions,
+    cfg: RuntimeConfig,
+    shared: Arc<Shared>,
     mut control: mpsc::Receiver<Control>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), RuntimeError> {
+    let group_socket = net.multicast.as_mut().and_then(|m| m.1.take());
+    let v4_only = socket.local_addr().map(|a| a.is_ipv4()).unwrap_or(false);
+    let (resolved_tx, mut resolved_rx) = mpsc::channel(64);
     let mut d = Driver::new(cfg, shared)?;
+    d.multicast = net.multicast.as_ref().map(|m| m.0);
+    d.node.set_multicast(d.multicast.is_some());
+    d.resolver = Resolver::new(&net, v4_only, resolved_tx);
+    let has_names = !d.resolver.names.is_empty();
+    d.resolve_due();
     d.boot();
     d.flush(&socket).await;
     let mut buf = vec![0u8; MAX_DATAGRAM + 1];
+    let mut gbuf = vec![0u8; MAX_DATAGRAM + 1];
     let sleep = tokio::time::sleep_until(d.deadline());
     tokio::pin!(sleep);
     tokio::pin!(shutdown);
+    let mut tick = tokio::time::interval(RETRY_UNRESOLVED);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut control_open = true;
     loop {
         tokio::select! {
@@ -149,6 +227,9 @@ pub async fn run<T: Transport>(
                 None => control_open = false,
             },
             r = socket.recv_from(&mut buf) => d.received(r, &buf),
+            r = recv_group(group_socket.as_ref(), &mut gbuf) => d.received(r, &gbuf),
+            Some((id, r)) = resolved_rx.recv() => d.resolver.resolved(id, r, &mut d.peers),
+            _ = tick.tick(), if has_names => d.resolve_due(),
             _ = &mut sleep, if !d.paused => d.timeout(),
         }
         d.flush(&socket).await;
@@ -158,8 +239,110 @@ pub async fn run<T: Transport>(
     Ok(())
 }
 
+/// Receive from the group socket, or never when there is none.
+async fn recv_group(
+    s: Option<&tokio::net::UdpSocket>,
+    buf: &mut [u8],
+) -> io::Result<(usize, SocketAddr)> {
+    match s {
+        Some(s) => s.recv_from(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Background DNS lookups of roster names (see the module documentation).
+#[derive(Debug, Default)]
+struct Resolver {
+    names: HashMap<NodeId, String>,
+    every: Duration,
+    v4_only: bool,
+    tx: Option<mpsc::Sender<(NodeId, Option<SocketAddr>)>>,
+    in_flight: std::collections::HashSet<NodeId>,
+    /// When each name was last resolved successfully.
+    last_ok: HashMap<NodeId, Instant>,
+    /// Names whose last lookup failed (logged once per failure streak).
+    failing: std::collections::HashSet<NodeId>,
+}
+
+impl Resolver {
+    fn new(
+        net: &NetOptions,
+        v4_only: bool,
+        tx: mpsc::Sender<(NodeId, Option<SocketAddr>)>,
+    ) -> Resolver {
+        Resolver {
+            names: net.names.iter().cloned().collect(),
+            every: if net.resolve_every.is_zero() {
+                Duration::from_secs(30)
+            } else {
+                net.resolve_every
+            },
+            v4_only,
+            tx: Some(tx),
+            ..Resolver::default()
+        }
+    }
+
+    /// Start a lookup of `id`'s name unless one is running.
+    fn lookup(&mut self, id: NodeId) {
+        let (Some(name), Some(tx)) = (self.names.get(&id), &self.tx) else {
+            return;
+        };
+        if !self.in_flight.insert(id) {
+            return;
+        }
+        let (name, tx, v4_only) = (name.clone(), tx.clone(), self.v4_only);
+        tokio::spawn(async move {
+            let found = tokio::time::timeout(LOOKUP_TIMEOUT, tokio::net::lookup_host(name)).await;
+            let addr = match found {
+                Ok(Ok(mut addrs)) => addrs.find(|a| !v4_only || a.is_ipv4()),
+                _ => None,
+            };
+            let _ = tx.send((id, addr)).await;
+        });
+    }
+
+    fn resolved(
+        &mut self,
+        id: NodeId,
+        r: Option<SocketAddr>,
+        peers: &mut HashMap<NodeId, SocketAddr>,
+    ) {
+        self.in_flight.remove(&id);
+        let name = self.names.get(&id).map(String::as_str).unwrap_or("?");
+        match r {
+            Some(addr) => {
+                self.last_ok.insert(id, Instant::now());
+                self.failing.remove(&id);
+                match peers.insert(id, addr) {
+                    Some(old) if old == addr => {}
+                    Some(old) => {
+                        tracing::info!(peer = id, %name, %old, new = %addr, "peer address changed")
+                    }
+                    None => tracing::info!(peer = id, %name, %addr, "peer address resolved"),
+                }
+            }
+            None => {
+                // Keep the last known address: a DNS hiccup must not cut a live peer off.
+                if self.failing.insert(id) {
+                    tracing::warn!(
+                        peer = id,
+                        %name,
+                        known = peers.contains_key(&id),
+                        "peer name does not resolve; retrying every {}s",
+                        RETRY_UNRESOLVED.as_secs()
+                    );
+                }
+            }
+        }
+    }
+}
+
 struct Driver {
     cfg: RuntimeConfig,
+    /// Multicast group of broadcasts, if enabled.
+    multicast: Option<SocketAddr>,
+    resolver: Resolver,
     shared: Arc<Shared>,
     codec: Codec,
     peers: HashMap<NodeId, SocketAddr>,
@@ -187,7 +370,15 @@ impl Driver {
             .unwrap_or(0.0);
         Ok(Driver {
             codec: Codec::new(&cfg.cluster, &ring, cfg.keys.clone()),
-            peers: cfg.peers.iter().copied().collect(),
+            // Names that did not resolve at load have the unspecified address: none yet.
+            peers: cfg
+                .peers
+                .iter()
+                .copied()
+                .filter(|p| !p.1.ip().is_unspecified())
+                .collect(),
+            multicast: None,
+            resolver: Resolver::default(),
             incarnation: cfg.incarnation,
             node,
             stored,
@@ -197,6 +388,30 @@ impl Driver {
             paused: false,
             cfg,
         })
+    }
+
+    /// Look up the names that are due: never resolved, failing, or older than the period.
+    fn resolve_due(&mut self) {
+        let r = &self.resolver;
+        let due: Vec<NodeId> = r
+            .names
+            .keys()
+            .copied()
+            .filter(|id| {
+                r.failing.contains(id)
+                    || !self.peers.contains_key(id)
+                    || r.last_ok.get(id).is_none_or(|t| t.elapsed() >= r.every)
+            })
+            .collect();
+        for id in due {
+            self.resolver.lookup(id);
+        }
+    }
+
+    fn new_node(&self, incarnation: u64) -> Result<Node, crate::algorithms::BuildError> {
+        let mut node = Node::new(self.cfg.node_config(incarnation))?;
+        node.set_multicast(self.multicast.is_some());
+        Ok(node)
     }
 
     fn now(&self) -> Time {
@@ -236,6 +451,8 @@ impl Driver {
             return;
         }
         match self.codec.decode(&buf[..n]) {
+            // Our own multicast datagram, looped back.
+            Ok(dg) if dg.from == self.cfg.id && self.multicast.is_some() => {}
             Ok(dg) => {
                 let now = self.now();
                 self.node.handle_datagram(now, dg);
@@ -263,6 +480,7 @@ impl Driver {
                 self.shared.metrics.sync(&self.node);
                 self.node.discard_events();
                 let _ = self.node.drain_transmits().count();
+                let _ = self.node.drain_multicasts().count();
                 self.paused = true;
                 self.shared.set_paused(true);
                 for s in self.node.status() {
@@ -275,7 +493,7 @@ impl Driver {
             Control::Resume if self.paused => {
                 // A restarted process: a new node, a higher incarnation, an election.
                 let next = incarnation_now().max(self.incarnation + 1);
-                match Node::new(self.cfg.node_config(next)) {
+                match self.new_node(next) {
                     Ok(mut node) => {
                         // Raft's term and vote survive a restart (§5.2, Figure 2).
                         node.restore(&self.node.durable());
@@ -328,10 +546,24 @@ impl Driver {
     async fn flush<T: Transport>(&mut self, socket: &T) {
         if !self.persist() {
             let _ = self.node.drain_transmits().count();
+            let _ = self.node.drain_multicasts().count();
         }
         let transmits: Vec<(NodeId, Datagram)> = self.node.drain_transmits().collect();
         for (to, dg) in &transmits {
             self.transmit(socket, *to, dg).await;
+        }
+        let multicasts: Vec<Datagram> = self.node.drain_multicasts().collect();
+        if let Some(group) = self.multicast {
+            for dg in &multicasts {
+                self.send_bytes(socket, dg, group, 0).await;
+            }
+        }
+        let unreachable: Vec<NodeId> = self.node.drain_unreachable().collect();
+        for id in unreachable {
+            if self.resolver.names.contains_key(&id) {
+                tracing::debug!(peer = id, "unreachable: looking its name up again");
+                self.resolver.lookup(id);
+            }
         }
         let events: Vec<Event> = self.node.drain_events().collect();
         let metrics = &self.shared.metrics;
@@ -359,6 +591,18 @@ impl Driver {
             metrics.send_error("no_address");
             return;
         };
+        self.send_bytes(socket, dg, addr, to).await;
+    }
+
+    /// Encode and send one datagram to `addr` (`to` = 0 for the multicast group).
+    async fn send_bytes<T: Transport>(
+        &mut self,
+        socket: &T,
+        dg: &Datagram,
+        addr: SocketAddr,
+        to: NodeId,
+    ) {
+        let metrics = &self.shared.metrics;
         let bytes = match self.codec.encode(dg) {
             Ok(b) => b,
             Err(e) => {
@@ -450,10 +694,17 @@ impl Driver {
 
     async fn send_resignations<T: Transport>(&mut self, socket: &T) {
         self.node.discard_events();
+        let resign = |d: &Datagram| matches!(d.body, Some(Message::Resign { .. }));
+        let group_out: Vec<Datagram> = self.node.drain_multicasts().filter(resign).collect();
+        if let Some(group) = self.multicast {
+            for dg in &group_out {
+                self.send_bytes(socket, dg, group, 0).await;
+            }
+        }
         let out: Vec<(NodeId, Datagram)> = self
             .node
             .drain_transmits()
-            .filter(|(_, d)| matches!(d.body, Some(Message::Resign { .. })))
+            .filter(|(_, d)| resign(d))
             .collect();
         for (to, dg) in &out {
             self.transmit(socket, *to, dg).await;

@@ -10,6 +10,14 @@
 //! [`bind_udp`] opens the real socket with socket2: address reuse, large kernel
 //! buffers (a burst of COORDINATOR messages to a big roster must not be dropped by
 //! the receiving kernel), IPv4 or IPv6 (an unspecified IPv6 address is dual-stack).
+//!
+//! Multicast ([`join_multicast`]): the node's socket sends to the group through the
+//! interface of its own address (`IP_MULTICAST_IF`, so no multicast route is needed),
+//! hop limit [`MULTICAST_TTL`] (one LAN segment), loop on (several nodes may share a
+//! host; the runtime drops its own datagrams). Receiving: a second socket bound to
+//! `group:port` joins the group on that interface, unless the node's socket is bound
+//! to the wildcard address on the group's port, in which case it joins the group
+//! itself (a second socket would receive every group datagram twice).
 
 use socket2::{Domain, Protocol, Socket, Type};
 use std::future::Future;
@@ -77,6 +85,69 @@ pub fn bind_udp(addr: SocketAddr) -> io::Result<tokio::net::UdpSocket> {
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
     tokio::net::UdpSocket::from_std(socket.into())
+}
+
+/// Hop limit of multicast datagrams: the group is one LAN segment.
+pub const MULTICAST_TTL: u32 = 1;
+
+/// Set up multicast for the node's socket `main` (bound to `bind`) and `group`.
+/// Returns the extra receiving socket, or `None` when `main` joined the group itself.
+/// Must be called inside a tokio runtime.
+pub fn join_multicast(
+    main: &tokio::net::UdpSocket,
+    bind: SocketAddr,
+    group: SocketAddr,
+) -> io::Result<Option<tokio::net::UdpSocket>> {
+    let sender = socket2::SockRef::from(main);
+    let shared = bind.ip().is_unspecified() && bind.port() == group.port();
+    match (group, bind) {
+        (SocketAddr::V4(g), SocketAddr::V4(b)) => {
+            let iface = *b.ip();
+            if !iface.is_unspecified() {
+                sender.set_multicast_if_v4(&iface)?;
+            }
+            sender.set_multicast_ttl_v4(MULTICAST_TTL)?;
+            sender.set_multicast_loop_v4(true)?;
+            if shared {
+                sender.join_multicast_v4(g.ip(), &iface)?;
+                return Ok(None);
+            }
+            let r = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
+            r.set_reuse_address(true)?;
+            r.set_reuse_port(true)?;
+            let _ = r.set_recv_buffer_size(SOCKET_BUFFER);
+            r.bind(&group.into())?;
+            r.join_multicast_v4(g.ip(), &iface)?;
+            r.set_nonblocking(true)?;
+            tokio::net::UdpSocket::from_std(r.into()).map(Some)
+        }
+        (SocketAddr::V6(g), SocketAddr::V6(b)) => {
+            // Interface 0: the system's choice (the default route's interface).
+            let ifindex = b.scope_id();
+            if ifindex != 0 {
+                sender.set_multicast_if_v6(ifindex)?;
+            }
+            sender.set_multicast_hops_v6(MULTICAST_TTL)?;
+            sender.set_multicast_loop_v6(true)?;
+            if shared {
+                sender.join_multicast_v6(g.ip(), ifindex)?;
+                return Ok(None);
+            }
+            let r = Socket::new(Domain::IPV6, Type::DGRAM, Some(Protocol::UDP))?;
+            r.set_reuse_address(true)?;
+            r.set_reuse_port(true)?;
+            r.set_only_v6(true)?;
+            let _ = r.set_recv_buffer_size(SOCKET_BUFFER);
+            r.bind(&group.into())?;
+            r.join_multicast_v6(g.ip(), ifindex)?;
+            r.set_nonblocking(true)?;
+            tokio::net::UdpSocket::from_std(r.into()).map(Some)
+        }
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("multicast group {group} and bind address {bind} are of different IP versions"),
+        )),
+    }
 }
 
 /// The `kind` label of `electd_send_errors_total` for a failed send.

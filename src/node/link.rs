@@ -2,6 +2,15 @@
 //! retransmission with exponential backoff, and a *peer unreachable* verdict after the
 //! last attempt. Liveness traffic (heartbeats) bypasses it: fire-and-forget.
 //!
+//! Broadcast sequences (multicast): a reliable message sent once to a multicast group
+//! carries a sequence from the sender-wide broadcast space, marked by the top bit
+//! ([`BROADCAST_SEQ`]), instead of a per-peer one. Every recipient acks it by unicast
+//! like any reliable datagram and deduplicates it in a separate per-sender window; the
+//! sender keeps one pending entry per recipient, so a recipient that does not ack gets
+//! the same datagram again by unicast with the usual backoff, and after the last
+//! attempt the usual *peer unreachable* verdict. Acks, retransmissions and verdicts are
+//! thus per peer whether the first copy went by unicast or by multicast.
+//!
 //! A peer's datagrams carry its incarnation (boot id). A higher incarnation means the
 //! peer restarted: its receive state is reset so its new sequence space is accepted;
 //! a lower one is a leftover of a previous life and is dropped.
@@ -92,15 +101,23 @@ impl PeerIn {
     }
 }
 
+/// The top bit of a sequence number marks the sender-wide broadcast space (see the
+/// module documentation); per-peer sequences never reach it.
+pub const BROADCAST_SEQ: u64 = 1 << 63;
+
 #[derive(Debug)]
 pub struct Link {
     me: NodeId,
     incarnation: u64,
     cfg: LinkConfig,
     next_seq: FxHashMap<NodeId, u64>,
+    /// Last broadcast sequence used (without the [`BROADCAST_SEQ`] bit).
+    next_broadcast: u64,
     unacked: FxHashMap<(NodeId, u64), Pending>,
     retx: BinaryHeap<Reverse<(Time, NodeId, u64)>>,
     inbound: FxHashMap<NodeId, PeerIn>,
+    /// Per sender, the broadcast sequences delivered (incarnation kept in `inbound`).
+    inbound_broadcast: FxHashMap<NodeId, PeerIn>,
     given_up: FxHashSet<NodeId>,
     pub stats: LinkStats,
 }
@@ -131,9 +148,11 @@ impl Link {
             incarnation,
             cfg,
             next_seq: FxHashMap::default(),
+            next_broadcast: 0,
             unacked: FxHashMap::default(),
             retx: BinaryHeap::new(),
             inbound: FxHashMap::default(),
+            inbound_broadcast: FxHashMap::default(),
             given_up: FxHashSet::default(),
             stats: LinkStats::default(),
         }
@@ -141,6 +160,38 @@ impl Link {
 
     pub fn config(&self) -> &LinkConfig {
         &self.cfg
+    }
+
+    /// Wrap `msg` as one datagram for all of `to` at once (a multicast send; one
+    /// datagram counted). Liveness types go without sequence; reliable ones get the
+    /// next broadcast sequence and one pending entry (ack, retransmission by unicast,
+    /// verdict) per recipient.
+    pub fn send_to_all(
+        &mut self,
+        now: Time,
+        to: &[NodeId],
+        group: AlgorithmKind,
+        msg: Message,
+    ) -> Datagram {
+        self.stats.datagrams_sent += 1;
+        if !msg.kind().is_reliable() {
+            return self.datagram(0, 0, Some(group), Some(msg));
+        }
+        self.next_broadcast += 1;
+        let seq = BROADCAST_SEQ | self.next_broadcast;
+        for &peer in to {
+            self.unacked.insert(
+                (peer, seq),
+                Pending {
+                    group,
+                    msg: msg.clone(),
+                    attempts: 1,
+                },
+            );
+            self.retx
+                .push(Reverse((now + self.cfg.backoff(1), peer, seq)));
+        }
+        self.datagram(seq, 0, Some(group), Some(msg))
     }
 
     /// Wrap `msg` for `to`; reliable types get a sequence number and a retransmission.
@@ -197,6 +248,7 @@ impl Link {
                 incarnation: d.incarnation,
                 ..PeerIn::default()
             };
+            self.inbound_broadcast.remove(&d.from);
         }
         if d.ack != 0 {
             self.unacked.remove(&(d.from, d.ack));
@@ -212,7 +264,13 @@ impl Link {
         }
         self.stats.acks_sent += 1;
         self.stats.datagrams_sent += 1;
-        let seen = d.seq <= peer.floor || !peer.above.insert(d.seq);
+        let (peer, seq) = if d.seq & BROADCAST_SEQ != 0 {
+            let window = self.inbound_broadcast.entry(d.from).or_default();
+            (window, d.seq & !BROADCAST_SEQ)
+        } else {
+            (self.inbound.entry(d.from).or_default(), d.seq)
+        };
+        let seen = seq <= peer.floor || !peer.above.insert(seq);
         if seen {
             self.stats.duplicates_dropped += 1;
             return (Inbound::Duplicate, ack, revived);
@@ -334,18 +392,21 @@ mod tests {
         assert_eq!(link.stats.duplicates_dropped, 2);
     }
 
-    /// Hostile sequence numbers near u64::MAX (and the out-of-order trim) never overflow.
+    /// Hostile sequence numbers at the top of both sequence spaces (per-peer and
+    /// broadcast), and the out-of-order trim, never overflow.
     #[test]
     fn sequences_at_the_top_of_the_range_do_not_overflow() {
-        let mut link = Link::new(1, 1, LinkConfig::default());
-        let top = u64::MAX - MAX_OUT_OF_ORDER as u64 - 1;
-        for seq in top..=u64::MAX {
-            let (verdict, _, _) = link.receive(&reliable(2, seq));
-            assert_eq!(verdict, Inbound::Deliver, "seq {seq}");
+        for (base, max) in [(0, BROADCAST_SEQ - 1), (BROADCAST_SEQ, u64::MAX)] {
+            let mut link = Link::new(1, 1, LinkConfig::default());
+            let top = max - MAX_OUT_OF_ORDER as u64 - 1;
+            for seq in top..=max {
+                let (verdict, _, _) = link.receive(&reliable(2, seq));
+                assert_eq!(verdict, Inbound::Deliver, "seq {seq}");
+            }
+            let (verdict, _, _) = link.receive(&reliable(2, max));
+            assert_eq!(verdict, Inbound::Duplicate);
+            let (verdict, _, _) = link.receive(&reliable(2, base + 5));
+            assert_eq!(verdict, Inbound::Duplicate, "far below the trimmed floor");
         }
-        let (verdict, _, _) = link.receive(&reliable(2, u64::MAX));
-        assert_eq!(verdict, Inbound::Duplicate);
-        let (verdict, _, _) = link.receive(&reliable(2, 5));
-        assert_eq!(verdict, Inbound::Duplicate, "far below the trimmed floor");
     }
 }

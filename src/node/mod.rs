@@ -11,6 +11,8 @@
 
 mod fxhash;
 pub mod link;
+#[cfg(test)]
+mod multicast_tests;
 
 use crate::algorithm::{
     Algorithm, AlgorithmKind, Durable, Effect, GroupConfig, LeaderLoss, Options, Out, Timer, Timing,
@@ -147,6 +149,11 @@ pub struct Node {
     rng: Rng,
     timers: Vec<(u8, Slot, Time)>,
     transmits: Vec<(NodeId, Datagram)>,
+    /// Send unreliable broadcasts as one datagram to every member (multicast).
+    multicast: bool,
+    multicasts: Vec<Datagram>,
+    /// Peers the link declared unreachable since the last drain.
+    unreachable: Vec<NodeId>,
     events: Vec<Event>,
     out: Out,
     invalid: BTreeMap<&'static str, u64>,
@@ -186,6 +193,9 @@ impl Node {
             rng: Rng::new(cfg.seed),
             timers: Vec::new(),
             transmits: Vec::new(),
+            multicast: false,
+            multicasts: Vec::new(),
+            unreachable: Vec::new(),
             events: Vec::new(),
             out: Out::new(),
             invalid: BTreeMap::new(),
@@ -248,6 +258,9 @@ impl Node {
         let mut failed = Vec::new();
         self.link.on_timeout(now, &mut self.transmits, &mut failed);
         for u in failed {
+            if !self.unreachable.contains(&u.peer) {
+                self.unreachable.push(u.peer);
+            }
             if let Some(g) = self.group_index(u.group) {
                 self.groups[g]
                     .algo
@@ -384,6 +397,27 @@ impl Node {
         n
     }
 
+    /// Send broadcasts (heartbeats, COORDINATOR, RESIGN, RequestVote, …: every
+    /// `Effect::Broadcast`) as one datagram addressed to every other member, drained by
+    /// [`Node::drain_multicasts`], instead of one per member. Logical message counts stay
+    /// per recipient (a COORDINATOR to 4 peers counts 4 messages) and the link counts 1
+    /// datagram. Reliable ones carry a broadcast sequence: acked by each recipient,
+    /// retransmitted by unicast to those that did not ack (see [`link`]).
+    pub fn set_multicast(&mut self, on: bool) {
+        self.multicast = on;
+    }
+
+    /// Datagrams for every other member (one multicast send each).
+    pub fn drain_multicasts(&mut self) -> std::vec::Drain<'_, Datagram> {
+        self.multicasts.drain(..)
+    }
+
+    /// Peers the reliable link declared unreachable since the last call (each once),
+    /// e.g. for the driver to look their address up again.
+    pub fn drain_unreachable(&mut self) -> std::vec::Drain<'_, NodeId> {
+        self.unreachable.drain(..)
+    }
+
     /// Datagrams to put on the wire: (destination id, datagram).
     pub fn drain_transmits(&mut self) -> std::vec::Drain<'_, (NodeId, Datagram)> {
         self.transmits.drain(..)
@@ -483,6 +517,22 @@ impl Node {
     }
 
     fn broadcast(&mut self, g: usize, now: Time, msg: Message) {
+        if self.multicast {
+            let others: Vec<NodeId> = self
+                .ring
+                .iter()
+                .copied()
+                .filter(|&p| p != self.id)
+                .collect();
+            if others.is_empty() {
+                return;
+            }
+            let grp = &mut self.groups[g];
+            grp.stats.sent[msg.kind() as usize] += others.len() as u64;
+            let d = self.link.send_to_all(now, &others, grp.kind, msg);
+            self.multicasts.push(d);
+            return;
+        }
         for i in 0..self.ring.len() {
             let to = self.ring[i];
             if to != self.id {

@@ -1,0 +1,148 @@
+//! `electd config init`: write a complete, commented cluster configuration for N hosts
+//! (see [`electd::config_template`]). An existing file is never overwritten without
+//! `--force`; the file is checked with [`Config::parse`] for node 1 before it is
+//! written, so what is written always loads.
+
+use anyhow::{bail, Context};
+use electd::config::Config;
+use electd::config_template::{Hosts, KeyChoice, Template};
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub command: ConfigCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ConfigCommand {
+    /// Write a complete, commented configuration for a cluster of N hosts.
+    Init(InitArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// Number of nodes (ids 1..=N).
+    #[arg(long)]
+    pub nodes: usize,
+    /// Algorithms to run side by side (comma-separated; default: every available one).
+    #[arg(long, value_parser = super::parse_algorithm_list)]
+    pub algorithms: Option<super::Algorithms>,
+    /// Address of node 1; node k gets the (k-1)-th next IPv4 address.
+    #[arg(long, conflicts_with = "hosts", default_value = "10.0.0.1")]
+    pub base_addr: Ipv4Addr,
+    /// One host (IP or DNS name) per node, comma-separated, in node id order.
+    #[arg(long, value_delimiter = ',')]
+    pub hosts: Option<Vec<String>>,
+    #[arg(long, default_value_t = 7946)]
+    pub udp_port: u16,
+    #[arg(long, default_value_t = 9100)]
+    pub http_port: u16,
+    /// Cluster name (datagrams of another cluster are dropped).
+    #[arg(long, default_value = "electd")]
+    pub cluster: String,
+    /// Key file named in [security] (relative to the config file). Without --insecure
+    /// and without this, `electd.key` beside the written file (created if missing).
+    #[arg(long, conflicts_with = "insecure")]
+    pub key_file: Option<String>,
+    /// No authentication (test networks only).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Multicast group:port for broadcasts (default: commented out, unicast).
+    #[arg(long)]
+    pub multicast: Option<SocketAddr>,
+    /// Write here instead of standard output.
+    #[arg(long, short)]
+    pub out: Option<PathBuf>,
+    /// Overwrite --out if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run(args: ConfigArgs) -> anyhow::Result<()> {
+    match args.command {
+        ConfigCommand::Init(a) => init(a),
+    }
+}
+
+fn init(a: InitArgs) -> anyhow::Result<()> {
+    let default_key = a.key_file.is_none() && !a.insecure;
+    let key = if a.insecure {
+        KeyChoice::Insecure
+    } else {
+        KeyChoice::KeyFile(a.key_file.clone().unwrap_or_else(|| "electd.key".into()))
+    };
+    let t = Template {
+        nodes: a.nodes,
+        cluster: a.cluster,
+        algorithms: a
+            .algorithms
+            .map(|l| l.0)
+            .unwrap_or_else(electd::algorithm::AlgorithmKind::available),
+        hosts: match a.hosts {
+            Some(h) => Hosts::List(h.into_iter().map(|s| s.trim().to_string()).collect()),
+            None => Hosts::Base(a.base_addr),
+        },
+        udp_port: a.udp_port,
+        http_port: a.http_port,
+        key,
+        multicast: a.multicast,
+    };
+    let text = t.render()?;
+    // Self-check: the text must parse (the key file is not read here: it may not exist yet).
+    let check = text.replace("\nkey_file = ", "\ninsecure = true\n# key_file = ");
+    let check = if a.insecure { text.clone() } else { check };
+    if let Err(e) = Config::parse(
+        &check,
+        Path::new("<generated>"),
+        Path::new("."),
+        Vec::new(),
+        Some(1),
+    ) {
+        // Only the own-address check of a host name that does not resolve here may fail.
+        if !e.message.contains("resolve") {
+            bail!("internal error: the generated configuration does not load: {e}");
+        }
+    }
+    let Some(out) = a.out else {
+        print!("{text}");
+        return Ok(());
+    };
+    if out.exists() && !a.force {
+        bail!(
+            "{} exists: not overwritten (use --force to replace it)",
+            out.display()
+        );
+    }
+    let tmp = out.with_extension("toml.tmp");
+    {
+        let mut f = std::fs::File::create(&tmp)
+            .with_context(|| format!("cannot create {}", tmp.display()))?;
+        f.write_all(text.as_bytes())
+            .and_then(|_| f.sync_all())
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+    }
+    std::fs::rename(&tmp, &out).with_context(|| format!("cannot write {}", out.display()))?;
+    eprintln!("wrote {} ({} nodes)", out.display(), a.nodes);
+    if default_key {
+        let dir = out.parent().filter(|p| !p.as_os_str().is_empty());
+        let key = dir.unwrap_or(Path::new(".")).join("electd.key");
+        if key.exists() {
+            eprintln!("using the existing key {}", key.display());
+        } else {
+            electd::keyring::write_key_file(&key)
+                .with_context(|| format!("cannot write key file {}", key.display()))?;
+            eprintln!(
+                "wrote a new cluster key to {} (mode 0600): copy it to every node with the config",
+                key.display()
+            );
+        }
+    }
+    eprintln!(
+        "start node N with: electd run --config {} --node-id N",
+        out.display()
+    );
+    Ok(())
+}

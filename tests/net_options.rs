@@ -1,0 +1,211 @@
+//! The runtime's network options over real UDP on loopback (no root needed):
+//! - DNS: a peer known only by name (unresolved when the node starts) is looked up in
+//!   the background and reached; a Raft leader in a 2-node cluster needs both votes
+//!   (majority of 2, Ongaro & Ousterhout 2014 §5.2), so a leader proves both directions.
+//! - Multicast: broadcasts (COORDINATOR acked per recipient, heartbeats) leave as one
+//!   datagram to the group; followers receive them,
+//!   and the leader's datagram count falls below its logical heartbeat count (with
+//!   unicast every heartbeat message is its own datagram, so datagrams ≥ messages).
+//!   The network-namespace version of this check is scripts/system-netns.sh.
+
+mod http_common;
+
+use electd::algorithm::{AlgorithmKind, Options, Timing};
+use electd::daemon::runtime::{self, NetOptions, RuntimeConfig, Start};
+use electd::daemon::shared::Shared;
+use electd::daemon::socket::{bind_udp, join_multicast};
+use electd::node::link::LinkConfig;
+use electd::NodeId;
+use http_common::{shared, wait_until};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn cfg(id: NodeId, peers: Vec<(NodeId, SocketAddr)>, algo: AlgorithmKind) -> RuntimeConfig {
+    RuntimeConfig {
+        id,
+        cluster: "net".into(),
+        peers,
+        algorithms: vec![algo],
+        timing: Timing {
+            heartbeat: Duration::from_millis(10),
+            failure_timeout: Duration::from_millis(200),
+            answer_timeout: Duration::from_millis(40),
+            coordinator_timeout: Duration::from_millis(120),
+            election_timeout_min: Duration::from_millis(100),
+            election_timeout_max: Duration::from_millis(200),
+        },
+        options: Options::default(),
+        link: LinkConfig::default(),
+        keys: None,
+        incarnation: runtime::incarnation_now(),
+        start: Start::Electing,
+        state_file: None,
+    }
+}
+
+/// The value of the first sample of `metric` whose labels contain every `labels` item.
+fn sample(text: &str, metric: &str, labels: &[&str]) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(metric) && labels.iter().all(|x| l.contains(x)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .next()
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn a_peer_known_only_by_name_is_resolved_in_the_background() {
+    tokio::task::LocalSet::new().run_until(dns()).await;
+}
+
+async fn dns() {
+    let algo = AlgorithmKind::Raft;
+    let s1 = bind_udp("127.0.0.1:0".parse().unwrap()).unwrap();
+    let s2 = bind_udp("127.0.0.1:0".parse().unwrap()).unwrap();
+    let (a1, a2) = (s1.local_addr().unwrap(), s2.local_addr().unwrap());
+    // Node 1 starts without an address for node 2 (as a name that did not resolve at
+    // load time), only its name.
+    let unresolved: SocketAddr = format!("0.0.0.0:{}", a2.port()).parse().unwrap();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut nodes: Vec<Arc<Shared>> = Vec::new();
+    let mut tasks = Vec::new();
+    for (id, socket, peers, names) in [
+        (
+            1,
+            s1,
+            vec![(1, a1), (2, unresolved)],
+            vec![(2, format!("localhost:{}", a2.port()))],
+        ),
+        (2, s2, vec![(1, a1), (2, a2)], vec![]),
+    ] {
+        let (s, control) = shared(id, &[algo], None);
+        let net = NetOptions {
+            multicast: None,
+            names,
+            resolve_every: Duration::from_secs(30),
+        };
+        let mut until = stopped.clone();
+        tasks.push(tokio::task::spawn_local(runtime::run_with(
+            socket,
+            net,
+            cfg(id, peers, algo),
+            s.clone(),
+            control,
+            async move {
+                let _ = until.wait_for(|s| *s).await;
+            },
+        )));
+        nodes.push(s);
+    }
+    let leader = |s: &Shared| s.group(algo).and_then(|g| g.leader);
+    wait_until("a raft leader both nodes agree on", || {
+        let l = leader(&nodes[0]);
+        l.is_some() && l == leader(&nodes[1])
+    })
+    .await;
+    let _ = stop.send(true);
+    for t in tasks {
+        let r = tokio::time::timeout(http_common::DEADLINE, t).await;
+        assert!(matches!(r, Ok(Ok(Ok(())))), "{r:?}");
+    }
+}
+
+#[tokio::test]
+async fn broadcasts_go_by_multicast_one_datagram_each() {
+    tokio::task::LocalSet::new().run_until(multicast()).await;
+}
+
+async fn multicast() {
+    let algo = AlgorithmKind::Bully;
+    let ids: [NodeId; 3] = [1, 2, 3];
+    let sockets: Vec<_> = ids
+        .iter()
+        .map(|_| bind_udp("127.0.0.1:0".parse().unwrap()).unwrap())
+        .collect();
+    let peers: Vec<_> = ids
+        .iter()
+        .zip(&sockets)
+        .map(|(&id, s)| (id, s.local_addr().unwrap()))
+        .collect();
+    // A group port nobody else uses: a free UDP port of the moment.
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let group: SocketAddr = format!("239.255.93.{}:{port}", std::process::id() % 200 + 1)
+        .parse()
+        .unwrap();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut nodes: Vec<Arc<Shared>> = Vec::new();
+    let mut tasks = Vec::new();
+    for (&id, socket) in ids.iter().zip(sockets) {
+        let bind = socket.local_addr().unwrap();
+        let rx = join_multicast(&socket, bind, group).expect("join the group on loopback");
+        assert!(rx.is_some(), "a unicast-bound node needs a group socket");
+        let (s, control) = shared(id, &[algo], None);
+        let net = NetOptions {
+            multicast: Some((group, rx)),
+            ..NetOptions::default()
+        };
+        let mut until = stopped.clone();
+        tasks.push(tokio::task::spawn_local(runtime::run_with(
+            socket,
+            net,
+            cfg(id, peers.clone(), algo),
+            s.clone(),
+            control,
+            async move {
+                let _ = until.wait_for(|s| *s).await;
+            },
+        )));
+        nodes.push(s);
+    }
+    let agree = || {
+        nodes
+            .iter()
+            .all(|s| s.group(algo).and_then(|g| g.leader) == Some(3))
+    };
+    wait_until("all to agree on 3 (Bully: highest id)", agree).await;
+    // Followers hear the leader's multicast heartbeats and stay with it.
+    wait_until("followers to receive 40 heartbeats each", || {
+        nodes[..2].iter().all(|s| {
+            sample(
+                &s.metrics.encode(),
+                "electd_messages_received_total",
+                &["type=\"heartbeat\""],
+            ) >= 40.0
+        })
+    })
+    .await;
+    assert!(agree(), "the leader was never lost");
+    let text = nodes[2].metrics.encode();
+    let hb = sample(&text, "electd_messages_sent_total", &["type=\"heartbeat\""]);
+    let dg = sample(&text, "electd_datagrams_sent_total", &[]);
+    assert!(hb >= 80.0, "{hb} heartbeat messages");
+    // Heartbeats count 2 messages (N−1) per datagram: the total datagram count (acks,
+    // COORDINATOR and heartbeats) stays below the logical heartbeat count.
+    assert!(
+        dg < hb,
+        "datagrams {dg} should be fewer than heartbeat messages {hb}"
+    );
+    // COORDINATOR went to the group with a broadcast sequence: both followers acked
+    // it by unicast, so the link gave up on nobody.
+    assert!(
+        sample(
+            &text,
+            "electd_messages_sent_total",
+            &["type=\"coordinator\""]
+        ) >= 2.0
+    );
+    assert_eq!(
+        sample(&text, "electd_delivery_failures_total", &[]),
+        0.0,
+        "{text}"
+    );
+    let _ = stop.send(true);
+    for t in tasks {
+        let r = tokio::time::timeout(http_common::DEADLINE, t).await;
+        assert!(matches!(r, Ok(Ok(Ok(())))), "{r:?}");
+    }
+}
