@@ -51,7 +51,8 @@ fi
 command -v python3 >/dev/null || { echo "system-netns: python3 is required" >&2; exit 2; }
 if [ -z "${ELECTD:-}" ]; then
     ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/release/electd"
-    [ -x "$ELECTD" ] || (cd "$ROOT" && cargo build --release --quiet --bin electd)
+    # Always build: a no-op when up to date, and never a stale binary after a change.
+    (cd "$ROOT" && cargo build --release --quiet --bin electd)
 fi
 
 N=5
