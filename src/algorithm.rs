@@ -192,9 +192,6 @@ impl Out {
     pub fn election_started(&mut self) {
         self.effects.push(Effect::ElectionStarted);
     }
-    pub fn effects(&self) -> &[Effect] {
-        &self.effects
-    }
     pub fn drain(&mut self) -> std::vec::Drain<'_, Effect> {
         self.effects.drain(..)
     }
@@ -294,16 +291,6 @@ impl GroupConfig {
     /// Position of `me` in the ring.
     pub fn my_position(&self) -> usize {
         self.ring.iter().position(|&p| p == self.me).unwrap_or(0)
-    }
-    /// The member `k` steps clockwise from `me` (k may exceed the ring size).
-    pub fn clockwise(&self, k: usize) -> NodeId {
-        let n = self.ring.len();
-        self.ring[(self.my_position() + k) % n]
-    }
-    /// The member `k` steps counter-clockwise from `me`.
-    pub fn counter_clockwise(&self, k: usize) -> NodeId {
-        let n = self.ring.len();
-        self.ring[(self.my_position() + n - (k % n)) % n]
     }
     pub fn majority(&self) -> usize {
         self.ring.len() / 2 + 1

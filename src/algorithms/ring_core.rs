@@ -113,10 +113,6 @@ impl RingView {
     pub fn trust(&mut self, peer: NodeId) {
         self.suspected.remove(&peer);
     }
-
-    pub fn is_suspected(&self, peer: NodeId) -> bool {
-        self.suspected.contains(&peer)
-    }
 }
 
 /// How long one election may take before a node restarts it, for a ring of `n`

@@ -340,17 +340,6 @@ impl Link {
     pub fn in_flight(&self) -> usize {
         self.unacked.len()
     }
-
-    /// Number of messages to `peer` waiting for an ack.
-    pub fn unacked_to(&self, peer: NodeId) -> usize {
-        self.unacked.keys().filter(|(p, _)| *p == peer).count()
-    }
-
-    /// Drop all pending retransmissions (node paused / shutting down).
-    pub fn clear(&mut self) {
-        self.unacked.clear();
-        self.retx.clear();
-    }
 }
 
 #[cfg(test)]

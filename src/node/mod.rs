@@ -235,15 +235,6 @@ impl Node {
         }
     }
 
-    /// Start one group only (the others wait passively).
-    pub fn start_with(&mut self, now: Time, electing: &[AlgorithmKind]) {
-        for g in 0..self.groups.len() {
-            let call = electing.contains(&self.groups[g].kind);
-            self.groups[g].algo.on_start(call, &mut self.out);
-            self.apply(g, now);
-        }
-    }
-
     /// The earliest deadline (timer or retransmission), if any.
     pub fn poll_timeout(&mut self) -> Option<Time> {
         let timers = self.timers.iter().map(|t| t.2).min();
@@ -507,11 +498,11 @@ impl Node {
     }
 
     fn send(&mut self, g: usize, now: Time, to: NodeId, msg: Message) {
+        if to == self.id {
+            return; // never counted: nothing is sent
+        }
         let grp = &mut self.groups[g];
         grp.stats.sent[msg.kind() as usize] += 1;
-        if to == self.id {
-            return;
-        }
         let d = self.link.send(now, to, grp.kind, msg);
         self.transmits.push((to, d));
     }

@@ -454,11 +454,6 @@ impl Sim {
         payload.map(|p| (t, p))
     }
 
-    /// Events waiting in the queue.
-    pub fn pending_events(&self) -> usize {
-        self.queued
-    }
-
     /// After node `i` was called: ship its datagrams, record its events, re-arm its wake.
     fn after(&mut self, i: usize) {
         let from = self.nodes[i].id;

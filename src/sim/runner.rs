@@ -62,7 +62,7 @@ pub fn simulate(p: &SimulateParams) -> Result<SimReport, SimulateError> {
         } else {
             format!("{:?}", p.ids)
         };
-        SimulateError::InitiatorNotInRoster(format!("{:?}", p.initiator), shown)
+        SimulateError::InitiatorNotInRoster(p.initiator.to_string(), shown)
     })?;
     let mut cfg = SimConfig::new(p.algorithm, p.ids.len(), p.seed);
     cfg.ids = p.ids.clone();

@@ -136,6 +136,16 @@ impl Initiator {
     }
 }
 
+impl fmt::Display for Initiator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Initiator::Lowest => f.write_str("lowest"),
+            Initiator::Highest => f.write_str("highest"),
+            Initiator::Id(id) => write!(f, "{id}"),
+        }
+    }
+}
+
 impl FromStr for Initiator {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
