@@ -53,10 +53,27 @@ impl Outcome {
 /// Start the hook task: it subscribes to `shared`'s leader events before returning,
 /// so no change emitted after this call is missed. Abort the handle to stop it.
 pub fn spawn(shared: Arc<Shared>, command: String, timeout: Duration) -> JoinHandle<()> {
+    spawn_until(shared, command, timeout, std::future::pending())
+}
+
+/// Like [`spawn`], but when `stop` completes the task runs the hook for every change
+/// already announced (the `none` roles of a resigning leader, say) and then ends, so a
+/// "release on none" script runs at shutdown. Await the handle with a deadline.
+pub fn spawn_until(
+    shared: Arc<Shared>,
+    command: String,
+    timeout: Duration,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> JoinHandle<()> {
     let mut rx = shared.subscribe();
     tokio::spawn(async move {
+        tokio::pin!(stop);
         loop {
-            match rx.recv().await {
+            let received = tokio::select! {
+                r = rx.recv() => r,
+                () = &mut stop => break,
+            };
+            match received {
                 Ok(event) => {
                     run(&shared, &command, timeout, &event).await;
                 }
@@ -77,6 +94,11 @@ pub fn spawn(shared: Arc<Shared>, command: String, timeout: Duration) -> JoinHan
                 }
                 Err(RecvError::Closed) => return,
             }
+        }
+        // Stopping: what was announced before the stop still runs, in order (bounded by
+        // the channel's capacity).
+        while let Ok(event) = rx.try_recv() {
+            run(&shared, &command, timeout, &event).await;
         }
     })
 }

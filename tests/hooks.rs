@@ -167,3 +167,28 @@ async fn a_command_that_cannot_start_is_an_error_not_a_panic() {
     let r = hooks::run(&s, "/nonexistent/electd-hook", Duration::from_secs(5), &e).await;
     assert!(matches!(r, Outcome::Failed(_)), "{r:?}");
 }
+
+/// At shutdown the hook still runs for the changes announced before the stop, in
+/// order: a "release the VIP on none" script is not cut off by the exit.
+#[tokio::test]
+async fn changes_announced_before_stop_still_run() {
+    let dir = tempdir("stop");
+    let out = dir.join("roles.txt");
+    let cmd = format!(
+        "echo \"$ELECTD_ALGORITHM $ELECTD_ROLE\" >> {}",
+        out.display()
+    );
+    let (s, _rx) = shared(4, &[Bully, Raft], None);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = hooks::spawn_until(s.clone(), cmd, Duration::from_secs(5), async move {
+        let _ = stopped.await;
+    });
+    s.emit(LeaderEvent::new(4, Bully, None, 3));
+    s.emit(LeaderEvent::new(4, Raft, None, 9));
+    stop.send(()).expect("task alive");
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("the task ends after running what was pending")
+        .expect("no panic");
+    assert_eq!(read(&out), "bully none\nraft none\n");
+}

@@ -27,6 +27,12 @@ const SLACK: Duration = Duration::from_secs(1);
 fn kill_each_leader_then_restart_then_resign() {
     let algorithms = AlgorithmKind::available();
     let mut c = Cluster::new("loopback", 5, &algorithms, &TIMING);
+    // Every node appends "ALGORITHM ROLE" to hooks-N.log on each leader change.
+    let hooks = c.dir.join("hooks-");
+    c.append_config(&format!(
+        "[hooks]\non_leader_change = \"echo \\\"$ELECTD_ALGORITHM $ELECTD_ROLE\\\" >> {}$ELECTD_NODE.log\"\n",
+        hooks.display()
+    ));
     c.start_all();
     let highest_leads = |ids: Vec<u32>| {
         let top = ids.iter().copied().max();
@@ -101,4 +107,19 @@ fn kill_each_leader_then_restart_then_resign() {
         "after a resignation agreement took {took:?}, not below the failure timeout"
     );
     eprintln!("resign: survivors agreed on {after:?} after {took:?}");
+    // The resigning node's hook ran for its last changes before it exited: every
+    // group that node 5 led ends with role "none" in its log.
+    let log5 = std::fs::read_to_string(c.dir.join("hooks-5.log")).expect("node 5 ran its hook");
+    for k in AlgorithmKind::available()
+        .into_iter()
+        .filter(|k| k.elects_highest_id())
+    {
+        let last = log5
+            .lines()
+            .filter(|l| l.starts_with(&format!("{} ", k.as_str())))
+            .last()
+            .unwrap_or_default()
+            .to_string();
+        assert_eq!(last, format!("{} none", k.as_str()), "{k}:\n{log5}");
+    }
 }

@@ -92,16 +92,24 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         let _ = http_stop.wait_for(|s| *s).await;
     }));
     // Hooks subscribe to the leader events themselves: the runtime never waits for them.
-    let hooks = cfg
-        .hooks
-        .on_leader_change
-        .clone()
-        .map(|cmd| electd::hooks::spawn(shared.clone(), cmd, cfg.hooks.hook_timeout));
+    // At shutdown they still run for what was announced (the `none` of a resignation).
+    let hook_timeout = cfg.hooks.hook_timeout;
+    let hooks = cfg.hooks.on_leader_change.clone().map(|cmd| {
+        let mut hook_stop = stopped.clone();
+        electd::hooks::spawn_until(shared.clone(), cmd, hook_timeout, async move {
+            let _ = hook_stop.wait_for(|s| *s).await;
+        })
+    });
     let rcfg = RuntimeConfig::from_config(&cfg, incarnation_now());
     runtime::run_with(socket, net, rcfg, shared, control, super::shutdown_signal()).await?;
     let _ = stop.send(true);
-    if let Some(h) = hooks {
-        h.abort();
+    if let Some(mut h) = hooks {
+        // One run per group at most is pending (their own timeouts kill hung ones).
+        let budget = hook_timeout * (cfg.algorithms.len() as u32 + 1);
+        if tokio::time::timeout(budget, &mut h).await.is_err() {
+            tracing::warn!("leader-change hooks still running after {budget:?}: stopping them");
+            h.abort();
+        }
     }
     match tokio::time::timeout(Duration::from_secs(2), http).await {
         Ok(Ok(Err(e))) => tracing::warn!("HTTP server: {e}"),
