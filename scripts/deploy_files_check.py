@@ -128,7 +128,11 @@ def check_config(path):
         rt = millis(tr.get("retransmit", "100ms"))
         expect(hb < ft, f"{name}: timing.heartbeat < timing.failure_timeout")
         expect(at > rt, f"{name}: timing.answer_timeout > transport.retransmit")
-        expect(ct > at, f"{name}: timing.coordinator_timeout > timing.answer_timeout")
+        expect(ct > 2 * at + rt,
+               f"{name}: timing.coordinator_timeout > 2 x timing.answer_timeout + transport.retransmit")
+        attempts = int(tr.get("max_attempts", 4))
+        give_up = sum(rt * (1 << min(a - 1, 3)) for a in range(1, attempts + 1))
+        expect(give_up < ft, f"{name}: the link gives up ({give_up} ms) before timing.failure_timeout")
         expect(hb < et_lo <= et_hi, f"{name}: heartbeat < election_timeout range (non-empty)")
         expect(1 <= tr.get("max_attempts", 4) <= 32, f"{name}: transport.max_attempts in 1..=32")
     except ValueError as e:

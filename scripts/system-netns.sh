@@ -68,7 +68,7 @@ STATUS=1
 T0=$SECONDS
 
 # Timings (ms), also the bounds' inputs.
-HB=20 FT=200 ANSWER=60 COORD=200 EMIN=200 EMAX=400 RETX=20 ATTEMPTS=6
+HB=20 FT=200 ANSWER=60 COORD=200 EMIN=200 EMAX=400 RETX=20 ATTEMPTS=3
 # Link give-up time: retransmit * (1 + 2 + 4 + 8 + 8 + ...) over ATTEMPTS sends.
 GIVE_UP=0
 for a in $(seq "$ATTEMPTS"); do m=$((a - 1 < 3 ? a - 1 : 3)); GIVE_UP=$((GIVE_UP + RETX * (1 << m))); done

@@ -660,14 +660,35 @@ impl Validator<'_> {
                 ),
             ));
         }
-        if coordinator_timeout <= answer_timeout {
+        // T' must cover the answering node's own election: Improved Bully waits T at the
+        // initiator and T again at the cross-check, plus a retransmission.
+        let t_prime_min = answer_timeout * 2 + retransmit;
+        if coordinator_timeout <= t_prime_min {
             return Err(self.err(
                 "timing.coordinator_timeout",
                 format!(
-                    "{} is not above timing.answer_timeout ({}): T' must leave the answering node time to \
-                     finish its own election",
+                    "{} is not above 2 × timing.answer_timeout + transport.retransmit ({}): T' must leave \
+                     the answering node time to finish its own election",
                     ms(coordinator_timeout),
-                    ms(answer_timeout)
+                    ms(t_prime_min)
+                ),
+            ));
+        }
+        let give_up = LinkConfig {
+            retransmit,
+            max_attempts,
+        }
+        .give_up_after();
+        if give_up >= failure_timeout {
+            return Err(self.err(
+                "transport.max_attempts",
+                format!(
+                    "the link gives up on a peer after {} (retransmit {} doubling over {max_attempts} \
+                     attempts), not below timing.failure_timeout ({}): a dead peer must be declared \
+                     unreachable before the failure detector reacts, or ring elections stall on it",
+                    ms(give_up),
+                    ms(retransmit),
+                    ms(failure_timeout)
                 ),
             ));
         }
@@ -807,8 +828,15 @@ impl Validator<'_> {
                 (v, v * 2)
             }
         };
-        if lo > hi {
-            return Err(self.err(key, format!("empty range: {} > {}", ms(lo), ms(hi))));
+        if lo >= hi {
+            return Err(self.err(
+                key,
+                format!(
+                    "empty range {}..{}: Raft needs a randomized timeout (lo < hi) to break split votes (§5.2)",
+                    ms(lo),
+                    ms(hi)
+                ),
+            ));
         }
         Ok((lo, hi))
     }
@@ -1069,12 +1097,30 @@ listen = "0.0.0.0:7003"
             "timing.answer_timeout",
             "not above transport.retransmit",
         );
+        // T' must exceed 2T + retransmit (Improved Bully's two answer waits): 50 ms
+        // answers and 5 ms retransmissions need more than 105 ms.
         fails(
             parse(&head(
-                "[timing]\nanswer_timeout = \"50ms\"\ncoordinator_timeout = \"40ms\"",
+                "[timing]\nanswer_timeout = \"50ms\"\ncoordinator_timeout = \"105ms\"",
             )),
             "timing.coordinator_timeout",
-            "not above timing.answer_timeout",
+            "not above 2 × timing.answer_timeout + transport.retransmit (105ms)",
+        );
+        assert!(parse(&head(
+            "[timing]\nanswer_timeout = \"50ms\"\ncoordinator_timeout = \"106ms\""
+        ))
+        .is_ok());
+        // The link must give up on a dead peer before the failure detector fires:
+        // 5 + 10 + 20 + 40 + 40 = 115 ms for 5 attempts, not below 100 ms.
+        fails(
+            parse(&head("[transport]\nmax_attempts = 5")),
+            "transport.max_attempts",
+            "gives up on a peer after 115ms",
+        );
+        fails(
+            parse(&head("[timing]\nelection_timeout = \"150ms..150ms\"")),
+            "timing.election_timeout",
+            "lo < hi",
         );
         fails(
             parse(&head(
@@ -1155,7 +1201,7 @@ listen = "0.0.0.0:7003"
             ("ELECTD_CLUSTER", "other"),
             ("ELECTD_ALGORITHMS", "improved-bully, bully"),
             ("ELECTD_TIMING_HEARTBEAT", "20ms"),
-            ("ELECTD_TRANSPORT_MAX_ATTEMPTS", "6"),
+            ("ELECTD_TRANSPORT_MAX_ATTEMPTS", "3"),
             ("ELECTD_RAFT_PRE_VOTE", "false"),
             ("ELECTD_HOOKS_ON_LEADER_CHANGE", "/bin/true"),
             ("ELECTD_LOG", "debug"),
@@ -1168,7 +1214,7 @@ listen = "0.0.0.0:7003"
             vec![AlgorithmKind::ImprovedBully, AlgorithmKind::Bully]
         );
         assert_eq!(c.timing.heartbeat, Duration::from_millis(20));
-        assert_eq!(c.link.max_attempts, 6);
+        assert_eq!(c.link.max_attempts, 3);
         assert!(!c.options.pre_vote);
         assert_eq!(c.hooks.on_leader_change.as_deref(), Some("/bin/true"));
         fails(

@@ -177,7 +177,7 @@ impl Template {
         let _ = writeln!(
             w,
             "[transport]\n\
-             retransmit = \"100ms\"         # first retransmission; doubles per attempt, capped at 8x\n\
+             retransmit = \"50ms\"          # first retransmission; doubles per attempt, capped at 8x\n\
              max_attempts = 4             # sends before a peer is declared unreachable\n\
              resolve_every = \"30s\"        # re-resolve DNS peer names this often (and when one is unreachable)\n\
              # Send broadcasts (COORDINATOR, heartbeats, ...) as one datagram to a multicast\n\

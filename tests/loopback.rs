@@ -116,8 +116,8 @@ fn kill_each_leader_then_restart_then_resign() {
     {
         let last = log5
             .lines()
-            .filter(|l| l.starts_with(&format!("{} ", k.as_str())))
-            .last()
+            .rev()
+            .find(|l| l.starts_with(&format!("{} ", k.as_str())))
             .unwrap_or_default()
             .to_string();
         assert_eq!(last, format!("{} none", k.as_str()), "{k}:\n{log5}");
