@@ -22,6 +22,8 @@
 //! [security]
 //! key_file = "electd.key"             # from `electd keygen`; relative to this file
 //! # insecure = true                   # explicit opt-out: no authentication at all
+//! # check_source = true               # drop datagrams whose UDP source is not the
+//!                                     # sender's roster address (default true)
 //!
 //! [hooks]
 //! # on_leader_change = "/usr/local/bin/on-leader"
@@ -46,7 +48,7 @@
 //! `ELECTD_<KEY>` for top-level keys: `ELECTD_NODE_ID=3`, `ELECTD_CLUSTER=test`,
 //! `ELECTD_ALGORITHMS=bully,raft` (comma-separated), `ELECTD_TIMING_HEARTBEAT=20ms`,
 //! `ELECTD_TRANSPORT_MAX_ATTEMPTS=6`, `ELECTD_SECURITY_KEY_FILE=/run/key`,
-//! `ELECTD_SECURITY_INSECURE=true`, `ELECTD_HOOKS_ON_LEADER_CHANGE=…`,
+//! `ELECTD_SECURITY_INSECURE=true`, `ELECTD_SECURITY_CHECK_SOURCE=false`, `ELECTD_HOOKS_ON_LEADER_CHANGE=…`,
 //! `ELECTD_ADMIN_TOKEN_FILE=…`, `ELECTD_RAFT_PRE_VOTE=false`. The roster (`[[peer]]`)
 //! has no overrides. `--node-id` beats the environment, which beats the file.
 //! `ELECTD_LOG` (log filter) and `ELECTD_CONFIG` are not configuration keys; any other
@@ -121,6 +123,7 @@ struct RawTransport {
 struct RawSecurity {
     key_file: Option<PathBuf>,
     insecure: Option<bool>,
+    check_source: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -162,6 +165,9 @@ pub struct Peer {
     pub http: SocketAddr,
     /// Bind address if not `addr` (e.g. `0.0.0.0:7946` behind NAT).
     pub listen: Option<SocketAddr>,
+    /// Every address `addr` resolved to at load (one for an IP literal, all of a DNS
+    /// name's): the UDP sources accepted from this peer with `check_source`.
+    pub resolved: Vec<SocketAddr>,
 }
 
 impl Peer {
@@ -199,6 +205,10 @@ pub struct Config {
     /// Multicast group for broadcasts: parsed and validated, not used for sending yet.
     pub multicast: Option<SocketAddr>,
     pub security: Security,
+    /// The key file (absolute), to re-read on `SIGHUP`; `None` when insecure.
+    pub key_file: Option<PathBuf>,
+    /// `[security] check_source` (default true): see [`crate::gate`].
+    pub check_source: bool,
     pub hooks: Hooks,
     /// Bearer token of the admin routes (trimmed content of `admin.token_file`).
     pub admin_token: Option<String>,
@@ -274,7 +284,7 @@ const SECTIONS: [(&str, &[&str]); 6] = [
         ],
     ),
     ("transport", &["retransmit", "max_attempts", "multicast"]),
-    ("security", &["key_file", "insecure"]),
+    ("security", &["key_file", "insecure", "check_source"]),
     ("hooks", &["on_leader_change", "hook_timeout"]),
     ("admin", &["token_file"]),
     ("raft", &["pre_vote", "check_quorum"]),
@@ -335,7 +345,7 @@ fn env_value(key: &str, value: &str) -> toml::Value {
             .parse::<i64>()
             .map(toml::Value::Integer)
             .unwrap_or_else(|_| toml::Value::String(value.into())),
-        "insecure" | "pre_vote" | "check_quorum" => match value.trim() {
+        "insecure" | "check_source" | "pre_vote" | "check_quorum" => match value.trim() {
             "true" | "1" | "yes" => toml::Value::Boolean(true),
             "false" | "0" | "no" => toml::Value::Boolean(false),
             other => toml::Value::String(other.into()),
@@ -382,18 +392,27 @@ impl Validator<'_> {
     }
 
     fn addr(&self, key: &str, s: &str) -> Result<SocketAddr, ConfigError> {
+        Ok(self.addrs(key, s)?[0])
+    }
+
+    /// Every address `s` stands for (non-empty): itself, or what the name resolves to.
+    fn addrs(&self, key: &str, s: &str) -> Result<Vec<SocketAddr>, ConfigError> {
         if let Ok(a) = s.parse::<SocketAddr>() {
-            return Ok(a);
+            return Ok(vec![a]);
         }
-        let mut found = s.to_socket_addrs().map_err(|e| {
-            self.err(
-                key,
-                format!("{s:?} is not an address like \"10.0.0.1:7946\" ({e})"),
-            )
-        })?;
-        found
-            .next()
-            .ok_or_else(|| self.err(key, format!("{s:?} resolves to no address")))
+        let found: Vec<SocketAddr> = s
+            .to_socket_addrs()
+            .map_err(|e| {
+                self.err(
+                    key,
+                    format!("{s:?} is not an address like \"10.0.0.1:7946\" ({e})"),
+                )
+            })?
+            .collect();
+        if found.is_empty() {
+            return Err(self.err(key, format!("{s:?} resolves to no address")));
+        }
+        Ok(found)
     }
 
     fn path(&self, p: &Path) -> PathBuf {
@@ -439,7 +458,8 @@ impl Validator<'_> {
             if !ids.insert(id) {
                 return Err(self.err(key("id"), format!("node id {id} is listed twice")));
             }
-            let addr = self.addr(&key("addr"), &p.addr)?;
+            let resolved = self.addrs(&key("addr"), &p.addr)?;
+            let addr = resolved[0];
             if !udp.insert(addr) {
                 return Err(self.err(
                     key("addr"),
@@ -462,6 +482,7 @@ impl Validator<'_> {
                 addr,
                 http: h,
                 listen,
+                resolved,
             });
         }
         let node_id = match (node_override, raw.node_id) {
@@ -623,6 +644,7 @@ impl Validator<'_> {
         };
 
         // Security.
+        let key_file = raw.security.key_file.as_ref().map(|f| self.path(f));
         let security = match (&raw.security.key_file, raw.security.insecure.unwrap_or(false)) {
             (Some(_), true) => {
                 return Err(self.err("security.insecure", "true while security.key_file is set: choose one"))
@@ -685,6 +707,8 @@ impl Validator<'_> {
             link,
             multicast,
             security,
+            key_file,
+            check_source: raw.security.check_source.unwrap_or(true),
             hooks,
             admin_token,
             options,

@@ -70,6 +70,7 @@ async fn scenario() {
             keys: None,
             incarnation: runtime::incarnation_now(),
             start: Start::Electing,
+            sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
         };
         let mut until = stopped.clone();
         runtimes.push(tokio::task::spawn_local(runtime::run(

@@ -96,6 +96,7 @@ fn cluster(seed: u64) -> Cluster<'static> {
             keys: Some(keys.clone()),
             incarnation: 0,
             start: Start::Electing,
+            sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
         };
         let registry = nodes.clone();
         sim.host(name(id), move || {

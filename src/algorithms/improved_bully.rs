@@ -125,7 +125,7 @@ impl ImprovedBully {
 
     fn win(&mut self, out: &mut Out) {
         self.state = State::Leader;
-        self.epoch += 1;
+        self.epoch = self.epoch.saturating_add(1);
         self.leader = Some(self.me());
         out.cancel_timer(Timer::Answer);
         out.cancel_timer(Timer::Coordinator);

@@ -119,6 +119,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
             keys: Some(keys.clone()),
             incarnation: incarnation_now(),
             start: Start::Electing,
+            sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
         };
         let metrics = Metrics::new(id, &algorithms)?;
         let (shared, control) = Shared::new(id, "demo".into(), algorithms.clone(), metrics, None);

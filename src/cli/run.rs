@@ -1,5 +1,9 @@
 //! `electd run --config FILE [--node-id N]`: one node of a cluster, until SIGTERM or
 //! SIGINT; then it resigns what it leads, waits for the acks and exits 0.
+//!
+//! `SIGHUP` re-reads `security.key_file` and swaps the keyring without a restart (key
+//! rotation, docs/security.md); a key file that no longer parses is reported and the
+//! running keyring kept.
 
 use anyhow::Context;
 use electd::config::Config;
@@ -25,6 +29,12 @@ pub struct RunArgs {
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let cfg = Config::load(&args.config, std::env::vars(), args.node_id)?;
     super::init_tracing();
+    if let Some(w) = cfg.key_file.as_deref().and_then(electd::keyring::permission_warning) {
+        tracing::warn!("{w}");
+    }
+    if !cfg.check_source {
+        tracing::info!("security.check_source = false: datagrams are accepted from any source address");
+    }
     if cfg.multicast.is_some() {
         tracing::warn!("transport.multicast is set but not used yet: broadcasts go by unicast");
     }
@@ -77,6 +87,10 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         .on_leader_change
         .clone()
         .map(|cmd| electd::hooks::spawn(shared.clone(), cmd, cfg.hooks.hook_timeout));
+    #[cfg(unix)]
+    if let Some(path) = cfg.key_file.clone() {
+        tokio::spawn(reload_keys_on_sighup(path, shared.clone()));
+    }
     let rcfg = RuntimeConfig::from_config(&cfg, incarnation_now());
     runtime::run(socket, rcfg, shared, control, super::shutdown_signal()).await?;
     let _ = stop.send(true);
@@ -90,4 +104,34 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     }
     tracing::info!(node = cfg.node_id, "stopped");
     Ok(())
+}
+
+/// On every `SIGHUP`: re-read the key file and hand the keyring to the runtime.
+#[cfg(unix)]
+async fn reload_keys_on_sighup(path: PathBuf, shared: Arc<Shared>) {
+    use electd::daemon::shared::Control;
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = match signal(SignalKind::hangup()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("cannot listen for SIGHUP (key reload disabled): {e}");
+            return;
+        }
+    };
+    while hup.recv().await.is_some() {
+        match electd::keyring::Keyring::load(&path) {
+            Ok(keys) => {
+                if let Some(w) = electd::keyring::permission_warning(&path) {
+                    tracing::warn!("{w}");
+                }
+                if !shared.command(Control::Keys(keys)).await {
+                    return;
+                }
+            }
+            Err(e) => tracing::error!(
+                "SIGHUP: security.key_file {}: {e}; keeping the current keys",
+                path.display()
+            ),
+        }
+    }
 }

@@ -7,8 +7,12 @@
 //! - The socket and the shutdown signal are passed in ([`run`], the mini-redis
 //!   pattern), and the socket is anything implementing [`Transport`]: real UDP in
 //!   `electd run` and the demo, turmoil's simulated UDP in the tests.
+//! - Every datagram goes out through [`Gate::seal`] and comes in through
+//!   [`Gate::open`] (authentication, receiver, source address, replay window; see
+//!   [`crate::gate`]). The gate outlives pause/resume, so its replay windows do too.
 //! - Nothing from the network is fatal: invalid datagrams are dropped and counted
-//!   (`electd_invalid_datagrams_total{reason}`), send errors are counted
+//!   (`electd_invalid_datagrams_total{reason}`) and logged at a bounded rate
+//!   ([`crate::droplog`]), send errors are counted
 //!   (`electd_send_errors_total{kind}`) and survived; the reliable link retransmits.
 //! - After each batch: metrics synced with the node, the status snapshot published,
 //!   then each leader change emitted to `/watch` subscribers and hooks.
@@ -17,6 +21,8 @@
 //!   and discarded, no timer runs, every group reports no leader); `Resume` comes back
 //!   as a restarted process does: a new [`Node`] with a new, higher incarnation that
 //!   calls an election in every group.
+//! - `Control::Keys` swaps the keyring without a restart (key rotation, `SIGHUP`);
+//!   a node started `insecure` stays insecure (the swap is refused and logged).
 //! - Shutdown: every group this node leads sends RESIGN to the others (so they elect
 //!   at once instead of waiting `failure_timeout`); the runtime then waits until the
 //!   resignations are acknowledged or the link gives up on them, and returns.
@@ -29,7 +35,9 @@ use crate::keyring::Keyring;
 use crate::message::Message;
 use crate::node::link::LinkConfig;
 use crate::node::{Datagram, Event, Node, NodeConfig, Time};
-use crate::wire::{Codec, MAX_DATAGRAM};
+use crate::droplog::{DropLog, Verdict};
+use crate::gate::{Dropped, Gate, GateConfig};
+use crate::wire::MAX_DATAGRAM;
 use crate::NodeId;
 use std::collections::HashMap;
 use std::future::Future;
@@ -65,6 +73,9 @@ pub struct RuntimeConfig {
     /// Boot id; see [`incarnation_now`].
     pub incarnation: u64,
     pub start: Start,
+    /// Allowed UDP source addresses per roster id (`[security] check_source`);
+    /// `None` accepts any source.
+    pub sources: Option<HashMap<NodeId, Vec<SocketAddr>>>,
 }
 
 impl RuntimeConfig {
@@ -83,6 +94,19 @@ impl RuntimeConfig {
             },
             incarnation,
             start: Start::Electing,
+            sources: c
+                .check_source
+                .then(|| c.peers.iter().map(|p| (p.id, p.resolved.clone())).collect()),
+        }
+    }
+
+    fn gate_config(&self) -> GateConfig {
+        GateConfig {
+            me: self.id,
+            cluster: self.cluster.clone(),
+            roster: self.peers.iter().map(|p| p.0).collect(),
+            keys: self.keys.clone(),
+            sources: self.sources.clone(),
         }
     }
 
@@ -103,11 +127,15 @@ impl RuntimeConfig {
 
 /// A boot id that grows across restarts: unix time in microseconds (at least 1).
 pub fn incarnation_now() -> u64 {
+    unix_micros().max(1)
+}
+
+/// The wall clock in unix microseconds (0 before 1970).
+pub fn unix_micros() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
         .unwrap_or(0)
-        .max(1)
 }
 
 /// The runtime could not start.
@@ -155,7 +183,8 @@ pub async fn run<T: Transport>(
 struct Driver {
     cfg: RuntimeConfig,
     shared: Arc<Shared>,
-    codec: Codec,
+    gate: Gate,
+    drops: DropLog,
     peers: HashMap<NodeId, SocketAddr>,
     node: Node,
     incarnation: u64,
@@ -166,14 +195,14 @@ struct Driver {
 
 impl Driver {
     fn new(cfg: RuntimeConfig, shared: Arc<Shared>) -> Result<Driver, RuntimeError> {
-        let ring: Vec<NodeId> = cfg.peers.iter().map(|p| p.0).collect();
         let node = Node::new(cfg.node_config(cfg.incarnation))?;
         let origin_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0);
         Ok(Driver {
-            codec: Codec::new(&cfg.cluster, &ring, cfg.keys.clone()),
+            gate: Gate::new(cfg.gate_config()),
+            drops: DropLog::new(),
             peers: cfg.peers.iter().copied().collect(),
             incarnation: cfg.incarnation,
             node,
@@ -203,15 +232,16 @@ impl Driver {
             node = self.cfg.id,
             incarnation = self.incarnation,
             algorithms = ?self.cfg.algorithms,
-            authenticated = self.codec.is_authenticated(),
+            authenticated = self.gate.is_authenticated(),
+            check_source = self.gate.checks_source(),
             "node started"
         );
         self.node.start(now, electing);
     }
 
     fn received(&mut self, r: io::Result<(usize, SocketAddr)>, buf: &[u8]) {
-        let n = match r {
-            Ok((n, _from)) => n,
+        let (n, from) = match r {
+            Ok(x) => x,
             Err(e) => {
                 // E.g. an ICMP error reported on the socket; never fatal.
                 tracing::debug!("receive error: {e}");
@@ -221,21 +251,43 @@ impl Driver {
         if self.paused {
             return;
         }
-        match self.codec.decode(&buf[..n]) {
+        match self.gate.open(&buf[..n], Some(from), unix_micros()) {
             Ok(dg) => {
                 let now = self.now();
                 self.node.handle_datagram(now, dg);
             }
-            Err(e) => {
-                tracing::debug!("dropped datagram: {e}");
-                self.shared.metrics.invalid_datagram(e.reason());
+            Err(e) => self.dropped(e, from),
+        }
+    }
+
+    /// Count a refused datagram and log it, at a rate bounded per reason.
+    fn dropped(&mut self, e: Dropped, from: SocketAddr) {
+        let reason = e.reason();
+        self.shared.metrics.invalid_datagram(reason);
+        match self.drops.record(reason, self.now()) {
+            Verdict::Quiet => {}
+            Verdict::Log => {
+                tracing::warn!(node = self.cfg.id, %from, reason, "dropped datagram: {e}")
             }
+            Verdict::Summary(n) => tracing::warn!(
+                node = self.cfg.id,
+                %from,
+                reason,
+                "dropped datagram: {e} ({n} more dropped for reason {reason} since the last report)"
+            ),
         }
     }
 
     fn timeout(&mut self) {
         let now = self.now();
         self.node.handle_timeout(now);
+        for (reason, n) in self.drops.flush(now) {
+            tracing::warn!(
+                node = self.cfg.id,
+                reason,
+                "{n} more datagrams dropped for reason {reason} since the last report"
+            );
+        }
     }
 
     fn control(&mut self, c: Control) {
@@ -276,6 +328,23 @@ impl Driver {
                     Err(e) => tracing::error!("cannot rebuild the node on resume: {e}"),
                 }
             }
+            Control::Keys(keys) => {
+                if self.gate.is_authenticated() {
+                    tracing::info!(
+                        node = self.cfg.id,
+                        primary = format_args!("{:#010x}", keys.primary().id),
+                        keys = keys.len(),
+                        "keyring reloaded"
+                    );
+                    self.cfg.keys = Some(keys);
+                    self.gate.set_keys(self.cfg.keys.clone());
+                } else {
+                    tracing::warn!(
+                        node = self.cfg.id,
+                        "key reload ignored: this node runs insecure; restart it to enable authentication"
+                    );
+                }
+            }
             Control::Pause | Control::Resume => {}
         }
     }
@@ -312,7 +381,7 @@ impl Driver {
             metrics.send_error("no_address");
             return;
         };
-        let bytes = match self.codec.encode(dg) {
+        let bytes = match self.gate.seal(to, dg) {
             Ok(b) => b,
             Err(e) => {
                 metrics.send_error(e.reason());
@@ -381,9 +450,9 @@ impl Driver {
             let next = self.deadline().min(until);
             tokio::select! {
                 r = socket.recv_from(buf) => {
-                    if let Ok((n, _)) = r {
+                    if let Ok((n, from)) = r {
                         // Acks only: bodies are not for a node that is leaving.
-                        if let Ok(dg) = self.codec.decode(&buf[..n]) {
+                        if let Ok(dg) = self.gate.open(&buf[..n], Some(from), unix_micros()) {
                             if dg.body.is_none() {
                                 let now = self.now();
                                 self.node.handle_datagram(now, dg);
