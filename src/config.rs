@@ -266,8 +266,14 @@ impl Config {
             err("-", format!("not valid TOML: {}", e.message().trim()))
         })?;
         apply_env(&mut table, env).map_err(|(k, m)| err(&k, m))?;
-        let raw = RawConfig::deserialize(toml::Value::Table(table))
-            .map_err(|e| err("-", e.message().trim().to_string()))?;
+        // The path of the offending key (e.g. `security.check_source`, `peer.2.id`)
+        // names it in the error; unknown keys and missing tables stay at `-`.
+        let raw: RawConfig =
+            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+                let path = e.path().to_string();
+                let key = if path == "." { "-".to_string() } else { path };
+                err(&key, e.into_inner().message().trim().to_string())
+            })?;
         Validator { file, base }.validate(raw, node_id)
     }
 }
@@ -841,18 +847,24 @@ listen = "0.0.0.0:7003"
 
     #[test]
     fn unknown_keys_are_rejected() {
+        // The key is named by its path.
         fails(
             parse(&head("colour = \"blue\"")),
-            "-",
+            "colour",
             "unknown field `colour`",
         );
         fails(
             parse(&head("[timing]\nheartbeet = \"10ms\"")),
-            "-",
+            "timing.heartbeet",
             "unknown field `heartbeet`",
         );
         let bad_peer = head("").replace("listen = ", "bind = ");
-        fails(parse(&bad_peer), "-", "unknown field `bind`");
+        fails(parse(&bad_peer), "peer[2].bind", "unknown field `bind`");
+        fails(
+            parse(&head("").replace("[[peer]]\nid = 2", "[[peer]]\nid = \"two\"")),
+            "peer[1].id",
+            "expected i64",
+        );
     }
 
     #[test]
@@ -1036,6 +1048,72 @@ listen = "0.0.0.0:7003"
         let _ = std::fs::remove_dir_all(&dir);
         let e = Config::load(&dir.join("gone.toml"), Vec::new(), None).unwrap_err();
         assert!(e.to_string().contains("gone.toml: -: cannot read"), "{e}");
+    }
+
+    #[test]
+    fn check_source_defaults_on_and_peers_keep_every_resolved_address() {
+        let c = parse(&head("")).unwrap();
+        assert!(c.check_source);
+        assert_eq!(
+            c.peer(1).unwrap().resolved,
+            vec!["127.0.0.1:7001".parse().unwrap()]
+        );
+        let off = head("").replace("insecure = true", "insecure = true\ncheck_source = false");
+        assert!(!parse(&off).unwrap().check_source);
+        let env = parse_env(
+            &head(""),
+            &[("ELECTD_SECURITY_CHECK_SOURCE", "false")],
+            None,
+        );
+        assert!(!env.unwrap().check_source);
+        fails(
+            parse(&head("").replace("insecure = true", "insecure = true\ncheck_source = 1")),
+            "security.check_source",
+            "expected a boolean",
+        );
+        // A DNS name: every address it resolves to is an accepted source.
+        let named = head("").replace("\"127.0.0.1:7001\"", "\"localhost:7001\"");
+        let c = parse(&named).unwrap();
+        let p = c.peer(1).unwrap();
+        assert!(!p.resolved.is_empty() && p.resolved.contains(&p.addr));
+        assert!(p
+            .resolved
+            .iter()
+            .all(|a| a.port() == 7001 && a.ip().is_loopback()));
+    }
+
+    #[test]
+    fn key_file_errors_name_the_key_the_file_and_the_problem() {
+        let dir = std::env::temp_dir().join(format!("electd-keyerr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = head("").replace("insecure = true", "key_file = \"k\"");
+        let file = dir.join("electd.toml");
+        std::fs::write(&file, &text).unwrap();
+        let key = dir.join("k");
+        let shown = |content: Option<&str>| {
+            let _ = std::fs::remove_file(&key);
+            let _ = std::fs::remove_dir(&key);
+            match content {
+                Some(t) => std::fs::write(&key, t).unwrap(),
+                // Unreadable as a file: a directory in its place.
+                None => std::fs::create_dir(&key).unwrap(),
+            }
+            let e = Config::load(&file, Vec::new(), None).unwrap_err();
+            assert_eq!(e.key, "security.key_file");
+            let s = e.to_string();
+            assert!(s.contains(&key.display().to_string()), "{s}");
+            assert!(s.contains("electd.toml"), "{s}");
+            s
+        };
+        assert!(shown(Some("")).contains("holds no key"));
+        assert!(shown(Some("# comment only\n")).contains("holds no key"));
+        let short = shown(Some("abcdef\n"));
+        assert!(
+            short.contains("line 1") && short.contains("64 hex digits"),
+            "{short}"
+        );
+        assert!(shown(None).contains("cannot read key file"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -147,7 +147,8 @@ impl Gate {
                 return Err(Dropped::Source { from: d.from, addr });
             }
         }
-        self.replay.check(d.from, d.incarnation, h.counter, now_us)?;
+        self.replay
+            .check(d.from, d.incarnation, h.counter, now_us)?;
         Ok(d)
     }
 }
@@ -243,7 +244,9 @@ mod tests {
         assert!(r.open(&s.seal(1, &d).unwrap(), Some(mapped), NOW).is_ok());
         // Disabled: any source.
         let mut open = gate(1, false);
-        assert!(open.open(&s.seal(1, &d).unwrap(), Some(addr(9)), NOW).is_ok());
+        assert!(open
+            .open(&s.seal(1, &d).unwrap(), Some(addr(9)), NOW)
+            .is_ok());
     }
 
     #[test]

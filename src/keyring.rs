@@ -330,7 +330,10 @@ mod tests {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
             let w = permission_warning(&path).expect("0644 is warned about");
-            assert!(w.contains("0644") && w.contains(&path.display().to_string()), "{w}");
+            assert!(
+                w.contains("0644") && w.contains(&path.display().to_string()),
+                "{w}"
+            );
             assert!(w.contains("chmod 600"), "{w}");
         }
         // Two fresh keys differ.

@@ -208,7 +208,10 @@ mod tests {
             g.check(2, future, 1, NOW),
             Err(ReplayError::FutureIncarnation(future))
         );
-        assert_eq!(g.check(2, u64::MAX, 1, NOW).unwrap_err().reason(), "future_incarnation");
+        assert_eq!(
+            g.check(2, u64::MAX, 1, NOW).unwrap_err().reason(),
+            "future_incarnation"
+        );
         assert_eq!(g.incarnation_of(2), Some(11));
         assert_eq!(g.check(2, 11, 8, NOW), Ok(()));
         // Exactly a day ahead is still accepted (clock skew allowance).
@@ -230,7 +233,9 @@ mod tests {
             let mut base = 1u64;
             for _ in 0..2000 {
                 base += rng.below(3);
-                let c = (base + rng.below(spread)).saturating_sub(rng.below(spread)).max(1);
+                let c = (base + rng.below(spread))
+                    .saturating_sub(rng.below(spread))
+                    .max(1);
                 let expect = !accepted.contains(&c) && (c > top || top - c < WINDOW);
                 let got = g.check(1, 5, c, NOW).is_ok();
                 assert_eq!(got, expect, "round {round} counter {c} top {top}");

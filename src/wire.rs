@@ -650,7 +650,10 @@ mod tests {
             let mut d = datagram(Message::Resign { epoch: 1 });
             d.group = Some(k);
             let c = secure();
-            assert_eq!(c.decode(&c.encode(&d, HDR).unwrap()).unwrap().0.group, Some(k));
+            assert_eq!(
+                c.decode(&c.encode(&d, HDR).unwrap()).unwrap().0.group,
+                Some(k)
+            );
         }
     }
 
@@ -851,7 +854,9 @@ mod tests {
         let unsigned = insecure().encode(&d, HDR).unwrap();
         assert_eq!(secure().decode(&unsigned), Err(WireError::BadTag));
         // …as are datagrams signed with a key it does not have…
-        let other = Codec::new("c", &ROSTER, Some(ring(2))).encode(&d, HDR).unwrap();
+        let other = Codec::new("c", &ROSTER, Some(ring(2)))
+            .encode(&d, HDR)
+            .unwrap();
         assert_eq!(
             secure().decode(&other).map_err(|e| e.reason()),
             Err("no_key")

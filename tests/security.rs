@@ -166,7 +166,12 @@ fn forged_coordinators_are_dropped_with_their_reason() {
             addr(3),
             "no_key",
         ),
-        ("replayed earlier valid datagram", old.clone(), addr(3), "replay"),
+        (
+            "replayed earlier valid datagram",
+            old.clone(),
+            addr(3),
+            "replay",
+        ),
         (
             "wrong cluster",
             Sender::new(3, NOW_US, "staging", Some(key(1))).coordinator(3, 9),
@@ -413,7 +418,10 @@ fn invalid(c: &Cluster, id: NodeId, reason: &str) -> f64 {
 fn wait_for(within: Duration, what: &str, mut ok: impl FnMut() -> bool) {
     let end = std::time::Instant::now() + within;
     while !ok() {
-        assert!(std::time::Instant::now() < end, "timed out waiting for {what}");
+        assert!(
+            std::time::Instant::now() < end,
+            "timed out waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -478,7 +486,10 @@ fn forged_datagrams_over_udp_are_counted_and_do_not_move_the_leader() {
     // The log is rate limited: 21 drops, at most BURST lines per reason.
     let log = c.log(1);
     let lines = log.matches("dropped datagram").count();
-    assert!(lines >= cases.len(), "every reason logged at least once:\n{log}");
+    assert!(
+        lines >= cases.len(),
+        "every reason logged at least once:\n{log}"
+    );
     assert!(
         lines <= cases.len() * electd::droplog::BURST as usize,
         "{lines} lines:\n{log}"
@@ -560,7 +571,11 @@ fn key_rotation_with_sighup_keeps_the_leader() {
         let log = c.log(id);
         assert_eq!(log.matches("keyring reloaded").count(), 3, "{log}");
     }
-    assert_eq!(changes(&c), changes_before, "a leader change during rotation");
+    assert_eq!(
+        changes(&c),
+        changes_before,
+        "a leader change during rotation"
+    );
 
     // Negative control: a node that skipped step 1 (old key only) cannot talk to the
     // others any more, and both sides count `no_key`.

@@ -106,7 +106,9 @@ pub fn run(data: &[u8]) {
         );
         let opened = plain.open(bytes, None, NOW_US);
         if let Ok((d, h)) = plain_codec.decode(bytes) {
-            let again = plain_codec.encode(&d, h).expect("a decoded datagram re-encodes");
+            let again = plain_codec
+                .encode(&d, h)
+                .expect("a decoded datagram re-encodes");
             assert_eq!(plain_codec.decode(&again), Ok((d.clone(), h)), "round trip");
             let signed = keyed_codec.encode(&d, h).expect("re-encodes signed");
             assert_eq!(keyed_codec.decode(&signed), Ok((d, h)));
@@ -141,23 +143,126 @@ pub fn every_message(from: NodeId) -> Vec<(AlgorithmKind, Message)> {
     };
     vec![
         (A::Bully, Message::Election { tag, epoch: 1 }),
-        (A::Bully, Message::Ok { responder: from, tag }),
-        (A::Bully, Message::Coordinator { leader: from, epoch: 2, tag }),
-        (A::ImprovedBully, Message::YouAreCoordinator { tag, epoch: 1 }),
-        (A::ImprovedBully, Message::Coordinator { leader: from, epoch: 2, tag }),
-        (A::Ring, Message::RingElection { initiator: from, ids: vec![from, 3], epoch: 1 }),
-        (A::Ring, Message::RingCoordinator { initiator: from, leader: 5, epoch: 1 }),
-        (A::Lcr, Message::LcrElection { candidate: from, round: 1 }),
-        (A::Lcr, Message::LcrElected { leader: 5, epoch: 1 }),
-        (A::Hs, Message::Probe { candidate: from, phase: 1, hops: 1, to_right: true, round: 1 }),
-        (A::Hs, Message::Reply { candidate: from, phase: 1, to_right: false, round: 1 }),
-        (A::Hs, Message::Terminate { leader: 5, epoch: 1 }),
-        (A::Raft, Message::RequestVote { term: 2, pre_vote: true }),
-        (A::Raft, Message::RequestVote { term: 2, pre_vote: false }),
-        (A::Raft, Message::Vote { term: 2, granted: true, pre_vote: false }),
-        (A::Raft, Message::Heartbeat { term: 2, leader: from }),
+        (
+            A::Bully,
+            Message::Ok {
+                responder: from,
+                tag,
+            },
+        ),
+        (
+            A::Bully,
+            Message::Coordinator {
+                leader: from,
+                epoch: 2,
+                tag,
+            },
+        ),
+        (
+            A::ImprovedBully,
+            Message::YouAreCoordinator { tag, epoch: 1 },
+        ),
+        (
+            A::ImprovedBully,
+            Message::Coordinator {
+                leader: from,
+                epoch: 2,
+                tag,
+            },
+        ),
+        (
+            A::Ring,
+            Message::RingElection {
+                initiator: from,
+                ids: vec![from, 3],
+                epoch: 1,
+            },
+        ),
+        (
+            A::Ring,
+            Message::RingCoordinator {
+                initiator: from,
+                leader: 5,
+                epoch: 1,
+            },
+        ),
+        (
+            A::Lcr,
+            Message::LcrElection {
+                candidate: from,
+                round: 1,
+            },
+        ),
+        (
+            A::Lcr,
+            Message::LcrElected {
+                leader: 5,
+                epoch: 1,
+            },
+        ),
+        (
+            A::Hs,
+            Message::Probe {
+                candidate: from,
+                phase: 1,
+                hops: 1,
+                to_right: true,
+                round: 1,
+            },
+        ),
+        (
+            A::Hs,
+            Message::Reply {
+                candidate: from,
+                phase: 1,
+                to_right: false,
+                round: 1,
+            },
+        ),
+        (
+            A::Hs,
+            Message::Terminate {
+                leader: 5,
+                epoch: 1,
+            },
+        ),
+        (
+            A::Raft,
+            Message::RequestVote {
+                term: 2,
+                pre_vote: true,
+            },
+        ),
+        (
+            A::Raft,
+            Message::RequestVote {
+                term: 2,
+                pre_vote: false,
+            },
+        ),
+        (
+            A::Raft,
+            Message::Vote {
+                term: 2,
+                granted: true,
+                pre_vote: false,
+            },
+        ),
+        (
+            A::Raft,
+            Message::Heartbeat {
+                term: 2,
+                leader: from,
+            },
+        ),
         (A::Raft, Message::HeartbeatAck { term: 2 }),
-        (A::Bully, Message::Heartbeat { term: 2, leader: from }),
+        (
+            A::Bully,
+            Message::Heartbeat {
+                term: 2,
+                leader: from,
+            },
+        ),
         (A::Bully, Message::Resign { epoch: 2 }),
     ]
 }
@@ -183,7 +288,10 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
                 group: Some(group),
                 body: Some(msg),
             };
-            let h = Header { to: ME, counter: i as u64 + 1 };
+            let h = Header {
+                to: ME,
+                counter: i as u64 + 1,
+            };
             frames.push((5, codec.encode(&d, h).expect("seed encodes")));
         }
         let ack = Datagram {
@@ -194,7 +302,18 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
             group: None,
             body: None,
         };
-        frames.push((50, codec.encode(&ack, Header { to: ME, counter: 99 }).expect("ack")));
+        frames.push((
+            50,
+            codec
+                .encode(
+                    &ack,
+                    Header {
+                        to: ME,
+                        counter: 99,
+                    },
+                )
+                .expect("ack"),
+        ));
         out.push((format!("sender{from}"), frame(&frames)));
     }
     out

@@ -29,11 +29,17 @@ pub struct RunArgs {
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let cfg = Config::load(&args.config, std::env::vars(), args.node_id)?;
     super::init_tracing();
-    if let Some(w) = cfg.key_file.as_deref().and_then(electd::keyring::permission_warning) {
+    if let Some(w) = cfg
+        .key_file
+        .as_deref()
+        .and_then(electd::keyring::permission_warning)
+    {
         tracing::warn!("{w}");
     }
     if !cfg.check_source {
-        tracing::info!("security.check_source = false: datagrams are accepted from any source address");
+        tracing::info!(
+            "security.check_source = false: datagrams are accepted from any source address"
+        );
     }
     if cfg.multicast.is_some() {
         tracing::warn!("transport.multicast is set but not used yet: broadcasts go by unicast");
