@@ -23,6 +23,8 @@
 //! [security]
 //! key_file = "electd.key"             # from `electd keygen`; relative to this file
 //! # insecure = true                   # explicit opt-out: no authentication at all
+//! # check_source = true               # drop datagrams whose UDP source is not the
+//!                                     # sender's roster address (default true)
 //!
 //! [hooks]
 //! # on_leader_change = "/usr/local/bin/on-leader"
@@ -49,7 +51,7 @@
 //! `ELECTD_<KEY>` for top-level keys: `ELECTD_NODE_ID=3`, `ELECTD_CLUSTER=test`,
 //! `ELECTD_ALGORITHMS=bully,raft` (comma-separated), `ELECTD_TIMING_HEARTBEAT=20ms`,
 //! `ELECTD_TRANSPORT_MAX_ATTEMPTS=6`, `ELECTD_SECURITY_KEY_FILE=/run/key`,
-//! `ELECTD_SECURITY_INSECURE=true`, `ELECTD_HOOKS_ON_LEADER_CHANGE=…`,
+//! `ELECTD_SECURITY_INSECURE=true`, `ELECTD_SECURITY_CHECK_SOURCE=false`, `ELECTD_HOOKS_ON_LEADER_CHANGE=…`,
 //! `ELECTD_ADMIN_TOKEN_FILE=…`, `ELECTD_RAFT_PRE_VOTE=false`. The roster (`[[peer]]`)
 //! has no overrides. `--node-id` beats the environment, which beats the file.
 //! `ELECTD_LOG` (log filter) and `ELECTD_CONFIG` are not configuration keys; any other
@@ -125,6 +127,7 @@ struct RawTransport {
 struct RawSecurity {
     key_file: Option<PathBuf>,
     insecure: Option<bool>,
+    check_source: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -172,6 +175,10 @@ pub struct Peer {
     pub http: SocketAddr,
     /// Bind address if not `addr` (e.g. `0.0.0.0:7946` behind NAT).
     pub listen: Option<SocketAddr>,
+    /// Every address `addr` resolved to at load (one for an IP literal, all of a DNS
+    /// name's, none for a name that does not resolve yet): the UDP sources accepted
+    /// from this peer with `check_source`.
+    pub sources: Vec<SocketAddr>,
 }
 
 impl Peer {
@@ -216,6 +223,10 @@ pub struct Config {
     /// Period of DNS re-resolution of peer names (`transport.resolve_every`, 30 s).
     pub resolve_every: Duration,
     pub security: Security,
+    /// The key file (absolute), to re-read on `SIGHUP`; `None` when insecure.
+    pub key_file: Option<PathBuf>,
+    /// `[security] check_source` (default true): see [`crate::gate`].
+    pub check_source: bool,
     pub hooks: Hooks,
     /// Bearer token of the admin routes (trimmed content of `admin.token_file`).
     pub admin_token: Option<String>,
@@ -275,8 +286,14 @@ impl Config {
             err("-", format!("not valid TOML: {}", e.message().trim()))
         })?;
         apply_env(&mut table, env).map_err(|(k, m)| err(&k, m))?;
-        let raw = RawConfig::deserialize(toml::Value::Table(table))
-            .map_err(|e| err("-", e.message().trim().to_string()))?;
+        // The path of the offending key (e.g. `security.check_source`, `peer.2.id`)
+        // names it in the error; unknown keys and missing tables stay at `-`.
+        let raw: RawConfig =
+            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+                let path = e.path().to_string();
+                let key = if path == "." { "-".to_string() } else { path };
+                err(&key, e.into_inner().message().trim().to_string())
+            })?;
         Validator { file, base }.validate(raw, node_id)
     }
 }
@@ -296,7 +313,7 @@ const SECTIONS: [(&str, &[&str]); 6] = [
         "transport",
         &["retransmit", "max_attempts", "multicast", "resolve_every"],
     ),
-    ("security", &["key_file", "insecure"]),
+    ("security", &["key_file", "insecure", "check_source"]),
     ("hooks", &["on_leader_change", "hook_timeout"]),
     ("admin", &["token_file"]),
     ("raft", &["pre_vote", "check_quorum", "state_file"]),
@@ -357,7 +374,7 @@ fn env_value(key: &str, value: &str) -> toml::Value {
             .parse::<i64>()
             .map(toml::Value::Integer)
             .unwrap_or_else(|_| toml::Value::String(value.into())),
-        "insecure" | "pre_vote" | "check_quorum" => match value.trim() {
+        "insecure" | "check_source" | "pre_vote" | "check_quorum" => match value.trim() {
             "true" | "1" | "yes" => toml::Value::Boolean(true),
             "false" | "0" | "no" => toml::Value::Boolean(false),
             other => toml::Value::String(other.into()),
@@ -404,18 +421,27 @@ impl Validator<'_> {
     }
 
     fn addr(&self, key: &str, s: &str) -> Result<SocketAddr, ConfigError> {
+        Ok(self.addrs(key, s)?[0])
+    }
+
+    /// Every address `s` stands for (non-empty): itself, or what the name resolves to.
+    fn addrs(&self, key: &str, s: &str) -> Result<Vec<SocketAddr>, ConfigError> {
         if let Ok(a) = s.parse::<SocketAddr>() {
-            return Ok(a);
+            return Ok(vec![a]);
         }
-        let mut found = s.to_socket_addrs().map_err(|e| {
-            self.err(
-                key,
-                format!("{s:?} is not an address like \"10.0.0.1:7946\" ({e})"),
-            )
-        })?;
-        found
-            .next()
-            .ok_or_else(|| self.err(key, format!("{s:?} resolves to no address")))
+        let found: Vec<SocketAddr> = s
+            .to_socket_addrs()
+            .map_err(|e| {
+                self.err(
+                    key,
+                    format!("{s:?} is not an address like \"10.0.0.1:7946\" ({e})"),
+                )
+            })?
+            .collect();
+        if found.is_empty() {
+            return Err(self.err(key, format!("{s:?} resolves to no address")));
+        }
+        Ok(found)
     }
 
     /// A roster address: an IP literal, or `host:port` with a DNS name. A name that
@@ -520,12 +546,22 @@ impl Validator<'_> {
                 Some(l) => Some(self.addr(&key("listen"), l)?),
                 None => None,
             };
+            // Every address the entry resolves to now: the sources accepted from this
+            // peer with check_source (the runtime adds what later re-resolutions find).
+            let sources: Vec<SocketAddr> = match &name {
+                None => vec![addr],
+                Some(n) => n
+                    .to_socket_addrs()
+                    .map(|found| found.collect())
+                    .unwrap_or_default(),
+            };
             peers.push(Peer {
                 id,
                 addr,
                 name,
                 http: h,
                 listen,
+                sources,
             });
         }
         let node_id = match (node_override, raw.node_id) {
@@ -738,6 +774,7 @@ impl Validator<'_> {
         };
 
         // Security.
+        let key_file = raw.security.key_file.as_ref().map(|f| self.path(f));
         let security = match (&raw.security.key_file, raw.security.insecure.unwrap_or(false)) {
             (Some(_), true) => {
                 return Err(self.err("security.insecure", "true while security.key_file is set: choose one"))
@@ -805,6 +842,8 @@ impl Validator<'_> {
             multicast,
             resolve_every,
             security,
+            key_file,
+            check_source: raw.security.check_source.unwrap_or(true),
             hooks,
             admin_token,
             options,
@@ -945,18 +984,24 @@ listen = "0.0.0.0:7003"
 
     #[test]
     fn unknown_keys_are_rejected() {
+        // The key is named by its path.
         fails(
             parse(&head("colour = \"blue\"")),
-            "-",
+            "colour",
             "unknown field `colour`",
         );
         fails(
             parse(&head("[timing]\nheartbeet = \"10ms\"")),
-            "-",
+            "timing.heartbeet",
             "unknown field `heartbeet`",
         );
         let bad_peer = head("").replace("listen = ", "bind = ");
-        fails(parse(&bad_peer), "-", "unknown field `bind`");
+        fails(parse(&bad_peer), "peer[2].bind", "unknown field `bind`");
+        fails(
+            parse(&head("").replace("[[peer]]\nid = 2", "[[peer]]\nid = \"two\"")),
+            "peer[1].id",
+            "expected i64",
+        );
     }
 
     #[test]
@@ -1193,6 +1238,72 @@ listen = "0.0.0.0:7003"
         let _ = std::fs::remove_dir_all(&dir);
         let e = Config::load(&dir.join("gone.toml"), Vec::new(), None).unwrap_err();
         assert!(e.to_string().contains("gone.toml: -: cannot read"), "{e}");
+    }
+
+    #[test]
+    fn check_source_defaults_on_and_peers_keep_every_resolved_address() {
+        let c = parse(&head("")).unwrap();
+        assert!(c.check_source);
+        assert_eq!(
+            c.peer(1).unwrap().sources,
+            vec!["127.0.0.1:7001".parse().unwrap()]
+        );
+        let off = head("").replace("insecure = true", "insecure = true\ncheck_source = false");
+        assert!(!parse(&off).unwrap().check_source);
+        let env = parse_env(
+            &head(""),
+            &[("ELECTD_SECURITY_CHECK_SOURCE", "false")],
+            None,
+        );
+        assert!(!env.unwrap().check_source);
+        fails(
+            parse(&head("").replace("insecure = true", "insecure = true\ncheck_source = 1")),
+            "security.check_source",
+            "expected a boolean",
+        );
+        // A DNS name: every address it resolves to is an accepted source.
+        let named = head("").replace("\"127.0.0.1:7001\"", "\"localhost:7001\"");
+        let c = parse(&named).unwrap();
+        let p = c.peer(1).unwrap();
+        assert!(!p.sources.is_empty() && p.sources.contains(&p.addr));
+        assert!(p
+            .sources
+            .iter()
+            .all(|a| a.port() == 7001 && a.ip().is_loopback()));
+    }
+
+    #[test]
+    fn key_file_errors_name_the_key_the_file_and_the_problem() {
+        let dir = std::env::temp_dir().join(format!("electd-keyerr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = head("").replace("insecure = true", "key_file = \"k\"");
+        let file = dir.join("electd.toml");
+        std::fs::write(&file, &text).unwrap();
+        let key = dir.join("k");
+        let shown = |content: Option<&str>| {
+            let _ = std::fs::remove_file(&key);
+            let _ = std::fs::remove_dir(&key);
+            match content {
+                Some(t) => std::fs::write(&key, t).unwrap(),
+                // Unreadable as a file: a directory in its place.
+                None => std::fs::create_dir(&key).unwrap(),
+            }
+            let e = Config::load(&file, Vec::new(), None).unwrap_err();
+            assert_eq!(e.key, "security.key_file");
+            let s = e.to_string();
+            assert!(s.contains(&key.display().to_string()), "{s}");
+            assert!(s.contains("electd.toml"), "{s}");
+            s
+        };
+        assert!(shown(Some("")).contains("holds no key"));
+        assert!(shown(Some("# comment only\n")).contains("holds no key"));
+        let short = shown(Some("abcdef\n"));
+        assert!(
+            short.contains("line 1") && short.contains("64 hex digits"),
+            "{short}"
+        );
+        assert!(shown(None).contains("cannot read key file"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -205,6 +205,29 @@ pub fn new_key_file() -> std::io::Result<String> {
     ))
 }
 
+/// A warning if the key file at `path` can be read or written by anyone but its owner
+/// (mode bits `0o077`), naming the file, its mode and the fix; `None` if it is private
+/// or cannot be inspected (reading it reports that).
+pub fn permission_warning(path: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then(|| {
+            format!(
+                "key file {} has mode {mode:04o}: other users may read the cluster key; run `chmod 600 {}`",
+                path.display(),
+                path.display()
+            )
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
 /// Write a fresh key file at `path` with mode 0600. Refuses to overwrite a file.
 pub fn write_key_file(path: &Path) -> std::io::Result<()> {
     use std::io::Write;
@@ -301,6 +324,18 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         assert!(write_key_file(&path).is_err(), "must not overwrite a key");
+        assert_eq!(permission_warning(&path), None);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let w = permission_warning(&path).expect("0644 is warned about");
+            assert!(
+                w.contains("0644") && w.contains(&path.display().to_string()),
+                "{w}"
+            );
+            assert!(w.contains("chmod 600"), "{w}");
+        }
         // Two fresh keys differ.
         assert_ne!(random_key().unwrap(), random_key().unwrap());
         let _ = std::fs::remove_dir_all(&dir);

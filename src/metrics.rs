@@ -223,7 +223,7 @@ impl Metrics {
         };
         // Zeros for every reason the wire layer can drop a datagram for, so that the
         // first invalid datagram shows up in rate() instead of starting a new series.
-        for reason in crate::wire::WireError::REASONS {
+        for reason in crate::gate::Dropped::reasons() {
             m.invalid.with_label_values(&[reason]);
         }
         for &a in algorithms {

@@ -16,9 +16,11 @@
 //!   verifies in constant time with the key `key_id` names. Only the canonical
 //!   encoding is accepted (re-encoding the decoded envelope must give back the bytes
 //!   received: fields in order, no defaults, no unknown fields, shortest varints), so
-//!   no two byte strings carry the same authenticated content. Replays are handled by the reliable link:
-//!   a datagram of an older incarnation is dropped as stale, a reliable one already
-//!   delivered in the current incarnation as a duplicate.
+//!   no two byte strings carry the same authenticated content.
+//! - Every envelope carries a [`Header`]: the receiver's roster id and a datagram
+//!   counter (both non-zero, both covered by the tag). This module only checks that
+//!   they are present; [`crate::gate`] checks that the datagram is for this node and
+//!   runs the replay window ([`crate::replay`]) over (sender, incarnation, counter).
 //! - Sizes are bounded: a datagram above [`MAX_DATAGRAM`] bytes is `oversize`, a ring
 //!   id list longer than twice the roster is `invalid_field`.
 
@@ -38,6 +40,20 @@ pub const WIRE_VERSION: u32 = 1;
 pub const MAX_DATAGRAM: usize = 16 * 1024;
 /// Largest Hirschberg–Sinclair phase accepted (2^phase hops must fit a u32).
 const MAX_PHASE: u32 = 31;
+
+/// Receiver id of a datagram sent to the multicast group (every member at once); its
+/// counter runs in the sender's group sequence, apart from the per-receiver ones.
+pub const GROUP: NodeId = 0;
+
+/// The per-datagram part of the authenticated envelope that is not in [`Datagram`]:
+/// who it is for and its place in the sender's datagram sequence to that receiver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    /// Roster id of the receiver, or [`GROUP`] for a multicast datagram.
+    pub to: NodeId,
+    /// Datagram counter of the sender towards `to`: 1, 2, 3, … within an incarnation.
+    pub counter: u64,
+}
 
 /// Why a datagram was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -114,12 +130,17 @@ impl Codec {
         }
     }
 
+    /// Replace the keyring (key rotation).
+    pub fn set_keys(&mut self, keys: Option<Keyring>) {
+        self.keys = keys;
+    }
+
     pub fn is_authenticated(&self) -> bool {
         self.keys.is_some()
     }
 
     /// Encode (and sign) one datagram. Fails only if it would exceed [`MAX_DATAGRAM`].
-    pub fn encode(&self, d: &Datagram) -> Result<Vec<u8>, WireError> {
+    pub fn encode(&self, d: &Datagram, h: Header) -> Result<Vec<u8>, WireError> {
         let (algorithm, body) = match (&d.body, d.group) {
             (Some(m), Some(g)) => (algorithm_to_proto(g) as i32, to_body(m)),
             _ => (
@@ -137,6 +158,8 @@ impl Codec {
             algorithm,
             tag: Vec::new(),
             key_id: 0,
+            counter: h.counter,
+            receiver: h.to,
             body: Some(body),
         };
         if let Some(keys) = &self.keys {
@@ -152,7 +175,7 @@ impl Codec {
     }
 
     /// Decode, authenticate and validate one datagram (see the module documentation).
-    pub fn decode(&self, bytes: &[u8]) -> Result<Datagram, WireError> {
+    pub fn decode(&self, bytes: &[u8]) -> Result<(Datagram, Header), WireError> {
         if bytes.len() > MAX_DATAGRAM {
             return Err(WireError::Oversize);
         }
@@ -191,6 +214,16 @@ impl Codec {
         if env.incarnation == 0 {
             return Err(WireError::InvalidField("incarnation"));
         }
+        if env.counter == 0 {
+            return Err(WireError::InvalidField("counter"));
+        }
+        if env.receiver != GROUP && !self.roster.contains(&env.receiver) {
+            return Err(WireError::InvalidField("receiver"));
+        }
+        let header = Header {
+            to: env.receiver,
+            counter: env.counter,
+        };
         let body = env.body.take().ok_or(WireError::Empty)?;
         if let Body::AckOnly(_) = body {
             if env.ack == 0 || env.seq != 0 {
@@ -199,14 +232,15 @@ impl Codec {
             if env.algorithm != proto::Algorithm::Unspecified as i32 {
                 return Err(WireError::Algorithm);
             }
-            return Ok(Datagram {
+            let d = Datagram {
                 from: env.sender,
                 incarnation: env.incarnation,
                 seq: 0,
                 ack: env.ack,
                 group: None,
                 body: None,
-            });
+            };
+            return Ok((d, header));
         }
         let group = proto::Algorithm::try_from(env.algorithm)
             .ok()
@@ -217,14 +251,15 @@ impl Codec {
         if msg.kind().is_reliable() != (env.seq != 0) {
             return Err(WireError::InvalidField("seq"));
         }
-        Ok(Datagram {
+        let d = Datagram {
             from: env.sender,
             incarnation: env.incarnation,
             seq: env.seq,
             ack: env.ack,
             group: Some(group),
             body: Some(msg),
-        })
+        };
+        Ok((d, header))
     }
 
     fn member(&self, id: u32, field: &'static str) -> Result<NodeId, WireError> {
@@ -473,6 +508,7 @@ mod tests {
     use crate::rng::Rng;
 
     const ROSTER: [NodeId; 5] = [1, 2, 3, 4, 5];
+    const HDR: Header = Header { to: 1, counter: 5 };
 
     fn ring(b: u8) -> Keyring {
         Keyring::new(Key::new([b; KEY_LEN]))
@@ -604,11 +640,11 @@ mod tests {
         for codec in [secure(), insecure()] {
             for msg in every_message() {
                 let d = datagram(msg);
-                let bytes = codec.encode(&d).unwrap();
-                assert_eq!(codec.decode(&bytes), Ok(d));
+                let bytes = codec.encode(&d, HDR).unwrap();
+                assert_eq!(codec.decode(&bytes), Ok((d, HDR)));
             }
             let a = ack();
-            assert_eq!(codec.decode(&codec.encode(&a).unwrap()), Ok(a));
+            assert_eq!(codec.decode(&codec.encode(&a, HDR).unwrap()), Ok((a, HDR)));
         }
     }
 
@@ -618,7 +654,10 @@ mod tests {
             let mut d = datagram(Message::Resign { epoch: 1 });
             d.group = Some(k);
             let c = secure();
-            assert_eq!(c.decode(&c.encode(&d).unwrap()).unwrap().group, Some(k));
+            assert_eq!(
+                c.decode(&c.encode(&d, HDR).unwrap()).unwrap().0.group,
+                Some(k)
+            );
         }
     }
 
@@ -642,7 +681,7 @@ mod tests {
     }
 
     fn envelope(d: &Datagram) -> proto::Envelope {
-        proto::Envelope::decode(insecure().encode(d).unwrap().as_slice()).unwrap()
+        proto::Envelope::decode(insecure().encode(d, HDR).unwrap().as_slice()).unwrap()
     }
 
     fn check(env: proto::Envelope, want: &str) {
@@ -684,6 +723,20 @@ mod tests {
         check(
             proto::Envelope {
                 incarnation: 0,
+                ..base.clone()
+            },
+            "invalid_field",
+        );
+        check(
+            proto::Envelope {
+                counter: 0,
+                ..base.clone()
+            },
+            "invalid_field",
+        );
+        check(
+            proto::Envelope {
+                receiver: 6,
                 ..base.clone()
             },
             "invalid_field",
@@ -793,12 +846,14 @@ mod tests {
             epoch: 2,
             tag: tag(),
         });
-        let signed = secure().encode(&d).unwrap();
+        let signed = secure().encode(&d, HDR).unwrap();
         // Unsigned datagrams are refused by a node with a key…
-        let unsigned = insecure().encode(&d).unwrap();
+        let unsigned = insecure().encode(&d, HDR).unwrap();
         assert_eq!(secure().decode(&unsigned), Err(WireError::BadTag));
         // …as are datagrams signed with a key it does not have…
-        let other = Codec::new("c", &ROSTER, Some(ring(2))).encode(&d).unwrap();
+        let other = Codec::new("c", &ROSTER, Some(ring(2)))
+            .encode(&d, HDR)
+            .unwrap();
         assert_eq!(
             secure().decode(&other).map_err(|e| e.reason()),
             Err("no_key")
@@ -818,15 +873,15 @@ mod tests {
         ))
         .unwrap();
         let rotating = Codec::new("c", &ROSTER, Some(both));
-        assert_eq!(rotating.decode(&signed), Ok(d.clone()));
-        assert_eq!(rotating.decode(&other), Ok(d));
+        assert_eq!(rotating.decode(&signed), Ok((d.clone(), HDR)));
+        assert_eq!(rotating.decode(&other), Ok((d, HDR)));
     }
 
     #[test]
     fn every_single_bit_flip_of_a_signed_datagram_is_rejected() {
         let c = secure();
         for msg in every_message() {
-            let bytes = c.encode(&datagram(msg)).unwrap();
+            let bytes = c.encode(&datagram(msg), HDR).unwrap();
             for i in 0..bytes.len() * 8 {
                 let mut m = bytes.clone();
                 m[i / 8] ^= 1 << (i % 8);
@@ -839,7 +894,7 @@ mod tests {
     fn truncations_are_rejected() {
         let c = secure();
         for msg in every_message() {
-            let bytes = c.encode(&datagram(msg)).unwrap();
+            let bytes = c.encode(&datagram(msg), HDR).unwrap();
             for n in 0..bytes.len() {
                 assert!(c.decode(&bytes[..n]).is_err(), "prefix {n} of {bytes:?}");
             }
@@ -851,7 +906,7 @@ mod tests {
         let mut rng = Rng::new(5);
         let valid: Vec<Vec<u8>> = every_message()
             .into_iter()
-            .map(|m| insecure().encode(&datagram(m)).unwrap())
+            .map(|m| insecure().encode(&datagram(m), HDR).unwrap())
             .collect();
         for codec in [secure(), insecure()] {
             for round in 0..20_000 {
@@ -888,6 +943,6 @@ mod tests {
             ids: (1..=9_000).collect(),
             epoch: 1,
         });
-        assert_eq!(c.encode(&d), Err(WireError::Oversize));
+        assert_eq!(c.encode(&d, HDR), Err(WireError::Oversize));
     }
 }

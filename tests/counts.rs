@@ -91,6 +91,7 @@ async fn daemon_counts_match_the_simulator_and_the_literature() {
             incarnation: 1000 + u64::from(id),
             start: Start::Passive,
             state_file: None,
+            sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
         };
         let metrics = Metrics::new(id, &algorithms).unwrap();
         let (shared, control) = Shared::new(id, "counts".into(), algorithms.clone(), metrics, None);

@@ -38,6 +38,7 @@ fn fake_runtime(shared: Arc<Shared>, mut rx: mpsc::Receiver<Control>) {
                 }
                 Control::Pause => shared.set_paused(true),
                 Control::Resume => shared.set_paused(false),
+                Control::Keys(_) => {}
             }
         }
     });

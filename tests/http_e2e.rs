@@ -78,6 +78,7 @@ async fn scenario() {
             incarnation: runtime::incarnation_now(),
             start: Start::Electing,
             state_file: None,
+            sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
         };
         let mut until = stopped.clone();
         runtimes.push(tokio::task::spawn_local(runtime::run(

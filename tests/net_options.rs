@@ -25,7 +25,7 @@ fn cfg(id: NodeId, peers: Vec<(NodeId, SocketAddr)>, algo: AlgorithmKind) -> Run
     RuntimeConfig {
         id,
         cluster: "net".into(),
-        peers,
+        peers: peers.clone(),
         algorithms: vec![algo],
         timing: Timing {
             heartbeat: Duration::from_millis(10),
@@ -41,6 +41,9 @@ fn cfg(id: NodeId, peers: Vec<(NodeId, SocketAddr)>, algo: AlgorithmKind) -> Run
         incarnation: runtime::incarnation_now(),
         start: Start::Electing,
         state_file: None,
+        // The source check stays on: a peer known by name is accepted from the address
+        // its name resolves to, and group datagrams from the sender's own address.
+        sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
     }
 }
 

@@ -97,6 +97,7 @@ fn cluster(seed: u64) -> Cluster<'static> {
             incarnation: 0,
             start: Start::Electing,
             state_file: None,
+            sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
         };
         let registry = nodes.clone();
         sim.host(name(id), move || {

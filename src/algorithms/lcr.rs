@@ -92,7 +92,7 @@ impl Lcr {
 
     /// Start a new round.
     fn elect(&mut self, out: &mut Out) {
-        let r = self.round.max(self.lead.epoch) + 1;
+        let r = self.round.max(self.lead.epoch).saturating_add(1);
         self.join(r, out);
     }
 

@@ -189,12 +189,12 @@ impl Raft {
             self.set_leader(None, out);
             self.arm_election(out);
             out.broadcast(Message::RequestVote {
-                term: self.term + 1,
+                term: self.term.saturating_add(1),
                 pre_vote: true,
             });
         } else {
             self.role = Role::Candidate;
-            self.term += 1;
+            self.term = self.term.saturating_add(1);
             self.voted_for = Some(self.me());
             self.set_leader(None, out);
             self.arm_election(out);
@@ -287,7 +287,7 @@ impl Raft {
             return self.become_follower(term, None, out);
         }
         let counts = match (self.role, pre) {
-            (Role::PreCandidate, true) => !granted || term == self.term + 1,
+            (Role::PreCandidate, true) => !granted || term == self.term.saturating_add(1),
             (Role::Candidate, false) => term == self.term,
             _ => false,
         };

@@ -118,7 +118,7 @@ impl Ring {
             return;
         };
         let leader = ids[p..].iter().copied().max().unwrap_or(self.me());
-        let epoch = epoch.max(self.lead.epoch) + 1;
+        let epoch = epoch.max(self.lead.epoch).saturating_add(1);
         self.participant = false;
         self.initiated = false;
         out.cancel_timer(Timer::Retry);

@@ -120,6 +120,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
             incarnation: incarnation_now(),
             start: Start::Electing,
             state_file: None,
+            sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
         };
         let metrics = Metrics::new(id, &algorithms)?;
         let (shared, control) = Shared::new(id, "demo".into(), algorithms.clone(), metrics, None);

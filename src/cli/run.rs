@@ -1,5 +1,9 @@
 //! `electd run --config FILE [--node-id N]`: one node of a cluster, until SIGTERM or
 //! SIGINT; then it resigns what it leads, waits for the acks and exits 0.
+//!
+//! `SIGHUP` re-reads `security.key_file` and swaps the keyring without a restart (key
+//! rotation, docs/security.md); a key file that no longer parses is reported and the
+//! running keyring kept.
 
 use anyhow::Context;
 use electd::config::Config;
@@ -34,6 +38,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         tracing::warn!(
             "raft runs without [raft] state_file: its term and vote are lost on restart, so a \
              restarted node may vote twice in one term (set state_file for election safety)"
+        );
+    }
+    if let Some(w) = cfg
+        .key_file
+        .as_deref()
+        .and_then(electd::keyring::permission_warning)
+    {
+        tracing::warn!("{w}");
+    }
+    if !cfg.check_source {
+        tracing::info!(
+            "security.check_source = false: datagrams are accepted from any source address"
         );
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -100,6 +116,10 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
             let _ = hook_stop.wait_for(|s| *s).await;
         })
     });
+    #[cfg(unix)]
+    if let Some(path) = cfg.key_file.clone() {
+        tokio::spawn(reload_keys_on_sighup(path, shared.clone()));
+    }
     let rcfg = RuntimeConfig::from_config(&cfg, incarnation_now());
     runtime::run_with(socket, net, rcfg, shared, control, super::shutdown_signal()).await?;
     let _ = stop.send(true);
@@ -118,4 +138,34 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     }
     tracing::info!(node = cfg.node_id, "stopped");
     Ok(())
+}
+
+/// On every `SIGHUP`: re-read the key file and hand the keyring to the runtime.
+#[cfg(unix)]
+async fn reload_keys_on_sighup(path: PathBuf, shared: Arc<Shared>) {
+    use electd::daemon::shared::Control;
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = match signal(SignalKind::hangup()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("cannot listen for SIGHUP (key reload disabled): {e}");
+            return;
+        }
+    };
+    while hup.recv().await.is_some() {
+        match electd::keyring::Keyring::load(&path) {
+            Ok(keys) => {
+                if let Some(w) = electd::keyring::permission_warning(&path) {
+                    tracing::warn!("{w}");
+                }
+                if !shared.command(Control::Keys(keys)).await {
+                    return;
+                }
+            }
+            Err(e) => tracing::error!(
+                "SIGHUP: security.key_file {}: {e}; keeping the current keys",
+                path.display()
+            ),
+        }
+    }
 }

@@ -7,8 +7,12 @@
 //! - The socket and the shutdown signal are passed in ([`run`], the mini-redis
 //!   pattern), and the socket is anything implementing [`Transport`]: real UDP in
 //!   `electd run` and the demo, turmoil's simulated UDP in the tests.
+//! - Every datagram goes out through [`Gate::seal`] and comes in through
+//!   [`Gate::open`] (authentication, receiver, source address, replay window; see
+//!   [`crate::gate`]). The gate outlives pause/resume, so its replay windows do too.
 //! - Nothing from the network is fatal: invalid datagrams are dropped and counted
-//!   (`electd_invalid_datagrams_total{reason}`), send errors are counted
+//!   (`electd_invalid_datagrams_total{reason}`) and logged at a bounded rate
+//!   ([`crate::droplog`]), send errors are counted
 //!   (`electd_send_errors_total{kind}`) and survived; the reliable link retransmits.
 //! - After each batch: metrics synced with the node, the status snapshot published,
 //!   then each leader change emitted to `/watch` subscribers and hooks.
@@ -17,6 +21,8 @@
 //!   and discarded, no timer runs, every group reports no leader); `Resume` comes back
 //!   as a restarted process does: a new [`Node`] with a new, higher incarnation that
 //!   calls an election in every group.
+//! - `Control::Keys` swaps the keyring without a restart (key rotation, `SIGHUP`);
+//!   a node started `insecure` stays insecure (the swap is refused and logged).
 //! - Shutdown: every group this node leads sends RESIGN to the others (so they elect
 //!   at once instead of waiting `failure_timeout`); the runtime then waits until the
 //!   resignations are acknowledged or the link gives up on them, and returns.
@@ -38,11 +44,13 @@ use crate::config::{Config, Security};
 use crate::daemon::durable;
 use crate::daemon::shared::{Control, GroupView, LeaderEvent, Shared};
 use crate::daemon::socket::{send_error_kind, Transport};
+use crate::droplog::{DropLog, Verdict};
+use crate::gate::{Dropped, Gate, GateConfig};
 use crate::keyring::Keyring;
 use crate::message::Message;
 use crate::node::link::LinkConfig;
 use crate::node::{Datagram, Event, Node, NodeConfig, Time};
-use crate::wire::{Codec, MAX_DATAGRAM};
+use crate::wire::MAX_DATAGRAM;
 use crate::NodeId;
 use std::collections::HashMap;
 use std::future::Future;
@@ -80,6 +88,9 @@ pub struct RuntimeConfig {
     pub start: Start,
     /// Where durable algorithm state (Raft's term and vote) is kept across restarts.
     pub state_file: Option<std::path::PathBuf>,
+    /// Allowed UDP source addresses per roster id (`[security] check_source`);
+    /// `None` accepts any source.
+    pub sources: Option<HashMap<NodeId, Vec<SocketAddr>>>,
 }
 
 impl RuntimeConfig {
@@ -99,6 +110,20 @@ impl RuntimeConfig {
             incarnation,
             start: Start::Electing,
             state_file: c.raft_state_file.clone(),
+            sources: c
+                .check_source
+                .then(|| c.peers.iter().map(|p| (p.id, p.sources.clone())).collect()),
+        }
+    }
+
+    fn gate_config(&self, group: bool) -> GateConfig {
+        GateConfig {
+            me: self.id,
+            cluster: self.cluster.clone(),
+            roster: self.peers.iter().map(|p| p.0).collect(),
+            keys: self.keys.clone(),
+            sources: self.sources.clone(),
+            group,
         }
     }
 
@@ -119,11 +144,15 @@ impl RuntimeConfig {
 
 /// A boot id that grows across restarts: unix time in microseconds (at least 1).
 pub fn incarnation_now() -> u64 {
+    unix_micros().max(1)
+}
+
+/// The wall clock in unix microseconds (0 before 1970).
+pub fn unix_micros() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
         .unwrap_or(0)
-        .max(1)
 }
 
 /// Network options beside [`RuntimeConfig`] (see the module documentation).
@@ -205,6 +234,7 @@ pub async fn run_with<T: Transport>(
     let mut d = Driver::new(cfg, shared)?;
     d.multicast = net.multicast.as_ref().map(|m| m.0);
     d.node.set_multicast(d.multicast.is_some());
+    d.gate.set_group(d.multicast.is_some());
     d.resolver = Resolver::new(&net, v4_only, resolved_tx);
     let has_names = !d.resolver.names.is_empty();
     d.resolve_due();
@@ -228,7 +258,13 @@ pub async fn run_with<T: Transport>(
             },
             r = socket.recv_from(&mut buf) => d.received(r, &buf),
             r = recv_group(group_socket.as_ref(), &mut gbuf) => d.received(r, &gbuf),
-            Some((id, r)) = resolved_rx.recv() => d.resolver.resolved(id, r, &mut d.peers),
+            Some((id, r)) = resolved_rx.recv() => {
+                // Accept the peer's datagrams from where its name points now.
+                if let Some(addr) = r {
+                    d.gate.set_sources(id, vec![addr]);
+                }
+                d.resolver.resolved(id, r, &mut d.peers)
+            }
             _ = tick.tick(), if has_names => d.resolve_due(),
             _ = &mut sleep, if !d.paused => d.timeout(),
         }
@@ -344,7 +380,8 @@ struct Driver {
     multicast: Option<SocketAddr>,
     resolver: Resolver,
     shared: Arc<Shared>,
-    codec: Codec,
+    gate: Gate,
+    drops: DropLog,
     peers: HashMap<NodeId, SocketAddr>,
     node: Node,
     incarnation: u64,
@@ -357,7 +394,6 @@ struct Driver {
 
 impl Driver {
     fn new(cfg: RuntimeConfig, shared: Arc<Shared>) -> Result<Driver, RuntimeError> {
-        let ring: Vec<NodeId> = cfg.peers.iter().map(|p| p.0).collect();
         let mut node = Node::new(cfg.node_config(cfg.incarnation))?;
         let stored = match &cfg.state_file {
             Some(path) => durable::load(path)?,
@@ -369,7 +405,8 @@ impl Driver {
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0);
         Ok(Driver {
-            codec: Codec::new(&cfg.cluster, &ring, cfg.keys.clone()),
+            gate: Gate::new(cfg.gate_config(false)),
+            drops: DropLog::new(),
             // Names that did not resolve at load have the unspecified address: none yet.
             peers: cfg
                 .peers
@@ -432,15 +469,16 @@ impl Driver {
             node = self.cfg.id,
             incarnation = self.incarnation,
             algorithms = ?self.cfg.algorithms,
-            authenticated = self.codec.is_authenticated(),
+            authenticated = self.gate.is_authenticated(),
+            check_source = self.gate.checks_source(),
             "node started"
         );
         self.node.start(now, electing);
     }
 
     fn received(&mut self, r: io::Result<(usize, SocketAddr)>, buf: &[u8]) {
-        let n = match r {
-            Ok((n, _from)) => n,
+        let (n, from) = match r {
+            Ok(x) => x,
             Err(e) => {
                 // E.g. an ICMP error reported on the socket; never fatal.
                 tracing::debug!("receive error: {e}");
@@ -450,23 +488,46 @@ impl Driver {
         if self.paused {
             return;
         }
-        match self.codec.decode(&buf[..n]) {
-            // Our own multicast datagram, looped back.
-            Ok(dg) if dg.from == self.cfg.id && self.multicast.is_some() => {}
+        match self.gate.open(&buf[..n], Some(from), unix_micros()) {
             Ok(dg) => {
                 let now = self.now();
                 self.node.handle_datagram(now, dg);
             }
-            Err(e) => {
-                tracing::debug!("dropped datagram: {e}");
-                self.shared.metrics.invalid_datagram(e.reason());
+            Err(e) => self.dropped(e, from),
+        }
+    }
+
+    /// Count a refused datagram and log it, at a rate bounded per reason.
+    fn dropped(&mut self, e: Dropped, from: SocketAddr) {
+        if !e.is_counted() {
+            return;
+        }
+        let reason = e.reason();
+        self.shared.metrics.invalid_datagram(reason);
+        match self.drops.record(reason, self.now()) {
+            Verdict::Quiet => {}
+            Verdict::Log => {
+                tracing::warn!(node = self.cfg.id, %from, reason, "dropped datagram: {e}")
             }
+            Verdict::Summary(n) => tracing::warn!(
+                node = self.cfg.id,
+                %from,
+                reason,
+                "dropped datagram: {e} ({n} more dropped for reason {reason} since the last report)"
+            ),
         }
     }
 
     fn timeout(&mut self) {
         let now = self.now();
         self.node.handle_timeout(now);
+        for (reason, n) in self.drops.flush(now) {
+            tracing::warn!(
+                node = self.cfg.id,
+                reason,
+                "{n} more datagrams dropped for reason {reason} since the last report"
+            );
+        }
     }
 
     fn control(&mut self, c: Control) {
@@ -508,6 +569,23 @@ impl Driver {
                     }
                     // Cannot happen: the same configuration built the first node.
                     Err(e) => tracing::error!("cannot rebuild the node on resume: {e}"),
+                }
+            }
+            Control::Keys(keys) => {
+                if self.gate.is_authenticated() {
+                    tracing::info!(
+                        node = self.cfg.id,
+                        primary = format_args!("{:#010x}", keys.primary().id),
+                        keys = keys.len(),
+                        "keyring reloaded"
+                    );
+                    self.cfg.keys = Some(keys);
+                    self.gate.set_keys(self.cfg.keys.clone());
+                } else {
+                    tracing::warn!(
+                        node = self.cfg.id,
+                        "key reload ignored: this node runs insecure; restart it to enable authentication"
+                    );
                 }
             }
             Control::Pause | Control::Resume => {}
@@ -603,7 +681,7 @@ impl Driver {
         to: NodeId,
     ) {
         let metrics = &self.shared.metrics;
-        let bytes = match self.codec.encode(dg) {
+        let bytes = match self.gate.seal(to, dg) {
             Ok(b) => b,
             Err(e) => {
                 metrics.send_error(e.reason());
@@ -672,9 +750,9 @@ impl Driver {
             let next = self.deadline().min(until);
             tokio::select! {
                 r = socket.recv_from(buf) => {
-                    if let Ok((n, _)) = r {
+                    if let Ok((n, from)) = r {
                         // Acks only: bodies are not for a node that is leaving.
-                        if let Ok(dg) = self.codec.decode(&buf[..n]) {
+                        if let Ok(dg) = self.gate.open(&buf[..n], Some(from), unix_micros()) {
                             if dg.body.is_none() {
                                 let now = self.now();
                                 self.node.handle_datagram(now, dg);

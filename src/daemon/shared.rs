@@ -89,6 +89,9 @@ pub enum Control {
     Pause,
     /// Resume traffic with a new incarnation.
     Resume,
+    /// Replace the keyring (`SIGHUP` re-read the key file): sign with its primary,
+    /// accept every key it holds, from the next datagram on.
+    Keys(crate::keyring::Keyring),
 }
 
 /// See the module documentation.

@@ -118,6 +118,11 @@ impl Cluster {
     }
 
     pub fn start(&mut self, id: NodeId) {
+        self.start_with_env(id, &[]);
+    }
+
+    /// Start node `id` with extra environment variables (e.g. `ELECTD_*` overrides).
+    pub fn start_with_env(&mut self, id: NodeId, env: &[(&str, &str)]) {
         let log = std::fs::File::create(self.dir.join(format!("node{id}.log"))).unwrap();
         let config = self.config.clone();
         let child = Command::new(env!("CARGO_BIN_EXE_electd"))
@@ -127,6 +132,7 @@ impl Cluster {
             .arg("--node-id")
             .arg(id.to_string())
             .env("ELECTD_LOG", "warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -151,6 +157,16 @@ impl Cluster {
             .filter(|n| n.child.is_some())
             .map(|n| n.id)
             .collect()
+    }
+
+    /// Send `sig` (e.g. `libc::SIGHUP`) to node `id` if it runs.
+    pub fn signal(&mut self, id: NodeId, sig: i32) {
+        if let Some(c) = self.node(id).child.as_ref() {
+            // SAFETY: plain kill(2) on the PID of a child this test started and has not reaped.
+            unsafe {
+                libc::kill(c.id() as libc::pid_t, sig);
+            }
+        }
     }
 
     /// SIGKILL, then reap.
