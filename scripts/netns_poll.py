@@ -100,6 +100,22 @@ def main():
         views = {int(n): leader(int(n), algorithm) for n in sys.argv[3:]}
         print(f"{algorithm}: {show(views)}")
         return 0
+    if cmd == "invalid":
+        # Sum of electd_invalid_datagrams_total over the given nodes.
+        # Every node must answer: the series are pre-registered at zero, so a node
+        # without them was not read and "0" would prove nothing.
+        total = 0.0
+        for n in sys.argv[2:]:
+            lines = [
+                l for l in (get(int(n), "/metrics") or "").splitlines()
+                if l.startswith("electd_invalid_datagrams_total{")
+            ]
+            if not lines:
+                print(f"node {n}: no metrics", file=sys.stderr)
+                return 1
+            total += sum(float(l.rsplit(" ", 1)[1]) for l in lines)
+        print(f"{total:.0f}")
+        return 0
     if cmd == "metrics":
         text = get(int(sys.argv[2]), "/metrics") or ""
         dg = hb = total = 0.0

@@ -246,6 +246,11 @@ echo "multicast: +$dg_m datagrams, +$msg_m coordinator/heartbeat messages in 3 s
 [ "$msg_m" -gt 0 ] && [ "$dg_m" -lt "$msg_m" ] \
     || { echo "with multicast, datagrams must grow slower than messages" >&2; exit 1; }
 python3 -c "print(f'datagrams per coordinator/heartbeat message: unicast {$dg_u/$msg_u:.2f}, multicast {$dg_m/$msg_m:.2f}')"
+# Group datagrams pass the security gate: none is refused (the sender's own looped-back
+# copies are not counted as invalid either).
+invalid=$($POLL invalid 1 2 3 4 5)
+echo "invalid datagrams on all nodes with multicast: $invalid"
+[ "$invalid" = 0 ] || { echo "multicast datagrams were refused by the gate" >&2; exit 1; }
 log "4. SIGKILL the leader with multicast on (COORDINATOR by multicast, acked by unicast)"
 kill9 5
 wait_leader "$BOUND" bully 4 1 2 3 4
