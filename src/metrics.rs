@@ -39,6 +39,7 @@ struct Exported {
     changes: HashMap<AlgorithmKind, u64>,
     retransmissions: u64,
     failures: u64,
+    duplicates: u64,
     invalid: HashMap<&'static str, u64>,
 }
 
@@ -50,6 +51,7 @@ pub struct Metrics {
     messages_received: IntCounterVec,
     retransmissions: IntCounter,
     delivery_failures: IntCounter,
+    duplicates_dropped: IntCounter,
     elections_started: IntCounterVec,
     elections_won: IntCounterVec,
     election_duration: HistogramVec,
@@ -118,6 +120,10 @@ impl Metrics {
         let delivery_failures = counter(
             "delivery_failures_total",
             "Messages the reliable link gave up on after its last attempt.",
+        )?;
+        let duplicates_dropped = counter(
+            "duplicates_dropped_total",
+            "Reliable messages received again (a retransmission whose ack was lost): acked again, delivered once.",
         )?;
         let elections_started = counter_vec(
             "elections_started_total",
@@ -205,6 +211,7 @@ impl Metrics {
             messages_received,
             retransmissions,
             delivery_failures,
+            duplicates_dropped,
             elections_started,
             elections_won,
             election_duration,
@@ -312,6 +319,11 @@ impl Metrics {
             &self.delivery_failures,
             &mut ex.failures,
             link.delivery_failures,
+        );
+        advance(
+            &self.duplicates_dropped,
+            &mut ex.duplicates,
+            link.duplicates_dropped,
         );
         for (&reason, &n) in node.invalid() {
             let prev = ex.invalid.entry(reason).or_insert(0);
@@ -451,6 +463,26 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("electd_election_duration_seconds_bucket{algorithm=\"bully\",node=\"3\",le=\"0.001\"}"), "{text}");
+
+        // The same reliable datagram twice (its ack was lost): delivered once, the
+        // second copy counted as a duplicate.
+        let again = crate::node::Datagram {
+            from: 1,
+            incarnation: 1,
+            seq: 1,
+            ack: 0,
+            group: Some(AlgorithmKind::Bully),
+            body: Some(crate::message::Message::Resign { epoch: 1 }),
+        };
+        node.handle_datagram(Duration::ZERO, again.clone());
+        node.handle_datagram(Duration::ZERO, again);
+        m.sync(&node);
+        assert!(
+            m.encode()
+                .contains("electd_duplicates_dropped_total{node=\"3\"} 1"),
+            "{}",
+            m.encode()
+        );
     }
 
     /// DESIGN.md: every series carries `node`; per-group series carry `algorithm`;
