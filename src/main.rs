@@ -15,6 +15,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cli::run::run(args),
         Command::Demo(args) => cli::demo::run(args),
         Command::Keygen(args) => cli::keygen::run(args),
+        Command::Bench(args) => cli::bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

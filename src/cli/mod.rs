@@ -1,5 +1,6 @@
 //! Command-line interface (clap). Each subcommand lives in its own file.
 
+pub mod bench;
 pub mod chaos;
 pub mod compare;
 pub mod demo;
@@ -34,6 +35,9 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Generate a cluster key file (HMAC-SHA256, 32 random bytes).
     Keygen(keygen::KeygenArgs),
+    /// Benchmarks: failover time, message efficiency, scale, cost per node, codec;
+    /// writes report.md, results.json and SVG plots.
+    Bench(bench::BenchArgs),
 }
 
 /// Log to stderr; filter from `ELECTD_LOG` (or `RUST_LOG`), default `info`.
