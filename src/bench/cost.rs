@@ -53,7 +53,10 @@ pub struct CostResults {
 pub fn plan(quick: bool) -> (Vec<(u64, Vec<AlgorithmKind>)>, Duration) {
     let all = AlgorithmKind::available();
     if quick {
-        (vec![(10, vec![AlgorithmKind::Bully])], Duration::from_secs(1))
+        (
+            vec![(10, vec![AlgorithmKind::Bully])],
+            Duration::from_secs(1),
+        )
     } else {
         (
             vec![
@@ -115,12 +118,19 @@ fn leaders(c: &ProcCluster) -> Option<BTreeMap<String, u64>> {
         for g in s["groups"].as_array()? {
             let algo = g["algorithm"].as_str()?.to_string();
             let l = g["leader"].as_u64()?;
-            if seen.insert(algo, Some(l)).is_some_and(|prev| prev != Some(l)) {
+            if seen
+                .insert(algo, Some(l))
+                .is_some_and(|prev| prev != Some(l))
+            {
                 return None;
             }
         }
     }
-    Some(seen.into_iter().filter_map(|(k, v)| Some((k, v?))).collect())
+    Some(
+        seen.into_iter()
+            .filter_map(|(k, v)| Some((k, v?)))
+            .collect(),
+    )
 }
 
 pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<CostResults> {

@@ -87,10 +87,13 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<FailoverRe
         let w = Watchers::new(kind);
         let all = c.ids();
         for &id in &all {
-            w.connect(id, c.http(id).expect("roster node"), Duration::from_secs(10));
+            w.connect(
+                id,
+                c.http(id).expect("roster node"),
+                Duration::from_secs(10),
+            );
         }
-        if w
-            .wait_agreement(&all, Instant::now() + Duration::from_secs(15))
+        if w.wait_agreement(&all, Instant::now() + Duration::from_secs(15))
             .is_none()
         {
             anyhow::bail!("failover {kind}: the new cluster did not agree within 15 s");

@@ -226,7 +226,10 @@ mod tests {
     fn nearest_rank_percentiles() {
         let xs: Vec<f64> = (1..=101).map(f64::from).collect();
         let s = Stats::of(&xs);
-        assert_eq!((s.min, s.median, s.p90, s.p99, s.max), (1.0, 51.0, 91.0, 100.0, 101.0));
+        assert_eq!(
+            (s.min, s.median, s.p90, s.p99, s.max),
+            (1.0, 51.0, 91.0, 100.0, 101.0)
+        );
         assert_eq!(s.mean, 51.0);
         assert_eq!(Stats::of(&[]).n, 0);
         let r = Stats::of(&[100.0, 120.0]).scaled(100.0);

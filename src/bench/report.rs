@@ -61,7 +61,10 @@ pub fn targets(r: &Results) -> Vec<Target> {
             out.push(Target {
                 name: format!("failover median, {k}, {mode}"),
                 target: format!("≤ {t:.2} × failure_timeout"),
-                measured: format!("{:.3} × (n={}, timeouts {})", run.ratio.median, run.stats.n, run.timeouts),
+                measured: format!(
+                    "{:.3} × (n={}, timeouts {})",
+                    run.ratio.median, run.stats.n, run.timeouts
+                ),
                 met: run.stats.n > 0 && run.timeouts == 0 && run.ratio.median <= t,
                 note: format!("timing model predicts {model:.3} ×"),
             });
@@ -85,21 +88,28 @@ pub fn targets(r: &Results) -> Vec<Target> {
             }
         }
     }
-    let exact: Vec<_> = r
-        .messages
-        .points
-        .iter()
-        .filter(|p| p.exact)
-        .collect();
+    let exact: Vec<_> = r.messages.points.iter().filter(|p| p.exact).collect();
     let off: Vec<String> = exact
         .iter()
-        .filter(|p| p.formula.is_none_or(|f| (p.udp_messages as f64 - f).abs() > 1e-9))
-        .map(|p| format!("{} N={}: {} vs {:?}", p.case, p.nodes, p.udp_messages, p.formula))
+        .filter(|p| {
+            p.formula
+                .is_none_or(|f| (p.udp_messages as f64 - f).abs() > 1e-9)
+        })
+        .map(|p| {
+            format!(
+                "{} N={}: {} vs {:?}",
+                p.case, p.nodes, p.udp_messages, p.formula
+            )
+        })
         .collect();
     out.push(Target {
         name: "messages over UDP ÷ closed form (every exact case)".into(),
         target: "1.00 exactly".into(),
-        measured: format!("{} of {} points exact", exact.len() - off.len(), exact.len()),
+        measured: format!(
+            "{} of {} points exact",
+            exact.len() - off.len(),
+            exact.len()
+        ),
         met: off.is_empty() && !exact.is_empty(),
         note: off.join("; "),
     });
@@ -108,7 +118,12 @@ pub fn targets(r: &Results) -> Vec<Target> {
         .points
         .iter()
         .filter(|p| p.udp_messages != p.sim_messages)
-        .map(|p| format!("{} N={}: udp {} sim {}", p.case, p.nodes, p.udp_messages, p.sim_messages))
+        .map(|p| {
+            format!(
+                "{} N={}: udp {} sim {}",
+                p.case, p.nodes, p.udp_messages, p.sim_messages
+            )
+        })
         .collect();
     out.push(Target {
         name: "messages over UDP ÷ simulator (every case)".into(),
@@ -137,7 +152,9 @@ pub fn targets(r: &Results) -> Vec<Target> {
                 p.datagrams_per_sec / 1e6
             ),
             met: p.messages_per_sec >= 1e6,
-            note: "the simulator is single-threaded; judged on election messages, the stricter count".into(),
+            note:
+                "the simulator is single-threaded; judged on election messages, the stricter count"
+                    .into(),
         });
         out.push(Target {
             name: format!("Bully startup election at N={} finishes", p.nodes),
@@ -160,7 +177,10 @@ pub fn targets(r: &Results) -> Vec<Target> {
         out.push(Target {
             name: format!("idle node, {}", run.label),
             target: "≤ 20 MiB resident and ≤ 1 % of a core".into(),
-            measured: format!("max {rss:.1} MiB, max {cpu:.2} % (over {:.0} s)", run.window_s),
+            measured: format!(
+                "max {rss:.1} MiB, max {cpu:.2} % (over {:.0} s)",
+                run.window_s
+            ),
             met: rss <= 20.0 && cpu <= 1.0,
             note: String::new(),
         });
@@ -287,8 +307,19 @@ pub fn markdown(r: &Results) -> String {
         header(
             &mut s,
             &[
-                "algorithm", "n", "timeouts", "min ms", "median ms", "p90 ms", "p99 ms", "max ms",
-                "median ×", "p90 ×", "p99 ×", "max ×", "model median ×",
+                "algorithm",
+                "n",
+                "timeouts",
+                "min ms",
+                "median ms",
+                "p90 ms",
+                "p99 ms",
+                "max ms",
+                "median ×",
+                "p90 ×",
+                "p99 ×",
+                "max ×",
+                "model median ×",
             ],
         );
         for run in f.runs.iter().filter(|x| x.mode == mode) {
@@ -347,8 +378,18 @@ pub fn markdown(r: &Results) -> String {
     header(
         &mut s,
         &[
-            "case", "N", "udp", "sim", "formula", "udp/formula", "udp/sim", "acks", "retx",
-            "bytes", "bytes/msg", "complete",
+            "case",
+            "N",
+            "udp",
+            "sim",
+            "formula",
+            "udp/formula",
+            "udp/sim",
+            "acks",
+            "retx",
+            "bytes",
+            "bytes/msg",
+            "complete",
         ],
     );
     for p in &r.messages.points {
@@ -385,8 +426,15 @@ pub fn markdown(r: &Results) -> String {
     header(
         &mut s,
         &[
-            "algorithm", "N", "agreed", "messages", "datagrams", "wall ms", "M msg/s",
-            "M datagrams/s", "peak RSS MiB",
+            "algorithm",
+            "N",
+            "agreed",
+            "messages",
+            "datagrams",
+            "wall ms",
+            "M msg/s",
+            "M datagrams/s",
+            "peak RSS MiB",
         ],
     );
     for p in &r.scale.sim {
@@ -409,7 +457,10 @@ pub fn markdown(r: &Results) -> String {
             ],
         );
     }
-    let _ = writeln!(s, "\n![wall](scale-wall.svg)\n\n![memory](scale-memory.svg)\n");
+    let _ = writeln!(
+        s,
+        "\n![wall](scale-wall.svg)\n\n![memory](scale-memory.svg)\n"
+    );
     let _ = writeln!(
         s,
         "### Real UDP, one process\n\nN runtimes with their own sockets on 127.0.0.1 in one \
@@ -420,8 +471,13 @@ pub fn markdown(r: &Results) -> String {
     header(
         &mut s,
         &[
-            "algorithm", "N", "boot → first leader ms", "failovers", "timeouts",
-            "failover median ms", "failover max ms",
+            "algorithm",
+            "N",
+            "boot → first leader ms",
+            "failovers",
+            "timeouts",
+            "failover median ms",
+            "failover max ms",
         ],
     );
     for p in &r.scale.udp {
@@ -453,7 +509,13 @@ pub fn markdown(r: &Results) -> String {
     header(
         &mut s,
         &[
-            "run", "node", "role (groups led)", "RSS MiB", "peak RSS MiB", "CPU %", "bytes/s",
+            "run",
+            "node",
+            "role (groups led)",
+            "RSS MiB",
+            "peak RSS MiB",
+            "CPU %",
+            "bytes/s",
             "datagrams/s",
         ],
     );
@@ -485,7 +547,14 @@ pub fn markdown(r: &Results) -> String {
     );
     header(
         &mut s,
-        &["datagram", "authenticated", "bytes", "encode ns", "decode ns", "total ns"],
+        &[
+            "datagram",
+            "authenticated",
+            "bytes",
+            "encode ns",
+            "decode ns",
+            "total ns",
+        ],
     );
     for p in &r.codec.points {
         row(

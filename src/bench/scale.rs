@@ -168,14 +168,7 @@ async fn udp_point(
 ) -> anyhow::Result<UdpPoint> {
     let ids: Vec<NodeId> = (1..=n as NodeId).collect();
     let booted = Instant::now();
-    let mut c = InProc::start(
-        &ids,
-        kind,
-        timing,
-        &LinkConfig::default(),
-        Start::Electing,
-    )
-    .await?;
+    let mut c = InProc::start(&ids, kind, timing, &LinkConfig::default(), Start::Electing).await?;
     let first = c
         .wait_agreement(&ids, booted + Duration::from_secs(30))
         .await;

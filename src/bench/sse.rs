@@ -170,7 +170,10 @@ impl Watchers {
         if v.get("algorithm").and_then(|a| a.as_str()) != Some(self.algorithm.as_str()) {
             return; // `lagged` notices; a fresh snapshot follows them
         }
-        let leader = v.get("leader").and_then(|l| l.as_u64()).map(|l| l as NodeId);
+        let leader = v
+            .get("leader")
+            .and_then(|l| l.as_u64())
+            .map(|l| l as NodeId);
         self.update(id, generation, |view| {
             view.leader = leader;
             view.at = now;
