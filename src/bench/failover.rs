@@ -53,6 +53,16 @@ pub struct FailoverResults {
 }
 
 impl FailoverResults {
+    /// No run (the section was skipped).
+    pub fn empty(quick: bool) -> FailoverResults {
+        FailoverResults {
+            nodes: NODES,
+            timing: ClusterTiming::failover(),
+            per_mode: plan(quick).1,
+            runs: Vec::new(),
+        }
+    }
+
     pub fn run(&self, algorithm: AlgorithmKind, mode: &str) -> Option<&FailoverRun> {
         self.runs
             .iter()

@@ -41,6 +41,18 @@ pub struct BenchOptions {
     pub exe: PathBuf,
     /// Seed of every random choice the bench makes (kill phase, ring orders).
     pub seed: u64,
+    /// Run only these sections ([`SECTIONS`]); empty: all. Skipped sections are empty
+    /// in the results and the report.
+    pub only: Vec<String>,
+}
+
+/// The sections of a run, in order.
+pub const SECTIONS: [&str; 6] = ["codec", "sim", "messages", "udp", "cost", "failover"];
+
+impl BenchOptions {
+    pub fn wants(&self, section: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|s| s == section)
+    }
 }
 
 /// Summary statistics of a sample (milliseconds unless stated).
@@ -159,18 +171,39 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
     std::fs::create_dir_all(&opts.out)?;
     let started = std::time::Instant::now();
     let meta_start = load_average();
-    log("codec: encode + authenticate + decode");
-    let codec = codec::run(opts.quick);
-    log("scale: simulator wall time and memory");
-    let scale_sim = scale::run_sim(opts.quick, log)?;
-    log("message efficiency over real UDP");
-    let messages = messages::run(opts, log)?;
-    log("scale: one process, many runtimes over real UDP");
-    let scale_udp = scale::run_udp(opts, log)?;
-    log("cost per node (real processes)");
-    let cost = cost::run(opts, log)?;
-    log("failover (real processes)");
-    let failover = failover::run(opts, log)?;
+    let mut codec = codec::CodecResults { points: Vec::new() };
+    if opts.wants("codec") {
+        log("codec: encode + authenticate + decode");
+        codec = codec::run(opts.quick);
+    }
+    let mut scale_sim = Vec::new();
+    if opts.wants("sim") {
+        log("scale: simulator wall time and memory");
+        scale_sim = scale::run_sim(opts.quick, log)?;
+    }
+    let mut messages = messages::MessageResults {
+        nodes: Vec::new(),
+        points: Vec::new(),
+    };
+    if opts.wants("messages") {
+        log("message efficiency over real UDP");
+        messages = messages::run(opts, log)?;
+    }
+    let mut scale_udp = Vec::new();
+    if opts.wants("udp") {
+        log("scale: one process, many runtimes over real UDP");
+        scale_udp = scale::run_udp(opts, log)?;
+    }
+    let mut cost = cost::CostResults { runs: Vec::new() };
+    if opts.wants("cost") {
+        log("cost per node (real processes)");
+        cost = cost::run(opts, log)?;
+    }
+    let mut failover = failover::FailoverResults::empty(opts.quick);
+    if opts.wants("failover") {
+        log("failover (real processes)");
+        failover = failover::run(opts, log)?;
+    }
     let scale = scale::ScaleResults {
         sim: scale_sim,
         udp: scale_udp,

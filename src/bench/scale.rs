@@ -27,10 +27,17 @@ pub struct SimPoint {
     pub agreed: bool,
     /// Election messages (the literature's count).
     pub messages: u64,
+    /// The literature's exact count for this case, where there is one.
+    pub formula: Option<f64>,
     /// Datagrams delivered (messages, acks, liveness).
     pub datagrams: u64,
     pub wall_ms: f64,
+    /// CPU time of the simulating thread (the machine may be shared: wall time then
+    /// includes time the thread waited for a core).
+    pub cpu_ms: f64,
+    /// Election messages per second of CPU time (one core).
     pub messages_per_sec: f64,
+    /// Datagrams delivered per second of CPU time (one core).
     pub datagrams_per_sec: f64,
     pub rss_before_mib: f64,
     pub peak_rss_mib: f64,
@@ -77,6 +84,39 @@ fn status_kib(field: &str) -> Option<f64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Timeouts that let one election run its course on N nodes (1 ms per hop in the
+/// simulator): a ring lap takes N ms, and a passive node's watchdog
+/// (`failure_timeout`) must not start a second election meanwhile, which would make
+/// the count differ from the literature's.
+pub fn sim_timing(n: usize) -> Timing {
+    let failure = Duration::from_millis(100).max(Duration::from_millis(4 * n as u64));
+    Timing {
+        heartbeat: failure / 10,
+        failure_timeout: failure,
+        answer_timeout: Duration::from_millis(10),
+        coordinator_timeout: failure / 2,
+        election_timeout_min: failure,
+        election_timeout_max: failure * 2,
+    }
+}
+
+/// CPU time consumed by the calling thread.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
+
 fn reset_peak() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
@@ -86,31 +126,40 @@ pub fn run_sim(quick: bool, log: &dyn Fn(&str)) -> anyhow::Result<Vec<SimPoint>>
     for (kind, n) in sim_plan(quick) {
         let before = status_kib("VmRSS:").unwrap_or(0.0);
         let peak_reset = reset_peak();
-        let r = simulate(&SimulateParams::new(kind, n))?;
+        let mut params = SimulateParams::new(kind, n);
+        params.timing = sim_timing(n);
+        let formula = crate::formulas::cases(kind)
+            .into_iter()
+            .find(|c| c.order == crate::sim::scenario::RingOrder::Ascending && c.exact)
+            .and_then(|c| c.expected)
+            .map(|f| f(n as u64));
+        let cpu0 = thread_cpu();
+        let r = simulate(&params)?;
+        let cpu = (thread_cpu().saturating_sub(cpu0)).as_secs_f64();
         let peak = status_kib("VmHWM:").unwrap_or(0.0);
         let wall = r.wall_ms / 1e3;
         let datagrams = (r.datagrams_per_sec * wall).round() as u64;
+        let per_cpu_sec = |x: f64| if cpu > 0.0 { x / cpu } else { 0.0 };
         let p = SimPoint {
             algorithm: kind,
             nodes: n,
             agreed: r.agreed,
             messages: r.messages.total,
+            formula,
             datagrams,
             wall_ms: r.wall_ms,
-            messages_per_sec: if wall > 0.0 {
-                r.messages.total as f64 / wall
-            } else {
-                0.0
-            },
-            datagrams_per_sec: r.datagrams_per_sec,
+            cpu_ms: cpu * 1e3,
+            messages_per_sec: per_cpu_sec(r.messages.total as f64),
+            datagrams_per_sec: per_cpu_sec(datagrams as f64),
             rss_before_mib: before / 1024.0,
             peak_rss_mib: peak / 1024.0,
             peak_reset,
         };
         log(&format!(
-            "  sim {kind:<15} N={n:<5} {} messages in {:.0} ms ({:.2} M msg/s, {:.2} M datagrams/s), peak RSS {:.0} MiB",
+            "  sim {kind:<15} N={n:<5} {} messages in {:.0} ms wall, {:.0} ms CPU ({:.2} M msg/s, {:.2} M datagrams/s per core), peak RSS {:.0} MiB",
             p.messages,
             p.wall_ms,
+            p.cpu_ms,
             p.messages_per_sec / 1e6,
             p.datagrams_per_sec / 1e6,
             p.peak_rss_mib

@@ -15,6 +15,10 @@ pub struct BenchArgs {
     /// Seed of the bench's random choices (kill phases, random ring orders).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Run only these sections (comma-separated): codec, sim, messages, udp, cost,
+    /// failover. Default: all.
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(bench::SECTIONS))]
+    pub only: Vec<String>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -25,6 +29,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         out: args.out.clone(),
         exe,
         seed: args.seed,
+        only: args.only,
     };
     let started = std::time::Instant::now();
     let log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());

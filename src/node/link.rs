@@ -187,6 +187,10 @@ impl Link {
         }
         if d.ack != 0 {
             self.unacked.remove(&(d.from, d.ack));
+            if self.unacked.is_empty() && self.unacked.capacity() > 1024 {
+                // Give back the memory of a burst (a broadcast to a large roster).
+                self.unacked = FxHashMap::default();
+            }
         }
         let revived = self.given_up.remove(&d.from);
         if d.seq == 0 {
@@ -199,13 +203,24 @@ impl Link {
         }
         self.stats.acks_sent += 1;
         self.stats.datagrams_sent += 1;
-        let seen = d.seq <= peer.floor || !peer.above.insert(d.seq);
-        if seen {
+        if d.seq <= peer.floor {
+            self.stats.duplicates_dropped += 1;
+            return (Inbound::Duplicate, ack, revived);
+        }
+        if d.seq == peer.floor + 1 {
+            // In order (the common case): no out-of-order bookkeeping.
+            peer.floor += 1;
+        } else if !peer.above.insert(d.seq) {
             self.stats.duplicates_dropped += 1;
             return (Inbound::Duplicate, ack, revived);
         }
         while peer.above.remove(&(peer.floor + 1)) {
             peer.floor += 1;
+        }
+        if peer.above.is_empty() {
+            // An emptied set keeps its node allocated; with a peer state per roster
+            // member on every node (the simulator's thousands of nodes) that adds up.
+            peer.above = BTreeSet::new();
         }
         if peer.above.len() > MAX_OUT_OF_ORDER {
             // Bounded memory: forget the oldest gap (a retransmission that old is moot).
@@ -227,6 +242,9 @@ impl Link {
                 break;
             }
             self.retx.pop();
+        }
+        if self.retx.is_empty() && self.retx.capacity() > 1024 {
+            self.retx = BinaryHeap::new();
         }
         self.retx.peek().map(|Reverse((t, _, _))| *t)
     }

@@ -22,6 +22,9 @@ use link::{Inbound, Link, LinkConfig, LinkStats};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// Effects buffers larger than this are freed after use rather than kept.
+const OUT_KEEP_CAPACITY: usize = 64;
+
 /// Driver time: a duration since the driver's origin.
 pub type Time = Duration;
 
@@ -389,6 +392,13 @@ impl Node {
         self.transmits.drain(..)
     }
 
+    /// The datagrams to put on the wire, by value: the node keeps no buffer, so a
+    /// burst (a broadcast to a large roster) does not pin its memory for the node's
+    /// life (the simulator holds thousands of nodes).
+    pub fn take_transmits(&mut self) -> Vec<(NodeId, Datagram)> {
+        std::mem::take(&mut self.transmits)
+    }
+
     pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
         self.events.drain(..)
     }
@@ -517,7 +527,10 @@ impl Node {
                 Effect::LeaderChanged { leader, term } => self.leader_changed(g, now, leader, term),
             }
         }
-        self.out = out;
+        // Keep the buffer for the next call unless a burst made it large.
+        if out.capacity() <= OUT_KEEP_CAPACITY {
+            self.out = out;
+        }
     }
 
     fn leader_changed(&mut self, g: usize, now: Time, leader: Option<NodeId>, term: u64) {
