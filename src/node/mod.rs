@@ -287,10 +287,12 @@ impl Node {
                     }
                 }
                 Slot::Detector => {
+                    let old = self.groups[g].leader;
                     self.groups[g]
                         .algo
                         .on_leader_lost(LeaderLoss::Silent, &mut self.out);
                     self.apply(g, now);
+                    self.abandon(g, old, now);
                 }
             }
         }
@@ -341,12 +343,33 @@ impl Node {
                 if grp.leader == Some(from) {
                     grp.algo.on_leader_lost(LeaderLoss::Resigned, &mut self.out);
                     self.apply(g, now);
+                    self.abandon(g, Some(from), now);
                 }
             }
             msg => {
                 grp.algo.on_message(from, msg, &mut self.out);
                 self.apply(g, now);
             }
+        }
+    }
+
+    /// The leader `old` of group `g` was declared lost (silent for `failure_timeout`,
+    /// or resigned): what the link still tries to deliver to it in this group is
+    /// handed back as undeliverable at once, so that an algorithm routing around dead
+    /// members (the ring family) does not wait for the link's whole retry budget. A
+    /// ring member that forwarded an ELECTION to the old leader just before its own
+    /// detector fired would otherwise add that budget (75 ms by default) to the
+    /// failover.
+    fn abandon(&mut self, g: usize, old: Option<NodeId>, now: Time) {
+        let Some(old) = old.filter(|&l| l != self.id) else {
+            return;
+        };
+        let kind = self.groups[g].kind;
+        for u in self.link.abandon(old, kind) {
+            self.groups[g]
+                .algo
+                .on_peer_unreachable(u.peer, u.msg, &mut self.out);
+            self.apply(g, now);
         }
     }
 
