@@ -48,6 +48,9 @@ pub struct MessagePoint {
     pub leader: Option<NodeId>,
     /// Every node agreed and every message was received before the deadline.
     pub complete: bool,
+    /// Runs of this point (incomplete runs are retried, and kept in
+    /// [`MessageResults::incomplete`]).
+    pub attempts: usize,
     pub elapsed_ms: f64,
 }
 
@@ -55,6 +58,8 @@ pub struct MessagePoint {
 pub struct MessageResults {
     pub nodes: Vec<usize>,
     pub points: Vec<MessagePoint>,
+    /// Runs that did not complete within 30 s (then retried, at most twice).
+    pub incomplete: Vec<MessagePoint>,
 }
 
 fn timing() -> Timing {
@@ -83,10 +88,21 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<MessageRes
         .build()?;
     let nodes = node_counts(opts.quick);
     let mut points = Vec::new();
+    let mut incomplete = Vec::new();
     for kind in AlgorithmKind::available() {
         for case in formulas::cases(kind) {
             for &n in &nodes {
-                let p = rt.block_on(point(&case, n, opts.seed))?;
+                let mut p = rt.block_on(point(&case, n, opts.seed))?;
+                while !p.complete && p.attempts < 3 {
+                    log(&format!(
+                        "  {:<18} N={n:<3} INCOMPLETE after {:.0} ms: udp {} sim {} retx {} leader {:?}; retrying",
+                        p.case, p.elapsed_ms, p.udp_messages, p.sim_messages, p.retransmissions, p.leader
+                    ));
+                    let attempts = p.attempts;
+                    incomplete.push(p);
+                    p = rt.block_on(point(&case, n, opts.seed))?;
+                    p.attempts = attempts + 1;
+                }
                 log(&format!(
                     "  {:<18} N={n:<3} udp {} sim {} formula {} acks {} retx {} bytes {}",
                     p.case,
@@ -101,7 +117,11 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<MessageRes
             }
         }
     }
-    Ok(MessageResults { nodes, points })
+    Ok(MessageResults {
+        nodes,
+        points,
+        incomplete,
+    })
 }
 
 async fn point(case: &formulas::Case, n: usize, seed: u64) -> anyhow::Result<MessagePoint> {
@@ -177,6 +197,7 @@ async fn point(case: &formulas::Case, n: usize, seed: u64) -> anyhow::Result<Mes
         },
         leader,
         complete,
+        attempts: 1,
         elapsed_ms: ms(elapsed),
     })
 }

@@ -184,6 +184,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
     let mut messages = messages::MessageResults {
         nodes: Vec::new(),
         points: Vec::new(),
+        incomplete: Vec::new(),
     };
     if opts.wants("messages") {
         log("message efficiency over real UDP");

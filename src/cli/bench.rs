@@ -22,6 +22,11 @@ pub struct BenchArgs {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if std::env::var_os("ELECTD_LOG").is_none() && std::env::var_os("RUST_LOG").is_none() {
+        // The in-process runtimes log every election at info: keep stderr for progress.
+        std::env::set_var("ELECTD_LOG", "warn");
+    }
+    super::init_tracing();
     let exe = std::env::current_exe()
         .map_err(|e| anyhow::anyhow!("cannot find the electd binary to spawn nodes: {e}"))?;
     let opts = BenchOptions {
