@@ -13,13 +13,25 @@ fn bench_quick_writes_the_report_and_the_results() {
     let out = std::env::temp_dir().join(format!("electd-bench-quick-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let started = Instant::now();
-    let status = Command::new(env!("CARGO_BIN_EXE_electd"))
+    let run = Command::new(env!("CARGO_BIN_EXE_electd"))
         .args(["bench", "--quick", "--out"])
         .arg(&out)
         .env("ELECTD_LOG", "warn")
-        .status()
+        .output()
         .expect("run electd bench");
-    assert!(status.success(), "electd bench --quick failed: {status}");
+    assert!(
+        run.status.success(),
+        "electd bench --quick failed: {}\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let progress = String::from_utf8_lossy(&run.stderr);
+    for step in ["codec", "failover", "writing report"] {
+        assert!(
+            progress.contains(step),
+            "no progress line for {step}: {progress}"
+        );
+    }
     assert!(
         started.elapsed() < Duration::from_secs(120),
         "the quick bench took {:?}",
