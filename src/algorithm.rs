@@ -198,6 +198,10 @@ impl Out {
     pub fn is_empty(&self) -> bool {
         self.effects.is_empty()
     }
+    /// Effects the buffer holds without reallocating.
+    pub fn capacity(&self) -> usize {
+        self.effects.capacity()
+    }
 }
 
 /// Timing parameters shared by all algorithms (config `[timing]`).

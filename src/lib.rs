@@ -10,6 +10,7 @@
 
 pub mod algorithm;
 pub mod algorithms;
+pub mod bench;
 pub mod compare;
 pub mod config;
 pub mod config_template;

@@ -16,6 +16,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => cli::demo::run(args),
         Command::Keygen(args) => cli::keygen::run(args),
         Command::Config(args) => cli::config_init::run(args),
+        Command::Bench(args) => cli::bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,5 +1,6 @@
 //! Command-line interface (clap). Each subcommand lives in its own file.
 
+pub mod bench;
 pub mod chaos;
 pub mod compare;
 pub mod config_init;
@@ -37,6 +38,9 @@ pub enum Command {
     Keygen(keygen::KeygenArgs),
     /// Cluster configuration files (`config init`).
     Config(config_init::ConfigArgs),
+    /// Benchmarks: failover time, message efficiency, scale, cost per node, codec;
+    /// writes report.md, results.json and SVG plots.
+    Bench(bench::BenchArgs),
 }
 
 /// Log to stderr; filter from `ELECTD_LOG` (or `RUST_LOG`), default `info`.

@@ -270,8 +270,14 @@ impl Link {
         } else {
             (self.inbound.entry(d.from).or_default(), d.seq)
         };
-        let seen = seq <= peer.floor || !peer.above.insert(seq);
-        if seen {
+        if seq <= peer.floor {
+            self.stats.duplicates_dropped += 1;
+            return (Inbound::Duplicate, ack, revived);
+        }
+        if peer.floor.checked_add(1) == Some(seq) {
+            // In order (the common case): no out-of-order bookkeeping.
+            peer.floor = seq;
+        } else if !peer.above.insert(seq) {
             self.stats.duplicates_dropped += 1;
             return (Inbound::Duplicate, ack, revived);
         }
@@ -282,6 +288,11 @@ impl Link {
                 peer.floor = lowest;
                 peer.advance();
             }
+        }
+        if peer.above.is_empty() {
+            // An emptied set keeps its node allocated; with a peer state per roster
+            // member on every node (the simulator's thousands of nodes) that adds up.
+            peer.above = BTreeSet::new();
         }
         (Inbound::Deliver, ack, revived)
     }
@@ -340,6 +351,35 @@ impl Link {
     pub fn in_flight(&self) -> usize {
         self.unacked.len()
     }
+
+    /// Give up now on every message of `group` still unacknowledged by `peer` (the
+    /// failure detector declared `peer` lost: waiting out the retry budget would only
+    /// delay the election by it). Returned in sending order; counted as delivery
+    /// failures, and `peer` counts as given up until it is heard from again.
+    pub fn abandon(&mut self, peer: NodeId, group: AlgorithmKind) -> Vec<Undeliverable> {
+        let mut seqs: Vec<u64> = self
+            .unacked
+            .iter()
+            .filter(|((p, _), m)| *p == peer && m.group == group)
+            .map(|((_, seq), _)| *seq)
+            .collect();
+        seqs.sort_unstable();
+        let mut out = Vec::with_capacity(seqs.len());
+        for seq in seqs {
+            if let Some(m) = self.unacked.remove(&(peer, seq)) {
+                self.stats.delivery_failures += 1;
+                out.push(Undeliverable {
+                    peer,
+                    group: m.group,
+                    msg: m.msg,
+                });
+            }
+        }
+        if !out.is_empty() {
+            self.given_up.insert(peer);
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -397,5 +437,56 @@ mod tests {
             let (verdict, _, _) = link.receive(&reliable(2, base + 5));
             assert_eq!(verdict, Inbound::Duplicate, "far below the trimmed floor");
         }
+    }
+
+    fn unacked_to(l: &Link, peer: NodeId) -> usize {
+        l.unacked.keys().filter(|(p, _)| *p == peer).count()
+    }
+
+    fn election(seq: u64) -> Message {
+        Message::Election {
+            tag: crate::message::ElectionTag { initiator: 1, seq },
+            epoch: 0,
+        }
+    }
+
+    #[test]
+    fn abandon_hands_back_one_groups_pending_messages_in_order() {
+        let mut l = Link::new(1, 1, LinkConfig::default());
+        let t = Duration::ZERO;
+        l.send(t, 5, AlgorithmKind::Ring, election(1));
+        l.send(t, 5, AlgorithmKind::Bully, election(2));
+        l.send(t, 5, AlgorithmKind::Ring, election(3));
+        l.send(t, 4, AlgorithmKind::Ring, election(4));
+        let gone = l.abandon(5, AlgorithmKind::Ring);
+        let msgs: Vec<Message> = gone.into_iter().map(|u| u.msg).collect();
+        assert_eq!(msgs, vec![election(1), election(3)]);
+        assert_eq!(unacked_to(&l, 5), 1, "the other group's message stays");
+        assert_eq!(unacked_to(&l, 4), 1);
+        assert_eq!(l.stats.delivery_failures, 2);
+        assert!(l.abandon(5, AlgorithmKind::Ring).is_empty());
+        // Nothing abandoned is retransmitted.
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        l.on_timeout(Duration::from_secs(1), &mut tx, &mut failed);
+        assert!(tx
+            .iter()
+            .all(|(_, d)| d.body != Some(election(1)) && d.body != Some(election(3))));
+    }
+
+    #[test]
+    fn in_order_and_out_of_order_deliveries_and_duplicates() {
+        let mut a = Link::new(1, 1, LinkConfig::default());
+        let mut b = Link::new(2, 1, LinkConfig::default());
+        let t = Duration::ZERO;
+        let d1 = a.send(t, 2, AlgorithmKind::Bully, election(1));
+        let d2 = a.send(t, 2, AlgorithmKind::Bully, election(2));
+        let d3 = a.send(t, 2, AlgorithmKind::Bully, election(3));
+        assert_eq!(b.receive(&d2).0, Inbound::Deliver);
+        assert_eq!(b.receive(&d1).0, Inbound::Deliver);
+        assert_eq!(b.receive(&d2).0, Inbound::Duplicate);
+        assert_eq!(b.receive(&d3).0, Inbound::Deliver);
+        assert_eq!(b.receive(&d3).0, Inbound::Duplicate);
+        assert_eq!(b.receive(&d1).0, Inbound::Duplicate);
+        assert_eq!(b.stats.duplicates_dropped, 3);
     }
 }

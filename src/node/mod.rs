@@ -24,6 +24,9 @@ use link::{Inbound, Link, LinkConfig, LinkStats};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// Effects buffers larger than this are freed after use rather than kept.
+const OUT_KEEP_CAPACITY: usize = 64;
+
 /// Driver time: a duration since the driver's origin.
 pub type Time = Duration;
 
@@ -288,10 +291,12 @@ impl Node {
                     }
                 }
                 Slot::Detector => {
+                    let old = self.groups[g].leader;
                     self.groups[g]
                         .algo
                         .on_leader_lost(LeaderLoss::Silent, &mut self.out);
                     self.apply(g, now);
+                    self.abandon(g, old, now);
                 }
             }
         }
@@ -342,12 +347,33 @@ impl Node {
                 if grp.leader == Some(from) {
                     grp.algo.on_leader_lost(LeaderLoss::Resigned, &mut self.out);
                     self.apply(g, now);
+                    self.abandon(g, Some(from), now);
                 }
             }
             msg => {
                 grp.algo.on_message(from, msg, &mut self.out);
                 self.apply(g, now);
             }
+        }
+    }
+
+    /// The leader `old` of group `g` was declared lost (silent for `failure_timeout`,
+    /// or resigned): what the link still tries to deliver to it in this group is
+    /// handed back as undeliverable at once, so that an algorithm routing around dead
+    /// members (the ring family) does not wait for the link's whole retry budget. A
+    /// ring member that forwarded an ELECTION to the old leader just before its own
+    /// detector fired would otherwise add that budget (75 ms by default) to the
+    /// failover.
+    fn abandon(&mut self, g: usize, old: Option<NodeId>, now: Time) {
+        let Some(old) = old.filter(|&l| l != self.id) else {
+            return;
+        };
+        let kind = self.groups[g].kind;
+        for u in self.link.abandon(old, kind) {
+            self.groups[g]
+                .algo
+                .on_peer_unreachable(u.peer, u.msg, &mut self.out);
+            self.apply(g, now);
         }
     }
 
@@ -412,6 +438,13 @@ impl Node {
     /// Datagrams to put on the wire: (destination id, datagram).
     pub fn drain_transmits(&mut self) -> std::vec::Drain<'_, (NodeId, Datagram)> {
         self.transmits.drain(..)
+    }
+
+    /// The datagrams to put on the wire, by value: the node keeps no buffer, so a
+    /// burst (a broadcast to a large roster) does not pin its memory for the node's
+    /// life (the simulator holds thousands of nodes).
+    pub fn take_transmits(&mut self) -> Vec<(NodeId, Datagram)> {
+        std::mem::take(&mut self.transmits)
     }
 
     pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
@@ -558,7 +591,10 @@ impl Node {
                 Effect::LeaderChanged { leader, term } => self.leader_changed(g, now, leader, term),
             }
         }
-        self.out = out;
+        // Keep the buffer for the next call unless a burst made it large.
+        if out.capacity() <= OUT_KEEP_CAPACITY {
+            self.out = out;
+        }
     }
 
     fn leader_changed(&mut self, g: usize, now: Time, leader: Option<NodeId>, term: u64) {

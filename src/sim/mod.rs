@@ -68,6 +68,46 @@ enum Payload {
     Wake { node: usize },
 }
 
+/// Events of one instant, FIFO, in chunks of at most [`Bucket::CHUNK`]: a burst of
+/// millions of events (a Bully election on thousands of nodes) grows chunk by chunk
+/// instead of doubling one buffer, and each chunk is freed as soon as it is consumed.
+#[derive(Default)]
+struct Bucket {
+    chunks: VecDeque<VecDeque<Payload>>,
+}
+
+impl Bucket {
+    const CHUNK: usize = 4096;
+
+    fn push(&mut self, p: Payload) {
+        match self.chunks.back_mut() {
+            Some(c) if c.len() < Self::CHUNK => c.push_back(p),
+            _ => {
+                let mut c = VecDeque::new();
+                c.push_back(p);
+                self.chunks.push_back(c);
+            }
+        }
+    }
+
+    fn pop(&mut self) -> Option<Payload> {
+        loop {
+            let front = self.chunks.front_mut()?;
+            if let Some(p) = front.pop_front() {
+                if front.is_empty() {
+                    self.chunks.pop_front();
+                }
+                return Some(p);
+            }
+            self.chunks.pop_front();
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.chunks.iter().all(|c| c.is_empty())
+    }
+}
+
 fn nanos(t: Time) -> u64 {
     t.as_nanos().min(u64::MAX as u128) as u64
 }
@@ -100,7 +140,7 @@ pub struct Sim {
     /// Pending events by time (ns); FIFO within one instant, i.e. ordered by
     /// (time, insertion). Many events share an instant on the synchronous network, so
     /// buckets beat a heap of single events.
-    queue: BTreeMap<u64, VecDeque<Payload>>,
+    queue: BTreeMap<u64, Bucket>,
     queued: usize,
     nodes: Vec<SimNode>,
     index: HashMap<NodeId, usize>,
@@ -436,7 +476,7 @@ impl Sim {
 
     fn push(&mut self, at: Time, payload: Payload) {
         self.queued += 1;
-        self.queue.entry(nanos(at)).or_default().push_back(payload);
+        self.queue.entry(nanos(at)).or_default().push(payload);
     }
 
     fn next_at(&self) -> Option<u64> {
@@ -446,7 +486,7 @@ impl Sim {
     fn pop(&mut self) -> Option<(u64, Payload)> {
         let mut entry = self.queue.first_entry()?;
         let t = *entry.key();
-        let payload = entry.get_mut().pop_front();
+        let payload = entry.get_mut().pop();
         if entry.get().is_empty() {
             entry.remove();
         }
@@ -460,7 +500,7 @@ impl Sim {
         let Some(node) = self.nodes[i].node.as_mut() else {
             return;
         };
-        let mut transmits: Vec<(NodeId, Datagram)> = node.drain_transmits().collect();
+        let mut transmits = node.take_transmits();
         for ev in node.drain_events() {
             if let Event::LeaderChanged {
                 group,

@@ -1,0 +1,224 @@
+//! Cost per node at idle: five real `electd run` processes that agree on their
+//! leaders, then a measurement window during which nothing happens but heartbeats.
+//! Per process: resident memory (`VmRSS`, peak `VmHWM` from `/proc/<pid>/status`),
+//! CPU (user + system ticks of every thread from `/proc/<pid>/stat`, over the
+//! window), and wire traffic (`electd_bytes_sent_total`, `electd_datagrams_sent_total`
+//! from `/metrics`, over the window). The leader of a group sends the heartbeats, so
+//! leaders and followers are reported apart.
+
+use super::procs::{metric_sum, ClusterTiming, ProcCluster};
+use super::BenchOptions;
+use crate::algorithm::AlgorithmKind;
+use crate::NodeId;
+use anyhow::Context;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeCost {
+    pub node: NodeId,
+    /// `leader` if it leads at least one group, else `follower`.
+    pub role: &'static str,
+    pub groups_led: usize,
+    pub rss_mib: f64,
+    pub peak_rss_mib: f64,
+    /// Percent of one core over the window.
+    pub cpu_percent: f64,
+    pub bytes_per_sec: f64,
+    pub datagrams_per_sec: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CostRun {
+    pub label: String,
+    pub heartbeat_ms: u64,
+    pub algorithms: Vec<AlgorithmKind>,
+    pub window_s: f64,
+    pub nodes: Vec<NodeCost>,
+}
+
+impl CostRun {
+    pub fn max_by(&self, f: impl Fn(&NodeCost) -> f64) -> f64 {
+        self.nodes.iter().map(f).fold(0.0, f64::max)
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CostResults {
+    pub runs: Vec<CostRun>,
+}
+
+/// (heartbeat ms, algorithms) per run, and the window.
+pub fn plan(quick: bool) -> (Vec<(u64, Vec<AlgorithmKind>)>, Duration) {
+    let all = AlgorithmKind::available();
+    if quick {
+        (
+            vec![(10, vec![AlgorithmKind::Bully])],
+            Duration::from_secs(1),
+        )
+    } else {
+        (
+            vec![
+                (10, vec![AlgorithmKind::Bully]),
+                (10, all.clone()),
+                (100, vec![AlgorithmKind::Bully]),
+                (100, all),
+            ],
+            Duration::from_secs(10),
+        )
+    }
+}
+
+struct Sample {
+    ticks: u64,
+    bytes: f64,
+    datagrams: f64,
+}
+
+fn proc_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may contain spaces) start at field 3.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn proc_kib(pid: u32, field: &str) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with(field))?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0.0)
+}
+
+fn sample(c: &ProcCluster, id: NodeId) -> Option<Sample> {
+    let pid = c.pid(id)?;
+    let m = c.get(id, "/metrics")?;
+    Some(Sample {
+        ticks: proc_ticks(pid)?,
+        bytes: metric_sum(&m, "electd_bytes_sent_total", &[]),
+        datagrams: metric_sum(&m, "electd_datagrams_sent_total", &[]),
+    })
+}
+
+/// Per algorithm the leader every node names, when all do.
+fn leaders(c: &ProcCluster) -> Option<BTreeMap<String, u64>> {
+    let mut seen: BTreeMap<String, Option<u64>> = BTreeMap::new();
+    for id in c.ids() {
+        let s: serde_json::Value = serde_json::from_str(&c.get(id, "/status")?).ok()?;
+        for g in s["groups"].as_array()? {
+            let algo = g["algorithm"].as_str()?.to_string();
+            let l = g["leader"].as_u64()?;
+            if seen
+                .insert(algo, Some(l))
+                .is_some_and(|prev| prev != Some(l))
+            {
+                return None;
+            }
+        }
+    }
+    Some(
+        seen.into_iter()
+            .filter_map(|(k, v)| Some((k, v?)))
+            .collect(),
+    )
+}
+
+pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<CostResults> {
+    let (plan, window) = plan(opts.quick);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut runs = Vec::new();
+    for (hb, algorithms) in plan {
+        let label = if algorithms.len() == 1 {
+            format!("{} at heartbeat {hb} ms", algorithms[0])
+        } else {
+            format!("all {} algorithms at heartbeat {hb} ms", algorithms.len())
+        };
+        let t = ClusterTiming::with_heartbeat(hb);
+        let mut c = ProcCluster::new(
+            &opts.exe,
+            &std::env::temp_dir(),
+            &format!("cost-{hb}-{}", algorithms.len()),
+            5,
+            &algorithms,
+            &t,
+        )?;
+        c.start_all()?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let led = loop {
+            if let Some(l) = leaders(&c).filter(|l| l.len() == algorithms.len()) {
+                break l;
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!("cost {label}: the cluster did not agree within 20 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // Idle: every follower has armed its detector, start-up allocations are done.
+        std::thread::sleep(Duration::from_millis(20 * hb).max(Duration::from_millis(500)));
+        let ids = c.ids();
+        let before: Vec<Sample> = ids
+            .iter()
+            .map(|&id| sample(&c, id).with_context(|| format!("cost {label}: node {id}")))
+            .collect::<anyhow::Result<_>>()?;
+        let t0 = Instant::now();
+        std::thread::sleep(window);
+        let after: Vec<Sample> = ids
+            .iter()
+            .map(|&id| sample(&c, id).with_context(|| format!("cost {label}: node {id}")))
+            .collect::<anyhow::Result<_>>()?;
+        let secs = t0.elapsed().as_secs_f64();
+        let mut nodes = Vec::new();
+        for ((&id, b), a) in ids.iter().zip(&before).zip(&after) {
+            let pid = c.pid(id).unwrap_or(0);
+            let groups_led = led.values().filter(|&&l| l == u64::from(id)).count();
+            nodes.push(NodeCost {
+                node: id,
+                role: if groups_led > 0 { "leader" } else { "follower" },
+                groups_led,
+                rss_mib: proc_kib(pid, "VmRSS:") / 1024.0,
+                peak_rss_mib: proc_kib(pid, "VmHWM:") / 1024.0,
+                cpu_percent: (a.ticks.saturating_sub(b.ticks)) as f64 / hz / secs * 100.0,
+                bytes_per_sec: (a.bytes - b.bytes) / secs,
+                datagrams_per_sec: (a.datagrams - b.datagrams) / secs,
+            });
+        }
+        let r = CostRun {
+            label: label.clone(),
+            heartbeat_ms: hb,
+            algorithms,
+            window_s: secs,
+            nodes,
+        };
+        log(&format!(
+            "  {label}: max RSS {:.1} MiB, max CPU {:.2} %, max {:.0} B/s",
+            r.max_by(|n| n.rss_mib),
+            r.max_by(|n| n.cpu_percent),
+            r.max_by(|n| n.bytes_per_sec)
+        ));
+        runs.push(r);
+    }
+    Ok(CostResults { runs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_own_cpu_ticks_and_rss() {
+        let pid = std::process::id();
+        assert!(proc_ticks(pid).is_some());
+        assert!(proc_kib(pid, "VmRSS:") > 0.0);
+    }
+}

@@ -1,0 +1,202 @@
+//! Failover time of real `electd run` processes: five nodes on 127.0.0.1, one
+//! cluster per algorithm (so that groups do not compete for the CPU), and for each
+//! mode the group's leader is taken down many times:
+//!
+//! - `sigkill`: SIGKILL of the leader's process (a crash);
+//! - `pause`: `POST /admin/pause` to the leader (all its traffic stops; the process
+//!   lives on), then `/admin/resume`;
+//! - `sigterm`: SIGTERM, so the leader resigns before it exits (graceful).
+//!
+//! The figure is the time from the action to the moment the last survivor adopts the
+//! new leader, as seen on the survivors' `/watch` streams ([`super::sse`]); agreement
+//! means every survivor names the same live leader (the highest survivor where the
+//! algorithm promises it). Before each action the cluster must agree again, then waits
+//! three heartbeats plus a random fraction of one, so the action falls at a random
+//! phase of the heartbeat period, as a real crash does.
+
+use super::procs::{ClusterTiming, ProcCluster};
+use super::sse::Watchers;
+use super::{ms, BenchOptions, Stats};
+use crate::algorithm::AlgorithmKind;
+use crate::rng::Rng;
+use crate::NodeId;
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+/// How the leader is taken down.
+pub const MODES: [&str; 3] = ["sigkill", "pause", "sigterm"];
+
+/// Nodes per failover cluster.
+pub const NODES: NodeId = 5;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FailoverRun {
+    pub algorithm: AlgorithmKind,
+    pub mode: &'static str,
+    /// Action-to-agreement times, in order of measurement.
+    pub samples_ms: Vec<f64>,
+    pub stats: Stats,
+    /// `stats` divided by `failure_timeout`.
+    pub ratio: Stats,
+    /// Actions after which the survivors did not agree within the deadline.
+    pub timeouts: usize,
+    /// Leaders that did not rejoin before the next action (skipped iterations).
+    pub recoveries_failed: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FailoverResults {
+    pub nodes: NodeId,
+    pub timing: ClusterTiming,
+    pub per_mode: usize,
+    pub runs: Vec<FailoverRun>,
+}
+
+impl FailoverResults {
+    /// No run (the section was skipped).
+    pub fn empty(quick: bool) -> FailoverResults {
+        FailoverResults {
+            nodes: NODES,
+            timing: ClusterTiming::failover(),
+            per_mode: plan(quick).1,
+            runs: Vec::new(),
+        }
+    }
+
+    pub fn run(&self, algorithm: AlgorithmKind, mode: &str) -> Option<&FailoverRun> {
+        self.runs
+            .iter()
+            .find(|r| r.algorithm == algorithm && r.mode == mode)
+    }
+}
+
+/// The algorithms and actions per mode of a run.
+pub fn plan(quick: bool) -> (Vec<AlgorithmKind>, usize) {
+    if quick {
+        (vec![AlgorithmKind::Bully, AlgorithmKind::Raft], 2)
+    } else {
+        (AlgorithmKind::available(), 50)
+    }
+}
+
+pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<FailoverResults> {
+    let timing = ClusterTiming::failover();
+    let (algorithms, per_mode) = plan(opts.quick);
+    let mut rng = Rng::new(opts.seed ^ 0xFA11_0FE5);
+    let mut runs = Vec::new();
+    for kind in algorithms {
+        let mut c = ProcCluster::new(
+            &opts.exe,
+            &std::env::temp_dir(),
+            &format!("failover-{kind}"),
+            NODES,
+            &[kind],
+            &timing,
+        )?;
+        c.start_all()?;
+        let w = Watchers::new(kind);
+        let all = c.ids();
+        for &id in &all {
+            w.connect(
+                id,
+                c.http(id).expect("roster node"),
+                Duration::from_secs(10),
+            );
+        }
+        if w.wait_agreement(&all, Instant::now() + Duration::from_secs(15))
+            .is_none()
+        {
+            anyhow::bail!("failover {kind}: the new cluster did not agree within 15 s");
+        }
+        for mode in MODES {
+            let r = measure(&mut c, &w, kind, mode, per_mode, &timing, &mut rng)?;
+            log(&format!(
+                "  {kind:<15} {mode:<8} n={} median {:.1} ms ({:.2}×) p99 {:.1} ms ({:.2}×) timeouts {}",
+                r.stats.n, r.stats.median, r.ratio.median, r.stats.p99, r.ratio.p99, r.timeouts
+            ));
+            runs.push(r);
+        }
+    }
+    Ok(FailoverResults {
+        nodes: NODES,
+        timing,
+        per_mode,
+        runs,
+    })
+}
+
+fn measure(
+    c: &mut ProcCluster,
+    w: &Watchers,
+    kind: AlgorithmKind,
+    mode: &'static str,
+    count: usize,
+    t: &ClusterTiming,
+    rng: &mut Rng,
+) -> anyhow::Result<FailoverRun> {
+    let all = c.ids();
+    let hb = Duration::from_millis(t.heartbeat_ms);
+    let mut samples = Vec::with_capacity(count);
+    let (mut timeouts, mut recoveries_failed) = (0, 0);
+    let mut attempts = 0;
+    while samples.len() + timeouts < count {
+        attempts += 1;
+        if attempts > count * 3 {
+            anyhow::bail!("failover {kind} {mode}: the cluster does not settle between actions");
+        }
+        let Some((leader, _)) = w.wait_agreement(&all, Instant::now() + Duration::from_secs(10))
+        else {
+            recoveries_failed += 1;
+            continue;
+        };
+        // A random phase of the heartbeat period (see the module documentation).
+        std::thread::sleep(3 * hb + rng.duration(Duration::ZERO, hb));
+        if w.agreement(&all).map(|a| a.0) != Some(leader) {
+            continue;
+        }
+        let survivors: Vec<NodeId> = all.iter().copied().filter(|&i| i != leader).collect();
+        let t0 = Instant::now();
+        match mode {
+            "sigkill" => c.kill(leader),
+            "pause" => {
+                if !c.admin(leader, "pause") {
+                    anyhow::bail!("failover {kind}: POST /admin/pause to node {leader} failed");
+                }
+            }
+            _ => c.terminate(leader),
+        }
+        match w.wait_agreement(&survivors, t0 + Duration::from_secs(5)) {
+            Some((_, at)) => samples.push(ms(at.saturating_duration_since(t0))),
+            None => timeouts += 1,
+        }
+        // Bring the old leader back.
+        match mode {
+            "sigkill" | "sigterm" => {
+                if mode == "sigterm" {
+                    c.reap(leader, Duration::from_secs(5));
+                }
+                c.start(leader)?;
+                w.connect(
+                    leader,
+                    c.http(leader).expect("roster node"),
+                    Duration::from_secs(10),
+                );
+            }
+            _ => {
+                if !c.admin(leader, "resume") {
+                    anyhow::bail!("failover {kind}: POST /admin/resume to node {leader} failed");
+                }
+            }
+        }
+    }
+    let stats = Stats::of(&samples);
+    Ok(FailoverRun {
+        algorithm: kind,
+        mode,
+        ratio: stats.scaled(t.failure_ms as f64),
+        stats,
+        samples_ms: samples,
+        timeouts,
+        recoveries_failed,
+    })
+}

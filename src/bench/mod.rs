@@ -1,0 +1,272 @@
+//! `electd bench`: the benchmark suite behind `docs/bench/` — failover time, message
+//! efficiency, scale, cost per node and codec speed — as one reproducible run that
+//! writes `report.md` (Markdown with SVG plots) and `results.json` (raw results).
+//!
+//! # Contract
+//! - Benchmarks report; they do not assert. [`run`] fails only when a measurement
+//!   cannot be made at all (a process does not start, a socket cannot be bound);
+//!   a failover that never reaches agreement is counted (`timeouts`) and reported.
+//! - Every section is timed on the same machine in the same run, and the report
+//!   states every target as a ratio (e.g. failover ÷ `failure_timeout`), so figures
+//!   from different machines compare by their ratios.
+//! - `quick` shrinks every section (fewer kills, smaller N, shorter windows) so that
+//!   CI and `tests/bench_quick.rs` run the whole pipeline in seconds; its figures are
+//!   not meant to be quoted.
+//! - Failover and cost need real processes (SIGKILL is a property of a process):
+//!   they spawn `opts.exe run --config …` on 127.0.0.1. Message efficiency and the
+//!   64-node cluster run many runtimes in this process over real loopback UDP.
+
+pub mod codec;
+pub mod cost;
+pub mod failover;
+pub mod inproc;
+pub mod messages;
+pub mod plot;
+pub mod procs;
+pub mod report;
+pub mod scale;
+pub mod sse;
+
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    pub quick: bool,
+    /// Output directory (created if missing).
+    pub out: PathBuf,
+    /// The `electd` binary spawned as cluster nodes (normally the running one).
+    pub exe: PathBuf,
+    /// Seed of every random choice the bench makes (kill phase, ring orders).
+    pub seed: u64,
+    /// Run only these sections ([`SECTIONS`]); empty: all. Skipped sections are empty
+    /// in the results and the report.
+    pub only: Vec<String>,
+}
+
+/// The sections of a run, in order.
+pub const SECTIONS: [&str; 6] = ["codec", "sim", "messages", "udp", "cost", "failover"];
+
+impl BenchOptions {
+    pub fn wants(&self, section: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|s| s == section)
+    }
+}
+
+/// Summary statistics of a sample (milliseconds unless stated).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Stats {
+    pub n: usize,
+    pub min: f64,
+    pub median: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl Stats {
+    /// Nearest-rank percentiles on the sorted sample (index round((n−1)·p)).
+    pub fn of(samples: &[f64]) -> Stats {
+        let mut s: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+        if s.is_empty() {
+            return Stats::default();
+        }
+        s.sort_by(f64::total_cmp);
+        let pct = |p: f64| s[((s.len() as f64 - 1.0) * p).round() as usize];
+        Stats {
+            n: s.len(),
+            min: s[0],
+            median: pct(0.5),
+            p90: pct(0.9),
+            p99: pct(0.99),
+            max: s[s.len() - 1],
+            mean: s.iter().sum::<f64>() / s.len() as f64,
+        }
+    }
+
+    /// Every figure divided by `by` (e.g. a ratio to the failure timeout).
+    pub fn scaled(&self, by: f64) -> Stats {
+        Stats {
+            n: self.n,
+            min: self.min / by,
+            median: self.median / by,
+            p90: self.p90 / by,
+            p99: self.p99 / by,
+            max: self.max / by,
+            mean: self.mean / by,
+        }
+    }
+}
+
+/// One target of the issue, with its verdict.
+#[derive(Clone, Debug, Serialize)]
+pub struct Target {
+    pub name: String,
+    pub target: String,
+    pub measured: String,
+    pub met: bool,
+    /// Why a target is missed, or a caveat.
+    pub note: String,
+}
+
+/// The machine and build the figures come from.
+#[derive(Clone, Debug, Serialize)]
+pub struct Meta {
+    pub version: &'static str,
+    pub profile: &'static str,
+    pub quick: bool,
+    pub seed: u64,
+    pub started_unix: u64,
+    pub cpus: usize,
+    pub cpu_model: String,
+    pub kernel: String,
+    /// 1-minute load average at the start and at the end of the run.
+    pub load_start: f64,
+    pub load_end: f64,
+    pub wall_s: f64,
+}
+
+/// Everything measured (`results.json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Results {
+    pub meta: Meta,
+    pub codec: codec::CodecResults,
+    pub scale: scale::ScaleResults,
+    pub messages: messages::MessageResults,
+    pub cost: cost::CostResults,
+    pub failover: failover::FailoverResults,
+    pub targets: Vec<Target>,
+}
+
+fn read_trim(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The 1-minute load average (0 where /proc is missing).
+pub fn load_average() -> f64 {
+    read_trim("/proc/loadavg")
+        .split_whitespace()
+        .next()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn cpu_model() -> String {
+    read_trim("/proc/cpuinfo")
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// Run every section and write `report.md`, `results.json` and the plots to
+/// `opts.out`. `log` receives one line per step (progress, for stderr).
+pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
+    std::fs::create_dir_all(&opts.out)?;
+    let started = std::time::Instant::now();
+    let meta_start = load_average();
+    let mut codec = codec::CodecResults { points: Vec::new() };
+    if opts.wants("codec") {
+        log("codec: encode + authenticate + decode");
+        codec = codec::run(opts.quick);
+    }
+    let mut scale_sim = Vec::new();
+    if opts.wants("sim") {
+        log("scale: simulator wall time and memory");
+        scale_sim = scale::run_sim(opts.quick, log)?;
+    }
+    let mut messages = messages::MessageResults {
+        nodes: Vec::new(),
+        points: Vec::new(),
+        incomplete: Vec::new(),
+    };
+    if opts.wants("messages") {
+        log("message efficiency over real UDP");
+        messages = messages::run(opts, log)?;
+    }
+    let mut scale_udp = Vec::new();
+    if opts.wants("udp") {
+        log("scale: one process, many runtimes over real UDP");
+        scale_udp = scale::run_udp(opts, log)?;
+    }
+    let mut cost = cost::CostResults { runs: Vec::new() };
+    if opts.wants("cost") {
+        log("cost per node (real processes)");
+        cost = cost::run(opts, log)?;
+    }
+    let mut failover = failover::FailoverResults::empty(opts.quick);
+    if opts.wants("failover") {
+        log("failover (real processes)");
+        failover = failover::run(opts, log)?;
+    }
+    let scale = scale::ScaleResults {
+        sim: scale_sim,
+        udp: scale_udp,
+    };
+    let meta = Meta {
+        version: env!("CARGO_PKG_VERSION"),
+        profile: if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+        quick: opts.quick,
+        seed: opts.seed,
+        started_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+            .saturating_sub(started.elapsed().as_secs()),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        cpu_model: cpu_model(),
+        kernel: read_trim("/proc/sys/kernel/osrelease"),
+        load_start: meta_start,
+        load_end: load_average(),
+        wall_s: started.elapsed().as_secs_f64(),
+    };
+    let mut results = Results {
+        meta,
+        codec,
+        scale,
+        messages,
+        cost,
+        failover,
+        targets: Vec::new(),
+    };
+    results.targets = report::targets(&results);
+    log("writing report");
+    report::write(&results, &opts.out)?;
+    Ok(results)
+}
+
+/// Milliseconds of a duration, as a float.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let xs: Vec<f64> = (1..=101).map(f64::from).collect();
+        let s = Stats::of(&xs);
+        assert_eq!(
+            (s.min, s.median, s.p90, s.p99, s.max),
+            (1.0, 51.0, 91.0, 100.0, 101.0)
+        );
+        assert_eq!(s.mean, 51.0);
+        assert_eq!(Stats::of(&[]).n, 0);
+        let r = Stats::of(&[100.0, 120.0]).scaled(100.0);
+        assert_eq!((r.min, r.max), (1.0, 1.2));
+    }
+}

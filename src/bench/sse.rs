@@ -1,0 +1,284 @@
+//! Leader views of many nodes from their `/watch` server-sent-event streams.
+//!
+//! One thread per node reads `GET /watch?algorithm=A` (de-chunking the HTTP body) and
+//! records each `leader` event with the [`Instant`] it arrived. Agreement is then
+//! decided on events, not on polls: the moment the last survivor adopts the new
+//! leader is known to within the loopback delivery of one SSE event (well under a
+//! millisecond), where polling `/status` would add up to one polling period.
+
+use crate::algorithm::AlgorithmKind;
+use crate::NodeId;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// What one node last said about its leader.
+#[derive(Clone, Copy, Debug)]
+pub struct View {
+    pub leader: Option<NodeId>,
+    /// When the event arrived here.
+    pub at: Instant,
+    /// The stream is open and its initial snapshot has arrived.
+    pub connected: bool,
+    generation: u64,
+}
+
+type State = HashMap<NodeId, View>;
+
+/// See the module documentation.
+#[derive(Clone)]
+pub struct Watchers {
+    algorithm: AlgorithmKind,
+    shared: Arc<(Mutex<State>, Condvar)>,
+}
+
+impl Watchers {
+    pub fn new(algorithm: AlgorithmKind) -> Watchers {
+        Watchers {
+            algorithm,
+            shared: Arc::new((Mutex::new(HashMap::new()), Condvar::new())),
+        }
+    }
+
+    /// (Re)connect to node `id`'s stream; an older stream of the same node is ignored
+    /// from now on. Connection attempts are retried for `within` (the process may still
+    /// be starting).
+    pub fn connect(&self, id: NodeId, addr: SocketAddr, within: Duration) {
+        let generation = {
+            let mut s = self.lock();
+            let g = s.get(&id).map(|v| v.generation + 1).unwrap_or(1);
+            s.insert(
+                id,
+                View {
+                    leader: None,
+                    at: Instant::now(),
+                    connected: false,
+                    generation: g,
+                },
+            );
+            g
+        };
+        let me = self.clone();
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + within;
+            while Instant::now() < deadline {
+                if me.stream(id, addr, generation).is_ok() {
+                    break;
+                }
+                if !me.is_current(id, generation) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            me.update(id, generation, |v| v.connected = false);
+        });
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.shared.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn is_current(&self, id: NodeId, generation: u64) -> bool {
+        self.lock()
+            .get(&id)
+            .is_some_and(|v| v.generation == generation)
+    }
+
+    fn update(&self, id: NodeId, generation: u64, f: impl FnOnce(&mut View)) {
+        let mut s = self.lock();
+        if let Some(v) = s.get_mut(&id).filter(|v| v.generation == generation) {
+            f(v);
+            self.shared.1.notify_all();
+        }
+    }
+
+    /// Read one stream until it ends. Err if it could not be opened.
+    fn stream(&self, id: NodeId, addr: SocketAddr, generation: u64) -> std::io::Result<()> {
+        let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(200))?;
+        s.set_nodelay(true)?;
+        write!(
+            s,
+            "GET /watch?algorithm={} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n",
+            self.algorithm
+        )?;
+        let mut r = BufReader::new(s);
+        let mut line = String::new();
+        r.read_line(&mut line)?;
+        if !line.starts_with("HTTP/1.1 200") {
+            return Err(std::io::Error::other(format!("/watch: {line}")));
+        }
+        let mut chunked = false;
+        loop {
+            line.clear();
+            if r.read_line(&mut line)? == 0 {
+                return Ok(());
+            }
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if l.to_ascii_lowercase()
+                .starts_with("transfer-encoding: chunked")
+            {
+                chunked = true;
+            }
+        }
+        let mut pending = String::new();
+        loop {
+            // One chunk (or whatever arrived, without chunked encoding).
+            if chunked {
+                line.clear();
+                if r.read_line(&mut line)? == 0 {
+                    return Ok(());
+                }
+                let Ok(n) = usize::from_str_radix(line.trim(), 16) else {
+                    return Ok(());
+                };
+                if n == 0 {
+                    return Ok(());
+                }
+                let mut buf = vec![0u8; n + 2];
+                r.read_exact(&mut buf)?;
+                pending.push_str(&String::from_utf8_lossy(&buf[..n]));
+            } else {
+                line.clear();
+                if r.read_line(&mut line)? == 0 {
+                    return Ok(());
+                }
+                pending.push_str(&line);
+            }
+            let now = Instant::now();
+            while let Some(end) = pending.find("\n\n") {
+                let event: String = pending.drain(..end + 2).collect();
+                self.event(id, generation, &event, now);
+            }
+            if !self.is_current(id, generation) {
+                return Ok(());
+            }
+        }
+    }
+
+    fn event(&self, id: NodeId, generation: u64, text: &str, now: Instant) {
+        let Some(data) = text.lines().find_map(|l| l.strip_prefix("data:")) else {
+            return;
+        };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(data.trim()) else {
+            return;
+        };
+        if v.get("algorithm").and_then(|a| a.as_str()) != Some(self.algorithm.as_str()) {
+            return; // `lagged` notices; a fresh snapshot follows them
+        }
+        let leader = v
+            .get("leader")
+            .and_then(|l| l.as_u64())
+            .map(|l| l as NodeId);
+        self.update(id, generation, |view| {
+            view.leader = leader;
+            view.at = now;
+            view.connected = true;
+        });
+    }
+
+    /// The leader every node of `nodes` agrees on (the highest of them where the
+    /// algorithm promises it) and the moment the last of them adopted it.
+    pub fn agreement(&self, nodes: &[NodeId]) -> Option<(NodeId, Instant)> {
+        let s = self.lock();
+        agreement(&s, nodes, self.algorithm)
+    }
+
+    /// Wait (on events, no polling) until [`Watchers::agreement`] holds for `nodes`,
+    /// at most until `deadline`.
+    pub fn wait_agreement(&self, nodes: &[NodeId], deadline: Instant) -> Option<(NodeId, Instant)> {
+        let (m, cv) = &*self.shared;
+        let mut s = m.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(a) = agreement(&s, nodes, self.algorithm) {
+                return Some(a);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            s = cv
+                .wait_timeout(s, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Wait until the streams of `nodes` are open.
+    pub fn wait_connected(&self, nodes: &[NodeId], deadline: Instant) -> bool {
+        let (m, cv) = &*self.shared;
+        let mut s = m.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if nodes
+                .iter()
+                .all(|id| s.get(id).is_some_and(|v| v.connected))
+            {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            s = cv
+                .wait_timeout(s, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+fn agreement(s: &State, nodes: &[NodeId], kind: AlgorithmKind) -> Option<(NodeId, Instant)> {
+    let mut leader = None;
+    let mut last: Option<Instant> = None;
+    for id in nodes {
+        let v = s.get(id).filter(|v| v.connected)?;
+        let l = v.leader?;
+        if leader.is_some_and(|x| x != l) {
+            return None;
+        }
+        leader = Some(l);
+        last = Some(last.map_or(v.at, |t| t.max(v.at)));
+    }
+    let l = leader?;
+    if !nodes.contains(&l) || (kind.elects_highest_id() && nodes.iter().max() != Some(&l)) {
+        return None;
+    }
+    Some((l, last?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agreement_needs_every_node_on_one_live_highest_leader() {
+        let t0 = Instant::now();
+        let t1 = t0 + Duration::from_millis(3);
+        let view = |leader, at| View {
+            leader,
+            at,
+            connected: true,
+            generation: 1,
+        };
+        let mut s = State::new();
+        s.insert(1, view(Some(3), t0));
+        s.insert(2, view(Some(3), t1));
+        s.insert(3, view(Some(3), t0));
+        let bully = AlgorithmKind::Bully;
+        assert_eq!(agreement(&s, &[1, 2, 3], bully).map(|a| a.0), Some(3));
+        assert_eq!(agreement(&s, &[1, 2, 3], bully).map(|a| a.1), Some(t1));
+        // 3 is not a survivor: no agreement.
+        assert!(agreement(&s, &[1, 2], bully).is_none());
+        s.insert(2, view(Some(2), t1));
+        assert!(agreement(&s, &[1, 2, 3], bully).is_none());
+        // Raft accepts any live leader, Bully only the highest.
+        s.insert(1, view(Some(2), t0));
+        s.insert(3, view(Some(2), t0));
+        assert!(agreement(&s, &[1, 2, 3], bully).is_none());
+        assert!(agreement(&s, &[1, 2, 3], AlgorithmKind::Raft).is_some());
+    }
+}

@@ -1,0 +1,49 @@
+//! `electd bench [--quick] [--out DIR]`: run the benchmark suite and write
+//! DIR/report.md, DIR/results.json and the SVG plots (see `electd::bench`).
+
+use electd::bench::{self, BenchOptions};
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Smoke-test sizes (seconds instead of minutes); figures are not for quoting.
+    #[arg(long)]
+    pub quick: bool,
+    /// Output directory for report.md, results.json and the plots.
+    #[arg(long, default_value = "bench-report")]
+    pub out: PathBuf,
+    /// Seed of the bench's random choices (kill phases, random ring orders).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Run only these sections (comma-separated): codec, sim, messages, udp, cost,
+    /// failover. Default: all.
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(bench::SECTIONS))]
+    pub only: Vec<String>,
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if std::env::var_os("ELECTD_LOG").is_none() && std::env::var_os("RUST_LOG").is_none() {
+        // The in-process runtimes log every election at info: keep stderr for progress.
+        std::env::set_var("ELECTD_LOG", "warn");
+    }
+    super::init_tracing();
+    let exe = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("cannot find the electd binary to spawn nodes: {e}"))?;
+    let opts = BenchOptions {
+        quick: args.quick,
+        out: args.out.clone(),
+        exe,
+        seed: args.seed,
+        only: args.only,
+    };
+    let started = std::time::Instant::now();
+    let log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());
+    let results = bench::run(&opts, &log)?;
+    let missed = results.targets.iter().filter(|t| !t.met).count();
+    eprintln!(
+        "report written to {} ({} targets, {missed} missed)",
+        args.out.join("report.md").display(),
+        results.targets.len()
+    );
+    Ok(())
+}
