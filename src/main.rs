@@ -6,8 +6,25 @@ use clap::Parser;
 use cli::{Cli, Command};
 use std::process::ExitCode;
 
+/// Report-printing commands end quietly when their reader goes away
+/// (`electd simulate … | head`), as Unix filters do, instead of panicking in `println!`.
+/// The daemon keeps Rust's default (SIGPIPE ignored): its sockets report EPIPE instead.
+fn exit_quietly_on_broken_pipe() {
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Command::Simulate(_) | Command::Compare(_) | Command::Chaos(_)
+    ) {
+        exit_quietly_on_broken_pipe();
+    }
     let result = match cli.command {
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Compare(args) => cli::compare::run(args),

@@ -176,3 +176,30 @@ fn compare_prints_formulas_and_writes_an_svg_plot() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `electd simulate … | head`: the reader goes away early; electd ends quietly (as a
+/// Unix filter does) instead of panicking on the broken pipe.
+#[test]
+fn a_closed_pipe_is_not_a_panic() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_electd"))
+        .args(["compare", "--nodes", "2..64", "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut first = [0u8; 16];
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_exact(&mut first)
+        .expect("some output");
+    // The pipe's read end is closed here (dropped with the handle above).
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(first[0], b'{', "JSON output");
+    // More output than a pipe buffer (64 KiB) was due, so the write did fail.
+}
