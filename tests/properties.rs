@@ -15,16 +15,19 @@ use electd::sim::{Sim, SimConfig};
 const SEEDS: u64 = 1_000;
 
 fn property(kind: AlgorithmKind) {
-    let failures: Vec<Violation> = (0..SEEDS)
-        .filter_map(|s| campaign::check_seed(kind, s, FaultSet::Basic).err())
+    property_with(kind, FaultSet::Basic, SEEDS);
+}
+
+fn property_with(kind: AlgorithmKind, faults: FaultSet, seeds: u64) {
+    let failures: Vec<Violation> = (0..seeds)
+        .filter_map(|s| campaign::check_seed(kind, s, faults).err())
         .collect();
     let shown: Vec<String> = failures
         .iter()
         .take(3)
         .map(|v| {
             format!(
-                "seed {}: {} — {}
-  replay: {}",
+                "seed {}: {} — {}\n  replay: {}",
                 v.seed,
                 v.property,
                 v.detail,
@@ -34,7 +37,7 @@ fn property(kind: AlgorithmKind) {
         .collect();
     assert!(
         failures.is_empty(),
-        "{} of {SEEDS} seeds failed; first ones:\n{}",
+        "{kind}, {faults:?} faults: {} of {seeds} seeds failed; first ones:\n{}",
         failures.len(),
         shown.join("\n")
     );
@@ -56,6 +59,17 @@ fn every_other_algorithm_in_this_build_converges_after_faults() {
         if !matches!(kind, AlgorithmKind::Bully | AlgorithmKind::ImprovedBully) {
             property(kind);
         }
+    }
+}
+
+/// The chaos campaign (`electd chaos`) with the full fault set — crashes, restarts,
+/// symmetric and one-way partitions, loss, duplication, reordering — over 500 seeds of
+/// every algorithm; Raft is also checked for election safety (one leader per term).
+/// `electd chaos --seeds 10000` runs the long version.
+#[test]
+fn full_fault_campaign_finds_no_violation() {
+    for kind in AlgorithmKind::available() {
+        property_with(kind, FaultSet::Full, 500);
     }
 }
 
