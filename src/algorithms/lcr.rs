@@ -190,38 +190,7 @@ impl Lcr {
     }
 }
 
-impl RingMember for Lcr {
-    fn me(&self) -> NodeId {
-        self.cfg.me
-    }
-    fn view(&mut self) -> &mut RingView {
-        &mut self.view
-    }
-    fn lead(&mut self) -> &mut Leadership {
-        &mut self.lead
-    }
-    fn leader(&self) -> Option<NodeId> {
-        self.lead.leader
-    }
-    fn bound(&self) -> Duration {
-        self.bound
-    }
-    fn busy(&self) -> bool {
-        self.active
-    }
-    fn running_is_newer(&self, epoch: u64) -> bool {
-        epoch < self.round
-    }
-    fn elect_above(&mut self, epoch: u64, out: &mut Out) {
-        self.round = self.round.max(epoch);
-        self.elect(out);
-    }
-    fn stand_down(&mut self, epoch: u64, out: &mut Out) {
-        self.active = false;
-        out.cancel_timer(Timer::Retry);
-        self.round = self.round.max(epoch);
-    }
-}
+ring_core::ring_member_with_rounds!(Lcr);
 
 impl Algorithm for Lcr {
     fn kind(&self) -> AlgorithmKind {
@@ -247,12 +216,7 @@ impl Algorithm for Lcr {
     }
 
     fn on_timer(&mut self, timer: Timer, out: &mut Out) {
-        if timer == Timer::Suspicion {
-            self.view.forget_suspects();
-        }
-        if timer == Timer::Retry && (self.active || self.lead.leader.is_none()) {
-            self.elect(out);
-        }
+        ring_core::timer_fired(self, timer, out);
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {

@@ -267,12 +267,7 @@ impl Algorithm for Ring {
     }
 
     fn on_timer(&mut self, timer: Timer, out: &mut Out) {
-        if timer == Timer::Suspicion {
-            self.view.forget_suspects();
-        }
-        if timer == Timer::Retry && (self.participant || self.lead.leader.is_none()) {
-            self.elect(out);
-        }
+        ring_core::timer_fired(self, timer, out);
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {

@@ -218,6 +218,57 @@ pub trait RingMember {
     fn stand_down(&mut self, epoch: u64, out: &mut Out);
 }
 
+/// The timers every ring-family algorithm arms: a suspicion expires; an election that
+/// did not finish in time (or a watchdog without a leader) calls a new one.
+pub fn timer_fired(a: &mut impl RingMember, timer: Timer, out: &mut Out) {
+    if timer == Timer::Suspicion {
+        a.view().forget_suspects();
+    }
+    if timer == Timer::Retry && (a.busy() || a.leader().is_none()) {
+        a.elect_above(0, out);
+    }
+}
+
+/// [`RingMember`] for an algorithm that numbers its election rounds (LCR, HS): fields
+/// `cfg`, `view`, `lead`, `bound`, `active`, `round` and a method `elect(&mut self, out)`.
+macro_rules! ring_member_with_rounds {
+    ($t:ty) => {
+        impl RingMember for $t {
+            fn me(&self) -> NodeId {
+                self.cfg.me
+            }
+            fn view(&mut self) -> &mut RingView {
+                &mut self.view
+            }
+            fn lead(&mut self) -> &mut Leadership {
+                &mut self.lead
+            }
+            fn leader(&self) -> Option<NodeId> {
+                self.lead.leader
+            }
+            fn bound(&self) -> Duration {
+                self.bound
+            }
+            fn busy(&self) -> bool {
+                self.active
+            }
+            fn running_is_newer(&self, epoch: u64) -> bool {
+                epoch < self.round
+            }
+            fn elect_above(&mut self, epoch: u64, out: &mut Out) {
+                self.round = self.round.max(epoch);
+                self.elect(out);
+            }
+            fn stand_down(&mut self, epoch: u64, out: &mut Out) {
+                self.active = false;
+                out.cancel_timer(Timer::Retry);
+                self.round = self.round.max(epoch);
+            }
+        }
+    };
+}
+pub(crate) use ring_member_with_rounds;
+
 /// The failure detector lost the leader (silent for a whole failure timeout, or it
 /// resigned): skip it at once instead of waiting for the link to give up on it, and
 /// call an election unless one is under way.
