@@ -15,12 +15,21 @@
 #     cluster, and every panel expression of dashboards/electd.json returns data
 #     through Prometheus's HTTP API, per algorithm (scripts/check_dashboard.py).
 #
-# Needs: prometheus and promtool (Debian package `prometheus`), python3, curl, cargo.
+# Needs: prometheus and promtool (Debian package `prometheus`, installed if missing),
+# python3, curl, cargo.
 # Every process started is stopped by PID on exit; every wait is bounded.
 # Env: ELECTD=path to a built binary (else cargo build), KEEP=1 keeps the work dir.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# Install what is missing (Debian's prometheus package brings promtool), as root.
+missing=()
+command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
+command -v curl >/dev/null || missing+=(curl)
+if [ "${#missing[@]}" -gt 0 ]; then
+    [ "$(id -u)" -eq 0 ] || { echo "system-prometheus: needs ${missing[*]}; run as root to install" >&2; exit 2; }
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
 for tool in prometheus promtool python3 curl; do
     command -v "$tool" >/dev/null || { echo "system-prometheus: $tool is required" >&2; exit 2; }
 done
