@@ -623,15 +623,6 @@ impl Validator<'_> {
             let k: AlgorithmKind = name
                 .parse()
                 .map_err(|e| self.err("algorithms", format!("{e}")))?;
-            if !crate::algorithms::is_implemented(k) {
-                return Err(self.err(
-                    "algorithms",
-                    format!(
-                        "{k} is not implemented in this build (available: {})",
-                        list(&AlgorithmKind::available())
-                    ),
-                ));
-            }
             if algorithms.contains(&k) {
                 return Err(self.err("algorithms", format!("{k} is listed twice")));
             }
@@ -885,14 +876,6 @@ fn ms(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 
-fn list(kinds: &[AlgorithmKind]) -> String {
-    kinds
-        .iter()
-        .map(|k| k.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1117,13 +1100,6 @@ listen = "0.0.0.0:7003"
             c.algorithms,
             vec![AlgorithmKind::ImprovedBully, AlgorithmKind::Bully]
         );
-        if let Some(missing) = AlgorithmKind::ALL
-            .iter()
-            .find(|k| !crate::algorithms::is_implemented(**k))
-        {
-            let text = head("").replace("[\"bully\"]", &format!("[\"{missing}\"]"));
-            fails(parse(&text), "algorithms", "not implemented");
-        }
     }
 
     #[test]

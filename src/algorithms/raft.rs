@@ -59,7 +59,7 @@
 //!
 //! The term is the fencing token ([`Algorithm::term`]).
 
-use crate::algorithm::{Algorithm, AlgorithmKind, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::message::Message;
 use crate::NodeId;
 use std::collections::BTreeSet;
@@ -348,10 +348,6 @@ impl Raft {
 }
 
 impl Algorithm for Raft {
-    fn kind(&self) -> AlgorithmKind {
-        AlgorithmKind::Raft
-    }
-
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.role = Role::Follower;
         self.lease = false;

@@ -8,40 +8,33 @@ use std::path::Path;
 
 /// Median target of a SIGKILL failover, as a multiple of failure_timeout.
 pub fn median_target(kind: AlgorithmKind) -> f64 {
-    match kind {
-        AlgorithmKind::ImprovedBully => 1.20,
-        AlgorithmKind::Raft => 1.25,
-        _ => 1.10,
-    }
+    kind.info().failover_target.median
 }
 
 /// p99 target where the issue sets one.
 pub fn p99_target(kind: AlgorithmKind) -> Option<f64> {
-    match kind {
-        AlgorithmKind::ImprovedBully | AlgorithmKind::Raft => None,
-        _ => Some(1.30),
-    }
+    kind.info().failover_target.p99
 }
 
 /// What the timing model predicts for the median (× failure_timeout): detection at
 /// failure_timeout minus the mean heartbeat phase (hb/2), then the algorithm's own
-/// waits (Bully: one answer timeout T; Improved Bully: two; ring family: a lap of
-/// loopback hops, ~0; Raft: the minimum of the survivors' randomized timeouts, whose
-/// median lies at ln 2 / s of the range above its start for s survivors).
+/// waits (a cascade: its answer timeouts T; a ring lap of loopback hops, ~0;
+/// randomized timeouts: the minimum of the survivors' timeouts, whose median lies at
+/// ln 2 / s of the range above its start for s survivors).
 pub fn model_median(kind: AlgorithmKind, r: &Results) -> f64 {
+    use crate::registry::Recovery;
     let t = &r.failover.timing;
     let f = t.failure_ms as f64;
     let hb = t.heartbeat_ms as f64;
     let answer = t.answer_ms as f64;
     let survivors = f64::from(r.failover.nodes.saturating_sub(1).max(1));
-    let ms = match kind {
-        AlgorithmKind::Bully => f - hb / 2.0 + answer,
-        AlgorithmKind::ImprovedBully => f - hb / 2.0 + 2.0 * answer,
-        AlgorithmKind::Raft => {
+    let ms = match kind.info().recovery {
+        Recovery::Cascade { answer_rounds } => f - hb / 2.0 + f64::from(answer_rounds) * answer,
+        Recovery::RandomizedTimeout => {
             let range = (t.election_max_ms - t.election_min_ms) as f64;
             t.election_min_ms as f64 + range * (1.0 - 0.5f64.powf(1.0 / survivors)) - hb / 2.0
         }
-        _ => f - hb / 2.0,
+        Recovery::RingLaps { .. } => f - hb / 2.0,
     };
     ms / f
 }
