@@ -469,3 +469,6 @@ impl Algorithm for Raft {
         }
     }
 }
+#[cfg(test)]
+#[path = "tests/raft.rs"]
+mod tests;
