@@ -121,6 +121,37 @@ fn an_election_from_a_lower_id_is_answered_and_joined_once_per_cascade() {
 }
 
 #[test]
+fn a_finished_node_does_not_rejoin_a_cascade_it_has_already_joined() {
+    // The cascade tag, not the node's state, decides "unless it has begun one already":
+    // 5 won 1's cascade at once; the same cascade reaching it again through 2 is
+    // answered but not announced a second time.
+    let mut b = node(5);
+    let _ = start(&mut b, false);
+    let tag = ElectionTag {
+        initiator: 1,
+        seq: 4097,
+    };
+    let fx = deliver(&mut b, 1, Message::Election { tag, epoch: 0 });
+    assert!(coordinator_of(&fx).is_some());
+    let epoch = b.term();
+    let fx = deliver(&mut b, 2, Message::Election { tag, epoch: 0 });
+    assert_eq!(fx.sends(), vec![(2, Message::Ok { responder: 5, tag })]);
+    assert!(fx.broadcasts().is_empty(), "no second COORDINATOR: {fx:?}");
+    assert_eq!(b.term(), epoch);
+    // A new cascade is joined.
+    let newer = ElectionTag { seq: 4098, ..tag };
+    let fx = deliver(
+        &mut b,
+        1,
+        Message::Election {
+            tag: newer,
+            epoch: 0,
+        },
+    );
+    assert!(coordinator_of(&fx).is_some());
+}
+
+#[test]
 fn an_electing_node_answers_other_cascades_without_starting_again() {
     // "… unless it has begun one already": while its own election runs, a node still
     // answers OK (it is alive and higher) but does not start a second one.
