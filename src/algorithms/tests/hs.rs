@@ -109,6 +109,8 @@ fn a_smaller_probe_is_swallowed() {
 
 #[test]
 fn replies_are_relayed_towards_their_candidate() {
+    // Seed textbook: a processor receiving a reply that is not its own passes it on in
+    // the direction it travels.
     let (mut h, round) = in_round(2);
     let fx = deliver(&mut h, 4, reply(5, 1, false, round));
     assert_eq!(fx.sends(), vec![(5, reply(5, 1, false, round))]);
@@ -189,6 +191,8 @@ fn a_probe_back_at_its_candidate_makes_it_leader_with_one_terminate_lap() {
 
 #[test]
 fn terminate_is_adopted_and_forwarded_and_a_lower_leader_is_answered_with_a_new_round() {
+    // Seed textbook: every processor that receives terminate records the leader and
+    // passes it on. Beyond it: a live node never follows a lower id.
     let (mut h, round) = in_round(2);
     let t = Message::Terminate {
         leader: 5,
@@ -236,6 +240,8 @@ fn a_sleeping_node_joins_the_round_on_its_first_message() {
 
 #[test]
 fn dead_neighbours_are_skipped_and_a_lost_leader_starts_a_round() {
+    // Beyond the textbook (no failures during the election there): a neighbour the link
+    // gave up on is skipped in that direction; a lost leader starts a round.
     let (mut h, round) = in_round(2);
     let p = probe(2, 0, 1, true, round);
     let fx = step(&mut h, |a, out| a.on_peer_unreachable(4, p.clone(), out));
@@ -266,6 +272,8 @@ fn dead_neighbours_are_skipped_and_a_lost_leader_starts_a_round() {
 
 #[test]
 fn nonsense_from_the_network_is_ignored() {
+    // The Algorithm contract: input from the network may be anything; ids outside the
+    // roster, other algorithms' messages, absurd phases are handled without a panic.
     let mut h = node(2);
     let _ = start(&mut h, false);
     for from in [5, 2, 0, 999] {

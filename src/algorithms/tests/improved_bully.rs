@@ -127,6 +127,8 @@ fn once_every_higher_id_answered_the_highest_responder_is_told_it_is_coordinator
 
 #[test]
 fn after_t_the_highest_of_the_responders_so_far_is_chosen() {
+    // Report §3.2: the initiator waits T for the OKs; whoever answered by then is a
+    // candidate, and the highest of them is chosen.
     // With 5 dead, only 3 and 4 answer; after T the initiator hands over to 4.
     let (mut b, tag) = initiating(2);
     let _ = deliver(&mut b, 4, ok(4, tag));
@@ -311,6 +313,8 @@ fn a_flagged_node_does_not_start_a_second_election_when_the_leader_is_lost() {
 
 #[test]
 fn nonsense_from_the_network_is_ignored() {
+    // The Algorithm contract: input from the network may be anything; what does not fit
+    // the rules is ignored, never a panic.
     let mut b = node(3);
     let _ = start(&mut b, false);
     let own = [

@@ -37,6 +37,8 @@ fn in_round(me: NodeId) -> (Lcr, u64) {
 
 #[test]
 fn a_round_starts_with_the_nodes_own_id_sent_clockwise() {
+    // Chang–Roberts: a process entering the election sends its own id to its clockwise
+    // neighbour; electd numbers the round (above any epoch it knows).
     let mut l = node(2);
     let before = l.term();
     let fx = start_electing(&mut l);
@@ -101,6 +103,8 @@ fn a_node_that_gets_its_own_id_back_leads_and_sends_one_elected_lap() {
 
 #[test]
 fn the_elected_lap_is_adopted_and_forwarded() {
+    // Chang–Roberts: the ELECTED message goes round once; each process records the
+    // leader, leaves the election and passes it on.
     let (mut l, round) = in_round(2);
     let fx = deliver(&mut l, 5, elected(5, round));
     assert_eq!(fx.leader_changes(), vec![(Some(5), round)]);
@@ -145,6 +149,8 @@ fn a_message_of_an_older_round_makes_an_idle_node_start_a_new_one() {
 
 #[test]
 fn a_dead_successor_is_skipped_and_the_id_of_a_dead_candidate_dropped() {
+    // Beyond the textbook (no failures during the election there): a successor the link
+    // gave up on is skipped, as in the ring algorithm.
     let (mut l, round) = in_round(2);
     let fx = step(&mut l, |a, out| a.on_peer_unreachable(4, id(2, round), out));
     assert_eq!(fx.sends(), vec![(3, id(2, round))]);
@@ -158,6 +164,8 @@ fn a_dead_successor_is_skipped_and_the_id_of_a_dead_candidate_dropped() {
 
 #[test]
 fn the_restart_bound_and_a_lost_leader_start_a_new_round() {
+    // Beyond the textbook: a round that has not ended within its bound is replaced by a
+    // newer one; losing the leader starts a round as in every election algorithm.
     let (mut l, round) = in_round(2);
     let fx = fire(&mut l, Timer::Retry);
     assert!(fx
@@ -174,6 +182,8 @@ fn the_restart_bound_and_a_lost_leader_start_a_new_round() {
 
 #[test]
 fn nonsense_from_the_network_is_ignored() {
+    // The Algorithm contract: input from the network may be anything; ids outside the
+    // roster or other algorithms' messages are ignored, never a panic.
     let mut l = node(2);
     let _ = start(&mut l, false);
     for from in [5, 2, 0, 999] {

@@ -174,6 +174,8 @@ fn votes_from_a_majority_make_the_candidate_leader() {
 
 #[test]
 fn a_majority_of_rejections_sends_the_candidate_back_to_follower() {
+    // Every request is answered (§5.2 RequestVote results); as in etcd, a candidate
+    // rejected by a majority cannot win this term and waits as a follower.
     let (mut r, term) = candidate(1);
     for v in [2, 3] {
         assert!(deliver(&mut r, v, vote(term, false)).is_quiet());
@@ -334,6 +336,8 @@ fn check_quorum_makes_a_leader_without_a_majority_step_down() {
 
 #[test]
 fn the_leader_heartbeats_every_period() {
+    // §5.2: the leader sends periodic heartbeats (empty AppendEntries) to maintain its
+    // authority.
     let (mut r, term) = leader(1);
     let fx = fire(&mut r, Timer::Heartbeat);
     assert_eq!(
@@ -405,6 +409,8 @@ fn a_resigning_leader_lets_the_followers_campaign_soon() {
 
 #[test]
 fn nonsense_from_the_network_is_ignored() {
+    // The Algorithm contract: input from the network may be anything; strangers, other
+    // algorithms' messages and forged claims are ignored, never a panic.
     let mut r = node(3, true);
     let _ = start(&mut r, false);
     // Strangers and this node's own id are not voters.

@@ -98,6 +98,8 @@ fn a_lap_reaching_another_member_of_its_list_is_decided_there() {
 
 #[test]
 fn the_coordinator_lap_is_adopted_and_forwarded_until_it_is_back_at_its_sender() {
+    // Slides: the COORDINATOR message circulates once; every member records the new
+    // leader and passes it on, until it is back where it started.
     let mut r = node(1);
     let _ = start(&mut r, false);
     let _ = deliver(&mut r, 3, election(2, &[2, 4, 3], 0));
@@ -167,6 +169,9 @@ fn a_coordinator_naming_a_lower_leader_is_forwarded_and_answered_with_an_electio
 
 #[test]
 fn an_unfinished_election_and_a_leaderless_wait_end_in_a_new_election() {
+    // Beyond the textbook (which assumes nobody fails mid-election): a node without a
+    // leader calls an election after a watchdog, and one whose election never ends
+    // restarts it after the restart bound.
     let mut r = node(1);
     let fx = start(&mut r, false);
     assert!(fx.messages().is_empty());
@@ -181,6 +186,8 @@ fn an_unfinished_election_and_a_leaderless_wait_end_in_a_new_election() {
 
 #[test]
 fn a_lost_leader_is_skipped_and_an_election_called() {
+    // Course notes: a process that notices the coordinator is dead starts an election;
+    // the dead coordinator is skipped at once (slides: "send to j + 1").
     let mut r = node(2);
     let _ = start(&mut r, false);
     let _ = deliver(&mut r, 5, coordinator(3, 4, 2));
@@ -193,6 +200,7 @@ fn a_lost_leader_is_skipped_and_an_election_called() {
 
 #[test]
 fn a_lone_member_elects_itself() {
+    // A ring of one: the ELECTION lap is complete before it starts.
     let mut r = Ring::new(cfg(7, &[7]));
     let fx = start(&mut r, false);
     assert_eq!(fx.new_leader(), Some(Some(7)));
@@ -201,6 +209,8 @@ fn a_lone_member_elects_itself() {
 
 #[test]
 fn nonsense_from_the_network_is_ignored() {
+    // The Algorithm contract: input from the network may be anything; ids outside the
+    // roster or other algorithms' messages are ignored, never a panic.
     let mut r = node(2);
     let _ = start(&mut r, false);
     for from in [3, 2, 0, 999] {
