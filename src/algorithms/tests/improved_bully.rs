@@ -35,7 +35,7 @@ fn election_tag(fx: &Fx) -> ElectionTag {
 }
 
 fn coordinator_of(fx: &Fx) -> Option<NodeId> {
-    fx.broadcasts().into_iter().find_map(|m| match m {
+    fx.messages().into_iter().find_map(|m| match m {
         Message::Coordinator { leader, .. } => Some(leader),
         _ => None,
     })
