@@ -224,3 +224,6 @@ impl Algorithm for Bully {
         self.electing()
     }
 }
+#[cfg(test)]
+#[path = "tests/bully.rs"]
+mod tests;

@@ -381,3 +381,6 @@ impl Algorithm for Hs {
         self.active
     }
 }
+#[cfg(test)]
+#[path = "tests/hs.rs"]
+mod tests;

@@ -257,3 +257,6 @@ impl Algorithm for ImprovedBully {
         self.electing()
     }
 }
+#[cfg(test)]
+#[path = "tests/improved_bully.rs"]
+mod tests;

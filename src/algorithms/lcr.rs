@@ -260,3 +260,6 @@ impl Algorithm for Lcr {
         self.active
     }
 }
+#[cfg(test)]
+#[path = "tests/lcr.rs"]
+mod tests;

@@ -9,6 +9,8 @@ pub mod raft;
 pub mod ring;
 pub mod ring_core;
 mod tags;
+#[cfg(test)]
+mod tests;
 
 use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig};
 

@@ -505,3 +505,6 @@ impl Algorithm for Raft {
         }
     }
 }
+#[cfg(test)]
+#[path = "tests/raft.rs"]
+mod tests;

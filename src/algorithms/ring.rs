@@ -313,3 +313,6 @@ impl Algorithm for Ring {
         self.participant
     }
 }
+#[cfg(test)]
+#[path = "tests/ring.rs"]
+mod tests;
