@@ -1,6 +1,7 @@
 //! Prometheus metrics of one node, named as in DESIGN.md (prefix `electd_`).
 //!
-//! Every series carries the constant label `node`; per-group series carry
+//! Every series carries the constant labels `cluster` (the config's `cluster`, when
+//! set) and `node`; per-group series carry
 //! `algorithm`; message counters carry `type`. The runtime task calls [`Metrics::sync`]
 //! after each batch of work: counters are advanced by the difference between the
 //! node's own counters and what was exported before, so the node stays the single
@@ -19,8 +20,8 @@ use crate::message::MessageType;
 use crate::node::{Event, Node};
 use crate::NodeId;
 use prometheus::{
-    exponential_buckets, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
-    IntGaugeVec, Opts, Registry,
+    exponential_buckets, CounterVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
+    IntGauge, IntGaugeVec, Opts, Registry,
 };
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -28,6 +29,18 @@ use std::sync::Mutex;
 /// Histogram buckets of `election_duration_seconds`: 1 ms doubling, up to ~16 s.
 pub fn election_buckets() -> Vec<f64> {
     exponential_buckets(0.001, 2.0, 15).unwrap_or_else(|_| vec![0.001])
+}
+
+/// Histogram buckets of the failover series, as multiples of the failure timeout
+/// `ft` (the failover's natural unit, from the config): a few small ones for the
+/// election phase, tenths of `ft` up to 2×`ft` where failovers fall (so that
+/// `histogram_quantile` interpolates within a tenth of `ft`), then a coarse tail.
+pub fn failover_buckets(ft: std::time::Duration) -> Vec<f64> {
+    let ft = ft.as_secs_f64().max(1e-3);
+    let mut m = vec![0.01, 0.02, 0.05];
+    m.extend((1..=20).map(|i| f64::from(i) / 10.0));
+    m.extend([2.5, 3.0, 4.0, 6.0, 8.0, 10.0, 20.0, 50.0]);
+    m.into_iter().map(|x| x * ft).collect()
 }
 
 #[derive(Default)]
@@ -41,6 +54,7 @@ struct Exported {
     failures: u64,
     duplicates: u64,
     invalid: HashMap<&'static str, u64>,
+    leaderless: HashMap<AlgorithmKind, f64>,
 }
 
 /// The registry and every metric of one node.
@@ -65,6 +79,10 @@ pub struct Metrics {
     bytes_sent: IntCounter,
     send_errors: IntCounterVec,
     hook_runs: IntCounterVec,
+    failover: HistogramVec,
+    failover_detection: HistogramVec,
+    failover_election: HistogramVec,
+    leaderless: CounterVec,
     process: Registry,
     exported: Mutex<Exported>,
 }
@@ -75,31 +93,52 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
-fn opts(name: &str, help: &str, node: NodeId) -> Opts {
-    Opts::new(name, help)
-        .namespace("electd")
-        .const_label("node", node.to_string())
-}
-
 impl Metrics {
-    /// Register every metric for `node` running `algorithms` (series of each group are
-    /// created up front, so dashboards see zeros rather than gaps).
+    /// [`Metrics::for_cluster`] without a `cluster` label and with the default failure
+    /// timeout (tests and tools that run one anonymous cluster).
     pub fn new(node: NodeId, algorithms: &[AlgorithmKind]) -> Result<Metrics, prometheus::Error> {
+        Metrics::for_cluster(
+            "",
+            node,
+            algorithms,
+            crate::algorithm::Timing::default().failure_timeout,
+        )
+    }
+
+    /// Register every metric for `node` of `cluster` running `algorithms` (series of
+    /// each group are created up front, so dashboards see zeros rather than gaps).
+    /// Every series carries `cluster` (unless empty) and `node`; the failover
+    /// histograms' buckets are laid out around `failure_timeout`.
+    pub fn for_cluster(
+        cluster: &str,
+        node: NodeId,
+        algorithms: &[AlgorithmKind],
+        failure_timeout: std::time::Duration,
+    ) -> Result<Metrics, prometheus::Error> {
+        let mut constant = HashMap::from([("node".to_string(), node.to_string())]);
+        if !cluster.is_empty() {
+            constant.insert("cluster".to_string(), cluster.to_string());
+        }
+        let opts = |name: &str, help: &str| -> Opts {
+            Opts::new(name, help)
+                .namespace("electd")
+                .const_labels(constant.clone())
+        };
         let registry = Registry::new();
         let counter_vec =
             |name: &str, help: &str, labels: &[&str]| -> Result<IntCounterVec, prometheus::Error> {
-                let c = IntCounterVec::new(opts(name, help, node), labels)?;
+                let c = IntCounterVec::new(opts(name, help), labels)?;
                 registry.register(Box::new(c.clone()))?;
                 Ok(c)
             };
         let gauge_vec =
             |name: &str, help: &str, labels: &[&str]| -> Result<IntGaugeVec, prometheus::Error> {
-                let g = IntGaugeVec::new(opts(name, help, node), labels)?;
+                let g = IntGaugeVec::new(opts(name, help), labels)?;
                 registry.register(Box::new(g.clone()))?;
                 Ok(g)
             };
         let counter = |name: &str, help: &str| -> Result<IntCounter, prometheus::Error> {
-            let c = IntCounter::with_opts(opts(name, help, node))?;
+            let c = IntCounter::with_opts(opts(name, help))?;
             registry.register(Box::new(c.clone()))?;
             Ok(c)
         };
@@ -139,7 +178,6 @@ impl Metrics {
             HistogramOpts::from(opts(
                 "election_duration_seconds",
                 "From the start of an election at this node to learning its leader.",
-                node,
             ))
             .buckets(election_buckets()),
             &["algorithm"],
@@ -187,8 +225,36 @@ impl Metrics {
             "Leader-change hook runs, by result (ok, failed, timeout, error, skipped).",
             &["result"],
         )?;
+        let histogram = |name: &str, help: &str| -> Result<HistogramVec, prometheus::Error> {
+            let h = HistogramVec::new(
+                HistogramOpts::from(opts(name, help)).buckets(failover_buckets(failure_timeout)),
+                &["algorithm"],
+            )?;
+            registry.register(Box::new(h.clone()))?;
+            Ok(h)
+        };
+        let failover = histogram(
+            "failover_seconds",
+            "Failovers seen by this node: from the last datagram heard from the leader it lost to adopting the next one.",
+        )?;
+        let failover_detection = histogram(
+            "failover_detection_seconds",
+            "Detection phase of a failover: last datagram heard from the old leader to this node declaring it lost.",
+        )?;
+        let failover_election = histogram(
+            "failover_election_seconds",
+            "Election phase of a failover: this node declaring the old leader lost to adopting the next one.",
+        )?;
+        let leaderless = CounterVec::new(
+            opts(
+                "leaderless_seconds_total",
+                "Time this node had no leader for the group since it started.",
+            ),
+            &["algorithm"],
+        )?;
+        registry.register(Box::new(leaderless.clone()))?;
         let build_info = IntGaugeVec::new(
-            opts("build_info", "Build information; always 1.", node),
+            opts("build_info", "Build information; always 1."),
             &["version"],
         )?;
         registry.register(Box::new(build_info.clone()))?;
@@ -198,7 +264,6 @@ impl Metrics {
         let up_since = IntGauge::with_opts(opts(
             "start_time_seconds",
             "Unix time this process started.",
-            node,
         ))?;
         registry.register(Box::new(up_since.clone()))?;
         if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
@@ -225,7 +290,11 @@ impl Metrics {
             bytes_sent,
             send_errors,
             hook_runs,
-            process: process_registry(node)?,
+            failover,
+            failover_detection,
+            failover_election,
+            leaderless,
+            process: process_registry(cluster, node)?,
             exported: Mutex::new(Exported::default()),
         };
         // Zeros for every reason the wire layer can drop a datagram for, so that the
@@ -239,6 +308,10 @@ impl Metrics {
             m.elections_won.with_label_values(&l);
             m.leader_changes.with_label_values(&l);
             m.election_duration.with_label_values(&l);
+            m.failover.with_label_values(&l);
+            m.failover_detection.with_label_values(&l);
+            m.failover_election.with_label_values(&l);
+            m.leaderless.with_label_values(&l);
             m.leader.with_label_values(&l).set(-1);
             m.is_leader.with_label_values(&l).set(0);
             m.has_leader.with_label_values(&l).set(0);
@@ -249,6 +322,28 @@ impl Metrics {
 
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// [`Metrics::sync`], and `leaderless_seconds_total` advanced to the node time
+    /// `now` (a leaderless period still under way included).
+    pub fn sync_at(&self, node: &Node, now: crate::node::Time) {
+        self.sync(node);
+        let Ok(mut ex) = self.exported.lock() else {
+            return;
+        };
+        for a in node.algorithms().collect::<Vec<_>>() {
+            let Some(t) = node.leaderless(a, now) else {
+                continue;
+            };
+            let t = t.as_secs_f64();
+            let prev = ex.leaderless.entry(a).or_insert(0.0);
+            if t > *prev {
+                self.leaderless
+                    .with_label_values(&[a.as_str()])
+                    .inc_by(t - *prev);
+                *prev = t;
+            }
+        }
     }
 
     /// Bring every counter and gauge up to date with `node`'s own counters.
@@ -344,15 +439,36 @@ impl Metrics {
         }
     }
 
-    /// Record what an event says that counters cannot (election durations).
+    /// Record what an event says that counters cannot (election and failover times).
     pub fn observe(&self, event: &Event) {
-        if let Event::ElectionFinished {
-            group, duration, ..
-        } = event
-        {
-            self.election_duration
-                .with_label_values(&[group.as_str()])
-                .observe(duration.as_secs_f64());
+        match event {
+            Event::ElectionFinished {
+                group, duration, ..
+            } => {
+                self.election_duration
+                    .with_label_values(&[group.as_str()])
+                    .observe(duration.as_secs_f64());
+            }
+            Event::Failover {
+                group,
+                total,
+                phases,
+                ..
+            } => {
+                let l = [group.as_str()];
+                self.failover
+                    .with_label_values(&l)
+                    .observe(total.as_secs_f64());
+                if let Some(p) = phases {
+                    self.failover_detection
+                        .with_label_values(&l)
+                        .observe(p.detection.as_secs_f64());
+                    self.failover_election
+                        .with_label_values(&l)
+                        .observe(p.election.as_secs_f64());
+                }
+            }
+            _ => {}
         }
     }
 
@@ -398,9 +514,13 @@ impl Metrics {
     }
 }
 
-/// The `process_*` collector of this process, labelled with `node` like everything else.
-fn process_registry(node: NodeId) -> Result<Registry, prometheus::Error> {
-    let labels = HashMap::from([("node".to_string(), node.to_string())]);
+/// The `process_*` collector of this process, labelled with `cluster` and `node` like
+/// everything else.
+fn process_registry(cluster: &str, node: NodeId) -> Result<Registry, prometheus::Error> {
+    let mut labels = HashMap::from([("node".to_string(), node.to_string())]);
+    if !cluster.is_empty() {
+        labels.insert("cluster".to_string(), cluster.to_string());
+    }
     let registry = Registry::new_custom(None, Some(labels))?;
     #[cfg(target_os = "linux")]
     registry.register(Box::new(

@@ -122,7 +122,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
             state_file: None,
             sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
         };
-        let metrics = Metrics::new(id, &algorithms)?;
+        let metrics = Metrics::for_cluster("demo", id, &algorithms, timing().failure_timeout)?;
         let (shared, control) = Shared::new(id, "demo".into(), algorithms.clone(), metrics, None);
         let shared = Arc::new(shared);
         println!(

@@ -644,8 +644,9 @@ impl Driver {
             }
         }
         let events: Vec<Event> = self.node.drain_events().collect();
+        let now = self.now();
         let metrics = &self.shared.metrics;
-        metrics.sync(&self.node);
+        metrics.sync_at(&self.node, now);
         self.publish();
         for e in &events {
             metrics.observe(e);
@@ -659,6 +660,16 @@ impl Driver {
                 tracing::info!(node = self.cfg.id, algorithm = %group, ?leader, term, "leader changed");
                 self.shared
                     .emit(LeaderEvent::new(self.cfg.id, group, leader, term));
+            }
+            if let Event::Failover {
+                group,
+                from,
+                to,
+                total,
+                ..
+            } = *e
+            {
+                tracing::info!(node = self.cfg.id, algorithm = %group, from, to, failover_ms = total.as_secs_f64() * 1e3, "failover");
             }
         }
     }
