@@ -55,6 +55,8 @@ struct Exported {
     duplicates: u64,
     invalid: HashMap<&'static str, u64>,
     leaderless: HashMap<AlgorithmKind, f64>,
+    group_retransmissions: HashMap<AlgorithmKind, u64>,
+    group_failures: HashMap<AlgorithmKind, u64>,
 }
 
 /// The registry and every metric of one node.
@@ -83,6 +85,9 @@ pub struct Metrics {
     failover_detection: HistogramVec,
     failover_election: HistogramVec,
     leaderless: CounterVec,
+    group_bytes_sent: IntCounterVec,
+    group_retransmissions: IntCounterVec,
+    group_delivery_failures: IntCounterVec,
     process: Registry,
     exported: Mutex<Exported>,
 }
@@ -253,6 +258,21 @@ impl Metrics {
             &["algorithm"],
         )?;
         registry.register(Box::new(leaderless.clone()))?;
+        let group_bytes_sent = counter_vec(
+            "group_bytes_sent_total",
+            "UDP payload bytes of the datagrams carrying a message of the group (bare acks are not attributed).",
+            &["algorithm"],
+        )?;
+        let group_retransmissions = counter_vec(
+            "group_retransmissions_total",
+            "Retransmissions of the group's messages.",
+            &["algorithm"],
+        )?;
+        let group_delivery_failures = counter_vec(
+            "group_delivery_failures_total",
+            "Messages of the group the reliable link gave up on.",
+            &["algorithm"],
+        )?;
         let build_info = IntGaugeVec::new(
             opts("build_info", "Build information; always 1."),
             &["version"],
@@ -294,6 +314,9 @@ impl Metrics {
             failover_detection,
             failover_election,
             leaderless,
+            group_bytes_sent,
+            group_retransmissions,
+            group_delivery_failures,
             process: process_registry(cluster, node)?,
             exported: Mutex::new(Exported::default()),
         };
@@ -312,6 +335,9 @@ impl Metrics {
             m.failover_detection.with_label_values(&l);
             m.failover_election.with_label_values(&l);
             m.leaderless.with_label_values(&l);
+            m.group_bytes_sent.with_label_values(&l);
+            m.group_retransmissions.with_label_values(&l);
+            m.group_delivery_failures.with_label_values(&l);
             m.leader.with_label_values(&l).set(-1);
             m.is_leader.with_label_values(&l).set(0);
             m.has_leader.with_label_values(&l).set(0);
@@ -388,6 +414,16 @@ impl Metrics {
                 &self.leader_changes.with_label_values(&l),
                 ex.changes.entry(a).or_insert(0),
                 stats.leader_changes,
+            );
+            advance(
+                &self.group_retransmissions.with_label_values(&l),
+                ex.group_retransmissions.entry(a).or_insert(0),
+                stats.retransmissions,
+            );
+            advance(
+                &self.group_delivery_failures.with_label_values(&l),
+                ex.group_failures.entry(a).or_insert(0),
+                stats.delivery_failures,
             );
             if let Some(st) = node.group_status(a) {
                 self.leader
@@ -476,6 +512,14 @@ impl Metrics {
     pub fn datagram_sent(&self, bytes: usize) {
         self.datagrams_sent.inc();
         self.bytes_sent.inc_by(bytes as u64);
+    }
+
+    /// A datagram of `bytes` carrying a message of `group` went on the wire (counted
+    /// in addition to [`Metrics::datagram_sent`]).
+    pub fn group_datagram_sent(&self, group: AlgorithmKind, bytes: usize) {
+        self.group_bytes_sent
+            .with_label_values(&[group.as_str()])
+            .inc_by(bytes as u64);
     }
 
     /// A datagram was dropped before reaching the node (decode, authentication, …).
@@ -643,6 +687,9 @@ mod tests {
                 "electd_is_leader",
                 "electd_has_leader",
                 "electd_term",
+                "electd_failover_",
+                "electd_leaderless_",
+                "electd_group_",
             ];
             if per_group.iter().any(|p| name.starts_with(p)) {
                 assert!(line.contains("algorithm=\""), "no algorithm: {line}");
@@ -657,11 +704,65 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("electd_hook_runs_total{node=\"7\",result=\"skipped\"} 2"));
+        assert!(
+            !text.contains("cluster="),
+            "no cluster given, none invented"
+        );
         assert!(text.contains("electd_bytes_sent_total{node=\"7\"} 100"));
         // Buckets: 1 ms, doubling.
         let b = election_buckets();
         assert_eq!(b[0], 0.001);
         assert!(b.windows(2).all(|w| (w[1] / w[0] - 2.0).abs() < 1e-9));
         assert!(*b.last().unwrap_or(&0.0) >= 10.0, "covers slow elections");
+    }
+
+    /// `for_cluster`: every series, `process_*` included, carries `cluster`; the
+    /// failover buckets are laid out in tenths of the failure timeout; a leaderless
+    /// period still under way counts up to the time of the sync.
+    #[test]
+    fn cluster_label_failover_buckets_and_leaderless_time() {
+        let algos = [AlgorithmKind::Bully];
+        let ft = Duration::from_millis(200);
+        let m = Metrics::for_cluster("prod-eu", 2, &algos, ft).expect("registry");
+        let mut node = Node::new(NodeConfig {
+            id: 2,
+            ring: vec![1, 2, 3],
+            algorithms: algos.to_vec(),
+            timing: Timing::default(),
+            options: Options::default(),
+            link: LinkConfig::default(),
+            incarnation: 1,
+            seed: 1,
+        })
+        .expect("node");
+        // Node 2 asks node 3 and waits: no leader yet.
+        node.start(Duration::ZERO, true);
+        m.sync_at(&node, Duration::from_millis(250));
+        m.group_datagram_sent(AlgorithmKind::Bully, 40);
+        let text = m.encode();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            assert!(line.contains("cluster=\"prod-eu\""), "no cluster: {line}");
+        }
+        assert!(
+            text.contains("electd_leaderless_seconds_total{algorithm=\"bully\",cluster=\"prod-eu\",node=\"2\"} 0.25"),
+            "{text}"
+        );
+        assert!(
+            text.contains("electd_group_bytes_sent_total{algorithm=\"bully\",cluster=\"prod-eu\",node=\"2\"} 40"),
+            "{text}"
+        );
+        // A second sync at a later time adds only the difference.
+        m.sync_at(&node, Duration::from_millis(400));
+        assert!(
+            m.encode().contains("electd_leaderless_seconds_total{algorithm=\"bully\",cluster=\"prod-eu\",node=\"2\"} 0.4"),
+            "{}",
+            m.encode()
+        );
+        let b = failover_buckets(ft);
+        assert!(b.windows(2).all(|w| w[1] > w[0]), "increasing: {b:?}");
+        for i in 1..=20 {
+            let edge = ft.as_secs_f64() * f64::from(i) / 10.0;
+            assert!(b.iter().any(|x| (x - edge).abs() < 1e-9), "{edge} in {b:?}");
+        }
     }
 }

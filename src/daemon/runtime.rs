@@ -700,7 +700,12 @@ impl Driver {
             }
         };
         match socket.send_to(&bytes, addr).await {
-            Ok(n) => metrics.datagram_sent(n),
+            Ok(n) => {
+                metrics.datagram_sent(n);
+                if let Some(g) = dg.group {
+                    metrics.group_datagram_sent(g, n);
+                }
+            }
             Err(e) => {
                 tracing::debug!("send to {to} ({addr}) failed: {e}");
                 metrics.send_error(send_error_kind(&e));

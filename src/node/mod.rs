@@ -9,6 +9,8 @@
 //! ranges are resolved with the node's own seeded generator, so a run is a function of
 //! its seeds and inputs.
 
+#[cfg(test)]
+mod failover_tests;
 mod fxhash;
 pub mod link;
 #[cfg(test)]
@@ -115,6 +117,9 @@ pub struct GroupStats {
     pub elections_won: u64,
     pub leader_changes: u64,
     pub last_election: Option<Duration>,
+    /// The link's retransmissions and delivery failures of this group's messages.
+    pub retransmissions: u64,
+    pub delivery_failures: u64,
     /// Failovers this node experienced ([`Event::Failover`]) and the last one's total.
     pub failovers: u64,
     pub last_failover: Option<Duration>,
@@ -297,8 +302,17 @@ impl Node {
     /// Fire everything due at `now`.
     pub fn handle_timeout(&mut self, now: Time) {
         let mut failed = Vec::new();
+        let before = self.transmits.len();
         self.link.on_timeout(now, &mut self.transmits, &mut failed);
+        for i in before..self.transmits.len() {
+            if let Some(g) = self.transmits[i].1.group.and_then(|k| self.group_index(k)) {
+                self.groups[g].stats.retransmissions += 1;
+            }
+        }
         for u in failed {
+            if let Some(g) = self.group_index(u.group) {
+                self.groups[g].stats.delivery_failures += 1;
+            }
             if !self.unreachable.contains(&u.peer) {
                 self.unreachable.push(u.peer);
             }
