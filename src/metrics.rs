@@ -325,6 +325,10 @@ impl Metrics {
         for reason in crate::gate::Dropped::reasons() {
             m.invalid.with_label_values(&[reason]);
         }
+        // Likewise every hook result, so that alerts on hook failures see the first one.
+        for result in ["ok", "failed", "timeout", "error", "skipped"] {
+            m.hook_runs.with_label_values(&[result]);
+        }
         for &a in algorithms {
             let l = [a.as_str()];
             m.elections_started.with_label_values(&l);
