@@ -145,7 +145,7 @@ def lint(d, datasource_file=None):
     return panels, names, errors
 
 
-def jobs(panels, names, values, algorithms):
+def jobs(d, panels, names, values, algorithms):
     """(description, kind, argument) for every check."""
     out = []
     for name, v in names.items():
@@ -157,15 +157,17 @@ def jobs(panels, names, values, algorithms):
             out.append((f"variable {name}", "error", f"unsupported variable query {q}"))
             continue
         out.append((f"variable ${name}", "label", (m.group(2), substitute(m.group(1), values))))
-    for p in panels:
-        kind = "instant" if p["type"] in INSTANT_PANELS else "range"
-        for t in p["targets"]:
-            expr = t["expr"]
-            algos = algorithms + [".*"] if re.search(r"\$\{?algorithm\b", expr) else [".*"]
-            for a in algos:
-                vals = dict(values, algorithm=a)
-                label = "All" if a == ".*" else a
-                out.append((f"panel {p['title']!r} {t['refId']} [{label}]", kind, substitute(expr, vals)))
+    targets = [(p["title"], p["type"], t) for p in panels for t in p["targets"]]
+    targets += [(f"annotation {a['name']}", "annotation", dict(a, refId="A"))
+                for a in d.get("annotations", {}).get("list", []) if a.get("expr")]
+    for title, ptype, t in targets:
+        kind = "instant" if ptype in INSTANT_PANELS else "range"
+        expr = t["expr"]
+        algos = algorithms + [".*"] if re.search(r"\$\{?algorithm\b", expr) else [".*"]
+        for a in algos:
+            vals = dict(values, algorithm=a)
+            label = "All" if a == ".*" else a
+            out.append((f"panel {title!r} {t['refId']} [{label}]", kind, substitute(expr, vals)))
     return out
 
 
@@ -223,7 +225,7 @@ def main():
     values["__rate_interval"] = args.rate_interval
     values["__range"] = f"{args.lookback}s"
     algorithms = [a for a in args.algorithms.split(",") if a]
-    todo = jobs(panels, names, values, algorithms)
+    todo = jobs(d, panels, names, values, algorithms)
     print(f"{len(panels)} panels, {len(todo)} checks (algorithms: {', '.join(algorithms)})")
     end = time.monotonic() + args.deadline
     results = {}
