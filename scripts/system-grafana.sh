@@ -20,7 +20,7 @@
 # (python3-yaml), curl; installed as root when missing.
 # Every process started is stopped by PID on exit; every wait is bounded.
 # Env: ELECTD=path to a built binary (else cargo build --release), KEEP=1 keeps the
-# work dir, FAILOVERS (default 20) per algorithm, BENCH_SAMPLES (default 20).
+# work dir, FAILOVERS (default 30) per algorithm, BENCH_SAMPLES (default 30).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,8 +39,8 @@ if [ -z "${ELECTD:-}" ]; then
     (cd "$ROOT" && cargo build --quiet --release --bin electd)
     ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/release/electd"
 fi
-FAILOVERS=${FAILOVERS:-20}
-BENCH_SAMPLES=${BENCH_SAMPLES:-20}
+FAILOVERS=${FAILOVERS:-30}
+BENCH_SAMPLES=${BENCH_SAMPLES:-30}
 TOLERANCE=0.20
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/electd-grafana.XXXXXX")
 PIDS=()
@@ -131,7 +131,7 @@ five() { [ "$(prom_value 'count(electd_build_info{cluster="demo"})')" = 5 ]; }
 wait_for 30 "Prometheus scraping the demo's 5 nodes through file_sd" five
 log "Prometheus on $PROM scrapes the demo"
 
-ALGOS=$(curl -fsS --data-urlencode 'match[]=electd_leader{cluster="demo"}' "$PROM/api/v1/label/algorithm/values" |
+ALGOS=$(curl -fsSG --data-urlencode 'match[]=electd_leader{cluster="demo"}' "$PROM/api/v1/label/algorithm/values" |
     python3 -c 'import json,sys; print(",".join(json.load(sys.stdin)["data"]))')
 [ -n "$ALGOS" ] || { log "no algorithm label on the demo's series"; exit 1; }
 log "algorithms: $ALGOS"

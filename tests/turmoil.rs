@@ -372,6 +372,26 @@ fn failover_histogram_after_leader_crash() {
                 (low..=high).contains(&sum),
                 "{k} node {id}: failover {sum} s outside [{low}, {high}]"
             );
+            // Where the node declared the leader lost itself, the phases add up.
+            let phases = |name: &str| {
+                let count = format!("electd_failover_{name}_seconds_count");
+                let sum = format!("electd_failover_{name}_seconds_sum");
+                (
+                    sample(&text, &count, k.as_str()).unwrap(),
+                    sample(&text, &sum, k.as_str()).unwrap(),
+                )
+            };
+            let ((nd, detection), (ne, election)) = (phases("detection"), phases("election"));
+            assert_eq!(
+                nd, ne,
+                "{k} node {id}: one election phase per detection phase"
+            );
+            if nd == count {
+                assert!(
+                    (detection + election - sum).abs() < 1e-6,
+                    "{k} node {id}: phases {detection} + {election} != failover {sum}"
+                );
+            }
             let leaderless = sample(&text, "electd_leaderless_seconds_total", k.as_str()).unwrap();
             assert!(leaderless > 0.0, "{k} node {id}: leaderless {leaderless}");
         }

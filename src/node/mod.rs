@@ -712,10 +712,15 @@ impl Node {
                     .filter(|&old| old != next && now.saturating_sub(grp.heard) > silent_after);
                 if let Some(old) = failed {
                     let total = now.saturating_sub(grp.heard);
-                    let phases = grp.lost.map(|(heard, lost)| FailoverPhases {
-                        detection: lost.saturating_sub(heard),
-                        election: now.saturating_sub(lost),
-                    });
+                    // Phases only if nothing was heard from `old` after the loss, so
+                    // that they add up to `total`.
+                    let phases =
+                        grp.lost
+                            .filter(|&(heard, _)| heard == grp.heard)
+                            .map(|(heard, lost)| FailoverPhases {
+                                detection: lost.saturating_sub(heard),
+                                election: now.saturating_sub(lost),
+                            });
                     grp.stats.failovers += 1;
                     grp.stats.last_failover = Some(total);
                     self.events.push(Event::Failover {
