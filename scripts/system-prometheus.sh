@@ -202,6 +202,7 @@ promtool check config "$WORK/prometheus.yml"
 prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
     --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >"$WORK/prometheus.log" 2>&1 &
 PIDS+=($!)
+PROM_STARTED=$(date +%s)
 PROM="http://127.0.0.1:$PROM_PORT"
 prom_value() { # instant query -> first value, or empty
     curl -fsS --data-urlencode "query=$1" "$PROM/api/v1/query" 2>/dev/null |
@@ -264,7 +265,7 @@ started_total() { # elections started in group $1 over every node, from their /m
     local i sum=0 v
     for i in $(seq 1 $N); do
         v=$(curl -fsS "http://${HTTP[$i]}/metrics" |
-            sed -n "s/^electd_elections_started_total{algorithm=\"$1\",node=\"$i\"} //p")
+            sed -n "s/^electd_elections_started_total{algorithm=\"$1\",cluster=\"$CLUSTER\",node=\"$i\"} //p")
         sum=$((sum + ${v:-0}))
     done
     echo "$sum"
@@ -286,7 +287,7 @@ log "promtool check metrics on every node"
 for i in $(seq 1 $N); do
     curl -fsS "http://${HTTP[$i]}/metrics" >"$WORK/metrics$i.txt"
     promtool check metrics <"$WORK/metrics$i.txt"
-    grep -q "^electd_build_info{node=\"$i\"" "$WORK/metrics$i.txt"
+    grep -q "^electd_build_info{cluster=\"$CLUSTER\",node=\"$i\"" "$WORK/metrics$i.txt"
 done
 
 rules_ok() {
@@ -320,8 +321,8 @@ for a in "${ALGOS[@]}"; do
 done
 
 python3 "$ROOT/scripts/check_dashboard.py" "$ROOT/dashboards/electd.json" "$PROM" \
-    --set job=electd --set cluster="$CLUSTER" --set node='.*' --set window=5m \
-    --algorithms "$ALGO_LIST" --deadline 60
+    --set cluster="$CLUSTER" --set node='.*' --algorithms "$ALGO_LIST" \
+    --rate-interval 4s --lookback "$(( $(date +%s) - PROM_STARTED + 5 ))" --deadline 60
 
 firing=$(prom_value 'count(ALERTS{alertstate="firing",severity="critical"})')
 if [ -n "$firing" ]; then

@@ -1,6 +1,7 @@
 //! Prometheus metrics of one node, named as in DESIGN.md (prefix `electd_`).
 //!
-//! Every series carries the constant label `node`; per-group series carry
+//! Every series carries the constant labels `cluster` (the config's `cluster`, when
+//! set) and `node`; per-group series carry
 //! `algorithm`; message counters carry `type`. The runtime task calls [`Metrics::sync`]
 //! after each batch of work: counters are advanced by the difference between the
 //! node's own counters and what was exported before, so the node stays the single
@@ -19,8 +20,8 @@ use crate::message::MessageType;
 use crate::node::{Event, Node};
 use crate::NodeId;
 use prometheus::{
-    exponential_buckets, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
-    IntGaugeVec, Opts, Registry,
+    exponential_buckets, CounterVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
+    IntGauge, IntGaugeVec, Opts, Registry,
 };
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -28,6 +29,18 @@ use std::sync::Mutex;
 /// Histogram buckets of `election_duration_seconds`: 1 ms doubling, up to ~16 s.
 pub fn election_buckets() -> Vec<f64> {
     exponential_buckets(0.001, 2.0, 15).unwrap_or_else(|_| vec![0.001])
+}
+
+/// Histogram buckets of the failover series, as multiples of the failure timeout
+/// `ft` (the failover's natural unit, from the config): a few small ones for the
+/// election phase, tenths of `ft` up to 2×`ft` where failovers fall (so that
+/// `histogram_quantile` interpolates within a tenth of `ft`), then a coarse tail.
+pub fn failover_buckets(ft: std::time::Duration) -> Vec<f64> {
+    let ft = ft.as_secs_f64().max(1e-3);
+    let mut m = vec![0.01, 0.02, 0.05];
+    m.extend((1..=20).map(|i| f64::from(i) / 10.0));
+    m.extend([2.5, 3.0, 4.0, 6.0, 8.0, 10.0, 20.0, 50.0]);
+    m.into_iter().map(|x| x * ft).collect()
 }
 
 #[derive(Default)]
@@ -41,6 +54,9 @@ struct Exported {
     failures: u64,
     duplicates: u64,
     invalid: HashMap<&'static str, u64>,
+    leaderless: HashMap<AlgorithmKind, f64>,
+    group_retransmissions: HashMap<AlgorithmKind, u64>,
+    group_failures: HashMap<AlgorithmKind, u64>,
 }
 
 /// The registry and every metric of one node.
@@ -65,6 +81,13 @@ pub struct Metrics {
     bytes_sent: IntCounter,
     send_errors: IntCounterVec,
     hook_runs: IntCounterVec,
+    failover: HistogramVec,
+    failover_detection: HistogramVec,
+    failover_election: HistogramVec,
+    leaderless: CounterVec,
+    group_bytes_sent: IntCounterVec,
+    group_retransmissions: IntCounterVec,
+    group_delivery_failures: IntCounterVec,
     process: Registry,
     exported: Mutex<Exported>,
 }
@@ -75,31 +98,52 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
-fn opts(name: &str, help: &str, node: NodeId) -> Opts {
-    Opts::new(name, help)
-        .namespace("electd")
-        .const_label("node", node.to_string())
-}
-
 impl Metrics {
-    /// Register every metric for `node` running `algorithms` (series of each group are
-    /// created up front, so dashboards see zeros rather than gaps).
+    /// [`Metrics::for_cluster`] without a `cluster` label and with the default failure
+    /// timeout (tests and tools that run one anonymous cluster).
     pub fn new(node: NodeId, algorithms: &[AlgorithmKind]) -> Result<Metrics, prometheus::Error> {
+        Metrics::for_cluster(
+            "",
+            node,
+            algorithms,
+            crate::algorithm::Timing::default().failure_timeout,
+        )
+    }
+
+    /// Register every metric for `node` of `cluster` running `algorithms` (series of
+    /// each group are created up front, so dashboards see zeros rather than gaps).
+    /// Every series carries `cluster` (unless empty) and `node`; the failover
+    /// histograms' buckets are laid out around `failure_timeout`.
+    pub fn for_cluster(
+        cluster: &str,
+        node: NodeId,
+        algorithms: &[AlgorithmKind],
+        failure_timeout: std::time::Duration,
+    ) -> Result<Metrics, prometheus::Error> {
+        let mut constant = HashMap::from([("node".to_string(), node.to_string())]);
+        if !cluster.is_empty() {
+            constant.insert("cluster".to_string(), cluster.to_string());
+        }
+        let opts = |name: &str, help: &str| -> Opts {
+            Opts::new(name, help)
+                .namespace("electd")
+                .const_labels(constant.clone())
+        };
         let registry = Registry::new();
         let counter_vec =
             |name: &str, help: &str, labels: &[&str]| -> Result<IntCounterVec, prometheus::Error> {
-                let c = IntCounterVec::new(opts(name, help, node), labels)?;
+                let c = IntCounterVec::new(opts(name, help), labels)?;
                 registry.register(Box::new(c.clone()))?;
                 Ok(c)
             };
         let gauge_vec =
             |name: &str, help: &str, labels: &[&str]| -> Result<IntGaugeVec, prometheus::Error> {
-                let g = IntGaugeVec::new(opts(name, help, node), labels)?;
+                let g = IntGaugeVec::new(opts(name, help), labels)?;
                 registry.register(Box::new(g.clone()))?;
                 Ok(g)
             };
         let counter = |name: &str, help: &str| -> Result<IntCounter, prometheus::Error> {
-            let c = IntCounter::with_opts(opts(name, help, node))?;
+            let c = IntCounter::with_opts(opts(name, help))?;
             registry.register(Box::new(c.clone()))?;
             Ok(c)
         };
@@ -139,7 +183,6 @@ impl Metrics {
             HistogramOpts::from(opts(
                 "election_duration_seconds",
                 "From the start of an election at this node to learning its leader.",
-                node,
             ))
             .buckets(election_buckets()),
             &["algorithm"],
@@ -187,8 +230,51 @@ impl Metrics {
             "Leader-change hook runs, by result (ok, failed, timeout, error, skipped).",
             &["result"],
         )?;
+        let histogram = |name: &str, help: &str| -> Result<HistogramVec, prometheus::Error> {
+            let h = HistogramVec::new(
+                HistogramOpts::from(opts(name, help)).buckets(failover_buckets(failure_timeout)),
+                &["algorithm"],
+            )?;
+            registry.register(Box::new(h.clone()))?;
+            Ok(h)
+        };
+        let failover = histogram(
+            "failover_seconds",
+            "Failovers seen by this node: from the last datagram heard from the leader it lost to adopting the next one.",
+        )?;
+        let failover_detection = histogram(
+            "failover_detection_seconds",
+            "Detection phase of a failover: last datagram heard from the old leader to this node declaring it lost.",
+        )?;
+        let failover_election = histogram(
+            "failover_election_seconds",
+            "Election phase of a failover: this node declaring the old leader lost to adopting the next one.",
+        )?;
+        let leaderless = CounterVec::new(
+            opts(
+                "leaderless_seconds_total",
+                "Time this node had no leader for the group since it started.",
+            ),
+            &["algorithm"],
+        )?;
+        registry.register(Box::new(leaderless.clone()))?;
+        let group_bytes_sent = counter_vec(
+            "group_bytes_sent_total",
+            "UDP payload bytes of the datagrams carrying a message of the group (bare acks are not attributed).",
+            &["algorithm"],
+        )?;
+        let group_retransmissions = counter_vec(
+            "group_retransmissions_total",
+            "Retransmissions of the group's messages.",
+            &["algorithm"],
+        )?;
+        let group_delivery_failures = counter_vec(
+            "group_delivery_failures_total",
+            "Messages of the group the reliable link gave up on.",
+            &["algorithm"],
+        )?;
         let build_info = IntGaugeVec::new(
-            opts("build_info", "Build information; always 1.", node),
+            opts("build_info", "Build information; always 1."),
             &["version"],
         )?;
         registry.register(Box::new(build_info.clone()))?;
@@ -198,7 +284,6 @@ impl Metrics {
         let up_since = IntGauge::with_opts(opts(
             "start_time_seconds",
             "Unix time this process started.",
-            node,
         ))?;
         registry.register(Box::new(up_since.clone()))?;
         if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
@@ -225,7 +310,14 @@ impl Metrics {
             bytes_sent,
             send_errors,
             hook_runs,
-            process: process_registry(node)?,
+            failover,
+            failover_detection,
+            failover_election,
+            leaderless,
+            group_bytes_sent,
+            group_retransmissions,
+            group_delivery_failures,
+            process: process_registry(cluster, node)?,
             exported: Mutex::new(Exported::default()),
         };
         // Zeros for every reason the wire layer can drop a datagram for, so that the
@@ -233,12 +325,23 @@ impl Metrics {
         for reason in crate::gate::Dropped::reasons() {
             m.invalid.with_label_values(&[reason]);
         }
+        // Likewise every hook result, so that alerts on hook failures see the first one.
+        for result in ["ok", "failed", "timeout", "error", "skipped"] {
+            m.hook_runs.with_label_values(&[result]);
+        }
         for &a in algorithms {
             let l = [a.as_str()];
             m.elections_started.with_label_values(&l);
             m.elections_won.with_label_values(&l);
             m.leader_changes.with_label_values(&l);
             m.election_duration.with_label_values(&l);
+            m.failover.with_label_values(&l);
+            m.failover_detection.with_label_values(&l);
+            m.failover_election.with_label_values(&l);
+            m.leaderless.with_label_values(&l);
+            m.group_bytes_sent.with_label_values(&l);
+            m.group_retransmissions.with_label_values(&l);
+            m.group_delivery_failures.with_label_values(&l);
             m.leader.with_label_values(&l).set(-1);
             m.is_leader.with_label_values(&l).set(0);
             m.has_leader.with_label_values(&l).set(0);
@@ -249,6 +352,28 @@ impl Metrics {
 
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// [`Metrics::sync`], and `leaderless_seconds_total` advanced to the node time
+    /// `now` (a leaderless period still under way included).
+    pub fn sync_at(&self, node: &Node, now: crate::node::Time) {
+        self.sync(node);
+        let Ok(mut ex) = self.exported.lock() else {
+            return;
+        };
+        for a in node.algorithms().collect::<Vec<_>>() {
+            let Some(t) = node.leaderless(a, now) else {
+                continue;
+            };
+            let t = t.as_secs_f64();
+            let prev = ex.leaderless.entry(a).or_insert(0.0);
+            if t > *prev {
+                self.leaderless
+                    .with_label_values(&[a.as_str()])
+                    .inc_by(t - *prev);
+                *prev = t;
+            }
+        }
     }
 
     /// Bring every counter and gauge up to date with `node`'s own counters.
@@ -293,6 +418,16 @@ impl Metrics {
                 &self.leader_changes.with_label_values(&l),
                 ex.changes.entry(a).or_insert(0),
                 stats.leader_changes,
+            );
+            advance(
+                &self.group_retransmissions.with_label_values(&l),
+                ex.group_retransmissions.entry(a).or_insert(0),
+                stats.retransmissions,
+            );
+            advance(
+                &self.group_delivery_failures.with_label_values(&l),
+                ex.group_failures.entry(a).or_insert(0),
+                stats.delivery_failures,
             );
             if let Some(st) = node.group_status(a) {
                 self.leader
@@ -344,15 +479,36 @@ impl Metrics {
         }
     }
 
-    /// Record what an event says that counters cannot (election durations).
+    /// Record what an event says that counters cannot (election and failover times).
     pub fn observe(&self, event: &Event) {
-        if let Event::ElectionFinished {
-            group, duration, ..
-        } = event
-        {
-            self.election_duration
-                .with_label_values(&[group.as_str()])
-                .observe(duration.as_secs_f64());
+        match event {
+            Event::ElectionFinished {
+                group, duration, ..
+            } => {
+                self.election_duration
+                    .with_label_values(&[group.as_str()])
+                    .observe(duration.as_secs_f64());
+            }
+            Event::Failover {
+                group,
+                total,
+                phases,
+                ..
+            } => {
+                let l = [group.as_str()];
+                self.failover
+                    .with_label_values(&l)
+                    .observe(total.as_secs_f64());
+                if let Some(p) = phases {
+                    self.failover_detection
+                        .with_label_values(&l)
+                        .observe(p.detection.as_secs_f64());
+                    self.failover_election
+                        .with_label_values(&l)
+                        .observe(p.election.as_secs_f64());
+                }
+            }
+            _ => {}
         }
     }
 
@@ -360,6 +516,14 @@ impl Metrics {
     pub fn datagram_sent(&self, bytes: usize) {
         self.datagrams_sent.inc();
         self.bytes_sent.inc_by(bytes as u64);
+    }
+
+    /// A datagram of `bytes` carrying a message of `group` went on the wire (counted
+    /// in addition to [`Metrics::datagram_sent`]).
+    pub fn group_datagram_sent(&self, group: AlgorithmKind, bytes: usize) {
+        self.group_bytes_sent
+            .with_label_values(&[group.as_str()])
+            .inc_by(bytes as u64);
     }
 
     /// A datagram was dropped before reaching the node (decode, authentication, …).
@@ -398,9 +562,13 @@ impl Metrics {
     }
 }
 
-/// The `process_*` collector of this process, labelled with `node` like everything else.
-fn process_registry(node: NodeId) -> Result<Registry, prometheus::Error> {
-    let labels = HashMap::from([("node".to_string(), node.to_string())]);
+/// The `process_*` collector of this process, labelled with `cluster` and `node` like
+/// everything else.
+fn process_registry(cluster: &str, node: NodeId) -> Result<Registry, prometheus::Error> {
+    let mut labels = HashMap::from([("node".to_string(), node.to_string())]);
+    if !cluster.is_empty() {
+        labels.insert("cluster".to_string(), cluster.to_string());
+    }
     let registry = Registry::new_custom(None, Some(labels))?;
     #[cfg(target_os = "linux")]
     registry.register(Box::new(
@@ -523,6 +691,9 @@ mod tests {
                 "electd_is_leader",
                 "electd_has_leader",
                 "electd_term",
+                "electd_failover_",
+                "electd_leaderless_",
+                "electd_group_",
             ];
             if per_group.iter().any(|p| name.starts_with(p)) {
                 assert!(line.contains("algorithm=\""), "no algorithm: {line}");
@@ -537,11 +708,65 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("electd_hook_runs_total{node=\"7\",result=\"skipped\"} 2"));
+        assert!(
+            !text.contains("cluster="),
+            "no cluster given, none invented"
+        );
         assert!(text.contains("electd_bytes_sent_total{node=\"7\"} 100"));
         // Buckets: 1 ms, doubling.
         let b = election_buckets();
         assert_eq!(b[0], 0.001);
         assert!(b.windows(2).all(|w| (w[1] / w[0] - 2.0).abs() < 1e-9));
         assert!(*b.last().unwrap_or(&0.0) >= 10.0, "covers slow elections");
+    }
+
+    /// `for_cluster`: every series, `process_*` included, carries `cluster`; the
+    /// failover buckets are laid out in tenths of the failure timeout; a leaderless
+    /// period still under way counts up to the time of the sync.
+    #[test]
+    fn cluster_label_failover_buckets_and_leaderless_time() {
+        let algos = [AlgorithmKind::Bully];
+        let ft = Duration::from_millis(200);
+        let m = Metrics::for_cluster("prod-eu", 2, &algos, ft).expect("registry");
+        let mut node = Node::new(NodeConfig {
+            id: 2,
+            ring: vec![1, 2, 3],
+            algorithms: algos.to_vec(),
+            timing: Timing::default(),
+            options: Options::default(),
+            link: LinkConfig::default(),
+            incarnation: 1,
+            seed: 1,
+        })
+        .expect("node");
+        // Node 2 asks node 3 and waits: no leader yet.
+        node.start(Duration::ZERO, true);
+        m.sync_at(&node, Duration::from_millis(250));
+        m.group_datagram_sent(AlgorithmKind::Bully, 40);
+        let text = m.encode();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            assert!(line.contains("cluster=\"prod-eu\""), "no cluster: {line}");
+        }
+        assert!(
+            text.contains("electd_leaderless_seconds_total{algorithm=\"bully\",cluster=\"prod-eu\",node=\"2\"} 0.25"),
+            "{text}"
+        );
+        assert!(
+            text.contains("electd_group_bytes_sent_total{algorithm=\"bully\",cluster=\"prod-eu\",node=\"2\"} 40"),
+            "{text}"
+        );
+        // A second sync at a later time adds only the difference.
+        m.sync_at(&node, Duration::from_millis(400));
+        assert!(
+            m.encode().contains("electd_leaderless_seconds_total{algorithm=\"bully\",cluster=\"prod-eu\",node=\"2\"} 0.4"),
+            "{}",
+            m.encode()
+        );
+        let b = failover_buckets(ft);
+        assert!(b.windows(2).all(|w| w[1] > w[0]), "increasing: {b:?}");
+        for i in 1..=20 {
+            let edge = ft.as_secs_f64() * f64::from(i) / 10.0;
+            assert!(b.iter().any(|x| (x - edge).abs() < 1e-9), "{edge} in {b:?}");
+        }
     }
 }

@@ -3,11 +3,17 @@
 //! (`--duration`) with exit code 0. Output is not a terminal here, so the demo prints
 //! one line per change.
 
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
+/// The demo also writes a Prometheus file_sd file naming each node's HTTP address
+/// with labels `cluster="demo"` and `node`, while it runs, and removes it at exit.
 #[test]
 fn demo_runs_chaos_and_stops_cleanly() {
-    let out = Command::new(env!("CARGO_BIN_EXE_electd"))
+    let dir = std::env::temp_dir().join(format!("electd-demo-sd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let sd = dir.join("electd-demo.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_electd"))
         .args([
             "demo",
             "--nodes",
@@ -19,8 +25,25 @@ fn demo_runs_chaos_and_stops_cleanly() {
             "--down-for",
             "0.5",
         ])
-        .output()
+        .arg("--prometheus-file-sd")
+        .arg(&sd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("run electd demo");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let written = loop {
+        if let Ok(text) = std::fs::read_to_string(&sd) {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no file_sd file at {}",
+            sd.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().expect("demo output");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -36,4 +59,18 @@ fn demo_runs_chaos_and_stops_cleanly() {
     }
     assert!(stdout.contains("restarts (new incarnation)"), "{stdout}");
     assert!(stdout.contains("summary after"), "{stdout}");
+    let groups: serde_json::Value = serde_json::from_str(&written).expect("file_sd is JSON");
+    let groups = groups.as_array().expect("a list of target groups");
+    assert_eq!(groups.len(), 4, "{written}");
+    for (i, g) in groups.iter().enumerate() {
+        let target = g["targets"][0].as_str().expect("a target");
+        assert!(
+            stdout.contains(&format!("http://{target}/status")),
+            "{target} is not a node's HTTP address:\n{stdout}"
+        );
+        assert_eq!(g["labels"]["cluster"], "demo", "{written}");
+        assert_eq!(g["labels"]["node"], (i + 1).to_string(), "{written}");
+    }
+    assert!(!sd.exists(), "the file_sd file outlives the demo");
+    let _ = std::fs::remove_dir_all(&dir);
 }

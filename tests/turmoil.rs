@@ -107,7 +107,12 @@ fn cluster(seed: u64) -> Cluster<'static> {
                 // A bounced host boots again: a new, higher incarnation.
                 cfg.incarnation = incarnation_now();
                 let socket = turmoil::net::UdpSocket::bind(("0.0.0.0", PORT)).await?;
-                let metrics = Metrics::new(id, &cfg.algorithms)?;
+                let metrics = Metrics::for_cluster(
+                    &cfg.cluster,
+                    id,
+                    &cfg.algorithms,
+                    cfg.timing.failure_timeout,
+                )?;
                 let (shared, control) = Shared::new(
                     id,
                     cfg.cluster.clone(),
@@ -283,4 +288,112 @@ fn partition_then_heal() {
         }
     }
     c.converge(Duration::from_secs(3));
+}
+
+/// The value of the sample `name{…algorithm="algo"…}` in a `/metrics` text.
+fn sample(text: &str, name: &str, algo: &str) -> Option<f64> {
+    let label = format!("algorithm=\"{algo}\"");
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(&label))
+        .find_map(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// `electd_failover_seconds` after a leader crash: every survivor of every group the
+/// crashed node led observed exactly one failover, and it lies between what the
+/// failure detector must wait (silence of `failure_timeout`, or Raft's shortest
+/// election timeout) and the worst case from the crash to agreement plus the
+/// heartbeat period that may pass between the leader's last datagram and the crash.
+/// Every series carries the config's `cluster`.
+#[test]
+fn failover_histogram_after_leader_crash() {
+    let mut c = cluster(4);
+    c.converge(Duration::from_secs(2));
+    let led_by_5: Vec<AlgorithmKind> = {
+        let nodes = c.nodes.lock().unwrap();
+        AlgorithmKind::available()
+            .into_iter()
+            .filter(|&k| nodes[&1].group(k).and_then(|g| g.leader) == Some(5))
+            .collect()
+    };
+    let before: HashMap<(NodeId, AlgorithmKind), f64> = {
+        let nodes = c.nodes.lock().unwrap();
+        let mut m = HashMap::new();
+        for id in 1..N {
+            let text = nodes[&id].metrics.encode();
+            for &k in &led_by_5 {
+                let n = sample(&text, "electd_failover_seconds_count", k.as_str());
+                m.insert((id, k), n.expect("failover series exists from the start"));
+            }
+        }
+        m
+    };
+    assert!(
+        led_by_5.contains(&AlgorithmKind::Bully),
+        "node 5 leads bully: {led_by_5:?}"
+    );
+    c.sim.crash(name(5));
+    c.down.push(5);
+    c.converge(Duration::from_secs(3));
+    // Let the last adopters flush their metrics.
+    c.run_for(Duration::from_millis(50));
+    let t = timing();
+    let latency_spread = Duration::from_millis(2);
+    let nodes = c.nodes.lock().unwrap();
+    for id in 1..N {
+        let text = nodes[&id].metrics.encode();
+        assert!(
+            text.lines()
+                .filter(|l| l.starts_with("electd_"))
+                .all(|l| l.contains("cluster=\"turmoil\"")),
+            "series without cluster at node {id}"
+        );
+        for &k in &led_by_5 {
+            let count = sample(&text, "electd_failover_seconds_count", k.as_str()).unwrap();
+            let sum = sample(&text, "electd_failover_seconds_sum", k.as_str()).unwrap();
+            assert_eq!(
+                count - before[&(id, k)],
+                1.0,
+                "{k} node {id}: one failover expected\n{text}"
+            );
+            let detect = if k == AlgorithmKind::Raft {
+                t.election_timeout_min
+            } else {
+                t.failure_timeout
+            };
+            let low = detect.saturating_sub(latency_spread).as_secs_f64();
+            let high = if k == AlgorithmKind::Raft {
+                // Split votes may cost further randomized timeouts: within convergence.
+                Duration::from_secs(3) + t.heartbeat
+            } else {
+                failover_bound() + t.heartbeat + latency_spread
+            }
+            .as_secs_f64();
+            assert!(
+                (low..=high).contains(&sum),
+                "{k} node {id}: failover {sum} s outside [{low}, {high}]"
+            );
+            // Where the node declared the leader lost itself, the phases add up.
+            let phases = |name: &str| {
+                let count = format!("electd_failover_{name}_seconds_count");
+                let sum = format!("electd_failover_{name}_seconds_sum");
+                (
+                    sample(&text, &count, k.as_str()).unwrap(),
+                    sample(&text, &sum, k.as_str()).unwrap(),
+                )
+            };
+            let ((nd, detection), (ne, election)) = (phases("detection"), phases("election"));
+            assert_eq!(
+                nd, ne,
+                "{k} node {id}: one election phase per detection phase"
+            );
+            if nd == count {
+                assert!(
+                    (detection + election - sum).abs() < 1e-6,
+                    "{k} node {id}: phases {detection} + {election} != failover {sum}"
+                );
+            }
+            let leaderless = sample(&text, "electd_leaderless_seconds_total", k.as_str()).unwrap();
+            assert!(leaderless > 0.0, "{k} node {id}: leaderless {leaderless}");
+        }
+    }
 }

@@ -81,7 +81,12 @@ pub fn plan(quick: bool) -> (Vec<AlgorithmKind>, usize) {
 
 pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<FailoverResults> {
     let timing = ClusterTiming::failover();
-    let (algorithms, per_mode) = plan(opts.quick);
+    let (algorithms, planned) = plan(opts.quick);
+    let per_mode = opts.failover_samples.unwrap_or(planned).max(1);
+    let modes: Vec<&'static str> = MODES
+        .into_iter()
+        .filter(|m| opts.failover_modes.is_empty() || opts.failover_modes.iter().any(|x| x == m))
+        .collect();
     let mut rng = Rng::new(opts.seed ^ 0xFA11_0FE5);
     let mut runs = Vec::new();
     for kind in algorithms {
@@ -129,7 +134,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<FailoverRe
             }
             log(&format!("  {what}; retrying with a fresh cluster"));
         };
-        for mode in MODES {
+        for &mode in &modes {
             let r = measure(&mut c, &w, kind, mode, per_mode, &timing, &mut rng)?;
             log(&format!(
                 "  {kind:<15} {mode:<8} n={} median {:.1} ms ({:.2}×) p99 {:.1} ms ({:.2}×) timeouts {}",

@@ -45,6 +45,10 @@ pub struct BenchOptions {
     /// Run only these sections ([`SECTIONS`]); empty: all. Skipped sections are empty
     /// in the results and the report.
     pub only: Vec<String>,
+    /// Failover section: actions per mode instead of the plan's (50, quick 2).
+    pub failover_samples: Option<usize>,
+    /// Failover section: only these modes ([`failover::MODES`]); empty: all.
+    pub failover_modes: Vec<String>,
 }
 
 /// The sections of a run, in order.

@@ -42,6 +42,19 @@ impl ClusterTiming {
         }
     }
 
+    /// The same settings as the nodes' [`Timing`](crate::algorithm::Timing).
+    pub fn timing(&self) -> crate::algorithm::Timing {
+        let ms = Duration::from_millis;
+        crate::algorithm::Timing {
+            heartbeat: ms(self.heartbeat_ms),
+            failure_timeout: ms(self.failure_ms),
+            answer_timeout: ms(self.answer_ms),
+            coordinator_timeout: ms(self.coordinator_ms),
+            election_timeout_min: ms(self.election_min_ms),
+            election_timeout_max: ms(self.election_max_ms),
+        }
+    }
+
     /// Heartbeat `hb`, everything else scaled to it (failure = 10 × hb).
     pub fn with_heartbeat(hb: u64) -> ClusterTiming {
         ClusterTiming {

@@ -19,6 +19,12 @@ pub struct BenchArgs {
     /// failover, etcd (failover beside etcd; needs an `etcd` binary). Default: all.
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(bench::SECTIONS))]
     pub only: Vec<String>,
+    /// Failover section: leader take-downs per algorithm and mode (default 50, quick 2).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub failover_samples: Option<u32>,
+    /// Failover section: only these modes (comma-separated): sigkill, pause, sigterm.
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(bench::failover::MODES))]
+    pub failover_modes: Vec<String>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -35,6 +41,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         exe,
         seed: args.seed,
         only: args.only,
+        failover_samples: args.failover_samples.map(|n| n as usize),
+        failover_modes: args.failover_modes,
     };
     let started = std::time::Instant::now();
     let log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());

@@ -38,17 +38,38 @@ pub struct DemoArgs {
     /// Seconds a taken-down node stays down before it restarts.
     #[arg(long, default_value_t = 1.5)]
     pub down_for: f64,
+    /// Write a Prometheus file_sd file for the demo's nodes (labels `cluster="demo"`
+    /// and `node`) to this path; it is removed when the demo stops.
+    #[arg(long, value_name = "PATH")]
+    pub prometheus_file_sd: Option<std::path::PathBuf>,
 }
 
+/// The timing `electd bench` measures failover with, so that the demo's live failover
+/// figures (table and `electd_failover_seconds`) compare with the bench's.
 fn timing() -> Timing {
-    Timing {
-        heartbeat: Duration::from_millis(10),
-        failure_timeout: Duration::from_millis(100),
-        answer_timeout: Duration::from_millis(20),
-        coordinator_timeout: Duration::from_millis(60),
-        election_timeout_min: Duration::from_millis(150),
-        election_timeout_max: Duration::from_millis(300),
-    }
+    electd::bench::procs::ClusterTiming::failover().timing()
+}
+
+/// The file_sd JSON for nodes `(id, http address)` of cluster `demo`.
+fn file_sd(nodes: &[(NodeId, std::net::SocketAddr)]) -> String {
+    let groups: Vec<serde_json::Value> = nodes
+        .iter()
+        .map(|(id, http)| {
+            serde_json::json!({
+                "targets": [http.to_string()],
+                "labels": { "cluster": "demo", "node": id.to_string() },
+            })
+        })
+        .collect();
+    serde_json::to_string_pretty(&groups).unwrap_or_default() + "\n"
+}
+
+/// Write `text` to `path` atomically (Prometheus may read it at any time).
+fn write_atomically(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
@@ -95,6 +116,15 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         .enumerate()
         .map(|(i, s)| Ok((i as NodeId + 1, s.local_addr()?)))
         .collect::<std::io::Result<_>>()?;
+    if let Some(path) = &args.prometheus_file_sd {
+        let http: Vec<(NodeId, std::net::SocketAddr)> = listeners
+            .iter()
+            .enumerate()
+            .map(|(i, l)| Ok((i as NodeId + 1, l.local_addr()?)))
+            .collect::<std::io::Result<_>>()?;
+        write_atomically(path, &file_sd(&http))?;
+        println!("Prometheus file_sd targets written to {}", path.display());
+    }
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut nodes = Vec::new();
     let mut tasks = Vec::new();
@@ -122,7 +152,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
             state_file: None,
             sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
         };
-        let metrics = Metrics::new(id, &algorithms)?;
+        let metrics = Metrics::for_cluster("demo", id, &algorithms, timing().failure_timeout)?;
         let (shared, control) = Shared::new(id, "demo".into(), algorithms.clone(), metrics, None);
         let shared = Arc::new(shared);
         println!(
@@ -275,6 +305,11 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
     }
     for t in tasks {
         let _ = tokio::time::timeout(Duration::from_secs(2), t).await;
+    }
+    if let Some(path) = &args.prometheus_file_sd {
+        if let Err(e) = std::fs::remove_file(path) {
+            eprintln!("cannot remove {}: {e}", path.display());
+        }
     }
     println!("\nsummary after {:.1} s:", started.elapsed().as_secs_f64());
     print!("{}", table(&algorithms, &rows));

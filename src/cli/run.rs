@@ -92,7 +92,13 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
                 cfg.file.display()
             )
         })?;
-    let metrics = Metrics::new(cfg.node_id, &cfg.algorithms).context("metrics registry")?;
+    let metrics = Metrics::for_cluster(
+        &cfg.cluster,
+        cfg.node_id,
+        &cfg.algorithms,
+        cfg.timing.failure_timeout,
+    )
+    .context("metrics registry")?;
     let (shared, control) = Shared::new(
         cfg.node_id,
         cfg.cluster.clone(),

@@ -644,8 +644,9 @@ impl Driver {
             }
         }
         let events: Vec<Event> = self.node.drain_events().collect();
+        let now = self.now();
         let metrics = &self.shared.metrics;
-        metrics.sync(&self.node);
+        metrics.sync_at(&self.node, now);
         self.publish();
         for e in &events {
             metrics.observe(e);
@@ -659,6 +660,16 @@ impl Driver {
                 tracing::info!(node = self.cfg.id, algorithm = %group, ?leader, term, "leader changed");
                 self.shared
                     .emit(LeaderEvent::new(self.cfg.id, group, leader, term));
+            }
+            if let Event::Failover {
+                group,
+                from,
+                to,
+                total,
+                ..
+            } = *e
+            {
+                tracing::info!(node = self.cfg.id, algorithm = %group, from, to, failover_ms = total.as_secs_f64() * 1e3, "failover");
             }
         }
     }
@@ -689,7 +700,12 @@ impl Driver {
             }
         };
         match socket.send_to(&bytes, addr).await {
-            Ok(n) => metrics.datagram_sent(n),
+            Ok(n) => {
+                metrics.datagram_sent(n);
+                if let Some(g) = dg.group {
+                    metrics.group_datagram_sent(g, n);
+                }
+            }
             Err(e) => {
                 tracing::debug!("send to {to} ({addr}) failed: {e}");
                 metrics.send_error(send_error_kind(&e));

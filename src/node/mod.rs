@@ -9,6 +9,8 @@
 //! ranges are resolved with the node's own seeded generator, so a run is a function of
 //! its seeds and inputs.
 
+#[cfg(test)]
+mod failover_tests;
 mod fxhash;
 pub mod link;
 #[cfg(test)]
@@ -78,6 +80,32 @@ pub enum Event {
         duration: Duration,
         won: bool,
     },
+    /// A failover at this node: it followed `from` (another node), then adopted a
+    /// different leader `to` (itself included) while `from` had been silent — no
+    /// datagram from it — for longer than halfway from the heartbeat period to the
+    /// timeout that declares a leader lost (`failure_timeout`, Raft's shortest election
+    /// timeout). A live leader is heard every heartbeat, so a handover between live
+    /// nodes (a returning higher id taking over) is not a failover. `total` runs from
+    /// the last datagram heard from `from` to adopting `to`. When this node declared
+    /// `from` lost before adopting `to` (its failure detector, a resignation, an
+    /// election that cleared its belief), `phases` splits `total` at that moment;
+    /// when it adopted `to` directly there are no phases.
+    Failover {
+        group: AlgorithmKind,
+        from: NodeId,
+        to: NodeId,
+        total: Duration,
+        phases: Option<FailoverPhases>,
+    },
+}
+
+/// The two phases of a failover at one node; they add up to its total.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FailoverPhases {
+    /// Last datagram heard from the old leader → this node declared it lost.
+    pub detection: Duration,
+    /// Loss declared → the next leader adopted.
+    pub election: Duration,
 }
 
 /// Per-group counters (the metrics module exports these).
@@ -89,6 +117,15 @@ pub struct GroupStats {
     pub elections_won: u64,
     pub leader_changes: u64,
     pub last_election: Option<Duration>,
+    /// The link's retransmissions and delivery failures of this group's messages.
+    pub retransmissions: u64,
+    pub delivery_failures: u64,
+    /// Failovers this node experienced ([`Event::Failover`]) and the last one's total.
+    pub failovers: u64,
+    pub last_failover: Option<Duration>,
+    /// Time without a leader since the node started, up to the last leader change;
+    /// [`Node::leaderless`] adds the period still under way.
+    pub leaderless: Duration,
 }
 
 impl GroupStats {
@@ -137,6 +174,14 @@ struct Group {
     since: Time,
     election_started_at: Option<Time>,
     stats: GroupStats,
+    /// The other node this node last followed (kept while it has no leader after it).
+    followed: Option<NodeId>,
+    /// Last datagram heard from `followed` (or when it was adopted).
+    heard: Time,
+    /// While leaderless after losing `followed`: (last heard from it then, loss time).
+    lost: Option<(Time, Time)>,
+    /// Since when the node has had no leader (`None` while it has one, or before start).
+    leaderless_since: Option<Time>,
 }
 
 /// One node (see the module documentation).
@@ -182,6 +227,10 @@ impl Node {
                 since: Duration::ZERO,
                 election_started_at: None,
                 stats: GroupStats::default(),
+                followed: None,
+                heard: Duration::ZERO,
+                lost: None,
+                leaderless_since: None,
             });
         }
         let mut members = cfg.ring.clone();
@@ -233,6 +282,9 @@ impl Node {
     /// Start every group; with `call_election` each calls an election at once.
     pub fn start(&mut self, now: Time, call_election: bool) {
         for g in 0..self.groups.len() {
+            if self.groups[g].leader.is_none() {
+                self.groups[g].leaderless_since = Some(now);
+            }
             self.groups[g].algo.on_start(call_election, &mut self.out);
             self.apply(g, now);
         }
@@ -250,8 +302,17 @@ impl Node {
     /// Fire everything due at `now`.
     pub fn handle_timeout(&mut self, now: Time) {
         let mut failed = Vec::new();
+        let before = self.transmits.len();
         self.link.on_timeout(now, &mut self.transmits, &mut failed);
+        for i in before..self.transmits.len() {
+            if let Some(g) = self.transmits[i].1.group.and_then(|k| self.group_index(k)) {
+                self.groups[g].stats.retransmissions += 1;
+            }
+        }
         for u in failed {
+            if let Some(g) = self.group_index(u.group) {
+                self.groups[g].stats.delivery_failures += 1;
+            }
             if !self.unreachable.contains(&u.peer) {
                 self.unreachable.push(u.peer);
             }
@@ -307,6 +368,11 @@ impl Node {
         if d.from == self.id || self.members.binary_search(&d.from).is_err() {
             self.count_invalid("unknown_sender");
             return;
+        }
+        for grp in &mut self.groups {
+            if grp.followed == Some(d.from) {
+                grp.heard = now;
+            }
         }
         let (verdict, ack, revived) = self.link.receive(&d);
         if let Some(ack) = ack {
@@ -485,6 +551,18 @@ impl Node {
             .unwrap_or(false)
     }
 
+    /// Time group `kind` has been without a leader since the node started, up to `now`
+    /// (a period still under way included).
+    pub fn leaderless(&self, kind: AlgorithmKind, now: Time) -> Option<Duration> {
+        self.group_index(kind).map(|g| {
+            let grp = &self.groups[g];
+            let open = grp
+                .leaderless_since
+                .map_or(Duration::ZERO, |s| now.saturating_sub(s));
+            grp.stats.leaderless + open
+        })
+    }
+
     pub fn group_stats(&self, kind: AlgorithmKind) -> Option<&GroupStats> {
         self.group_index(kind).map(|g| &self.groups[g].stats)
     }
@@ -600,11 +678,63 @@ impl Node {
     fn leader_changed(&mut self, g: usize, now: Time, leader: Option<NodeId>, term: u64) {
         let me = self.id;
         let external_fd = self.groups[g].algo.uses_failure_detector();
+        // A live leader is heard every heartbeat; one silent for longer than halfway
+        // from there to the timeout that declares it lost (failure_timeout, or Raft's
+        // shortest election timeout) has failed, even if this node adopts its successor
+        // before declaring anything itself.
+        let timeout = if external_fd {
+            self.timing.failure_timeout
+        } else {
+            self.timing.election_timeout_min
+        };
+        let silent_after = (self.timing.heartbeat + timeout) / 2;
         let grp = &mut self.groups[g];
         let changed = grp.leader != leader;
         grp.term = term;
         if !changed {
             return;
+        }
+        match leader {
+            None => {
+                if grp.leaderless_since.is_none() {
+                    grp.leaderless_since = Some(now);
+                }
+                if grp.leader.is_some() && grp.followed.is_some() {
+                    grp.lost = Some((grp.heard, now));
+                }
+            }
+            Some(next) => {
+                if let Some(since) = grp.leaderless_since.take() {
+                    grp.stats.leaderless += now.saturating_sub(since);
+                }
+                let failed = grp
+                    .followed
+                    .filter(|&old| old != next && now.saturating_sub(grp.heard) > silent_after);
+                if let Some(old) = failed {
+                    let total = now.saturating_sub(grp.heard);
+                    // Phases only if nothing was heard from `old` after the loss, so
+                    // that they add up to `total`.
+                    let phases =
+                        grp.lost
+                            .filter(|&(heard, _)| heard == grp.heard)
+                            .map(|(heard, lost)| FailoverPhases {
+                                detection: lost.saturating_sub(heard),
+                                election: now.saturating_sub(lost),
+                            });
+                    grp.stats.failovers += 1;
+                    grp.stats.last_failover = Some(total);
+                    self.events.push(Event::Failover {
+                        group: grp.kind,
+                        from: old,
+                        to: next,
+                        total,
+                        phases,
+                    });
+                }
+                grp.lost = None;
+                grp.followed = (next != me).then_some(next);
+                grp.heard = now;
+            }
         }
         grp.leader = leader;
         grp.since = now;

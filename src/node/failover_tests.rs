@@ -1,0 +1,80 @@
+//! The failover a follower experiences ([`Event::Failover`], `GroupStats::failovers`),
+//! in the simulator: a crashed leader gives every survivor one failover, bounded
+//! below by the silence its detector needs; a live higher id taking leadership back
+//! is a handover, not a failover.
+
+use crate::algorithm::AlgorithmKind;
+use crate::sim::{Sim, SimConfig};
+use crate::NodeId;
+use std::time::Duration;
+
+const N: NodeId = 5;
+
+fn failovers(sim: &Sim, id: NodeId, kind: AlgorithmKind) -> (u64, Option<Duration>) {
+    let s = sim
+        .node(id)
+        .and_then(|n| n.group_stats(kind))
+        .expect("live node runs the group");
+    (s.failovers, s.last_failover)
+}
+
+fn leader_of(sim: &Sim, kind: AlgorithmKind) -> NodeId {
+    sim.agreement(kind).expect("the cluster agrees")
+}
+
+#[test]
+fn crash_is_one_failover_per_survivor_and_a_returning_leader_is_none() {
+    for kind in AlgorithmKind::available() {
+        let cfg = SimConfig::new(kind, N as usize, 7);
+        let timing = cfg.timing.clone();
+        let mut sim = Sim::new(cfg).expect("sim");
+        for id in 1..=N {
+            sim.start(id, true).expect("start");
+        }
+        assert!(
+            sim.run_until_settled(Duration::from_secs(5)),
+            "{kind}: startup"
+        );
+        sim.run_for(Duration::from_millis(500));
+        let old = leader_of(&sim, kind);
+        for id in 1..=N {
+            assert_eq!(
+                failovers(&sim, id, kind).0,
+                0,
+                "{kind}: startup is no failover"
+            );
+        }
+        sim.crash(old).expect("crash");
+        sim.run_for(Duration::from_secs(3));
+        let new = leader_of(&sim, kind);
+        assert_ne!(new, old, "{kind}");
+        // The detector needs `failure_timeout` of silence (Raft: its shortest
+        // election timeout); the simulator's clean network delays every datagram 1 ms.
+        let silence = if kind == AlgorithmKind::Raft {
+            timing.election_timeout_min
+        } else {
+            timing.failure_timeout
+        };
+        for id in (1..=N).filter(|&i| i != old) {
+            let (n, last) = failovers(&sim, id, kind);
+            assert_eq!(n, 1, "{kind}: node {id} saw one failover");
+            let last = last.expect("a failover has a duration");
+            assert!(
+                last >= silence.saturating_sub(Duration::from_millis(1)),
+                "{kind}: node {id}: {last:?} shorter than the detector's {silence:?}"
+            );
+        }
+        // The old leader returns (a new incarnation) and, where the algorithm elects
+        // the highest id, takes leadership back from a live leader: no new failover.
+        sim.start(old, true).expect("restart");
+        sim.run_for(Duration::from_secs(3));
+        leader_of(&sim, kind);
+        for id in (1..=N).filter(|&i| i != old) {
+            assert_eq!(
+                failovers(&sim, id, kind).0,
+                1,
+                "{kind}: node {id}: a handover between live nodes counted as a failover"
+            );
+        }
+    }
+}
