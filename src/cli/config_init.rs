@@ -36,9 +36,9 @@ pub struct InitArgs {
     /// One host (IP or DNS name) per node, comma-separated, in node id order.
     #[arg(long, value_delimiter = ',')]
     pub hosts: Option<Vec<String>>,
-    #[arg(long, default_value_t = 7946)]
+    #[arg(long, default_value_t = 5740)]
     pub udp_port: u16,
-    #[arg(long, default_value_t = 9100)]
+    #[arg(long, default_value_t = 5741)]
     pub http_port: u16,
     /// Cluster name (datagrams of another cluster are dropped).
     #[arg(long, default_value = "electd")]
