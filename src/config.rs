@@ -54,8 +54,9 @@
 //! `ELECTD_SECURITY_INSECURE=true`, `ELECTD_SECURITY_CHECK_SOURCE=false`, `ELECTD_HOOKS_ON_LEADER_CHANGE=…`,
 //! `ELECTD_ADMIN_TOKEN_FILE=…`, `ELECTD_RAFT_PRE_VOTE=false`. The roster (`[[peer]]`)
 //! has no overrides. `--node-id` beats the environment, which beats the file.
-//! `ELECTD_LOG` (log filter) and `ELECTD_CONFIG` are not configuration keys; any other
-//! unknown `ELECTD_*` variable is an error, so a typo is never silently ignored.
+//! `ELECTD_LOG` (log filter), `ELECTD_LOG_FORMAT` (`text` or `json`) and `ELECTD_CONFIG`
+//! are not configuration keys; any other unknown `ELECTD_*` variable is an error, so a
+//! typo is never silently ignored.
 //!
 //! # Errors
 //! Every error names the file, the key (or environment variable) and what is wrong.
@@ -319,7 +320,7 @@ const SECTIONS: [(&str, &[&str]); 6] = [
     ("raft", &["pre_vote", "check_quorum", "state_file"]),
 ];
 const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
-const NOT_CONFIG: [&str; 2] = ["ELECTD_LOG", "ELECTD_CONFIG"];
+const NOT_CONFIG: [&str; 3] = ["ELECTD_LOG", "ELECTD_LOG_FORMAT", "ELECTD_CONFIG"];
 
 /// Apply `ELECTD_*` overrides to the parsed table. Errors are (variable, message).
 fn apply_env(

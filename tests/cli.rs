@@ -27,7 +27,12 @@ fn bad_simulate_input_is_a_clear_error() {
         &["simulate", "-a", "bully", "--nodes", "0"],
         "at least 1 node",
     );
-    assert_clean_error(&["simulate", "-a", "paxos"], "unknown algorithm");
+    // Enum-like options are clap value enums: the error lists the values, a near miss
+    // gets a suggestion, and usage errors exit 2.
+    assert_clean_error(&["simulate", "-a", "paxos"], "invalid value 'paxos'");
+    assert_clean_error(&["simulate", "-a", "paxos"], "possible values: bully");
+    assert_clean_error(&["simulate", "-a", "bullly"], "a similar value exists: 'bully'");
+    assert_eq!(electd(&["simulate", "-a", "paxos"]).status.code(), Some(2));
     assert_clean_error(
         &["simulate", "-a", "bully", "-n", "5", "--initiator", "9"],
         "not in the roster",
@@ -42,7 +47,7 @@ fn bad_simulate_input_is_a_clear_error() {
     );
     assert_clean_error(
         &["simulate", "-a", "bully", "--scenario", "meteor"],
-        "unknown scenario",
+        "possible values: startup, leader-crash, chaos",
     );
     assert_clean_error(
         &["simulate", "-a", "bully", "--ids", "1,2,2"],
@@ -52,7 +57,7 @@ fn bad_simulate_input_is_a_clear_error() {
     assert_clean_error(&["compare", "--nodes", "9..3"], "empty range");
     assert_clean_error(
         &["compare", "--algorithms", "bully,nope"],
-        "unknown algorithm",
+        "invalid value 'nope'",
     );
 }
 
