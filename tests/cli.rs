@@ -31,7 +31,10 @@ fn bad_simulate_input_is_a_clear_error() {
     // gets a suggestion, and usage errors exit 2.
     assert_clean_error(&["simulate", "-a", "paxos"], "invalid value 'paxos'");
     assert_clean_error(&["simulate", "-a", "paxos"], "possible values: bully");
-    assert_clean_error(&["simulate", "-a", "bullly"], "a similar value exists: 'bully'");
+    assert_clean_error(
+        &["simulate", "-a", "bullly"],
+        "a similar value exists: 'bully'",
+    );
     assert_eq!(electd(&["simulate", "-a", "paxos"]).status.code(), Some(2));
     assert_clean_error(
         &["simulate", "-a", "bully", "-n", "5", "--initiator", "9"],

@@ -482,6 +482,7 @@ pub fn watch(args: WatchArgs) -> ExitCode {
     let deadline = args.duration.map(|d| Instant::now() + d);
     let mut p = Printer {
         json: args.format == WatchFormat::Json,
+        roster: roster.peers.len(),
         views: BTreeMap::new(),
         connected: BTreeMap::new(),
         agreed: BTreeMap::new(),
@@ -504,6 +505,9 @@ pub fn watch(args: WatchArgs) -> ExitCode {
 
 struct Printer {
     json: bool,
+    /// Number of roster nodes: agreement is announced only once each has been heard
+    /// of (connected or found unreachable).
+    roster: usize,
     /// algorithm → node → (leader, term), for the connected nodes.
     views: BTreeMap<String, BTreeMap<NodeId, (Option<NodeId>, u64)>>,
     /// node → connected (false once reported unreachable).
@@ -580,6 +584,9 @@ impl Printer {
         let Some(views) = self.views.get(algorithm) else {
             return;
         };
+        if self.connected.len() < self.roster {
+            return; // some node has not been heard of yet
+        }
         let connected: Vec<NodeId> = self
             .connected
             .iter()
