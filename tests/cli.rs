@@ -211,3 +211,54 @@ fn a_closed_pipe_is_not_a_panic() {
     assert_eq!(first[0], b'{', "JSON output");
     // More output than a pipe buffer (64 KiB) was due, so the write did fail.
 }
+
+#[test]
+fn completions_and_man_page_come_from_the_command_definition() {
+    let out = electd(&["completions", "bash"]);
+    assert!(out.status.success());
+    let bash = String::from_utf8_lossy(&out.stdout);
+    assert!(bash.contains("_electd()"), "{bash}");
+    // Subcommands and enum values are completed.
+    for word in [
+        "simulate",
+        "status",
+        "watch",
+        "improved-bully",
+        "leader-crash",
+    ] {
+        assert!(bash.contains(word), "bash completion lacks {word}");
+    }
+    let out = electd(&["completions", "zsh"]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("#compdef electd"));
+    assert_eq!(electd(&["completions", "tcsh"]).status.code(), Some(2));
+
+    let out = electd(&["man"]);
+    assert!(out.status.success());
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH electd 1"), "{page}");
+    for word in ["electd\\-status", "electd\\-run", "\\-\\-log\\-format"] {
+        assert!(page.contains(word), "man page lacks {word}");
+    }
+    let dir = std::env::temp_dir().join(format!("electd-man-{}", std::process::id()));
+    let out = electd(&["man", "--out-dir", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let run = std::fs::read_to_string(dir.join("electd-run.1")).unwrap();
+    assert!(run.contains("\\-\\-node\\-id"), "{run}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn algorithm_aliases_are_accepted() {
+    let out = electd(&[
+        "simulate",
+        "-a",
+        "chang-roberts",
+        "-n",
+        "3",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["algorithm"], "lcr");
+}
