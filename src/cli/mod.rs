@@ -21,7 +21,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[command(name = "electd", version, about, long_about = None)]
 pub struct Cli {
     /// Log lines as human-readable text or as one JSON object per line (for journald,
-    /// Loki, Elasticsearch). Also ELECTD_LOG_FORMAT. The level filter is ELECTD_LOG.
+    /// Loki, Elasticsearch); the level filter is ELECTD_LOG (default info).
     #[arg(
         long,
         global = true,
@@ -216,12 +216,24 @@ impl ValueEnum for AlgorithmArg {
     fn to_possible_value(&self) -> Option<PossibleValue> {
         use electd::algorithm::AlgorithmKind as K;
         let (help, aliases): (&str, &[&str]) = match self.0 {
-            K::Bully => ("Garcia-Molina's Bully", &[]),
-            K::ImprovedBully => ("Bully with one COORDINATOR round", &["improved_bully"]),
-            K::Ring => ("ring election, id list around the ring", &[]),
-            K::Lcr => ("Chang–Roberts (LeLann–Chang–Roberts)", &["chang-roberts"]),
-            K::Hs => ("Hirschberg–Sinclair", &["hirschberg-sinclair"]),
-            K::Raft => ("Raft's leader election (terms, majority votes)", &[]),
+            K::Bully => ("Garcia-Molina's Bully: the highest live id wins", &[]),
+            K::ImprovedBully => (
+                "Bully where the initiator hands the election to its highest responder",
+                &["improved_bully"],
+            ),
+            K::Ring => (
+                "ring election: a message collects every id around the ring",
+                &[],
+            ),
+            K::Lcr => (
+                "Chang–Roberts: ids travel clockwise, only higher ones are forwarded",
+                &["chang-roberts"],
+            ),
+            K::Hs => (
+                "Hirschberg–Sinclair: probes both ways in doubling phases, O(n log n)",
+                &["hirschberg-sinclair"],
+            ),
+            K::Raft => ("Raft's leader election: terms and majority votes", &[]),
         };
         Some(
             PossibleValue::new(self.0.as_str())
