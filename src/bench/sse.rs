@@ -97,7 +97,7 @@ impl Watchers {
     /// Read one stream until it ends. Err if it could not be opened.
     fn stream(&self, id: NodeId, addr: SocketAddr, generation: u64) -> std::io::Result<()> {
         let path = format!("/watch?algorithm={}", self.algorithm);
-        read_events(addr, &path, Duration::from_millis(200), |event| {
+        read_events(addr, &path, Duration::from_millis(200), None, |event| {
             self.event(id, generation, event, Instant::now());
             self.is_current(id, generation)
         })
@@ -195,16 +195,19 @@ fn agreement(s: &State, nodes: &[NodeId], kind: AlgorithmKind) -> Option<(NodeId
 
 /// Read the server-sent events of `GET path` from `addr` until the stream ends or
 /// `on_event` returns false; `on_event` gets each event's whole text (`event:` and
-/// `data:` lines). Err if the stream could not be opened (connection refused, not 200).
-/// Shared by the bench's [`Watchers`] and `electd watch`.
+/// `data:` lines). Err if the stream could not be opened (connection refused, not 200)
+/// or, with `idle`, when nothing (not even the server's 15 s keep-alive comment)
+/// arrived for that long. Shared by the bench's [`Watchers`] and `electd watch`.
 pub fn read_events(
     addr: SocketAddr,
     path: &str,
     connect_timeout: Duration,
+    idle: Option<Duration>,
     mut on_event: impl FnMut(&str) -> bool,
 ) -> std::io::Result<()> {
     let mut s = TcpStream::connect_timeout(&addr, connect_timeout)?;
     s.set_nodelay(true)?;
+    s.set_read_timeout(idle)?;
     write!(
         s,
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"

@@ -412,6 +412,10 @@ pub fn status(args: StatusArgs) -> ExitCode {
     }
 }
 
+/// A `/watch` stream silent for this long is taken as broken (the server sends a
+/// keep-alive comment every 15 s).
+const IDLE: Duration = Duration::from_secs(40);
+
 /// What a node's stream thread reports to the printer.
 enum Report {
     Connected(NodeId),
@@ -450,7 +454,8 @@ pub fn watch(args: WatchArgs) -> ExitCode {
         std::thread::spawn(move || loop {
             let mut announced = false;
             let outcome = resolve(&http).and_then(|addr| {
-                read_events(addr, &path, Duration::from_secs(1), |text| {
+                // Idle limit above the server's 15 s keep-alive: a frozen node is reported.
+                read_events(addr, &path, Duration::from_secs(1), Some(IDLE), |text| {
                     let Some(data) = text.lines().find_map(|l| l.strip_prefix("data:")) else {
                         return true; // keep-alive comment
                     };
