@@ -264,6 +264,14 @@ fn an_insecure_node_survives_sighup_and_logs_json_lines() {
         std::thread::sleep(Duration::from_millis(10));
     };
     assert!(c.status(1).is_some(), "SIGHUP killed an insecure node");
+    // The process' CPU time is exported with sub-second resolution (a node that has just
+    // started has used a fraction of a second, which whole seconds would show as 0).
+    let metrics = c.metrics(1).expect("/metrics");
+    let cpu = electd::bench::procs::metric_sum(&metrics, "process_cpu_seconds_total", &[]);
+    assert!(
+        cpu > 0.0 && cpu.fract() != 0.0,
+        "process_cpu_seconds_total {cpu}"
+    );
     let mut running = false;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: Value =
