@@ -275,8 +275,8 @@ def cmd_k8s(root, rendered):
     expect(svc["spec"].get("clusterIP") == "None", "k8s: the Service is headless")
     expect(svc["spec"].get("publishNotReadyAddresses") is True, "k8s: publishNotReadyAddresses")
     expect(spec["serviceName"] == svc["metadata"]["name"], "k8s: serviceName = the headless Service")
-    expect(any(p["protocol"] == "UDP" and p["port"] == 7946 for p in svc["spec"]["ports"]),
-           "k8s: the Service has UDP 7946")
+    expect(any(p["protocol"] == "UDP" and p["port"] == 5740 for p in svc["spec"]["ports"]),
+           "k8s: the Service has UDP 5740")
     for d in docs:
         if d["kind"] != "Namespace":
             expect(d["metadata"].get("namespace") == ns, f"k8s: {d['kind']} is in namespace {ns}")
@@ -287,7 +287,7 @@ def cmd_k8s(root, rendered):
     expect(spec["replicas"] == len(peers), f"k8s: replicas {spec['replicas']} = roster size {len(peers)}")
     for p in peers:
         want = f"{sts['metadata']['name']}-{p['id'] - 1}.{svc['metadata']['name']}.{ns}.svc.cluster.local"
-        expect(split_hostport(p["addr"]) == (want, 7946) and split_hostport(p["http"]) == (want, 9100),
+        expect(split_hostport(p["addr"]) == (want, 5740) and split_hostport(p["http"]) == (want, 5741),
                f"k8s: peer {p['id']} is pod {want} (ordinal = id - 1)")
     src = open(os.path.join(root, "deploy/k8s/electd.toml"), "rb").read().decode()
     expect(cm["data"]["electd.toml"] == src, "k8s: the ConfigMap holds deploy/k8s/electd.toml")
@@ -322,7 +322,7 @@ def cmd_k8s(root, rendered):
                and sc.get("capabilities", {}).get("drop") == ["ALL"],
                f"k8s: container {c['name']}: read-only root, no privilege escalation, drop ALL")
     ann = sts["spec"]["template"]["metadata"].get("annotations", {})
-    expect(ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") == "9100",
+    expect(ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") == "5741",
            "k8s: scrape annotations")
 
 

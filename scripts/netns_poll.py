@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-PORT = int(os.environ.get("HTTP_PORT", "9100"))
+PORT = int(os.environ.get("HTTP_PORT", "5741"))
 
 
 def nodes():

@@ -59,7 +59,7 @@ N=5
 P="electd-nt$$"                 # namespace prefix (unique per run)
 SW="$P-sw"
 NET=10.231.0
-GROUP=239.255.70.1:7946
+GROUP=239.255.70.1:5740
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/electd-netns.XXXXXX")
 export ADDRS="$WORK/addrs"
 declare -A PID=()
@@ -206,7 +206,7 @@ agreed_all 5 "$BOUND"
 
 # ---- 3. one-way partition, then 30% loss
 log "3a. one-way: node 5's datagrams are dropped, it still hears the others"
-nft_ns 5 add rule inet electd_test output ip daddr "$NET.0/24" udp dport 7946 drop
+nft_ns 5 add rule inet electd_test output ip daddr "$NET.0/24" udp dport 5740 drop
 wait_leader "$BOUND" bully 4 1 2 3 4
 views 1 2 3 4 5
 heal
@@ -214,7 +214,7 @@ log "3a. healed"
 agreed_all 5 "$BOUND"
 log "3b. 30% loss on every node's election traffic; SIGKILL the leader under loss"
 for i in $(seq $N); do
-    nft_ns "$i" add rule inet electd_test input udp dport 7946 numgen random mod 100 '<' 30 counter drop
+    nft_ns "$i" add rule inet electd_test input udp dport 5740 numgen random mod 100 '<' 30 counter drop
 done
 kill9 5
 wait_leader "$LOSS_BOUND" bully 4 1 2 3 4
@@ -260,14 +260,14 @@ start_node 5 ELECTD_TRANSPORT_MULTICAST=$GROUP
 agreed_all 5 "$BOUND"
 log "4. 30% loss with multicast on: SIGKILL the leader, converge (lost group datagrams are retransmitted by unicast)"
 for i in $(seq $N); do
-    nft_ns "$i" add rule inet electd_test input udp dport 7946 numgen random mod 100 '<' 30 counter drop
+    nft_ns "$i" add rule inet electd_test input udp dport 5740 numgen random mod 100 '<' 30 counter drop
 done
 kill9 5
 wait_leader "$LOSS_BOUND" bully 4 1 2 3 4
 wait_leader "$LOSS_BOUND" raft same:1,2,3,4 1 2 3 4
 start_node 5 ELECTD_TRANSPORT_MULTICAST=$GROUP
 agreed_all 5 "$LOSS_BOUND"
-retx=$(ip netns exec "$(ns 5)" curl -s "http://$(ip_of 5):9100/metrics" | awk '/^electd_retransmissions_total/ { s += $2 } END { print s + 0 }')
+retx=$(ip netns exec "$(ns 5)" curl -s "http://$(ip_of 5):5741/metrics" | awk '/^electd_retransmissions_total/ { s += $2 } END { print s + 0 }')
 echo "node 5 retransmissions under loss with multicast: $retx"
 heal
 
@@ -304,7 +304,7 @@ found=0
 for s in $(seq 50); do
     found=0
     for i in 1 2 3 4; do
-        grep -q "peer address changed.*peer=5.*new=$NET.105:7946" "$WORK/n$i.log" && found=$((found + 1))
+        grep -q "peer address changed.*peer=5.*new=$NET.105:5740" "$WORK/n$i.log" && found=$((found + 1))
     done
     [ "$found" -eq 4 ] && break
     sleep 0.2

@@ -17,7 +17,7 @@
 //! [transport]
 //! retransmit = "5ms"                  # first retransmission; doubles, capped at 8x
 //! max_attempts = 4                    # sends before a peer is declared unreachable
-//! # multicast = "239.255.70.1:7946"   # broadcasts as one datagram to this group
+//! # multicast = "239.255.70.1:5740"   # broadcasts as one datagram to this group
 //! resolve_every = "30s"               # re-resolve DNS names of peers (and when unreachable)
 //!
 //! [security]
@@ -42,9 +42,9 @@
 //!
 //! [[peer]]
 //! id = 1
-//! addr = "10.0.0.1:7946"              # UDP address (or "host:port") of the node (it binds it…)
-//! http = "10.0.0.1:8080"              # HTTP API (/metrics, /status, …)
-//! # listen = "0.0.0.0:7946"           # …unless listen overrides the bind address
+//! addr = "10.0.0.1:5740"              # UDP address (or "host:port") of the node (it binds it…)
+//! http = "10.0.0.1:5741"              # HTTP API (/metrics, /status, …)
+//! # listen = "0.0.0.0:5740"           # …unless listen overrides the bind address
 //! ```
 //!
 //! # Environment overrides
@@ -55,8 +55,9 @@
 //! `ELECTD_SECURITY_INSECURE=true`, `ELECTD_SECURITY_CHECK_SOURCE=false`, `ELECTD_HOOKS_ON_LEADER_CHANGE=…`,
 //! `ELECTD_ADMIN_TOKEN_FILE=…`, `ELECTD_RAFT_PRE_VOTE=false`. The roster (`[[peer]]`)
 //! has no overrides. `--node-id` beats the environment, which beats the file.
-//! `ELECTD_LOG` (log filter) and `ELECTD_CONFIG` are not configuration keys; any other
-//! unknown `ELECTD_*` variable is an error, so a typo is never silently ignored.
+//! `ELECTD_LOG` (log filter), `ELECTD_LOG_FORMAT` (`text` or `json`) and `ELECTD_CONFIG`
+//! are not configuration keys; any other unknown `ELECTD_*` variable is an error, so a
+//! typo is never silently ignored.
 //!
 //! # Errors
 //! Every error names the file, the key (or environment variable) and what is wrong.
@@ -175,7 +176,7 @@ pub struct Peer {
     pub name: Option<String>,
     /// HTTP API address.
     pub http: SocketAddr,
-    /// Bind address if not `addr` (e.g. `0.0.0.0:7946` behind NAT).
+    /// Bind address if not `addr` (e.g. `0.0.0.0:5740` behind NAT).
     pub listen: Option<SocketAddr>,
     /// Every address `addr` resolved to at load (one for an IP literal, all of a DNS
     /// name's, none for a name that does not resolve yet): the UDP sources accepted
@@ -324,7 +325,7 @@ const SECTIONS: [(&str, &[&str]); 6] = [
     ),
 ];
 const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
-const NOT_CONFIG: [&str; 2] = ["ELECTD_LOG", "ELECTD_CONFIG"];
+const NOT_CONFIG: [&str; 3] = ["ELECTD_LOG", "ELECTD_LOG_FORMAT", "ELECTD_CONFIG"];
 
 /// Apply `ELECTD_*` overrides to the parsed table. Errors are (variable, message).
 fn apply_env(
@@ -441,7 +442,7 @@ impl Validator<'_> {
             .map_err(|e| {
                 self.err(
                     key,
-                    format!("{s:?} is not an address like \"10.0.0.1:7946\" ({e})"),
+                    format!("{s:?} is not an address like \"10.0.0.1:5740\" ({e})"),
                 )
             })?
             .collect();
@@ -462,7 +463,7 @@ impl Validator<'_> {
         let bad = || {
             self.err(
                 key,
-                format!("{s:?} is not an address like \"10.0.0.1:7946\" or \"host.example:7946\""),
+                format!("{s:?} is not an address like \"10.0.0.1:5740\" or \"host.example:5740\""),
             )
         };
         let (host, port) = s.rsplit_once(':').ok_or_else(bad)?;
@@ -755,7 +756,7 @@ impl Validator<'_> {
                 let a: SocketAddr = s.parse().map_err(|_| {
                     self.err(
                         "transport.multicast",
-                        format!("{s:?} is not \"group:port\" like \"239.255.70.1:7946\""),
+                        format!("{s:?} is not \"group:port\" like \"239.255.70.1:5740\""),
                     )
                 })?;
                 if !a.ip().is_multicast() {
@@ -1177,10 +1178,10 @@ listen = "0.0.0.0:7003"
 
     #[test]
     fn multicast_is_validated() {
-        let c = parse(&head("[transport]\nmulticast = \"239.255.70.1:7946\"")).unwrap();
-        assert_eq!(c.multicast, Some("239.255.70.1:7946".parse().unwrap()));
+        let c = parse(&head("[transport]\nmulticast = \"239.255.70.1:5740\"")).unwrap();
+        assert_eq!(c.multicast, Some("239.255.70.1:5740".parse().unwrap()));
         fails(
-            parse(&head("[transport]\nmulticast = \"10.0.0.1:7946\"")),
+            parse(&head("[transport]\nmulticast = \"10.0.0.1:5740\"")),
             "transport.multicast",
             "not a multicast",
         );

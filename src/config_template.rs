@@ -172,7 +172,7 @@ impl Template {
         );
         let mcast = match self.multicast {
             Some(m) => format!("multicast = \"{m}\""),
-            None => "# multicast = \"239.255.70.1:7946\"".to_string(),
+            None => "# multicast = \"239.255.70.1:5740\"".to_string(),
         };
         let _ = writeln!(
             w,
@@ -265,8 +265,8 @@ mod tests {
             cluster: "test".into(),
             algorithms: AlgorithmKind::available(),
             hosts,
-            udp_port: 7946,
-            http_port: 9100,
+            udp_port: 5740,
+            http_port: 5741,
             key,
             multicast: None,
         }
@@ -309,8 +309,8 @@ mod tests {
             assert!(matches!(c.security, Security::Keyring(_)));
             // 10.0.0.250 + i crosses into 10.0.1.x after 255.
             let ip = Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 0, 0, 250)) + i as u32);
-            assert_eq!(c.me().addr, SocketAddr::new(ip.into(), 7946));
-            assert_eq!(c.me().http, SocketAddr::new(ip.into(), 9100));
+            assert_eq!(c.me().addr, SocketAddr::new(ip.into(), 5740));
+            assert_eq!(c.me().http, SocketAddr::new(ip.into(), 5741));
         }
         let _ = std::fs::remove_dir_all(&d);
     }
@@ -323,10 +323,10 @@ mod tests {
             Hosts::List(vec!["127.0.0.1".into(), "::1".into(), "127.0.0.3".into()]),
             KeyChoice::Insecure,
         );
-        t.multicast = Some("239.255.70.1:7946".parse().unwrap());
+        t.multicast = Some("239.255.70.1:5740".parse().unwrap());
         t.algorithms = vec![AlgorithmKind::Raft, AlgorithmKind::Bully];
         let configs = load_all(&t, &d);
-        assert_eq!(configs[1].me().addr, "[::1]:7946".parse().unwrap());
+        assert_eq!(configs[1].me().addr, "[::1]:5740".parse().unwrap());
         assert_eq!(configs[0].security, Security::Insecure);
         assert_eq!(configs[0].multicast, t.multicast);
         assert_eq!(
@@ -367,7 +367,7 @@ mod tests {
         assert!(matches!(t.render(), Err(TemplateError::DuplicateHost(_))));
         let t = template(
             2,
-            Hosts::List(vec!["a:7946".into(), "b".into()]),
+            Hosts::List(vec!["a:5740".into(), "b".into()]),
             KeyChoice::Insecure,
         );
         assert!(matches!(t.render(), Err(TemplateError::BadHost(_))));
@@ -381,7 +381,7 @@ mod tests {
             Err(TemplateError::BaseOverflow { .. })
         ));
         let mut t = template(2, base, KeyChoice::Insecure);
-        t.multicast = Some("10.0.0.1:7946".parse().unwrap());
+        t.multicast = Some("10.0.0.1:5740".parse().unwrap());
         assert!(matches!(t.render(), Err(TemplateError::Multicast(_))));
     }
 }

@@ -24,6 +24,8 @@ pub mod keyring;
 pub mod message;
 pub mod metrics;
 pub mod node;
+#[cfg(target_os = "linux")]
+pub mod process_metrics;
 pub mod registry;
 pub mod replay;
 pub mod rng;

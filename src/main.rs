@@ -19,9 +19,16 @@ fn exit_quietly_on_broken_pipe() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    cli::set_log_format(cli.log_format);
     if matches!(
         cli.command,
-        Command::Simulate(_) | Command::Compare(_) | Command::Chaos(_)
+        Command::Simulate(_)
+            | Command::Compare(_)
+            | Command::Chaos(_)
+            | Command::Status(_)
+            | Command::Watch(_)
+            | Command::Completions(_)
+            | Command::Man(_)
     ) {
         exit_quietly_on_broken_pipe();
     }
@@ -34,6 +41,11 @@ fn main() -> ExitCode {
         Command::Keygen(args) => cli::keygen::run(args),
         Command::Config(args) => cli::config_init::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        // Their exit code is their answer: 0 the cluster agrees, 1 it does not.
+        Command::Status(args) => return cli::status::status(args),
+        Command::Watch(args) => return cli::status::watch(args),
+        Command::Completions(args) => cli::manual::completions(args),
+        Command::Man(args) => cli::manual::man(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,7 +8,8 @@
 //! source of truth and nothing is counted twice.
 //!
 //! On Linux the standard `process_*` series (CPU, memory, file descriptors, start time)
-//! are exported too, from a second registry whose only label is `node`.
+//! are exported too, from a second registry whose only label is `node`; CPU time with
+//! microsecond resolution ([`crate::process_metrics`]).
 //!
 //! Counting conventions are DESIGN.md's: `messages_sent_total` counts logical messages
 //! per recipient when first sent (so the literature's counts hold), liveness traffic
@@ -571,9 +572,7 @@ fn process_registry(cluster: &str, node: NodeId) -> Result<Registry, prometheus:
     }
     let registry = Registry::new_custom(None, Some(labels))?;
     #[cfg(target_os = "linux")]
-    registry.register(Box::new(
-        prometheus::process_collector::ProcessCollector::for_self(),
-    ))?;
+    registry.register(Box::new(crate::process_metrics::ProcessMetrics::for_self()))?;
     Ok(registry)
 }
 

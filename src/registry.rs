@@ -54,10 +54,12 @@ pub struct Entry {
     pub kind: AlgorithmKind,
     /// Name on the CLI, in config files and as the metrics `algorithm` label.
     pub name: &'static str,
-    /// Other accepted spellings (lower case, `-` for `_`).
+    /// Other accepted spellings (lower case; `by_name` also reads `_` as `-`).
     pub aliases: &'static [&'static str],
     /// Human title with its source.
     pub title: &'static str,
+    /// One line on how it elects (`--help`).
+    pub summary: &'static str,
     /// Value of the `algorithm` field on the wire.
     pub wire: proto::Algorithm,
     /// Builds one instance (the roster is checked by `algorithms::build`).
@@ -93,6 +95,7 @@ pub static REGISTRY: [Entry; 6] = [
         name: "bully",
         aliases: &[],
         title: "Bully (Garcia-Molina 1982)",
+        summary: "Garcia-Molina's Bully: the highest live id wins",
         wire: proto::Algorithm::Bully,
         build: |c| Box::new(bully::Bully::new(c)),
         elects: Elects::HighestLiveId,
@@ -116,8 +119,9 @@ pub static REGISTRY: [Entry; 6] = [
     Entry {
         kind: AlgorithmKind::ImprovedBully,
         name: "improved-bully",
-        aliases: &["improvedbully"],
+        aliases: &["improvedbully", "improved_bully"],
         title: "Improved Bully (Soundarabai et al. 2014)",
+        summary: "Bully where the initiator hands the election to its highest responder",
         wire: proto::Algorithm::ImprovedBully,
         build: |c| Box::new(improved_bully::ImprovedBully::new(c)),
         elects: Elects::HighestLiveId,
@@ -148,6 +152,7 @@ pub static REGISTRY: [Entry; 6] = [
         name: "ring",
         aliases: &[],
         title: "Ring with id lists (Tanenbaum & van Steen §6.5.1)",
+        summary: "ring election: a message collects every id around the ring",
         wire: proto::Algorithm::Ring,
         build: |c| Box::new(ring::Ring::new(c)),
         elects: Elects::HighestLiveId,
@@ -175,6 +180,7 @@ pub static REGISTRY: [Entry; 6] = [
         name: "lcr",
         aliases: &["chang-roberts"],
         title: "Chang–Roberts / LCR (Chang & Roberts 1979)",
+        summary: "Chang–Roberts: ids travel clockwise, only higher ones are forwarded",
         wire: proto::Algorithm::Lcr,
         build: |c| Box::new(lcr::Lcr::new(c)),
         elects: Elects::HighestLiveId,
@@ -220,6 +226,7 @@ pub static REGISTRY: [Entry; 6] = [
         name: "hs",
         aliases: &["hirschberg-sinclair"],
         title: "Hirschberg–Sinclair (Hirschberg & Sinclair 1980)",
+        summary: "Hirschberg–Sinclair: probes both ways in doubling phases, O(n log n)",
         wire: proto::Algorithm::Hs,
         build: |c| Box::new(hs::Hs::new(c)),
         elects: Elects::HighestLiveId,
@@ -259,6 +266,7 @@ pub static REGISTRY: [Entry; 6] = [
         name: "raft",
         aliases: &[],
         title: "Raft leader election (Ongaro & Ousterhout 2014 §5.2)",
+        summary: "Raft's leader election: terms and majority votes",
         wire: proto::Algorithm::Raft,
         build: |c| Box::new(raft::Raft::new(c)),
         elects: Elects::MajorityWinner,
@@ -321,7 +329,11 @@ mod tests {
         let mut names = HashSet::new();
         let mut wires = HashSet::new();
         for e in &REGISTRY {
-            assert!(!e.name.is_empty() && !e.title.is_empty(), "{:?}", e.kind);
+            assert!(
+                !e.name.is_empty() && !e.title.is_empty() && !e.summary.is_empty(),
+                "{:?}",
+                e.kind
+            );
             for n in std::iter::once(&e.name).chain(e.aliases) {
                 assert!(names.insert(*n), "name {n} used twice");
                 assert_eq!(by_name(n).map(|x| x.kind), Some(e.kind));

@@ -27,7 +27,15 @@ fn bad_simulate_input_is_a_clear_error() {
         &["simulate", "-a", "bully", "--nodes", "0"],
         "at least 1 node",
     );
-    assert_clean_error(&["simulate", "-a", "paxos"], "unknown algorithm");
+    // Enum-like options are clap value enums: the error lists the values, a near miss
+    // gets a suggestion, and usage errors exit 2.
+    assert_clean_error(&["simulate", "-a", "paxos"], "invalid value 'paxos'");
+    assert_clean_error(&["simulate", "-a", "paxos"], "possible values: bully");
+    assert_clean_error(
+        &["simulate", "-a", "bullly"],
+        "a similar value exists: 'bully'",
+    );
+    assert_eq!(electd(&["simulate", "-a", "paxos"]).status.code(), Some(2));
     assert_clean_error(
         &["simulate", "-a", "bully", "-n", "5", "--initiator", "9"],
         "not in the roster",
@@ -42,7 +50,7 @@ fn bad_simulate_input_is_a_clear_error() {
     );
     assert_clean_error(
         &["simulate", "-a", "bully", "--scenario", "meteor"],
-        "unknown scenario",
+        "possible values: startup, leader-crash, chaos",
     );
     assert_clean_error(
         &["simulate", "-a", "bully", "--ids", "1,2,2"],
@@ -52,7 +60,7 @@ fn bad_simulate_input_is_a_clear_error() {
     assert_clean_error(&["compare", "--nodes", "9..3"], "empty range");
     assert_clean_error(
         &["compare", "--algorithms", "bully,nope"],
-        "unknown algorithm",
+        "invalid value 'nope'",
     );
 }
 
@@ -202,4 +210,55 @@ fn a_closed_pipe_is_not_a_panic() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(first[0], b'{', "JSON output");
     // More output than a pipe buffer (64 KiB) was due, so the write did fail.
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_command_definition() {
+    let out = electd(&["completions", "bash"]);
+    assert!(out.status.success());
+    let bash = String::from_utf8_lossy(&out.stdout);
+    assert!(bash.contains("_electd()"), "{bash}");
+    // Subcommands and enum values are completed.
+    for word in [
+        "simulate",
+        "status",
+        "watch",
+        "improved-bully",
+        "leader-crash",
+    ] {
+        assert!(bash.contains(word), "bash completion lacks {word}");
+    }
+    let out = electd(&["completions", "zsh"]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("#compdef electd"));
+    assert_eq!(electd(&["completions", "tcsh"]).status.code(), Some(2));
+
+    let out = electd(&["man"]);
+    assert!(out.status.success());
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH electd 1"), "{page}");
+    for word in ["electd\\-status", "electd\\-run", "\\-\\-log\\-format"] {
+        assert!(page.contains(word), "man page lacks {word}");
+    }
+    let dir = std::env::temp_dir().join(format!("electd-man-{}", std::process::id()));
+    let out = electd(&["man", "--out-dir", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let run = std::fs::read_to_string(dir.join("electd-run.1")).unwrap();
+    assert!(run.contains("\\-\\-node\\-id"), "{run}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn algorithm_aliases_are_accepted() {
+    let out = electd(&[
+        "simulate",
+        "-a",
+        "chang-roberts",
+        "-n",
+        "3",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["algorithm"], "lcr");
 }

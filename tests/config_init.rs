@@ -45,7 +45,7 @@ fn init_writes_a_config_and_key_that_every_node_loads() {
         let c = Config::load(&out, Vec::new(), Some(id)).unwrap();
         assert_eq!(c.cluster, "lab");
         assert_eq!(c.ring(), vec![1, 2, 3, 4, 5]);
-        assert_eq!(c.me().addr, format!("10.231.0.{id}:7946").parse().unwrap());
+        assert_eq!(c.me().addr, format!("10.231.0.{id}:5740").parse().unwrap());
         assert!(matches!(c.security, Security::Keyring(_)));
     }
     // Never overwritten without --force; the original is intact.
@@ -79,7 +79,7 @@ fn init_to_stdout_and_clear_errors() {
     assert!(r.status.success());
     let text = String::from_utf8(r.stdout).unwrap();
     assert!(
-        text.contains("[[peer]]\nid = 2\naddr = \"10.0.0.2:7946\""),
+        text.contains("[[peer]]\nid = 2\naddr = \"10.0.0.2:5740\""),
         "{text}"
     );
     for (args, needle) in [

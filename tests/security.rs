@@ -33,7 +33,7 @@ fn key(b: u8) -> Keyring {
 }
 
 fn addr(id: NodeId) -> SocketAddr {
-    SocketAddr::from(([10, 0, 0, id as u8], 7946))
+    SocketAddr::from(([10, 0, 0, id as u8], 5740))
 }
 
 /// Node 1's receive path: gate (key 1, source check on) in front of a Node.

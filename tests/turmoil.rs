@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-const PORT: u16 = 7946;
+const PORT: u16 = 5740;
 const N: NodeId = 5;
 
 struct Sock(turmoil::net::UdpSocket);

@@ -295,8 +295,28 @@ pub fn http_request(
     path: &str,
     token: Option<&str>,
 ) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    http_request_within(
+        addr,
+        method,
+        path,
+        token,
+        Duration::from_millis(500),
+        Duration::from_secs(5),
+    )
+}
+
+/// [`http_request`] with explicit connect and read timeouts.
+pub fn http_request_within(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    connect: Duration,
+    read: Duration,
+) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, connect).ok()?;
+    s.set_read_timeout(Some(read)).ok()?;
+    s.set_write_timeout(Some(read)).ok()?;
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();

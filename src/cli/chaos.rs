@@ -1,8 +1,6 @@
 //! `electd chaos`: the simulator's chaos campaign.
 
-use electd::algorithm::AlgorithmKind;
 use electd::sim::campaign;
-use electd::sim::chaos::FaultSet;
 use std::io::{IsTerminal, Write};
 
 #[derive(Debug, clap::Args)]
@@ -13,12 +11,12 @@ pub struct ChaosArgs {
     /// First seed.
     #[arg(long, default_value_t = 0)]
     pub start: u64,
-    /// Algorithms (comma-separated); default: every implemented one.
-    #[arg(long, value_parser = super::parse_algorithm_list)]
-    pub algorithms: Option<super::Algorithms>,
-    /// basic (crashes, restarts, loss) or full (also partitions, duplication, reordering).
-    #[arg(long, default_value = "full", value_parser = |s: &str| s.parse::<FaultSet>())]
-    pub faults: FaultSet,
+    /// Algorithms (comma-separated); default: all six.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub algorithms: Vec<super::AlgorithmArg>,
+    /// Fault mix of the plans.
+    #[arg(long, value_enum, default_value = "full")]
+    pub faults: super::FaultSetArg,
     /// Worker threads (default: the number of CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -28,10 +26,8 @@ pub fn run(args: ChaosArgs) -> anyhow::Result<()> {
     if args.seeds == 0 {
         anyhow::bail!("--seeds must be at least 1");
     }
-    let kinds = args
-        .algorithms
-        .map(|a| a.0)
-        .unwrap_or_else(AlgorithmKind::available);
+    let kinds = super::algorithms_or_all(&args.algorithms)?;
+    let faults = args.faults.0;
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -41,7 +37,7 @@ pub fn run(args: ChaosArgs) -> anyhow::Result<()> {
         &kinds,
         args.start,
         args.seeds,
-        args.faults,
+        faults,
         threads,
         |done, total| {
             if tty {
@@ -57,7 +53,7 @@ pub fn run(args: ChaosArgs) -> anyhow::Result<()> {
     }
     println!(
         "chaos campaign · faults {} · seeds {}..{} · {:.1} s",
-        args.faults.as_str(),
+        faults.as_str(),
         args.start,
         args.start + args.seeds,
         started.elapsed().as_secs_f64()

@@ -1,7 +1,6 @@
 //! `electd compare`.
 
 use super::Format;
-use electd::algorithm::AlgorithmKind;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -10,24 +9,23 @@ pub struct CompareArgs {
     /// Node counts: N, A..B or A,B,C.
     #[arg(long, default_value = "2..32", value_parser = super::parse_node_count_list)]
     pub nodes: super::NodeCounts,
-    /// Algorithms to compare (comma-separated); default: every implemented one.
-    #[arg(long, value_parser = super::parse_algorithm_list)]
-    pub algorithms: Option<super::Algorithms>,
+    /// Algorithms to compare (comma-separated); default: all six.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub algorithms: Vec<super::AlgorithmArg>,
     /// Write an SVG plot of messages against N here.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Seed of the simulations' network and timer generators.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let nodes = args.nodes.0;
-    let algorithms = args
-        .algorithms
-        .map(|a| a.0)
-        .unwrap_or_else(AlgorithmKind::available);
+    let algorithms = super::algorithms_or_all(&args.algorithms)?;
     let tty = std::io::stderr().is_terminal();
     let cmp = electd::compare::run(&algorithms, &nodes, args.seed, |done, total| {
         if tty {

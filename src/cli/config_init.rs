@@ -28,17 +28,19 @@ pub struct InitArgs {
     #[arg(long)]
     pub nodes: usize,
     /// Algorithms to run side by side (comma-separated; default: every available one).
-    #[arg(long, value_parser = super::parse_algorithm_list)]
-    pub algorithms: Option<super::Algorithms>,
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub algorithms: Vec<super::AlgorithmArg>,
     /// Address of node 1; node k gets the (k-1)-th next IPv4 address.
     #[arg(long, conflicts_with = "hosts", default_value = "10.0.0.1")]
     pub base_addr: Ipv4Addr,
     /// One host (IP or DNS name) per node, comma-separated, in node id order.
     #[arg(long, value_delimiter = ',')]
     pub hosts: Option<Vec<String>>,
-    #[arg(long, default_value_t = 7946)]
+    /// UDP port of every node's election datagrams (`addr`).
+    #[arg(long, default_value_t = 5740)]
     pub udp_port: u16,
-    #[arg(long, default_value_t = 9100)]
+    /// TCP port of every node's HTTP API and /metrics (`http`).
+    #[arg(long, default_value_t = 5741)]
     pub http_port: u16,
     /// Cluster name (datagrams of another cluster are dropped).
     #[arg(long, default_value = "electd")]
@@ -77,10 +79,7 @@ fn init(a: InitArgs) -> anyhow::Result<()> {
     let t = Template {
         nodes: a.nodes,
         cluster: a.cluster,
-        algorithms: a
-            .algorithms
-            .map(|l| l.0)
-            .unwrap_or_else(electd::algorithm::AlgorithmKind::available),
+        algorithms: super::algorithms_or_all(&a.algorithms)?,
         hosts: match a.hosts {
             Some(h) => Hosts::List(h.into_iter().map(|s| s.trim().to_string()).collect()),
             None => Hosts::Base(a.base_addr),

@@ -3,7 +3,11 @@
 //!
 //! `SIGHUP` re-reads `security.key_file` and swaps the keyring without a restart (key
 //! rotation, docs/security.md); a key file that no longer parses is reported and the
-//! running keyring kept.
+//! running keyring kept. Without a key file (`insecure`) SIGHUP is logged and ignored.
+//!
+//! Under systemd (`Type=notify`) it reports `READY=1` once both sockets are bound,
+//! `RELOADING=1`/`READY=1` around a key reload and `STOPPING=1` on SIGTERM
+//! ([`super::notify`]).
 
 use anyhow::Context;
 use electd::config::Config;
@@ -123,11 +127,15 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         })
     });
     #[cfg(unix)]
-    if let Some(path) = cfg.key_file.clone() {
-        tokio::spawn(reload_keys_on_sighup(path, shared.clone()));
-    }
+    tokio::spawn(reload_keys_on_sighup(cfg.key_file.clone(), shared.clone()));
     let rcfg = RuntimeConfig::from_config(&cfg, incarnation_now());
-    runtime::run_with(socket, net, rcfg, shared, control, super::shutdown_signal()).await?;
+    // Both sockets are bound and the runtime starts now: ready for systemd.
+    super::notify::notify_logged("READY=1");
+    let shutdown = async {
+        super::shutdown_signal().await;
+        super::notify::notify_logged("STOPPING=1");
+    };
+    runtime::run_with(socket, net, rcfg, shared, control, shutdown).await?;
     let _ = stop.send(true);
     if let Some(mut h) = hooks {
         // One run per group at most is pending (their own timeouts kill hung ones).
@@ -146,9 +154,11 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// On every `SIGHUP`: re-read the key file and hand the keyring to the runtime.
+/// On every `SIGHUP`: re-read the key file and hand the keyring to the runtime. The
+/// handler is installed without a key file too, so that `systemctl reload` (SIGHUP)
+/// never kills an `insecure` node.
 #[cfg(unix)]
-async fn reload_keys_on_sighup(path: PathBuf, shared: Arc<Shared>) {
+async fn reload_keys_on_sighup(path: Option<PathBuf>, shared: Arc<Shared>) {
     use electd::daemon::shared::Control;
     use tokio::signal::unix::{signal, SignalKind};
     let mut hup = match signal(SignalKind::hangup()) {
@@ -159,9 +169,15 @@ async fn reload_keys_on_sighup(path: PathBuf, shared: Arc<Shared>) {
         }
     };
     while hup.recv().await.is_some() {
-        match electd::keyring::Keyring::load(&path) {
+        let Some(path) = path.as_deref() else {
+            tracing::info!("SIGHUP: no security.key_file (insecure): nothing to reload");
+            continue;
+        };
+        super::notify::notify_logged("RELOADING=1");
+        let loaded = electd::keyring::Keyring::load(path);
+        match loaded {
             Ok(keys) => {
-                if let Some(w) = electd::keyring::permission_warning(&path) {
+                if let Some(w) = electd::keyring::permission_warning(path) {
                     tracing::warn!("{w}");
                 }
                 if !shared.command(Control::Keys(keys)).await {
@@ -173,5 +189,6 @@ async fn reload_keys_on_sighup(path: PathBuf, shared: Arc<Shared>) {
                 path.display()
             ),
         }
+        super::notify::notify_logged("READY=1");
     }
 }

@@ -1,54 +1,42 @@
 //! `electd simulate`.
 
-use super::Format;
-use electd::algorithm::AlgorithmKind;
-use electd::sim::chaos::FaultSet;
+use super::{AlgorithmArg, FaultSetArg, Format, RingOrderArg, ScenarioArg};
 use electd::sim::runner::{simulate, SimulateParams};
-use electd::sim::scenario::{Initiator, RingOrder, Scenario};
+use electd::sim::scenario::Initiator;
 use electd::NodeId;
 
 #[derive(Debug, clap::Args)]
 pub struct SimulateArgs {
-    /// Algorithm: bully, improved-bully, ring, lcr, hs, raft.
-    #[arg(long, short, value_parser = parse_algorithm)]
-    pub algorithm: AlgorithmKind,
+    /// The algorithm to simulate.
+    #[arg(long, short, value_enum)]
+    pub algorithm: AlgorithmArg,
     /// Number of nodes (ids 1..N).
     #[arg(long, short, default_value = "5", value_parser = parse_nodes)]
     pub nodes: usize,
     /// Who calls the first election: lowest, highest or a node id.
     #[arg(long, default_value = "lowest", value_parser = |s: &str| s.parse::<Initiator>())]
     pub initiator: Initiator,
-    /// startup, or leader-crash (then the leader crashes and the lowest node detects it).
-    #[arg(long, default_value = "startup", value_parser = |s: &str| s.parse::<Scenario>())]
-    pub scenario: Scenario,
-    /// Order of ids around the ring: ascending, descending or random (from the seed).
-    #[arg(long, default_value = "ascending", value_parser = |s: &str| s.parse::<RingOrder>())]
-    pub ring_order: RingOrder,
+    /// What happens in the run.
+    #[arg(long, value_enum, default_value = "startup")]
+    pub scenario: ScenarioArg,
+    /// Order of ids around the ring.
+    #[arg(long, value_enum, default_value = "ascending")]
+    pub ring_order: RingOrderArg,
     /// Explicit ids in ring order, e.g. 3,1,4,2 (overrides --nodes and --ring-order).
     #[arg(long, value_delimiter = ',')]
     pub ids: Option<Vec<NodeId>>,
     /// Seed of the network and timer generators; the same seed replays the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Fault mix of `--scenario chaos`: basic (crashes, restarts, loss) or full (also
-    /// partitions, duplication, reordering).
-    #[arg(long, default_value = "basic", value_parser = |s: &str| s.parse::<FaultSet>())]
-    pub faults: FaultSet,
+    /// Fault mix of `--scenario chaos`.
+    #[arg(long, value_enum, default_value = "basic")]
+    pub faults: FaultSetArg,
     /// Probability that a datagram is lost (0 ≤ P < 1); with `chaos`, the largest loss drawn.
     #[arg(long, default_value_t = 0.0, value_parser = parse_loss)]
     pub loss: f64,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
-}
-
-fn parse_algorithm(s: &str) -> Result<AlgorithmKind, String> {
-    super::parse_algorithms(s).and_then(|v| {
-        if v.len() == 1 {
-            Ok(v[0])
-        } else {
-            Err("simulate takes exactly one algorithm".into())
-        }
-    })
 }
 
 fn parse_nodes(s: &str) -> Result<usize, String> {
@@ -84,15 +72,16 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
             }
             ids
         }
-        None => args.ring_order.ids(args.nodes, args.seed),
+        None => args.ring_order.0.ids(args.nodes, args.seed),
     };
-    let mut p = SimulateParams::new(args.algorithm, ids.len());
+    let algorithm = args.algorithm.0;
+    let mut p = SimulateParams::new(algorithm, ids.len());
     p.ids = ids;
     p.initiator = args.initiator;
-    p.scenario = args.scenario;
+    p.scenario = args.scenario.0;
     p.seed = args.seed;
     p.loss = args.loss;
-    p.faults = args.faults;
+    p.faults = args.faults.0;
     let report = simulate(&p)?;
     match args.format {
         Format::Table => print!("{}", report.to_table()),
