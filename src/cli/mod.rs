@@ -281,18 +281,8 @@ pub fn parse_node_counts(s: &str) -> Result<Vec<usize>, String> {
     s.split(',').map(parse).collect()
 }
 
-/// `k`, or an error if this build does not implement it.
-pub fn implemented(
-    k: electd::algorithm::AlgorithmKind,
-) -> anyhow::Result<electd::algorithm::AlgorithmKind> {
-    if !electd::algorithms::is_implemented(k) {
-        anyhow::bail!("algorithm {k} is not implemented in this build");
-    }
-    Ok(k)
-}
-
 /// The algorithms of an `--algorithms` list in the order given, each once; every
-/// implemented one when the list is empty (the option was not given).
+/// available one when the list is empty (the option was not given).
 pub fn algorithms_or_all(
     list: &[AlgorithmArg],
 ) -> anyhow::Result<Vec<electd::algorithm::AlgorithmKind>> {
@@ -301,9 +291,8 @@ pub fn algorithms_or_all(
     }
     let mut out = Vec::new();
     for a in list {
-        let k = implemented(a.0)?;
-        if !out.contains(&k) {
-            out.push(k);
+        if !out.contains(&a.0) {
+            out.push(a.0);
         }
     }
     Ok(out)
