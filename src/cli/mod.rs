@@ -262,7 +262,7 @@ pub fn parse_node_counts(s: &str) -> Result<Vec<usize>, String> {
 }
 
 /// The algorithms of an `--algorithms` list in the order given, each once; every
-/// algorithm when the list is empty (the option was not given).
+/// available one when the list is empty (the option was not given).
 pub fn algorithms_or_all(
     list: &[AlgorithmArg],
 ) -> anyhow::Result<Vec<electd::algorithm::AlgorithmKind>> {
@@ -271,9 +271,8 @@ pub fn algorithms_or_all(
     }
     let mut out = Vec::new();
     for a in list {
-        let k = a.0;
-        if !out.contains(&k) {
-            out.push(k);
+        if !out.contains(&a.0) {
+            out.push(a.0);
         }
     }
     Ok(out)

@@ -74,8 +74,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         }
         None => args.ring_order.0.ids(args.nodes, args.seed),
     };
-    let algorithm = args.algorithm.0;
-    let mut p = SimulateParams::new(algorithm, ids.len());
+    let mut p = SimulateParams::new(args.algorithm.0, ids.len());
     p.ids = ids;
     p.initiator = args.initiator;
     p.scenario = args.scenario.0;
