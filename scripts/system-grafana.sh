@@ -88,6 +88,29 @@ wait_for() { # bounded: retry `cmd` every 0.5 s for at most $1 seconds
 log "lint: dashboard, datasource provisioning, alerts, rules"
 python3 "$ROOT/scripts/check_dashboard.py" "$ROOT/dashboards/electd.json" --lint-only \
     --datasource "$ROOT/dashboards/provisioning/datasources/electd-prometheus.yml"
+# The lint must reject what it is there to reject: a 5m rate, a query without the
+# cluster, a multi-cluster selection, isDefault.
+python3 - "$ROOT/dashboards/electd.json" "$WORK" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+def broken(name, change):
+    b = json.loads(json.dumps(d)); change(b)
+    json.dump(b, open(f"{sys.argv[2]}/broken-{name}.json", "w"))
+last = lambda b: [p for p in b["panels"] if p.get("targets")][-1]["targets"][0]
+broken("rate5m", lambda b: last(b).update(expr=last(b)["expr"].replace("$__rate_interval", "5m")))
+broken("nocluster", lambda b: last(b).update(expr=last(b)["expr"].replace('cluster="$cluster", ', "")))
+broken("allclusters", lambda b: next(v for v in b["templating"]["list"] if v["name"] == "cluster").update(includeAll=True))
+PY
+printf 'datasources:\n  - name: x\n    isDefault: true\n' >"$WORK/broken-datasource.yml"
+for f in "$WORK"/broken-*.json; do
+    if python3 "$ROOT/scripts/check_dashboard.py" "$f" --lint-only >/dev/null; then
+        log "check_dashboard.py accepted $(basename "$f")"; exit 1
+    fi
+done
+if python3 "$ROOT/scripts/check_dashboard.py" "$ROOT/dashboards/electd.json" --lint-only \
+    --datasource "$WORK/broken-datasource.yml" >/dev/null; then
+    log "check_dashboard.py accepted isDefault: true"; exit 1
+fi
 python3 "$ROOT/scripts/check_alerts.py" "$ROOT/deploy/prometheus/rules/electd.rules.yml" \
     "$ROOT/docs/observability.md" "$ROOT"/deploy/prometheus/tests/*.yml
 promtool check rules "$ROOT"/deploy/prometheus/rules/*.yml
