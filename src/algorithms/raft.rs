@@ -135,7 +135,7 @@ impl Raft {
 
     /// The part of the timeout above `min`, as a range within `[0, max − min]`.
     ///
-    /// Textbook (§5.2): the whole spread. Ranked: the spread is cut into N−1 slots;
+    /// Textbook (§5.2): the whole spread. Ranked: the spread is cut into N slots;
     /// this node's rank is the number of roster members with a higher id, the leader it
     /// follows not counted, so the highest follower fires first and the others one
     /// slot later each. Within its slot a node draws from the first quarter (jitter
@@ -149,8 +149,8 @@ impl Raft {
         if !self.cfg.options.ranked_timeouts {
             return (Duration::ZERO, spread);
         }
-        let slots = (self.cfg.ring.len().saturating_sub(1)).max(1) as u32;
-        let width = spread / slots;
+        // One slot per roster member: without a known leader every member has a rank.
+        let width = spread / (self.cfg.ring.len().max(1) as u32);
         let rank = self
             .cfg
             .ring

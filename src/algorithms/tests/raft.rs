@@ -490,3 +490,65 @@ fn nonsense_from_the_network_is_ignored() {
         "a real request of a higher term is still a real request"
     );
 }
+
+/// The election window of every member: after `start` (no leader known), or after a
+/// heartbeat of `leader` when one is given.
+fn windows(
+    ranked: bool,
+    leader: Option<NodeId>,
+) -> Vec<(NodeId, (std::time::Duration, std::time::Duration))> {
+    RING.iter()
+        .copied()
+        .filter(|&me| Some(me) != leader)
+        .map(|me| {
+            let mut c = cfg(me, &RING);
+            c.options.ranked_timeouts = ranked;
+            let mut r = Raft::new(c);
+            let mut fx = start(&mut r, false);
+            if let Some(l) = leader {
+                let term = 1;
+                fx = deliver(&mut r, l, Message::Heartbeat { term, leader: l });
+            }
+            (me, fx.armed_range(Timer::Election).expect("election timer"))
+        })
+        .collect()
+}
+
+#[test]
+fn ranked_timeouts_fire_the_highest_follower_first_and_stay_in_the_range() {
+    // electd's ranked timeouts (config [raft] ranked_timeouts, on by default): each
+    // follower draws from its own slot of [min, max], higher ids first, the leader it
+    // follows not counted; the first slot starts half a heartbeat after the lease.
+    let t = crate::algorithm::Timing::default();
+    for leader in [None, Some(5), Some(3)] {
+        let mut w = windows(true, leader);
+        for (me, (lo, hi)) in &w {
+            assert!(lo < hi, "node {me}: a jittered slot, not a fixed delay");
+            assert!(
+                *lo > t.election_timeout_min && *hi <= t.election_timeout_max,
+                "node {me}: {lo:?}..{hi:?} outside the election timeout range"
+            );
+        }
+        w.sort_by(|a, b| b.0.cmp(&a.0));
+        for pair in w.windows(2) {
+            let ((high, (_, high_end)), (low, (low_start, _))) = (pair[0], pair[1]);
+            assert!(
+                high_end < low_start,
+                "leader {leader:?}: node {high} must fire before node {low}"
+            );
+        }
+    }
+}
+
+#[test]
+fn without_ranking_every_follower_draws_from_the_whole_range() {
+    // §5.2, the textbook: one interval for everyone.
+    let t = crate::algorithm::Timing::default();
+    for (me, range) in windows(false, Some(5)) {
+        assert_eq!(
+            range,
+            (t.election_timeout_min, t.election_timeout_max),
+            "node {me}"
+        );
+    }
+}
