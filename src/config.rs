@@ -319,6 +319,29 @@ impl Config {
         out
     }
 
+    /// The roster's ids, and whether `node_id` is set in the file or the environment,
+    /// without validating the rest (`config check` checks every node when none is
+    /// given). Errors are those of reading, TOML, `ELECTD_*` and unknown keys.
+    pub fn roster(
+        path: &Path,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<(Vec<NodeId>, bool), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            key: "-".into(),
+            message: format!("cannot read: {e}"),
+            var: None,
+            at: None,
+        })?;
+        let (raw, _) = raw_config(&text, path, Path::new("."), env)?;
+        let ids = raw
+            .peer
+            .iter()
+            .filter_map(|p| NodeId::try_from(p.id).ok())
+            .collect();
+        Ok((ids, raw.node_id.is_some()))
+    }
+
     /// Read `path`, apply `env` overrides (`ELECTD_*` pairs; pass `std::env::vars()`)
     /// and `node_id` (from `--node-id`), validate, and load the key and token files.
     pub fn load(
@@ -345,6 +368,20 @@ impl Config {
         env: impl IntoIterator<Item = (String, String)>,
         node_id: Option<NodeId>,
     ) -> Result<Config, ConfigError> {
+        let (raw, v) = raw_config(text, file, base, env)?;
+        v.validate(raw, node_id)
+    }
+}
+
+/// Parse `text`, apply the environment and deserialize; the validator that names
+/// keys (and the variables that set them) in errors.
+fn raw_config<'a>(
+    text: &str,
+    file: &'a Path,
+    base: &'a Path,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<(RawConfig, Validator<'a>), ConfigError> {
+    {
         let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError {
             file: file.to_path_buf(),
             key: "-".into(),
@@ -372,7 +409,7 @@ impl Config {
                 let key = if path == "." { "-".to_string() } else { path };
                 v.err(key, e.into_inner().message().trim().to_string())
             })?;
-        v.validate(raw, node_id)
+        Ok((raw, v))
     }
 }
 

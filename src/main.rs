@@ -35,11 +35,30 @@ fn main() -> ExitCode {
         Command::Config(args) => cli::config_init::run(args),
         Command::Bench(args) => cli::bench::run(args),
     };
+    // Exit codes: 0 success, 1 a runtime error (a configuration refused, a port taken,
+    // a failed check…), 2 a usage error (clap's, before anything ran).
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("electd: error: {e:#}");
-            ExitCode::from(2)
+            eprintln!("electd: error: {}", error_chain(&e));
+            ExitCode::from(1)
         }
     }
+}
+
+/// The error and its causes joined by ": ", leaving out a cause whose text the message
+/// already holds (errors that print their source would otherwise repeat it).
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }

@@ -20,6 +20,22 @@ pub struct ConfigArgs {
 pub enum ConfigCommand {
     /// Write a complete, commented configuration for a cluster of N hosts.
     Init(InitArgs),
+    /// Check a configuration as `electd run` would load it (every rule: timing
+    /// relations, addresses, files, key, token, ELECTD_* overrides), without binding
+    /// anything. Exit 0 if `run` would start (warnings on stderr), 1 with the file and
+    /// key named if not. Without --node-id (and no node_id in the file or environment),
+    /// every node of the roster is checked.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The cluster's TOML file.
+    #[arg(long, short, env = "ELECTD_CONFIG")]
+    pub config: PathBuf,
+    /// Check as this node (overrides ELECTD_NODE_ID and node_id in the file).
+    #[arg(long)]
+    pub node_id: Option<electd::NodeId>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -64,7 +80,39 @@ pub struct InitArgs {
 pub fn run(args: ConfigArgs) -> anyhow::Result<()> {
     match args.command {
         ConfigCommand::Init(a) => init(a),
+        ConfigCommand::Check(a) => check(a),
     }
+}
+
+/// `config check`: [`Config::load`] exactly as `run` calls it, for one node or for
+/// every node of the roster.
+fn check(a: CheckArgs) -> anyhow::Result<()> {
+    // Tracing on stderr: loading logs roster names that do not resolve yet.
+    super::init_tracing();
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    let (roster, node_given) = Config::roster(&a.config, env.clone())?;
+    let ids: Vec<Option<electd::NodeId>> = if a.node_id.is_some() || node_given {
+        vec![a.node_id]
+    } else {
+        roster.into_iter().map(Some).collect()
+    };
+    let mut warned = std::collections::BTreeSet::new();
+    let mut checked = Vec::new();
+    for id in ids {
+        let c = Config::load(&a.config, env.clone(), id)?;
+        checked.push(c.node_id);
+        for w in c.warnings() {
+            if warned.insert(w.clone()) {
+                eprintln!("electd: warning: {w}");
+            }
+        }
+    }
+    let which = match checked.as_slice() {
+        [one] => format!("node {one}"),
+        many => format!("every node ({} of them)", many.len()),
+    };
+    println!("{}: ok for {which}", a.config.display());
+    Ok(())
 }
 
 fn init(a: InitArgs) -> anyhow::Result<()> {

@@ -30,21 +30,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // Tracing first: loading logs the roster names that do not resolve yet.
     super::init_tracing();
     let cfg = Config::load(&args.config, std::env::vars(), args.node_id)?;
-    if cfg
-        .algorithms
-        .contains(&electd::algorithm::AlgorithmKind::Raft)
-        && cfg.raft_state_file.is_none()
-    {
-        tracing::warn!(
-            "raft runs without [raft] state_file: its term and vote are lost on restart, so a \
-             restarted node may vote twice in one term (set state_file for election safety)"
-        );
-    }
-    if let Some(w) = cfg
-        .key_file
-        .as_deref()
-        .and_then(electd::keyring::permission_warning)
-    {
+    for w in cfg.warnings() {
         tracing::warn!("{w}");
     }
     if !cfg.check_source {
@@ -116,10 +102,10 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
             let _ = hook_stop.wait_for(|s| *s).await;
         })
     });
+    // Always: SIGHUP's default action would kill the process (an insecure node has no
+    // key to reload, but a `systemctl reload` must not stop it).
     #[cfg(unix)]
-    if let Some(path) = cfg.key_file.clone() {
-        tokio::spawn(reload_keys_on_sighup(path, shared.clone()));
-    }
+    tokio::spawn(reload_keys_on_sighup(cfg.key_file.clone(), shared.clone()));
     let rcfg = RuntimeConfig::from_config(&cfg, incarnation_now());
     runtime::run_with(socket, net, rcfg, shared, control, super::shutdown_signal()).await?;
     let _ = stop.send(true);
@@ -140,9 +126,11 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// On every `SIGHUP`: re-read the key file and hand the keyring to the runtime.
+/// On every `SIGHUP`: re-read the key file and hand the keyring to the runtime
+/// (`electd_key_reloads_total{result}`); without a key file (insecure), log that there
+/// is nothing to reload.
 #[cfg(unix)]
-async fn reload_keys_on_sighup(path: PathBuf, shared: Arc<Shared>) {
+async fn reload_keys_on_sighup(path: Option<PathBuf>, shared: Arc<Shared>) {
     use electd::daemon::shared::Control;
     use tokio::signal::unix::{signal, SignalKind};
     let mut hup = match signal(SignalKind::hangup()) {
@@ -153,19 +141,31 @@ async fn reload_keys_on_sighup(path: PathBuf, shared: Arc<Shared>) {
         }
     };
     while hup.recv().await.is_some() {
-        match electd::keyring::Keyring::load(&path) {
+        let Some(path) = &path else {
+            tracing::warn!(
+                "SIGHUP: this node runs insecure (no security.key_file): no keys to reload; \
+                 restart it to enable authentication"
+            );
+            shared.metrics.key_reload("insecure");
+            continue;
+        };
+        match electd::keyring::Keyring::load(path) {
             Ok(keys) => {
-                if let Some(w) = electd::keyring::permission_warning(&path) {
+                if let Some(w) = electd::keyring::permission_warning(path) {
                     tracing::warn!("{w}");
                 }
+                shared.metrics.key_reload("ok");
                 if !shared.command(Control::Keys(keys)).await {
                     return;
                 }
             }
-            Err(e) => tracing::error!(
-                "SIGHUP: security.key_file {}: {e}; keeping the current keys",
-                path.display()
-            ),
+            Err(e) => {
+                shared.metrics.key_reload("failed");
+                tracing::error!(
+                    "SIGHUP: security.key_file {}: {e}; keeping the current keys",
+                    path.display()
+                )
+            }
         }
     }
 }
