@@ -19,14 +19,25 @@ pub struct ChaosArgs {
     /// basic (crashes, restarts, loss) or full (also partitions, duplication, reordering).
     #[arg(long, default_value = "full", value_parser = |s: &str| s.parse::<FaultSet>())]
     pub faults: FaultSet,
-    /// Worker threads (default: the number of CPUs).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    /// Worker threads, 1 to 1024 (default: the number of CPUs).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS))]
+    pub threads: Option<u16>,
 }
+
+/// More workers than this only costs memory: each runs one simulation at a time.
+const MAX_THREADS: i64 = 1024;
 
 pub fn run(args: ChaosArgs) -> anyhow::Result<()> {
     if args.seeds == 0 {
         anyhow::bail!("--seeds must be at least 1");
+    }
+    if args.start.checked_add(args.seeds).is_none() {
+        anyhow::bail!(
+            "--start {} + --seeds {} is beyond the last seed ({}): lower --start or --seeds",
+            args.start,
+            args.seeds,
+            u64::MAX
+        );
     }
     let kinds = args
         .algorithms
@@ -34,7 +45,10 @@ pub fn run(args: ChaosArgs) -> anyhow::Result<()> {
         .unwrap_or_else(AlgorithmKind::available);
     let threads = args
         .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        .map(usize::from)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        // No more workers than seeds: the others would have nothing to do.
+        .min(usize::try_from(args.seeds).unwrap_or(usize::MAX));
     let tty = std::io::stderr().is_terminal();
     let started = std::time::Instant::now();
     let results = campaign::run(

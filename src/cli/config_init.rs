@@ -116,6 +116,16 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
 }
 
 fn init(a: InitArgs) -> anyhow::Result<()> {
+    if let Some(hosts) = &a.hosts {
+        if let Some(i) = hosts.iter().position(|h| h.trim().is_empty()) {
+            bail!(
+                "--hosts: entry {} of {} is empty: give one host (IP or DNS name) per node, \
+                 comma-separated",
+                i + 1,
+                hosts.len()
+            );
+        }
+    }
     let default_key = a.key_file.is_none() && !a.insecure;
     let key = if a.insecure {
         KeyChoice::Insecure
@@ -150,6 +160,9 @@ fn init(a: InitArgs) -> anyhow::Result<()> {
         Some(1),
     ) {
         // Only the own-address check of a host name that does not resolve here may fail.
+        if e.key.ends_with(".addr") && e.message.contains("address family") {
+            bail!("these hosts do not make a working cluster: {e}");
+        }
         if !e.message.contains("resolve") {
             bail!("internal error: the generated configuration does not load: {e}");
         }
