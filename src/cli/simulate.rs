@@ -39,7 +39,7 @@ pub struct SimulateArgs {
     pub loss: f64,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
-    /// Start even when the estimated memory exceeds what the machine has available.
+    /// Start even when the estimate exceeds the available memory or ten minutes.
     #[arg(long)]
     pub force: bool,
 }
@@ -63,6 +63,8 @@ const SECONDS_PER_NODE: f64 = 3e-4;
 /// Above these a run is announced with its estimate before it starts.
 const WARN_BYTES: f64 = 1e9;
 const WARN_SECONDS: f64 = 10.0;
+/// Above this a run is refused without `--force`: nobody waits that long by accident.
+const REFUSE_SECONDS: f64 = 600.0;
 
 /// Worst-case election messages of the literature for `n` nodes (lowest initiator,
 /// descending ring for LCR), times `elections` (the leader-crash scenario has two).
@@ -118,6 +120,9 @@ fn check_size(
                 avail / 1e9
             );
         }
+    }
+    if e.seconds > REFUSE_SECONDS && !force {
+        anyhow::bail!("{shown}: more than {REFUSE_SECONDS} s; use fewer nodes (or --force)");
     }
     if e.bytes > WARN_BYTES || e.seconds > WARN_SECONDS {
         eprintln!("electd: warning: {shown}");
@@ -200,7 +205,7 @@ mod tests {
         let big = estimate(AlgorithmKind::Bully, n, 1.0);
         let messages = (n * n - 1) as f64;
         assert!(big.bytes >= BYTES_PER_MESSAGE * messages, "{big:?}");
-        assert!(big.bytes > WARN_BYTES && big.seconds > WARN_SECONDS);
+        assert!(big.bytes > WARN_BYTES && big.seconds > REFUSE_SECONDS);
         // Raft's 4(N − 1) stays small at the same N.
         let raft = estimate(AlgorithmKind::Raft, n, 1.0);
         assert!(raft.bytes < big.bytes / 100.0, "{raft:?}");
