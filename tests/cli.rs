@@ -212,7 +212,10 @@ fn chaos_and_simulate_refuse_what_cannot_run() {
         let out = electd(&["chaos", "--seeds", "1", "--threads", threads]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "--threads {threads}: {err}");
-        assert!(err.contains("--threads") && !err.contains("panicked"), "{err}");
+        assert!(
+            err.contains("--threads") && !err.contains("panicked"),
+            "{err}"
+        );
     }
     // A start whose range would wrap.
     let out = electd(&["chaos", "--seeds", "2", "--start", "18446744073709551615"]);

@@ -32,8 +32,7 @@ struct Fixture {
 
 impl Fixture {
     fn new(tag: &str) -> Fixture {
-        let dir =
-            std::env::temp_dir().join(format!("electd-probes-{tag}-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("electd-probes-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         electd::keyring::write_key_file(&dir.join("cluster.key")).unwrap();
