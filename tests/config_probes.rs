@@ -387,8 +387,6 @@ fn run_daemon(
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 // stderr closed: the process is exiting.
-                let status = child.wait().expect("wait");
-                code = status.code();
                 exited = true;
                 break;
             }
@@ -397,7 +395,10 @@ fn run_daemon(
     }
     if !exited {
         let _ = child.kill();
-        let _ = child.wait();
+    }
+    let status = child.wait().expect("wait");
+    if exited {
+        code = status.code();
     }
     let _ = reader.join();
     for line in rx.try_iter() {
