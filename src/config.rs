@@ -54,11 +54,18 @@
 //! `ELECTD_SECURITY_INSECURE=true`, `ELECTD_SECURITY_CHECK_SOURCE=false`, `ELECTD_HOOKS_ON_LEADER_CHANGE=…`,
 //! `ELECTD_ADMIN_TOKEN_FILE=…`, `ELECTD_RAFT_PRE_VOTE=false`. The roster (`[[peer]]`)
 //! has no overrides. `--node-id` beats the environment, which beats the file.
+//! Booleans take `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0` in any case; a variable
+//! set to the empty string is an error (unset it instead); an error in a value from the
+//! environment names the variable, not the file.
 //! `ELECTD_LOG` (log filter) and `ELECTD_CONFIG` are not configuration keys; any other
 //! unknown `ELECTD_*` variable is an error, so a typo is never silently ignored.
 //!
 //! # Errors
-//! Every error names the file, the key (or environment variable) and what is wrong.
+//! Every error names the file, the key (or environment variable) and what is wrong; a
+//! TOML syntax error names the line and column. Beyond the timing relations, the rules
+//! include: no port 0; every peer reachable from this node's bind address by address
+//! family; a one-line admin token; a Raft state file whose directory exists and is
+//! writable. [`Config::warnings`] lists what loads but deserves a warning.
 
 use crate::algorithm::{AlgorithmKind, Options, Timing};
 use crate::keyring::Keyring;
