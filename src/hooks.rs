@@ -83,40 +83,34 @@ pub fn spawn_until(
                 r = rx.recv() => r,
                 () = &mut stop => break,
             };
-            match received {
+            let mut batch = Vec::new();
+            let lagged = match received {
                 Ok(event) => {
-                    let mut batch = vec![event];
-                    let lagged = drain(&mut rx, &mut batch);
-                    for event in coalesce(&shared, batch) {
-                        run_logged(&shared, &command, timeout, &event, &mut log).await;
-                    }
-                    if let Some(missed) = lagged {
-                        shared.metrics.hook_skipped(missed);
-                        let (fresh, groups) = shared.watch();
-                        rx = fresh;
-                        for g in groups {
-                            let event =
-                                LeaderEvent::new(shared.node, g.algorithm, g.leader, g.term);
-                            run_logged(&shared, &command, timeout, &event, &mut log).await;
-                        }
-                    }
+                    batch.push(event);
+                    drain(&mut rx, &mut batch)
                 }
-                Err(RecvError::Lagged(missed)) => {
+                Err(RecvError::Lagged(missed)) => Some(missed),
+                Err(RecvError::Closed) => return,
+            };
+            for event in coalesce(&shared, batch) {
+                run_logged(&shared, &command, timeout, &event, &mut log).await;
+            }
+            if let Some(missed) = lagged {
+                if log.record("lagged", since_start()) != crate::droplog::Verdict::Quiet {
                     tracing::warn!(
                         missed,
                         "leader-change hook fell behind; running it with the current state"
                     );
-                    shared.metrics.hook_skipped(missed);
-                    // The backlog is older than the present state: resubscribe and
-                    // snapshot atomically, then run once per group.
-                    let (fresh, groups) = shared.watch();
-                    rx = fresh;
-                    for g in groups {
-                        let event = LeaderEvent::new(shared.node, g.algorithm, g.leader, g.term);
-                        run_logged(&shared, &command, timeout, &event, &mut log).await;
-                    }
                 }
-                Err(RecvError::Closed) => return,
+                shared.metrics.hook_skipped(missed);
+                // The backlog is older than the present state: resubscribe and snapshot
+                // atomically, then run once per group.
+                let (fresh, groups) = shared.watch();
+                rx = fresh;
+                for g in groups {
+                    let event = LeaderEvent::new(shared.node, g.algorithm, g.leader, g.term);
+                    run_logged(&shared, &command, timeout, &event, &mut log).await;
+                }
             }
         }
         // Stopping: what was announced before the stop still runs, the latest change
@@ -169,10 +163,9 @@ async fn run_logged(
 ) -> Outcome {
     let (outcome, stderr) = execute(shared, command, timeout, event).await;
     shared.metrics.hook_run(outcome.label());
-    let since = START.get_or_init(std::time::Instant::now).elapsed();
     let verdict = match outcome {
         Outcome::Ok => crate::droplog::Verdict::Log,
-        _ => log.record(outcome.label(), since),
+        _ => log.record(outcome.label(), since_start()),
     };
     if verdict != crate::droplog::Verdict::Quiet {
         report(event, &outcome, &stderr, timeout, verdict);
@@ -182,6 +175,11 @@ async fn run_logged(
 
 /// Origin of the rate limit's clock.
 static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Time on the rate limit's clock.
+fn since_start() -> Duration {
+    START.get_or_init(std::time::Instant::now).elapsed()
+}
 
 /// Run the hook once for `event`, log and count the outcome.
 pub async fn run(

@@ -140,13 +140,21 @@ async fn reload_keys_on_sighup(path: Option<PathBuf>, shared: Arc<Shared>) {
             return;
         }
     };
+    // A signal storm must not flood the log: lines are rate-limited per result.
+    let mut log = electd::droplog::DropLog::new();
+    let start = std::time::Instant::now();
+    let mut loud = |result: &'static str| {
+        log.record(result, start.elapsed()) != electd::droplog::Verdict::Quiet
+    };
     while hup.recv().await.is_some() {
         let Some(path) = &path else {
-            tracing::warn!(
-                "SIGHUP: this node runs insecure (no security.key_file): no keys to reload; \
-                 restart it to enable authentication"
-            );
             shared.metrics.key_reload("insecure");
+            if loud("insecure") {
+                tracing::warn!(
+                    "SIGHUP: this node runs insecure (no security.key_file): no keys to \
+                     reload; restart it to enable authentication"
+                );
+            }
             continue;
         };
         match electd::keyring::Keyring::load(path) {
@@ -161,10 +169,12 @@ async fn reload_keys_on_sighup(path: Option<PathBuf>, shared: Arc<Shared>) {
             }
             Err(e) => {
                 shared.metrics.key_reload("failed");
-                tracing::error!(
-                    "SIGHUP: security.key_file {}: {e}; keeping the current keys",
-                    path.display()
-                )
+                if loud("failed") {
+                    tracing::error!(
+                        "SIGHUP: security.key_file {}: {e}; keeping the current keys",
+                        path.display()
+                    )
+                }
             }
         }
     }
