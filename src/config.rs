@@ -1856,3 +1856,21 @@ listen = "0.0.0.0:7003"
         );
     }
 }
+
+#[cfg(test)]
+mod family_tests {
+    use super::reachable_from;
+
+    #[test]
+    fn which_sockets_reach_which_peers() {
+        let a = |s: &str| s.parse().unwrap();
+        assert!(reachable_from(a("10.0.0.1:1"), a("10.0.0.2:1")));
+        assert!(reachable_from(a("0.0.0.0:1"), a("10.0.0.2:1")));
+        assert!(!reachable_from(a("0.0.0.0:1"), a("[::1]:1")));
+        assert!(!reachable_from(a("10.0.0.1:1"), a("[::ffff:10.0.0.2]:1")));
+        assert!(reachable_from(a("[::]:1"), a("10.0.0.2:1")));
+        assert!(reachable_from(a("[::]:1"), a("[fd00::2]:1")));
+        assert!(reachable_from(a("[fd00::1]:1"), a("[fd00::2]:1")));
+        assert!(!reachable_from(a("[fd00::1]:1"), a("10.0.0.2:1")));
+    }
+}

@@ -137,3 +137,68 @@ fn a_node_that_cannot_persist_is_unhealthy_not_mute() {
         c.log(x)
     );
 }
+
+/// Issue 20, item 4: changes pile up behind a slow hook, then SIGTERM. The daemon must
+/// run the final `none` to completion, exit promptly, and leave no process of the hook
+/// behind.
+#[test]
+fn stopping_with_a_hook_backlog_runs_the_release_and_orphans_nothing() {
+    let mut c = Cluster::new("hook-backlog", 1, &[Bully], &TIMING);
+    let token = "0123456789abcdef0123456789abcdef";
+    let token_file = c.dir.join("admin.token");
+    std::fs::write(&token_file, token).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let (roles, pids) = (c.dir.join("roles"), c.dir.join("pids"));
+    // Each run takes a second in a child of the shell, then records its role.
+    let hook = format!(
+        "sleep 1 & echo $! >> {pids}; wait; echo \"$ELECTD_ROLE\" >> {roles}",
+        pids = pids.display(),
+        roles = roles.display()
+    );
+    let hook_timeout_s = 3;
+    c.append_config(&format!(
+        "[hooks]\non_leader_change = '{hook}'\nhook_timeout = \"{hook_timeout_s}s\"\n\n\
+         [admin]\ntoken_file = \"admin.token\"\n"
+    ));
+    c.start(1);
+    let http = c.nodes[0].http;
+    wait_for("node 1 to lead", || {
+        let s = c.status(1)?;
+        (s["groups"][0]["leader"] == 1).then_some(())
+    });
+    // Ten pause/resume cycles: twenty changes, twenty seconds of hook runs if each ran.
+    let post = |path: &str| {
+        electd::bench::procs::http_request(http, "POST", path, Some(token)).map(|r| r.0)
+    };
+    for _ in 0..10 {
+        assert_eq!(post("/admin/pause"), Some(200));
+        assert_eq!(post("/admin/resume"), Some(200));
+        wait_for("the resumed node to lead again", || {
+            let s = c.status(1)?;
+            (s["groups"][0]["leader"] == 1).then_some(())
+        });
+    }
+    let stopped = Instant::now();
+    // Within the shutdown budget: the run in progress, then one run per group.
+    let budget = Duration::from_secs(hook_timeout_s * 2 + 5);
+    assert_eq!(c.terminate(1, budget), Some(0), "{}", c.log(1));
+    let took = stopped.elapsed();
+    let roles_text = std::fs::read_to_string(&roles).unwrap_or_default();
+    // The release ran to its end, and was the last run.
+    assert_eq!(roles_text.lines().last(), Some("none"), "{roles_text}");
+    // Far fewer runs than changes: the backlog was coalesced.
+    assert!(roles_text.lines().count() < 20, "{roles_text}");
+    assert!(took < budget, "{took:?}");
+    // Every process a hook started is gone.
+    for pid in std::fs::read_to_string(&pids).unwrap_or_default().lines() {
+        let stat = format!("/proc/{}/stat", pid.trim());
+        wait_for("the hook's child to be gone", || {
+            let s = std::fs::read_to_string(&stat).unwrap_or_default();
+            (s.is_empty() || s.split_whitespace().nth(2) == Some("Z")).then_some(())
+        });
+    }
+}
