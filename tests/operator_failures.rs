@@ -202,3 +202,47 @@ fn stopping_with_a_hook_backlog_runs_the_release_and_orphans_nothing() {
         });
     }
 }
+
+/// Issue 20, item 3: a roster mixing IPv4 and IPv6 works when the nodes bind both
+/// (`listen = "[::]:PORT"`) without the source check (datagrams to the other family
+/// leave from an address not in the roster): IPv4 peers are reached through their
+/// IPv4-mapped addresses, and every node agrees on one leader. (Otherwise the
+/// configuration is refused: the config probe suite.)
+#[test]
+fn a_mixed_family_roster_bound_dual_stack_elects_one_leader() {
+    if std::net::UdpSocket::bind("[::1]:0").is_err() {
+        eprintln!("SKIPPED: no IPv6 loopback on this machine ([::1] cannot be bound)");
+        return;
+    }
+    let mut c = Cluster::new("mixed-family", 3, &[Bully], &TIMING);
+    let mut text = std::fs::read_to_string(&c.config).unwrap();
+    // Node 2 moves to [::1]; every node binds [::]:its port.
+    let n2 = c.nodes[1].udp;
+    let v6 = std::net::UdpSocket::bind("[::1]:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    text = text.replace(&format!("addr = \"{n2}\""), &format!("addr = \"{v6}\""));
+    c.nodes[1].udp = v6;
+    for n in &c.nodes {
+        let addr = format!("addr = \"{}\"", n.udp);
+        text = text.replace(
+            &addr,
+            &format!("{addr}\nlisten = \"[::]:{}\"", n.udp.port()),
+        );
+    }
+    text = text.replace(
+        "key_file = \"cluster.key\"",
+        "key_file = \"cluster.key\"\ncheck_source = false",
+    );
+    std::fs::write(&c.config, text).unwrap();
+    c.start_all();
+    let (leaders, _) = c
+        .wait_agreement(DEADLINE, |l| l.get("bully") == Some(&3))
+        .unwrap_or_else(|e| panic!("{e}\n{}\n{}", c.log(2), c.log(3)));
+    assert_eq!(leaders["bully"], 3);
+    for id in 1..=3 {
+        let http = c.nodes[id as usize - 1].http;
+        assert!(http_get(http, "/healthz").is_some(), "node {id} healthy");
+    }
+}
