@@ -68,7 +68,7 @@ SECTIONS = {
     "timing": {"heartbeat", "failure_timeout", "answer_timeout", "coordinator_timeout",
                "election_timeout"},
     "transport": {"retransmit", "max_attempts", "multicast", "resolve_every"},
-    "security": {"key_file", "insecure"},
+    "security": {"key_file", "insecure", "check_source"},
     "hooks": {"on_leader_change", "hook_timeout"},
     "admin": {"token_file"},
     "raft": {"pre_vote", "check_quorum", "state_file"},
