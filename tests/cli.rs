@@ -228,9 +228,16 @@ fn chaos_and_simulate_refuse_what_cannot_run() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("needs about") && err.contains("GB") && err.contains("--force"),
+        err.contains("bully on 10000 nodes: about")
+            && err.contains("GB")
+            && err.contains("--force"),
         "{err}"
     );
+    // The same bound holds for a comparison, which runs every N one after the other.
+    let out = electd(&["compare", "--algorithms", "bully", "--nodes", "2..5000"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("simulations: about"), "{err}");
     // Raft on as many nodes sends 4(N − 1): not refused (not run here either: a
     // smaller N shows the ordinary path stays quiet).
     let out = electd(&["simulate", "-a", "raft", "--nodes", "50"]);

@@ -20,6 +20,9 @@ pub struct CompareArgs {
     pub seed: u64,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// Start even when the estimate exceeds the available memory or ten minutes.
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
@@ -28,6 +31,16 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         .algorithms
         .map(|a| a.0)
         .unwrap_or_else(AlgorithmKind::available);
+    let runs: Vec<(AlgorithmKind, usize)> = algorithms
+        .iter()
+        .flat_map(|&k| {
+            let cases = electd::formulas::cases(k).len().max(1);
+            nodes
+                .iter()
+                .flat_map(move |&n| std::iter::repeat_n((k, n), cases))
+        })
+        .collect();
+    super::simulate::check_series(&runs, args.force)?;
     let tty = std::io::stderr().is_terminal();
     let cmp = electd::compare::run(&algorithms, &nodes, args.seed, |done, total| {
         if tty {

@@ -107,9 +107,28 @@ fn check_size(
         2.0
     };
     let e = estimate(kind, n, elections);
+    check_estimate(&format!("{kind} on {n} nodes"), e, force)
+}
+
+/// [`check_size`] for a series of runs one after the other (`compare`): the largest
+/// run's memory, the sum of the times.
+pub fn check_series(runs: &[(AlgorithmKind, usize)], force: bool) -> anyhow::Result<()> {
+    let mut total = Estimate {
+        bytes: 0.0,
+        seconds: 0.0,
+    };
+    for &(kind, n) in runs {
+        let e = estimate(kind, n, 1.0);
+        total.bytes = total.bytes.max(e.bytes);
+        total.seconds += e.seconds;
+    }
+    check_estimate(&format!("{} simulations", runs.len()), total, force)
+}
+
+fn check_estimate(what: &str, e: Estimate, force: bool) -> anyhow::Result<()> {
     let shown = format!(
-        "{kind} on {n} nodes needs about {:.1} GB and {:.0} s (estimated from the literature's \
-         worst-case message count)",
+        "{what}: about {:.1} GB and {:.0} s (estimated from the literature's worst-case \
+         message count)",
         e.bytes / 1e9,
         e.seconds
     );
