@@ -62,3 +62,29 @@ fn error_chain(e: &anyhow::Error) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::error_chain;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{path}: {source}")]
+    struct Leaf {
+        path: String,
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_said_once() {
+        let io = std::io::Error::other("Is a directory (os error 21)");
+        let leaf = Leaf {
+            path: "/x/raft.state".into(),
+            source: io,
+        };
+        let e = anyhow::Error::new(leaf).context("cannot read the durable state");
+        assert_eq!(
+            error_chain(&e),
+            "cannot read the durable state: /x/raft.state: Is a directory (os error 21)"
+        );
+    }
+}
