@@ -26,20 +26,14 @@ struct Flaky {
 }
 
 impl Transport for Flaky {
-    fn send_to<'a>(
-        &'a self,
-        buf: &'a [u8],
-        to: SocketAddr,
-    ) -> impl Future<Output = io::Result<usize>> + Send + 'a {
-        async move {
-            if self.broken.load(Ordering::SeqCst) {
-                return Err(io::Error::new(
-                    io::ErrorKind::NetworkUnreachable,
-                    "network unreachable (test)",
-                ));
-            }
-            self.socket.send_to(buf, to).await
+    async fn send_to(&self, buf: &[u8], to: SocketAddr) -> io::Result<usize> {
+        if self.broken.load(Ordering::SeqCst) {
+            return Err(io::Error::new(
+                io::ErrorKind::NetworkUnreachable,
+                "network unreachable (test)",
+            ));
         }
+        self.socket.send_to(buf, to).await
     }
 
     fn recv_from<'a>(
