@@ -530,6 +530,29 @@ fn config_check_passes_a_good_file_for_every_node_and_exit_codes_follow_the_conv
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("ok for every node (3 of them)"), "{stdout}");
+    // Checked from one machine, a node's own name that resolves only where it runs is a
+    // warning for the whole-roster check, an error for that node's own check.
+    let first = f.roster.split('"').nth(1).unwrap().to_string();
+    let named = f.config("named", &|t| {
+        t.replacen(&first, "electd-probe-elsewhere.invalid:17001", 1)
+    });
+    let named = named.display().to_string();
+    let all = electd(&["config", "check", "--config", &named], &[])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&all.stderr);
+    assert!(all.status.success(), "{err}");
+    assert!(
+        err.contains("warning") && err.contains("peer[0].addr"),
+        "{err}"
+    );
+    let one = electd(
+        &["config", "check", "--config", &named, "--node-id", "1"],
+        &[],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(one.status.code(), Some(1));
     // A usage error is clap's exit 2; a runtime error (file missing) is 1.
     let usage = electd(&["config", "check"], &[]).output().unwrap();
     assert_eq!(usage.status.code(), Some(2));
