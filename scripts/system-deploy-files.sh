@@ -11,7 +11,9 @@
 #   k8s         kubectl kustomize (or a minimal Python rendering if kubectl is missing),
 #               kubernetes-validate --strict for Kubernetes 1.31 and 1.34, requirement
 #               asserts (probes, securityContext, node id from the ordinal, …)
-#   config      every electd.toml in deploy/: known keys and timing constraints
+#   config      every electd.toml in deploy/: known keys, then `electd config check` for
+#               every node (the daemon's own rules; target/release/electd, built here
+#               if scripts/test has not built it)
 #
 # Runs as root (the CI's system stage does): installs what it needs with apt-get and pip
 # (into a throw-away virtualenv). Every check asserts; all run, then the script exits 1
@@ -188,6 +190,7 @@ fi
 
 # ------------------------------------------------------------------ configs, scripts
 section "electd configs"
+[ -x "$ROOT/target/release/electd" ] || cargo build --release --quiet
 "${CHECK[@]}" configs "$ROOT" || failed "electd configs (see FAIL lines above)"
 section "shell"
 if shellcheck scripts/system-deploy-files.sh; then

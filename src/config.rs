@@ -55,12 +55,19 @@
 //! `ELECTD_SECURITY_INSECURE=true`, `ELECTD_SECURITY_CHECK_SOURCE=false`, `ELECTD_HOOKS_ON_LEADER_CHANGE=…`,
 //! `ELECTD_ADMIN_TOKEN_FILE=…`, `ELECTD_RAFT_PRE_VOTE=false`. The roster (`[[peer]]`)
 //! has no overrides. `--node-id` beats the environment, which beats the file.
+//! Booleans take `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0` in any case; a variable
+//! set to the empty string is an error (unset it instead); an error in a value from the
+//! environment names the variable, not the file.
 //! `ELECTD_LOG` (log filter), `ELECTD_LOG_FORMAT` (`text` or `json`) and `ELECTD_CONFIG`
 //! are not configuration keys; any other unknown `ELECTD_*` variable is an error, so a
 //! typo is never silently ignored.
 //!
 //! # Errors
-//! Every error names the file, the key (or environment variable) and what is wrong.
+//! Every error names the file, the key (or environment variable) and what is wrong; a
+//! TOML syntax error names the line and column. Beyond the timing relations, the rules
+//! include: no port 0; every peer reachable from this node's bind address by address
+//! family; a one-line admin token; a Raft state file whose directory exists and is
+//! writable. [`Config::warnings`] lists what loads but deserves a warning.
 
 use crate::algorithm::{AlgorithmKind, Options, Timing};
 use crate::keyring::Keyring;
@@ -73,14 +80,40 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// A configuration error: where and what.
+///
+/// Shown as `FILE: KEY: MESSAGE`; as `FILE:LINE:COLUMN: MESSAGE` for a TOML syntax
+/// error; and as `VARIABLE (environment, overriding KEY of FILE): MESSAGE` when the
+/// offending value came from an `ELECTD_*` variable, so the error blames what the
+/// operator has to change.
 #[derive(Debug, thiserror::Error)]
-#[error("{}: {key}: {message}", file.display())]
 pub struct ConfigError {
     pub file: PathBuf,
     /// The key (`timing.heartbeat`, `peer[2].addr`, `ELECTD_NODE_ID`, …), or `-` for
     /// the whole file.
     pub key: String,
     pub message: String,
+    /// The environment variable that set `key`, when the value came from one.
+    pub var: Option<String>,
+    /// Line and column (1-based) of a TOML syntax error.
+    pub at: Option<(usize, usize)>,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let file = self.file.display();
+        match (&self.var, self.at) {
+            (Some(var), _) if *var == self.key => {
+                write!(f, "{var} (environment): {}", self.message)
+            }
+            (Some(var), _) => write!(
+                f,
+                "{var} (environment, overriding {} of {file}): {}",
+                self.key, self.message
+            ),
+            (None, Some((line, col))) => write!(f, "{file}:{line}:{col}: {}", self.message),
+            (None, None) => write!(f, "{file}: {}: {}", self.key, self.message),
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -233,6 +266,8 @@ pub struct Config {
     pub hooks: Hooks,
     /// Bearer token of the admin routes (trimmed content of `admin.token_file`).
     pub admin_token: Option<String>,
+    /// `admin.token_file` (absolute), for the permission warning.
+    pub admin_token_file: Option<PathBuf>,
     pub options: Options,
     /// Where Raft's term and vote are kept across restarts (`{node}` substituted).
     pub raft_state_file: Option<PathBuf>,
@@ -256,6 +291,67 @@ impl Config {
         self.peers.iter().map(|p| p.id).collect()
     }
 
+    /// What `run` and `config check` warn about in a configuration that loads: settings
+    /// that work but that a careful operator would not choose.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.algorithms.contains(&AlgorithmKind::Raft) && self.raft_state_file.is_none() {
+            out.push(
+                "raft runs without [raft] state_file: its term and vote are lost on restart, so a \
+                 restarted node may vote twice in one term (set state_file for election safety)"
+                    .to_string(),
+            );
+        }
+        if let Some(w) = self
+            .key_file
+            .as_deref()
+            .and_then(crate::keyring::permission_warning)
+        {
+            out.push(w);
+        }
+        if let Some(path) = &self.admin_token_file {
+            if let Some(mode) = group_or_world_access(path) {
+                out.push(format!(
+                    "admin token file {} has mode {mode:04o}: other users may read the admin \
+                     token; run `chmod 600 {}`",
+                    path.display(),
+                    path.display()
+                ));
+            }
+        }
+        if matches!(self.security, Security::Insecure) {
+            out.push(
+                "security.insecure = true: datagrams are neither authenticated nor checked for \
+                 replay (test networks only)"
+                    .to_string(),
+            );
+        }
+        out
+    }
+
+    /// The roster's ids, and whether `node_id` is set in the file or the environment,
+    /// without validating the rest (`config check` checks every node when none is
+    /// given). Errors are those of reading, TOML, `ELECTD_*` and unknown keys.
+    pub fn roster(
+        path: &Path,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<(Vec<NodeId>, bool), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            key: "-".into(),
+            message: format!("cannot read: {e}"),
+            var: None,
+            at: None,
+        })?;
+        let (raw, _) = raw_config(&text, path, Path::new("."), env)?;
+        let ids = raw
+            .peer
+            .iter()
+            .filter_map(|p| NodeId::try_from(p.id).ok())
+            .collect();
+        Ok((ids, raw.node_id.is_some()))
+    }
+
     /// Read `path`, apply `env` overrides (`ELECTD_*` pairs; pass `std::env::vars()`)
     /// and `node_id` (from `--node-id`), validate, and load the key and token files.
     pub fn load(
@@ -267,6 +363,8 @@ impl Config {
             file: path.to_path_buf(),
             key: "-".into(),
             message: format!("cannot read: {e}"),
+            var: None,
+            at: None,
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         Config::parse(&text, path, base, env, node_id)
@@ -280,24 +378,48 @@ impl Config {
         env: impl IntoIterator<Item = (String, String)>,
         node_id: Option<NodeId>,
     ) -> Result<Config, ConfigError> {
-        let err = |key: &str, message: String| ConfigError {
+        let (raw, v) = raw_config(text, file, base, env)?;
+        v.validate(raw, node_id)
+    }
+}
+
+/// Parse `text`, apply the environment and deserialize; the validator that names
+/// keys (and the variables that set them) in errors.
+fn raw_config<'a>(
+    text: &str,
+    file: &'a Path,
+    base: &'a Path,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<(RawConfig, Validator<'a>), ConfigError> {
+    {
+        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError {
             file: file.to_path_buf(),
-            key: key.to_string(),
-            message,
-        };
-        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            err("-", format!("not valid TOML: {}", e.message().trim()))
+            key: "-".into(),
+            message: format!("not valid TOML: {}", e.message().trim()),
+            var: None,
+            at: e.span().map(|span| line_column(text, span.start)),
         })?;
-        apply_env(&mut table, env).map_err(|(k, m)| err(&k, m))?;
+        let from_env = apply_env(&mut table, env).map_err(|(var, message)| ConfigError {
+            file: file.to_path_buf(),
+            key: var.clone(),
+            message,
+            var: Some(var),
+            at: None,
+        })?;
+        let v = Validator {
+            file,
+            base,
+            from_env,
+        };
         // The path of the offending key (e.g. `security.check_source`, `peer.2.id`)
         // names it in the error; unknown keys and missing tables stay at `-`.
         let raw: RawConfig =
             serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
                 let path = e.path().to_string();
                 let key = if path == "." { "-".to_string() } else { path };
-                err(&key, e.into_inner().message().trim().to_string())
+                v.err(key, e.into_inner().message().trim().to_string())
             })?;
-        Validator { file, base }.validate(raw, node_id)
+        Ok((raw, v))
     }
 }
 
@@ -327,11 +449,26 @@ const SECTIONS: [(&str, &[&str]); 6] = [
 const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
 const NOT_CONFIG: [&str; 3] = ["ELECTD_LOG", "ELECTD_LOG_FORMAT", "ELECTD_CONFIG"];
 
-/// Apply `ELECTD_*` overrides to the parsed table. Errors are (variable, message).
+/// 1-based line and column of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// Apply `ELECTD_*` overrides to the parsed table. Returns the configuration keys set
+/// (`node_id`, `timing.heartbeat`, …) with the variable that set each; errors are
+/// (variable, message).
 fn apply_env(
     table: &mut toml::Table,
     env: impl IntoIterator<Item = (String, String)>,
-) -> Result<(), (String, String)> {
+) -> Result<std::collections::HashMap<String, String>, (String, String)> {
+    let mut from_env = std::collections::HashMap::new();
     let mut vars: Vec<(String, String)> = env
         .into_iter()
         .filter(|(k, _)| k.starts_with("ELECTD_") && !NOT_CONFIG.contains(&k.as_str()))
@@ -352,7 +489,18 @@ fn apply_env(
                         .into(),
                 )),
             };
-        let v = env_value(&key, &value);
+        if value.trim().is_empty() {
+            return Err((
+                var,
+                "is set but empty: unset it to keep the file's value, or give a value".into(),
+            ));
+        }
+        let v = env_value(&key, &value).map_err(|m| (var.clone(), m))?;
+        let path = match section {
+            None => key.clone(),
+            Some(s) => format!("{s}.{key}"),
+        };
+        from_env.insert(path, var.clone());
         match section {
             None => {
                 table.insert(key, v);
@@ -368,23 +516,30 @@ fn apply_env(
             }
         }
     }
-    Ok(())
+    Ok(from_env)
 }
 
-/// The TOML value of an environment override: integers and booleans by key, lists
-/// comma-separated, everything else a string.
-fn env_value(key: &str, value: &str) -> toml::Value {
-    match key {
+/// The TOML value of an environment override: integers and booleans by key (a value
+/// of the wrong type is an error naming the variable), lists comma-separated,
+/// everything else a string. Booleans: `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0`,
+/// in any case.
+fn env_value(key: &str, value: &str) -> Result<toml::Value, String> {
+    Ok(match key {
         "node_id" | "max_attempts" => value
             .trim()
             .parse::<i64>()
             .map(toml::Value::Integer)
-            .unwrap_or_else(|_| toml::Value::String(value.into())),
+            .map_err(|_| format!("{:?} is not an integer", value.trim()))?,
         "insecure" | "check_source" | "pre_vote" | "check_quorum" | "ranked_timeouts" => {
-            match value.trim() {
-                "true" | "1" | "yes" => toml::Value::Boolean(true),
-                "false" | "0" | "no" => toml::Value::Boolean(false),
-                other => toml::Value::String(other.into()),
+            match value.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => toml::Value::Boolean(true),
+                "false" | "0" | "no" | "off" => toml::Value::Boolean(false),
+                _ => {
+                    return Err(format!(
+                        "{:?} is not a boolean (true/false, yes/no, on/off, 1/0)",
+                        value.trim()
+                    ))
+                }
             }
         }
         "algorithms" => toml::Value::Array(
@@ -396,20 +551,25 @@ fn env_value(key: &str, value: &str) -> toml::Value {
                 .collect(),
         ),
         _ => toml::Value::String(value.into()),
-    }
+    })
 }
 
 struct Validator<'a> {
     file: &'a Path,
     base: &'a Path,
+    /// Keys set by `ELECTD_*` variables, with the variable.
+    from_env: std::collections::HashMap<String, String>,
 }
 
 impl Validator<'_> {
     fn err(&self, key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        let key = key.into();
         ConfigError {
             file: self.file.to_path_buf(),
-            key: key.into(),
+            var: self.from_env.get(&key).cloned(),
+            key,
             message: message.into(),
+            at: None,
         }
     }
 
@@ -429,7 +589,11 @@ impl Validator<'_> {
     }
 
     fn addr(&self, key: &str, s: &str) -> Result<SocketAddr, ConfigError> {
-        Ok(self.addrs(key, s)?[0])
+        let a = self.addrs(key, s)?[0];
+        if a.port() == 0 {
+            return Err(self.err(key, port_zero(s)));
+        }
+        Ok(a)
     }
 
     /// Every address `s` stands for (non-empty): itself, or what the name resolves to.
@@ -455,9 +619,19 @@ impl Validator<'_> {
     /// A roster address: an IP literal, or `host:port` with a DNS name. A name that
     /// does not resolve (yet) is not an error: it comes back as the unspecified
     /// address with the port, and the runtime keeps resolving it.
-    fn peer_addr(&self, key: &str, s: &str) -> Result<(SocketAddr, Option<String>), ConfigError> {
+    /// `own`: this node's entry, whose unresolved names are errors reported by the
+    /// caller (no "will be retried" warning first).
+    fn peer_addr(
+        &self,
+        key: &str,
+        s: &str,
+        own: bool,
+    ) -> Result<(SocketAddr, Option<String>), ConfigError> {
         let s = s.trim();
         if let Ok(a) = s.parse::<SocketAddr>() {
+            if a.port() == 0 {
+                return Err(self.err(key, port_zero(s)));
+            }
             return Ok((a, None));
         }
         let bad = || {
@@ -468,6 +642,9 @@ impl Validator<'_> {
         };
         let (host, port) = s.rsplit_once(':').ok_or_else(bad)?;
         let port: u16 = port.parse().map_err(|_| bad())?;
+        if port == 0 {
+            return Err(self.err(key, port_zero(s)));
+        }
         let host_ok = !host.is_empty()
             && host.len() <= 253
             && host
@@ -479,13 +656,124 @@ impl Validator<'_> {
         match (host, port).to_socket_addrs().map(|mut a| a.next()) {
             Ok(Some(a)) => Ok((a, Some(s.to_string()))),
             Ok(None) | Err(_) => {
-                tracing::warn!("{key}: {s} does not resolve yet; it will be retried");
+                if !own {
+                    tracing::warn!("{key}: {s} does not resolve yet; it will be retried");
+                }
                 Ok((
                     SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), port),
                     Some(s.to_string()),
                 ))
             }
         }
+    }
+
+    /// Every peer must be reachable from the socket this node binds: an IPv4 socket
+    /// cannot send to an IPv6 peer, nor a socket bound to one IPv6 address to an IPv4
+    /// peer. Only a dual-stack bind (`listen = "[::]:port"`) reaches both, and then
+    /// only without `check_source`: this node's datagrams to a peer of the other family
+    /// leave from an address of that family, which is not this node's roster address.
+    /// Names that do not resolve yet are checked by the runtime when they do.
+    fn check_families(
+        &self,
+        peers: &[Peer],
+        node_id: NodeId,
+        check_source: bool,
+    ) -> Result<(), ConfigError> {
+        let Some(me) = peers.iter().find(|p| p.id == node_id) else {
+            return Ok(());
+        };
+        let bind = me.bind_addr();
+        let dual = bind.is_ipv6() && bind.ip().is_unspecified();
+        if dual && !check_source {
+            return Ok(());
+        }
+        let family = |a: SocketAddr| if a.is_ipv4() { "IPv4" } else { "IPv6" };
+        for (i, p) in peers.iter().enumerate() {
+            if p.id == node_id {
+                continue;
+            }
+            let candidates: Vec<SocketAddr> = match &p.name {
+                None => vec![p.addr],
+                Some(_) => p.sources.clone(),
+            };
+            if candidates.is_empty() {
+                continue;
+            }
+            if dual {
+                // check_source: the peer only accepts this node's roster address family.
+                let mine = me.resolved().map(|a| a.is_ipv4());
+                if mine.is_none() || candidates.iter().any(|a| Some(a.is_ipv4()) == mine) {
+                    continue;
+                }
+                return Err(self.err(
+                    format!("peer[{i}].addr"),
+                    format!(
+                        "{} is {} but this node's address {} is not: its datagrams to peer {} \
+                         would leave from an address that peer's source check does not know; \
+                         use one address family for the whole roster (or set \
+                         security.check_source = false)",
+                        candidates[0],
+                        family(candidates[0]),
+                        me.addr,
+                        p.id
+                    ),
+                ));
+            }
+            if candidates.iter().any(|a| reachable_from(bind, *a)) {
+                continue;
+            }
+            return Err(self.err(
+                format!("peer[{i}].addr"),
+                format!(
+                    "{} is {} but this node (id {node_id}) binds {bind} ({}): it could never send to \
+                     peer {}; use one address family for the whole roster (or bind both with \
+                     listen = \"[::]:{}\" and set security.check_source = false)",
+                    candidates[0],
+                    family(candidates[0]),
+                    family(bind),
+                    p.id,
+                    bind.port()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The state file must be writable where it is: its directory exists and is
+    /// writable, and the path is not a directory. (A node that cannot persist its vote
+    /// must not take part: better refuse to start than run mute.)
+    fn check_state_file(&self, path: &Path) -> Result<(), ConfigError> {
+        let key = "raft.state_file";
+        if path.is_dir() {
+            return Err(self.err(
+                key,
+                format!("{} is a directory; name a file in it", path.display()),
+            ));
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(self.err(
+                key,
+                format!(
+                    "{}: the directory {} does not exist (create it, writable by electd)",
+                    path.display(),
+                    dir.display()
+                ),
+            ));
+        }
+        if !writable(dir) || (path.exists() && !writable(path)) {
+            return Err(self.err(
+                key,
+                format!(
+                    "{}: not writable by this user (the state is rewritten after every vote)",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn path(&self, p: &Path) -> PathBuf {
@@ -515,6 +803,19 @@ impl Validator<'_> {
         if raw.peer.is_empty() {
             return Err(self.err("peer", "the roster is empty: add one [[peer]] per node"));
         }
+        let node_id = match (node_override, raw.node_id) {
+            (Some(n), _) => n,
+            (None, Some(n)) => NodeId::try_from(n)
+                .ok()
+                .filter(|&n| n != 0)
+                .ok_or_else(|| self.err("node_id", format!("{n} is not a node id")))?,
+            (None, None) => {
+                return Err(self.err(
+                    "node_id",
+                    "not set: give --node-id N, ELECTD_NODE_ID or node_id in the file",
+                ))
+            }
+        };
         let mut peers = Vec::with_capacity(raw.peer.len());
         let mut http_unresolved = Vec::with_capacity(raw.peer.len());
         let (mut ids, mut udp, mut http) = (HashSet::new(), HashSet::new(), HashSet::new());
@@ -532,14 +833,15 @@ impl Validator<'_> {
             if !ids.insert(id) {
                 return Err(self.err(key("id"), format!("node id {id} is listed twice")));
             }
-            let (addr, name) = self.peer_addr(&key("addr"), &p.addr)?;
+            let own = i64::from(node_id) == p.id;
+            let (addr, name) = self.peer_addr(&key("addr"), &p.addr, own)?;
             if !udp.insert(name.clone().unwrap_or_else(|| addr.to_string())) {
                 return Err(self.err(
                     key("addr"),
                     format!("{} is already the address of another peer", p.addr.trim()),
                 ));
             }
-            let (h, http_name) = self.peer_addr(&key("http"), &p.http)?;
+            let (h, http_name) = self.peer_addr(&key("http"), &p.http, own)?;
             http_unresolved.push(http_name.is_some() && h.ip().is_unspecified());
             if !http.insert(http_name.clone().unwrap_or_else(|| h.to_string())) {
                 return Err(self.err(
@@ -572,19 +874,6 @@ impl Validator<'_> {
                 sources,
             });
         }
-        let node_id = match (node_override, raw.node_id) {
-            (Some(n), _) => n,
-            (None, Some(n)) => NodeId::try_from(n)
-                .ok()
-                .filter(|&n| n != 0)
-                .ok_or_else(|| self.err("node_id", format!("{n} is not a node id")))?,
-            (None, None) => {
-                return Err(self.err(
-                    "node_id",
-                    "not set: give --node-id N, ELECTD_NODE_ID or node_id in the file",
-                ))
-            }
-        };
         if !ids.contains(&node_id) {
             let mut known: Vec<_> = ids.iter().copied().collect();
             known.sort_unstable();
@@ -618,6 +907,8 @@ impl Validator<'_> {
                 ));
             }
         }
+
+        self.check_families(&peers, node_id, raw.security.check_source.unwrap_or(true))?;
 
         // Algorithms.
         let names = raw
@@ -768,6 +1059,17 @@ impl Validator<'_> {
                 if a.port() == 0 {
                     return Err(self.err("transport.multicast", "the port must not be 0"));
                 }
+                let bind = peers.iter().find(|p| p.id == node_id).map(Peer::bind_addr);
+                if let Some(bind) = bind.filter(|b| b.is_ipv4() != a.is_ipv4()) {
+                    return Err(self.err(
+                        "transport.multicast",
+                        format!(
+                            "group {} and this node's bind address {bind} are of different IP \
+                             versions: the node could not join the group",
+                            a.ip()
+                        ),
+                    ));
+                }
                 Some(a)
             }
         };
@@ -802,6 +1104,7 @@ impl Validator<'_> {
                 Duration::from_secs(5),
             )?,
         };
+        let admin_token_file = raw.admin.token_file.as_ref().map(|f| self.path(f));
         let admin_token = match &raw.admin.token_file {
             None => None,
             Some(f) => {
@@ -809,7 +1112,29 @@ impl Validator<'_> {
                 let text = std::fs::read_to_string(&path).map_err(|e| {
                     self.err("admin.token_file", format!("{}: {e}", path.display()))
                 })?;
+                let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+                let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
+                if lines > 1 {
+                    return Err(self.err(
+                        "admin.token_file",
+                        format!(
+                            "{}: holds {lines} lines; the token must be one line (a bearer \
+                             token cannot contain a line break, so no request would match)",
+                            path.display()
+                        ),
+                    ));
+                }
                 let token = text.trim().to_string();
+                if let Some(c) = token.chars().find(|c| !c.is_ascii_graphic()) {
+                    return Err(self.err(
+                        "admin.token_file",
+                        format!(
+                            "{}: the token contains {c:?}; use printable ASCII without spaces \
+                             (e.g. `openssl rand -hex 32`)",
+                            path.display()
+                        ),
+                    ));
+                }
                 if token.len() < 16 {
                     return Err(self.err(
                         "admin.token_file",
@@ -824,7 +1149,11 @@ impl Validator<'_> {
         };
         let raft_state_file = match raw.raft.state_file.as_deref().map(str::trim) {
             None | Some("") => None,
-            Some(p) => Some(self.path(Path::new(&p.replace("{node}", &node_id.to_string())))),
+            Some(p) => {
+                let path = self.path(Path::new(&p.replace("{node}", &node_id.to_string())));
+                self.check_state_file(&path)?;
+                Some(path)
+            }
         };
         let od = Options::default();
         let options = Options {
@@ -846,6 +1175,7 @@ impl Validator<'_> {
             check_source: raw.security.check_source.unwrap_or(true),
             hooks,
             admin_token,
+            admin_token_file,
             options,
             raft_state_file,
             peers,
@@ -878,6 +1208,56 @@ impl Validator<'_> {
             ));
         }
         Ok((lo, hi))
+    }
+}
+
+/// The permission bits of `path` when group or others have any access to it.
+fn group_or_world_access(path: &Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then_some(mode)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// May this process write `path` (access(2) with W_OK)?
+fn writable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: access(2) reads the NUL-terminated path and touches nothing else.
+        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        !std::fs::metadata(path).map_or(true, |m| m.permissions().readonly())
+    }
+}
+
+fn port_zero(s: &str) -> String {
+    format!(
+        "{s:?} has port 0, which binds a random port no peer knows: give the port the \
+         others use"
+    )
+}
+
+/// Can a socket bound to `bind` send to `to`? (IPv4 to IPv4; a dual-stack `[::]`
+/// socket to both; a socket bound to one IPv6 address to IPv6 only.)
+pub fn reachable_from(bind: SocketAddr, to: SocketAddr) -> bool {
+    match (bind, to) {
+        (SocketAddr::V4(_), SocketAddr::V4(_)) => true,
+        (SocketAddr::V4(_), SocketAddr::V6(_)) => false,
+        (SocketAddr::V6(b), SocketAddr::V4(_)) => b.ip().is_unspecified(),
+        (SocketAddr::V6(_), SocketAddr::V6(_)) => true,
     }
 }
 
@@ -933,7 +1313,16 @@ listen = "0.0.0.0:7003"
         let e = r.expect_err("the config must be rejected");
         let shown = e.to_string();
         assert_eq!(e.key, key, "{shown}");
-        assert!(shown.starts_with("electd.toml: "), "{shown}");
+        match (&e.var, e.at) {
+            (Some(var), _) => assert!(shown.starts_with(&format!("{var} (environment")), "{shown}"),
+            (None, Some((l, c))) => {
+                assert!(
+                    shown.starts_with(&format!("electd.toml:{l}:{c}: ")),
+                    "{shown}"
+                )
+            }
+            (None, None) => assert!(shown.starts_with("electd.toml: "), "{shown}"),
+        }
         assert!(shown.contains(what), "{shown:?} should contain {what:?}");
     }
 
@@ -1323,5 +1712,186 @@ listen = "0.0.0.0:7003"
             "timing.heartbeat",
             "not below",
         );
+    }
+
+    #[test]
+    fn port_zero_is_refused_everywhere() {
+        fails(
+            parse(&head("").replace("127.0.0.1:7002", "127.0.0.1:0")),
+            "peer[1].addr",
+            "port 0",
+        );
+        fails(
+            parse(&head("").replace("127.0.0.1:8003", "127.0.0.1:0")),
+            "peer[2].http",
+            "port 0",
+        );
+        fails(
+            parse(&head("").replace("0.0.0.0:7003", "0.0.0.0:0")),
+            "peer[2].listen",
+            "port 0",
+        );
+    }
+
+    #[test]
+    fn a_roster_mixing_address_families_is_refused_unless_bound_dual_stack() {
+        let mixed = head("").replace("127.0.0.1:7003", "[::1]:7003");
+        // Node 2 binds IPv4: peer 3 on IPv6 is out of reach…
+        fails(parse(&mixed), "peer[2].addr", "is IPv6 but this node");
+        // …and node 3 (bound 0.0.0.0 by listen) cannot reach IPv6 either; an IPv6-only
+        // node cannot reach the IPv4 ones.
+        let v6 = mixed.replace("listen = \"0.0.0.0:7003\"\n", "");
+        fails(
+            parse_env(&v6, &[], Some(3)),
+            "peer[0].addr",
+            "is IPv4 but this node",
+        );
+        // A dual-stack bind reaches both, but its datagrams to IPv4 peers leave from an
+        // IPv4 address the peers' source check does not know: only without it.
+        let dual = mixed.replace("0.0.0.0:7003", "[::]:7003");
+        fails(
+            parse_env(&dual, &[], Some(3)),
+            "peer[0].addr",
+            "check_source",
+        );
+        let unchecked = dual.replace("insecure = true", "insecure = true\ncheck_source = false");
+        parse_env(&unchecked, &[], Some(3)).expect("dual stack reaches every peer");
+        // A multicast group of the other family could not be joined.
+        fails(
+            parse(&head("[transport]\nmulticast = \"[ff15::1]:7946\"")),
+            "transport.multicast",
+            "different IP versions",
+        );
+    }
+
+    #[test]
+    fn raft_state_file_must_be_writable_where_it_is() {
+        let dir = std::env::temp_dir().join(format!("electd-cfg-state-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("taken.state")).unwrap();
+        let with = |p: &str| head(&format!("[raft]\nstate_file = \"{p}\""));
+        let ok = format!("{}/raft-{{node}}.state", dir.display());
+        let c = parse(&with(&ok)).expect("an existing directory");
+        assert_eq!(c.raft_state_file, Some(dir.join("raft-2.state")));
+        fails(
+            parse(&with("/nonexistent/dir/raft.state")),
+            "raft.state_file",
+            "does not exist",
+        );
+        let is_dir = format!("{}/taken.state", dir.display());
+        fails(parse(&with(&is_dir)), "raft.state_file", "is a directory");
+        // From the environment, the variable is blamed.
+        let e = parse_env(
+            &head(""),
+            &[("ELECTD_RAFT_STATE_FILE", "/nonexistent/dir/raft.state")],
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "ELECTD_RAFT_STATE_FILE (environment, overriding raft.state_file of electd.toml)"
+            ),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn admin_token_files_hold_one_printable_line() {
+        let dir = std::env::temp_dir().join(format!("electd-cfg-token-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let load = |content: &str| {
+            let f = dir.join("token");
+            std::fs::write(&f, content).unwrap();
+            let text = head(&format!("[admin]\ntoken_file = \"{}\"", f.display()));
+            parse(&text)
+        };
+        let good = "0123456789abcdef0123";
+        let c = load(&format!("{good}\n")).unwrap();
+        assert_eq!(c.admin_token.as_deref(), Some(good));
+        assert_eq!(c.admin_token_file, Some(dir.join("token")));
+        fails(
+            load(&format!("{good}\nsecond-line-token\n")),
+            "admin.token_file",
+            "holds 2 lines",
+        );
+        fails(load("0123456789 abcdef0123"), "admin.token_file", "' '");
+        // A 0644 token file loads, with a warning.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let c = load(good).unwrap();
+            std::fs::set_permissions(dir.join("token"), std::fs::Permissions::from_mode(0o644))
+                .unwrap();
+            let w = c.warnings().join("\n");
+            assert!(w.contains("admin token file") && w.contains("0644"), "{w}");
+            std::fs::set_permissions(dir.join("token"), std::fs::Permissions::from_mode(0o600))
+                .unwrap();
+            assert!(!c.warnings().join("\n").contains("admin token file"));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn environment_errors_blame_the_variable() {
+        let e = parse_env(&head(""), &[("ELECTD_NODE_ID", "abc")], None).unwrap_err();
+        assert_eq!(e.var.as_deref(), Some("ELECTD_NODE_ID"));
+        let shown = e.to_string();
+        assert!(
+            shown.starts_with("ELECTD_NODE_ID (environment)") && shown.contains("\"abc\""),
+            "{shown}"
+        );
+        let e = parse_env(&head(""), &[("ELECTD_TIMING_HEARTBEAT", "1s")], None).unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "ELECTD_TIMING_HEARTBEAT (environment, overriding timing.heartbeat of electd.toml)"
+            ),
+            "{e}"
+        );
+        // Booleans in any spelling and case; nonsense is refused with the variable.
+        for (v, want) in [("TRUE", false), ("off", true), ("On", false), ("0", true)] {
+            let c = parse_env(&head(""), &[("ELECTD_RAFT_PRE_VOTE", v)], None).unwrap();
+            assert_eq!(c.options.pre_vote, !want, "{v}");
+        }
+        fails(
+            parse_env(&head(""), &[("ELECTD_RAFT_PRE_VOTE", "maybe")], None),
+            "ELECTD_RAFT_PRE_VOTE",
+            "not a boolean",
+        );
+        // An empty variable is not "unset".
+        fails(
+            parse_env(&head(""), &[("ELECTD_SECURITY_KEY_FILE", "")], None),
+            "ELECTD_SECURITY_KEY_FILE",
+            "set but empty",
+        );
+    }
+
+    #[test]
+    fn toml_syntax_errors_name_line_and_column() {
+        let e = parse("cluster = \"x\"\n\nfoo = = 3\n").unwrap_err();
+        assert_eq!(e.at, Some((3, 7)), "{e}");
+        assert!(
+            e.to_string().starts_with("electd.toml:3:7: not valid TOML"),
+            "{e}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod family_tests {
+    use super::reachable_from;
+
+    #[test]
+    fn which_sockets_reach_which_peers() {
+        let a = |s: &str| s.parse().unwrap();
+        assert!(reachable_from(a("10.0.0.1:1"), a("10.0.0.2:1")));
+        assert!(reachable_from(a("0.0.0.0:1"), a("10.0.0.2:1")));
+        assert!(!reachable_from(a("0.0.0.0:1"), a("[::1]:1")));
+        assert!(!reachable_from(a("10.0.0.1:1"), a("[::ffff:10.0.0.2]:1")));
+        assert!(reachable_from(a("[::]:1"), a("10.0.0.2:1")));
+        assert!(reachable_from(a("[::]:1"), a("[fd00::2]:1")));
+        assert!(reachable_from(a("[fd00::1]:1"), a("[fd00::2]:1")));
+        assert!(!reachable_from(a("[fd00::1]:1"), a("10.0.0.2:1")));
     }
 }

@@ -320,10 +320,10 @@ mod tests {
         let d = dir("hosts");
         let mut t = template(
             3,
-            Hosts::List(vec!["127.0.0.1".into(), "::1".into(), "127.0.0.3".into()]),
+            Hosts::List(vec!["fd00::1".into(), "::1".into(), "fd00::3".into()]),
             KeyChoice::Insecure,
         );
-        t.multicast = Some("239.255.70.1:5740".parse().unwrap());
+        t.multicast = Some("[ff15::70:1]:5740".parse().unwrap());
         t.algorithms = vec![AlgorithmKind::Raft, AlgorithmKind::Bully];
         let configs = load_all(&t, &d);
         assert_eq!(configs[1].me().addr, "[::1]:5740".parse().unwrap());
@@ -337,14 +337,13 @@ mod tests {
         let text = t
             .render()
             .unwrap()
-            .replace("# state_file = ", "state_file = ");
+            .replace("# state_file = ", "state_file = ")
+            // (the state file's directory must exist: the test's own stands in)
+            .replace("/var/lib/electd/", &format!("{}/", d.display()));
         let file = d.join("state.toml");
         std::fs::write(&file, text).unwrap();
         let c = Config::load(&file, Vec::new(), Some(2)).unwrap();
-        assert_eq!(
-            c.raft_state_file.as_deref(),
-            Some(Path::new("/var/lib/electd/raft-2.state"))
-        );
+        assert_eq!(c.raft_state_file, Some(d.join("raft-2.state")));
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -10,9 +10,18 @@
 //!   and logged (its last 2 KiB) when the command fails;
 //! - runs happen one at a time in the order of the changes, so a script that acquires
 //!   a resource on `leader` and releases it on `follower` never sees them reordered;
+//!   changes that pile up behind a slow run are coalesced: only the latest change of
+//!   each group runs (those in between are counted as `skipped`), so a hook never runs
+//!   for a change minutes old while a newer one waits;
 //! - the hook task subscribes to the node's leader events itself: the runtime only
 //!   broadcasts, so a slow or hung hook never delays an election;
-//! - a run that exceeds the timeout is killed with its whole process group (SIGKILL);
+//! - a run that exceeds the timeout is killed with its whole process group (SIGKILL),
+//!   and so is a run still going when the hook task is aborted (no orphans);
+//! - at stop, what was announced before runs (coalesced the same way), so the `none`
+//!   of a resigning leader reaches the script: at most one run per group after the one
+//!   in progress, each bounded by the timeout;
+//! - failures are logged at a bounded rate (a few lines a minute per result, with the
+//!   count of those left out);
 //! - every run is counted in `electd_hook_runs_total{result}`: `ok`, `failed`
 //!   (non-zero exit or signal), `timeout`, `error` (could not start), and `skipped`
 //!   for changes dropped because the hook fell more than the event buffer behind; the
@@ -68,39 +77,108 @@ pub fn spawn_until(
     let mut rx = shared.subscribe();
     tokio::spawn(async move {
         tokio::pin!(stop);
+        let mut log = crate::droplog::DropLog::new();
         loop {
             let received = tokio::select! {
                 r = rx.recv() => r,
                 () = &mut stop => break,
             };
-            match received {
+            let mut batch = Vec::new();
+            let lagged = match received {
                 Ok(event) => {
-                    run(&shared, &command, timeout, &event).await;
+                    batch.push(event);
+                    drain(&mut rx, &mut batch)
                 }
-                Err(RecvError::Lagged(missed)) => {
+                Err(RecvError::Lagged(missed)) => Some(missed),
+                Err(RecvError::Closed) => return,
+            };
+            for event in coalesce(&shared, batch) {
+                run_logged(&shared, &command, timeout, &event, &mut log).await;
+            }
+            if let Some(missed) = lagged {
+                if log.record("lagged", since_start()) != crate::droplog::Verdict::Quiet {
                     tracing::warn!(
                         missed,
                         "leader-change hook fell behind; running it with the current state"
                     );
-                    shared.metrics.hook_skipped(missed);
-                    // The backlog is older than the present state: resubscribe and
-                    // snapshot atomically, then run once per group.
-                    let (fresh, groups) = shared.watch();
-                    rx = fresh;
-                    for g in groups {
-                        let event = LeaderEvent::new(shared.node, g.algorithm, g.leader, g.term);
-                        run(&shared, &command, timeout, &event).await;
-                    }
                 }
-                Err(RecvError::Closed) => return,
+                shared.metrics.hook_skipped(missed);
+                // The backlog is older than the present state: resubscribe and snapshot
+                // atomically, then run once per group.
+                let (fresh, groups) = shared.watch();
+                rx = fresh;
+                for g in groups {
+                    let event = LeaderEvent::new(shared.node, g.algorithm, g.leader, g.term);
+                    run_logged(&shared, &command, timeout, &event, &mut log).await;
+                }
             }
         }
-        // Stopping: what was announced before the stop still runs, in order (bounded by
-        // the channel's capacity).
-        while let Ok(event) = rx.try_recv() {
-            run(&shared, &command, timeout, &event).await;
+        // Stopping: what was announced before the stop still runs, the latest change
+        // of each group, in order.
+        let mut batch = Vec::new();
+        drain(&mut rx, &mut batch);
+        for event in coalesce(&shared, batch) {
+            run_logged(&shared, &command, timeout, &event, &mut log).await;
         }
     })
+}
+
+/// Move every event already queued into `batch`; `Some(missed)` if the receiver lagged.
+fn drain(
+    rx: &mut tokio::sync::broadcast::Receiver<LeaderEvent>,
+    batch: &mut Vec<LeaderEvent>,
+) -> Option<u64> {
+    loop {
+        match rx.try_recv() {
+            Ok(e) => batch.push(e),
+            Err(tokio::sync::broadcast::error::TryRecvError::Lagged(n)) => return Some(n),
+            Err(_) => return None,
+        }
+    }
+}
+
+/// The latest event of each group, in the order of those latest events; the others
+/// are counted as skipped.
+fn coalesce(shared: &Shared, batch: Vec<LeaderEvent>) -> Vec<LeaderEvent> {
+    let total = batch.len();
+    let mut out: Vec<LeaderEvent> = Vec::new();
+    for e in batch {
+        out.retain(|o| o.algorithm != e.algorithm);
+        out.push(e);
+    }
+    let skipped = (total - out.len()) as u64;
+    if skipped > 0 {
+        shared.metrics.hook_skipped(skipped);
+    }
+    out
+}
+
+/// [`run`], with failures logged through `log`'s rate limit.
+async fn run_logged(
+    shared: &Shared,
+    command: &str,
+    timeout: Duration,
+    event: &LeaderEvent,
+    log: &mut crate::droplog::DropLog,
+) -> Outcome {
+    let (outcome, stderr) = execute(shared, command, timeout, event).await;
+    shared.metrics.hook_run(outcome.label());
+    let verdict = match outcome {
+        Outcome::Ok => crate::droplog::Verdict::Log,
+        _ => log.record(outcome.label(), since_start()),
+    };
+    if verdict != crate::droplog::Verdict::Quiet {
+        report(event, &outcome, &stderr, timeout, verdict);
+    }
+    outcome
+}
+
+/// Origin of the rate limit's clock.
+static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Time on the rate limit's clock.
+fn since_start() -> Duration {
+    START.get_or_init(std::time::Instant::now).elapsed()
 }
 
 /// Run the hook once for `event`, log and count the outcome.
@@ -112,14 +190,37 @@ pub async fn run(
 ) -> Outcome {
     let (outcome, stderr) = execute(shared, command, timeout, event).await;
     shared.metrics.hook_run(outcome.label());
+    report(
+        event,
+        &outcome,
+        &stderr,
+        timeout,
+        crate::droplog::Verdict::Log,
+    );
+    outcome
+}
+
+/// Log one run's outcome (`Summary(n)`: n failures like it were not logged).
+fn report(
+    event: &LeaderEvent,
+    outcome: &Outcome,
+    stderr: &str,
+    timeout: Duration,
+    verdict: crate::droplog::Verdict,
+) {
     let algorithm = event.algorithm.as_str();
-    match &outcome {
+    let unlogged = match verdict {
+        crate::droplog::Verdict::Summary(n) => n,
+        _ => 0,
+    };
+    match outcome {
         Outcome::Ok => tracing::debug!(algorithm, role = event.role, "leader-change hook ran"),
         Outcome::Failed(status) => tracing::warn!(
             algorithm,
             role = event.role,
             %status,
             stderr = %stderr,
+            unlogged,
             "leader-change hook failed"
         ),
         Outcome::Timeout => tracing::warn!(
@@ -127,13 +228,13 @@ pub async fn run(
             role = event.role,
             timeout = ?timeout,
             stderr = %stderr,
+            unlogged,
             "leader-change hook timed out and was killed"
         ),
         Outcome::Error(e) => {
-            tracing::error!(algorithm, error = %e, "leader-change hook could not start")
+            tracing::error!(algorithm, error = %e, unlogged, "leader-change hook could not start")
         }
     }
-    outcome
 }
 
 async fn execute(
@@ -165,6 +266,9 @@ async fn execute(
         Ok(c) => c,
         Err(e) => return (Outcome::Error(e.to_string()), String::new()),
     };
+    // If this future is dropped (the hook task aborted at shutdown) while the command
+    // runs, the guard kills its whole process group: nothing it started outlives us.
+    let mut guard = GroupGuard(child.id());
     // Read stderr alongside (a full pipe would block the command); keep the tail.
     let stderr = child.stderr.take().map(|mut err| {
         tokio::spawn(async move {
@@ -192,6 +296,9 @@ async fn execute(
             Outcome::Timeout
         }
     };
+    // The command ended (or was killed): disarm. A background process it started on
+    // purpose is its own business.
+    guard.0 = None;
     let text = match stderr {
         Some(task) => match tokio::time::timeout(Duration::from_secs(1), task).await {
             Ok(Ok(text)) => text,
@@ -200,6 +307,15 @@ async fn execute(
         None => String::new(),
     };
     (outcome, text)
+}
+
+/// Kills the process group of a running command when dropped (see [`execute`]).
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.0.take());
+    }
 }
 
 /// SIGKILL the process group led by `pid` (the command and everything it started).

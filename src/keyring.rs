@@ -82,6 +82,8 @@ impl Keyring {
     /// Parse the text of a key file.
     pub fn parse(text: &str) -> Result<Keyring, KeyError> {
         let mut keys: Vec<Key> = Vec::new();
+        // A byte-order mark (some editors write one) is not part of the key.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -148,8 +150,13 @@ pub enum VerifyError {
 }
 
 fn parse_hex(s: &str) -> Result<[u8; KEY_LEN], String> {
-    if s.len() != 2 * KEY_LEN {
-        return Err(format!("found {} characters", s.len()));
+    let chars = s.chars().count();
+    if chars != 2 * KEY_LEN || s.len() != chars {
+        return Err(if chars == 2 * KEY_LEN {
+            "found a non-hex character".to_string()
+        } else {
+            format!("found {chars} characters")
+        });
     }
     let mut out = [0u8; KEY_LEN];
     let digits = s.as_bytes();
@@ -273,6 +280,20 @@ mod tests {
             both.verify(id, b"hello", &tag[..31]),
             Err(VerifyError::BadTag)
         );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_key_and_lengths_count_characters() {
+        let plain = Keyring::parse(&key(9)).unwrap();
+        let bom = Keyring::parse(&format!("\u{feff}{}\n", key(9))).unwrap();
+        assert_eq!(plain.primary().id, bom.primary().id);
+        // A multi-byte character inside the hex is a character, not three.
+        let odd = format!("{}é", &key(9)[..63]);
+        let e = Keyring::parse(&odd).unwrap_err().to_string();
+        assert!(e.contains("non-hex"), "{e}");
+        let short = format!("{}é", &key(9)[..10]);
+        let e = Keyring::parse(&short).unwrap_err().to_string();
+        assert!(e.contains("found 11 characters"), "{e}");
     }
 
     #[test]

@@ -47,11 +47,56 @@ fn main() -> ExitCode {
         Command::Completions(args) => cli::manual::completions(args),
         Command::Man(args) => cli::manual::man(args),
     };
+    // Exit codes: 0 success, 1 a runtime error (a configuration refused, a port taken,
+    // a failed check…), 2 a usage error (clap's, before anything ran).
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("electd: error: {e:#}");
-            ExitCode::from(2)
+            eprintln!("electd: error: {}", error_chain(&e));
+            ExitCode::from(1)
         }
+    }
+}
+
+/// The error and its causes joined by ": ", leaving out a cause whose text the message
+/// already holds (errors that print their source would otherwise repeat it).
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_chain;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{path}: {source}")]
+    struct Leaf {
+        path: String,
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_said_once() {
+        let io = std::io::Error::other("Is a directory (os error 21)");
+        let leaf = Leaf {
+            path: "/x/raft.state".into(),
+            source: io,
+        };
+        let e = anyhow::Error::new(leaf).context("cannot read the durable state");
+        assert_eq!(
+            error_chain(&e),
+            "cannot read the durable state: /x/raft.state: Is a directory (os error 21)"
+        );
     }
 }

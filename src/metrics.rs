@@ -89,6 +89,9 @@ pub struct Metrics {
     group_bytes_sent: IntCounterVec,
     group_retransmissions: IntCounterVec,
     group_delivery_failures: IntCounterVec,
+    key_reloads: IntCounterVec,
+    errors: IntCounterVec,
+    health: IntGaugeVec,
     process: Registry,
     exported: Mutex<Exported>,
 }
@@ -274,6 +277,24 @@ impl Metrics {
             "Messages of the group the reliable link gave up on.",
             &["algorithm"],
         )?;
+        let key_reloads = counter_vec(
+            "key_reloads_total",
+            "Key file reloads on SIGHUP, by result (ok, failed, insecure: nothing to reload).",
+            &["result"],
+        )?;
+        let errors = counter_vec(
+            "errors_total",
+            "Runtime failures without a counter of their own, by class (state_write, receive, resolve).",
+            &["class"],
+        )?;
+        let health = gauge_vec(
+            "health",
+            "1 while a health check passes, 0 while it fails (check: send, persist, roster); /healthz answers 503 while any is 0.",
+            &["check"],
+        )?;
+        for check in crate::daemon::shared::HEALTH_CHECKS {
+            health.with_label_values(&[check]).set(1);
+        }
         let build_info = IntGaugeVec::new(
             opts("build_info", "Build information; always 1."),
             &["version"],
@@ -318,6 +339,9 @@ impl Metrics {
             group_bytes_sent,
             group_retransmissions,
             group_delivery_failures,
+            key_reloads,
+            errors,
+            health,
             process: process_registry(cluster, node)?,
             exported: Mutex::new(Exported::default()),
         };
@@ -547,6 +571,23 @@ impl Metrics {
     /// runs once per group with the current state instead).
     pub fn hook_skipped(&self, n: u64) {
         self.hook_runs.with_label_values(&["skipped"]).inc_by(n);
+    }
+
+    /// A `SIGHUP` key reload finished with `result` (`ok`, `failed`, `insecure`).
+    pub fn key_reload(&self, result: &str) {
+        self.key_reloads.with_label_values(&[result]).inc();
+    }
+
+    /// A failure of `class` (`state_write`, `receive`, `resolve`).
+    pub fn error(&self, class: &str) {
+        self.errors.with_label_values(&[class]).inc();
+    }
+
+    /// The state of one health check (see [`crate::daemon::shared::HEALTH_CHECKS`]).
+    pub fn set_health(&self, check: &str, passing: bool) {
+        self.health
+            .with_label_values(&[check])
+            .set(i64::from(passing));
     }
 
     /// The text exposition format, for `GET /metrics`.

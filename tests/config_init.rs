@@ -92,6 +92,20 @@ fn init_to_stdout_and_clear_errors() {
             vec!["--nodes", "2", "--insecure", "--key-file", "k"],
             "cannot be used",
         ),
+        // Not "lists 1 hosts": an empty list names the empty entry.
+        (
+            vec!["--nodes", "1", "--hosts", "", "--insecure"],
+            "entry 1 of 1 is empty",
+        ),
+        (
+            vec!["--nodes", "3", "--hosts", "a,,c", "--insecure"],
+            "entry 2 of 3 is empty",
+        ),
+        // A roster its own nodes could not use.
+        (
+            vec!["--nodes", "2", "--hosts", "127.0.0.1,::1", "--insecure"],
+            "address family",
+        ),
     ] {
         let mut all = vec!["config", "init"];
         all.extend(args);

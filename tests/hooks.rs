@@ -86,10 +86,11 @@ async fn runs_follow_the_order_of_changes() {
         (Raft, Some(2)),
         (Bully, Some(5)),
     ];
+    // One change at a time (each run done before the next change): every one runs.
     for (i, (a, l)) in changes.iter().enumerate() {
         s.emit(LeaderEvent::new(4, *a, *l, i as u64));
+        wait_until("the run", || read(&log).lines().count() == i + 1).await;
     }
-    wait_until("five runs", || read(&log).lines().count() == changes.len()).await;
     let expected: Vec<String> = changes
         .iter()
         .map(|(a, l)| {
@@ -117,9 +118,10 @@ async fn failures_are_counted_and_do_not_stop_later_runs() {
         "echo oops >&2; exit 3".to_string(),
         Duration::from_secs(5),
     );
-    s.emit(LeaderEvent::new(4, Bully, Some(1), 1));
-    s.emit(LeaderEvent::new(4, Bully, Some(2), 2));
     let m = &s.metrics;
+    s.emit(LeaderEvent::new(4, Bully, Some(1), 1));
+    wait_until("one failed run", || counter(&m.encode(), "failed") == 1).await;
+    s.emit(LeaderEvent::new(4, Bully, Some(2), 2));
     wait_until("two failed runs", || counter(&m.encode(), "failed") == 2).await;
     task.abort();
 
@@ -191,4 +193,71 @@ async fn changes_announced_before_stop_still_run() {
         .expect("the task ends after running what was pending")
         .expect("no panic");
     assert_eq!(read(&out), "bully none\nraft none\n");
+}
+
+/// Changes that pile up behind a slow run are coalesced: the latest of each group
+/// runs, in order, the others are counted as skipped; nothing runs for a stale change.
+#[tokio::test]
+async fn a_backlog_runs_only_the_latest_change_of_each_group() {
+    let dir = tempdir("backlog");
+    let log = dir.join("log.txt");
+    let gate = dir.join("go");
+    // The first run waits for the test's go-ahead: the other changes queue behind it.
+    let cmd = format!(
+        "echo \"$ELECTD_ALGORITHM $ELECTD_TERM\" >> {log}; \
+         while [ ! -e {gate} ]; do sleep 0.01; done",
+        log = log.display(),
+        gate = gate.display()
+    );
+    let (s, _rx) = shared(4, &[Bully, Raft], None);
+    let task = hooks::spawn(s.clone(), cmd, Duration::from_secs(20));
+    s.emit(LeaderEvent::new(4, Bully, Some(1), 1));
+    wait_until("the first run", || read(&log).lines().count() == 1).await;
+    // Behind it: bully 2..=10 and raft 20, 21 (in between), then bully 11.
+    for t in 2..=10 {
+        s.emit(LeaderEvent::new(4, Bully, Some(2), t));
+    }
+    s.emit(LeaderEvent::new(4, Raft, Some(3), 20));
+    s.emit(LeaderEvent::new(4, Raft, None, 21));
+    s.emit(LeaderEvent::new(4, Bully, Some(4), 11));
+    let queued: u64 = 9 + 2 + 1;
+    std::fs::write(&gate, "").expect("go");
+    wait_until("the coalesced runs", || read(&log).lines().count() == 3).await;
+    // The latest change of each group, in the order of those latest changes.
+    assert_eq!(
+        read(&log).lines().collect::<Vec<_>>(),
+        vec!["bully 1", "raft 21", "bully 11"]
+    );
+    let m = &s.metrics;
+    // Every queued change either ran or was counted as skipped.
+    wait_until("the skipped count", || {
+        counter(&m.encode(), "skipped") == queued - 2
+    })
+    .await;
+    wait_until("three ok runs", || counter(&m.encode(), "ok") == 3).await;
+    task.abort();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A run still going when the hook task is aborted (the daemon's last resort at
+/// shutdown) is killed with everything it started: no orphan outlives the daemon.
+#[tokio::test]
+async fn aborting_the_hook_task_kills_the_running_command_and_its_children() {
+    let dir = tempdir("abort");
+    let pidfile = dir.join("pid");
+    let cmd = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+    let (s, _rx) = shared(4, &[Bully], None);
+    let task = hooks::spawn(s.clone(), cmd, Duration::from_secs(300));
+    s.emit(LeaderEvent::new(4, Bully, None, 1));
+    wait_until("the hook's child", || !read(&pidfile).trim().is_empty()).await;
+    let pid = read(&pidfile).trim().to_string();
+    task.abort();
+    let _ = task.await;
+    let stat = format!("/proc/{pid}/stat");
+    wait_until("the orphan candidate to die", || {
+        let s = read(Path::new(&stat));
+        s.is_empty() || s.split_whitespace().nth(2) == Some("Z")
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -129,6 +129,10 @@ async fn bad_parameters_are_400_unknown_algorithms_404() {
         ("/watch?algorithm=paxos", StatusCode::NOT_FOUND),
         ("/status?algorithm=lcr", StatusCode::NOT_FOUND),
         ("/no-such-route", StatusCode::NOT_FOUND),
+        // Routes without parameters refuse any.
+        ("/healthz?x=1", StatusCode::BAD_REQUEST),
+        ("/metrics?x=1", StatusCode::BAD_REQUEST),
+        ("/readyz?algorithm=bully", StatusCode::BAD_REQUEST),
     ] {
         let r = get(a, path).await;
         assert_eq!(r.status, code, "{path}: {}", r.body);
@@ -221,13 +225,22 @@ async fn admin_needs_the_bearer_token() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert!(matches!(rx.recv().await, Some(Control::Pause)));
     assert_eq!(r.json()["paused"], true);
-    // GET on an admin route is not allowed.
-    assert_eq!(
-        call(a, Method::GET, "/admin/pause", Some(BEARER))
-            .await
-            .status,
-        StatusCode::METHOD_NOT_ALLOWED
-    );
+    // A wrong method is 405 with a JSON error and the allowed method.
+    for (method, path, allow) in [
+        (Method::GET, "/admin/pause", "POST"),
+        (Method::GET, "/admin/election", "POST"),
+        (Method::POST, "/status", "GET, HEAD"),
+        (Method::DELETE, "/healthz", "GET, HEAD"),
+    ] {
+        let r = call(a, method.clone(), path, Some(BEARER)).await;
+        assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+        let msg = r.json()["error"].as_str().unwrap_or_default().to_string();
+        assert!(msg.contains(allow), "{method} {path}: {}", r.body);
+        assert_eq!(
+            r.headers.get("allow").map(|v| v.to_str().unwrap()),
+            Some(allow)
+        );
+    }
     server.stop().await;
 }
 
@@ -378,4 +391,41 @@ async fn watch_streams_the_failover() {
     // Shutdown ends the open streams, so it does not hang.
     server.stop().await;
     assert!(bully.next().await.is_none(), "stream ends at shutdown");
+}
+
+/// Health means health: a failing check turns /healthz and /readyz to 503 with the
+/// reason, and the `electd_health` gauge to 0; clearing it brings them back.
+#[tokio::test]
+async fn failing_health_checks_make_healthz_and_readyz_fail() {
+    let (s, server, _rx) = node3(None).await;
+    let a = server.addr;
+    assert_eq!(get(a, "/healthz").await.status, StatusCode::OK);
+    assert_eq!(get(a, "/readyz").await.status, StatusCode::OK);
+    for check in ["send", "persist", "roster"] {
+        s.set_problem(check, Some(format!("{check} is broken")));
+        let r = get(a, "/healthz").await;
+        assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{check}");
+        assert_eq!(r.json()["failing"][check], format!("{check} is broken"));
+        assert!(r.json()["error"].as_str().unwrap().contains(check));
+        assert_eq!(
+            get(a, "/readyz").await.status,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        let m = s.metrics.encode();
+        let line = format!("electd_health{{check=\"{check}\",node=\"3\"}} 0");
+        assert!(m.contains(&line), "{line} not in metrics");
+        s.set_problem(check, None);
+        assert_eq!(get(a, "/healthz").await.status, StatusCode::OK, "{check}");
+    }
+    // Ready needs a leader in every group.
+    s.publish_status(vec![view(Bully, Some(5), 1), view(Raft, None, 4)]);
+    let r = get(a, "/readyz").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        r.json()["error"].as_str().unwrap().contains("raft"),
+        "{}",
+        r.body
+    );
+    assert_eq!(get(a, "/healthz").await.status, StatusCode::OK);
+    server.stop().await;
 }

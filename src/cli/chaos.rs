@@ -17,20 +17,34 @@ pub struct ChaosArgs {
     /// Fault mix of the plans.
     #[arg(long, value_enum, default_value = "full")]
     pub faults: super::FaultSetArg,
-    /// Worker threads (default: the number of CPUs).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    /// Worker threads, 1 to 1024 (default: the number of CPUs).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS))]
+    pub threads: Option<u16>,
 }
+
+/// More workers than this only costs memory: each runs one simulation at a time.
+const MAX_THREADS: i64 = 1024;
 
 pub fn run(args: ChaosArgs) -> anyhow::Result<()> {
     if args.seeds == 0 {
         anyhow::bail!("--seeds must be at least 1");
     }
+    if args.start.checked_add(args.seeds).is_none() {
+        anyhow::bail!(
+            "--start {} + --seeds {} is beyond the last seed ({}): lower --start or --seeds",
+            args.start,
+            args.seeds,
+            u64::MAX
+        );
+    }
     let kinds = super::algorithms_or_all(&args.algorithms)?;
     let faults = args.faults.0;
     let threads = args
         .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        .map(usize::from)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        // No more workers than seeds: the others would have nothing to do.
+        .min(usize::try_from(args.seeds).unwrap_or(usize::MAX));
     let tty = std::io::stderr().is_terminal();
     let started = std::time::Instant::now();
     let results = campaign::run(

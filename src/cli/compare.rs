@@ -1,6 +1,7 @@
 //! `electd compare`.
 
 use super::Format;
+use electd::algorithm::AlgorithmKind;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -21,11 +22,24 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// Start even when the estimate exceeds the available memory or ten minutes.
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let nodes = args.nodes.0;
     let algorithms = super::algorithms_or_all(&args.algorithms)?;
+    let runs: Vec<(AlgorithmKind, usize)> = algorithms
+        .iter()
+        .flat_map(|&k| {
+            let cases = electd::formulas::cases(k).len().max(1);
+            nodes
+                .iter()
+                .flat_map(move |&n| std::iter::repeat_n((k, n), cases))
+        })
+        .collect();
+    super::simulate::check_series(&runs, args.force)?;
     let tty = std::io::stderr().is_terminal();
     let cmp = electd::compare::run(&algorithms, &nodes, args.seed, |done, total| {
         if tty {

@@ -20,6 +20,22 @@ pub struct ConfigArgs {
 pub enum ConfigCommand {
     /// Write a complete, commented configuration for a cluster of N hosts.
     Init(InitArgs),
+    /// Check a configuration as `electd run` would load it (every rule: timing
+    /// relations, addresses, files, key, token, ELECTD_* overrides), without binding
+    /// anything. Exit 0 if `run` would start (warnings on stderr), 1 with the file and
+    /// key named if not. Without --node-id (and no node_id in the file or environment),
+    /// every node of the roster is checked.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The cluster's TOML file.
+    #[arg(long, short, env = "ELECTD_CONFIG")]
+    pub config: PathBuf,
+    /// Check as this node (overrides ELECTD_NODE_ID and node_id in the file).
+    #[arg(long)]
+    pub node_id: Option<electd::NodeId>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -66,10 +82,66 @@ pub struct InitArgs {
 pub fn run(args: ConfigArgs) -> anyhow::Result<()> {
     match args.command {
         ConfigCommand::Init(a) => init(a),
+        ConfigCommand::Check(a) => check(a),
     }
 }
 
+/// `config check`: [`Config::load`] exactly as `run` calls it, for one node or for
+/// every node of the roster.
+fn check(a: CheckArgs) -> anyhow::Result<()> {
+    // Tracing on stderr: loading logs roster names that do not resolve yet.
+    super::init_tracing();
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    let (roster, node_given) = Config::roster(&a.config, env.clone())?;
+    let ids: Vec<Option<electd::NodeId>> = if a.node_id.is_some() || node_given {
+        vec![a.node_id]
+    } else {
+        roster.into_iter().map(Some).collect()
+    };
+    let every = ids.len() > 1;
+    let mut warned = std::collections::BTreeSet::new();
+    let mut checked = Vec::new();
+    for id in ids {
+        let c = match Config::load(&a.config, env.clone(), id) {
+            Ok(c) => c,
+            // Checking every node from one machine: a node's own host name may resolve
+            // only where it runs (the node checks it at start).
+            Err(e) if every && e.message.contains("does not resolve") => {
+                eprintln!(
+                    "electd: warning: {e} (here; node {} checks it again when it starts)",
+                    id.unwrap_or_default()
+                );
+                checked.push(id.unwrap_or_default());
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        checked.push(c.node_id);
+        for w in c.warnings() {
+            if warned.insert(w.clone()) {
+                eprintln!("electd: warning: {w}");
+            }
+        }
+    }
+    let which = match checked.as_slice() {
+        [one] => format!("node {one}"),
+        many => format!("every node ({} of them)", many.len()),
+    };
+    println!("{}: ok for {which}", a.config.display());
+    Ok(())
+}
+
 fn init(a: InitArgs) -> anyhow::Result<()> {
+    if let Some(hosts) = &a.hosts {
+        if let Some(i) = hosts.iter().position(|h| h.trim().is_empty()) {
+            bail!(
+                "--hosts: entry {} of {} is empty: give one host (IP or DNS name) per node, \
+                 comma-separated",
+                i + 1,
+                hosts.len()
+            );
+        }
+    }
     let default_key = a.key_file.is_none() && !a.insecure;
     let key = if a.insecure {
         KeyChoice::Insecure
@@ -101,6 +173,9 @@ fn init(a: InitArgs) -> anyhow::Result<()> {
         Some(1),
     ) {
         // Only the own-address check of a host name that does not resolve here may fail.
+        if e.key.ends_with(".addr") && e.message.contains("address family") {
+            bail!("these hosts do not make a working cluster: {e}");
+        }
         if !e.message.contains("resolve") {
             bail!("internal error: the generated configuration does not load: {e}");
         }

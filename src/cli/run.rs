@@ -34,21 +34,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // Tracing first: loading logs the roster names that do not resolve yet.
     super::init_tracing();
     let cfg = Config::load(&args.config, std::env::vars(), args.node_id)?;
-    if cfg
-        .algorithms
-        .contains(&electd::algorithm::AlgorithmKind::Raft)
-        && cfg.raft_state_file.is_none()
-    {
-        tracing::warn!(
-            "raft runs without [raft] state_file: its term and vote are lost on restart, so a \
-             restarted node may vote twice in one term (set state_file for election safety)"
-        );
-    }
-    if let Some(w) = cfg
-        .key_file
-        .as_deref()
-        .and_then(electd::keyring::permission_warning)
-    {
+    for w in cfg.warnings() {
         tracing::warn!("{w}");
     }
     if !cfg.check_source {
@@ -126,6 +112,8 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
             let _ = hook_stop.wait_for(|s| *s).await;
         })
     });
+    // Always: SIGHUP's default action would kill the process (an insecure node has no
+    // key to reload, but a `systemctl reload` must not stop it).
     #[cfg(unix)]
     tokio::spawn(reload_keys_on_sighup(cfg.key_file.clone(), shared.clone()));
     let rcfg = RuntimeConfig::from_config(&cfg, incarnation_now());
@@ -154,9 +142,10 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// On every `SIGHUP`: re-read the key file and hand the keyring to the runtime. The
-/// handler is installed without a key file too, so that `systemctl reload` (SIGHUP)
-/// never kills an `insecure` node.
+/// On every `SIGHUP`: re-read the key file and hand the keyring to the runtime
+/// (`electd_key_reloads_total{result}`). The handler is installed without a key file
+/// too, so that `systemctl reload` (SIGHUP) never kills an `insecure` node: it logs
+/// that there is nothing to reload.
 #[cfg(unix)]
 async fn reload_keys_on_sighup(path: Option<PathBuf>, shared: Arc<Shared>) {
     use electd::daemon::shared::Control;
@@ -168,26 +157,43 @@ async fn reload_keys_on_sighup(path: Option<PathBuf>, shared: Arc<Shared>) {
             return;
         }
     };
+    // A signal storm must not flood the log: lines are rate-limited per result.
+    let mut log = electd::droplog::DropLog::new();
+    let start = std::time::Instant::now();
+    let mut loud = |result: &'static str| {
+        log.record(result, start.elapsed()) != electd::droplog::Verdict::Quiet
+    };
     while hup.recv().await.is_some() {
-        let Some(path) = path.as_deref() else {
-            tracing::info!("SIGHUP: no security.key_file (insecure): nothing to reload");
+        let Some(path) = &path else {
+            shared.metrics.key_reload("insecure");
+            if loud("insecure") {
+                tracing::warn!(
+                    "SIGHUP: this node runs insecure (no security.key_file): no keys to \
+                     reload; restart it to enable authentication"
+                );
+            }
             continue;
         };
         super::notify::notify_logged("RELOADING=1");
-        let loaded = electd::keyring::Keyring::load(path);
-        match loaded {
+        match electd::keyring::Keyring::load(path) {
             Ok(keys) => {
                 if let Some(w) = electd::keyring::permission_warning(path) {
                     tracing::warn!("{w}");
                 }
+                shared.metrics.key_reload("ok");
                 if !shared.command(Control::Keys(keys)).await {
                     return;
                 }
             }
-            Err(e) => tracing::error!(
-                "SIGHUP: security.key_file {}: {e}; keeping the current keys",
-                path.display()
-            ),
+            Err(e) => {
+                shared.metrics.key_reload("failed");
+                if loud("failed") {
+                    tracing::error!(
+                        "SIGHUP: security.key_file {}: {e}; keeping the current keys",
+                        path.display()
+                    )
+                }
+            }
         }
         super::notify::notify_logged("READY=1");
     }

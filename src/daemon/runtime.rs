@@ -185,6 +185,9 @@ impl NetOptions {
     }
 }
 
+/// Consecutive failed sends after which the `send` health check fails.
+const SEND_FAILURE_STREAK: u32 = 8;
+
 /// How long one DNS lookup may take.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Retry period of a name that did not resolve.
@@ -236,6 +239,8 @@ pub async fn run_with<T: Transport>(
     d.node.set_multicast(d.multicast.is_some());
     d.gate.set_group(d.multicast.is_some());
     d.resolver = Resolver::new(&net, v4_only, resolved_tx);
+    d.bound = socket.local_addr().ok();
+    d.check_roster();
     let has_names = !d.resolver.names.is_empty();
     d.resolve_due();
     d.boot();
@@ -263,7 +268,11 @@ pub async fn run_with<T: Transport>(
                 if let Some(addr) = r {
                     d.gate.set_sources(id, vec![addr]);
                 }
-                d.resolver.resolved(id, r, &mut d.peers)
+                if r.is_none() {
+                    d.shared.metrics.error("resolve");
+                }
+                d.resolver.resolved(id, r, &mut d.peers);
+                d.check_roster();
             }
             _ = tick.tick(), if has_names => d.resolve_due(),
             _ = &mut sleep, if !d.paused => d.timeout(),
@@ -382,6 +391,12 @@ struct Driver {
     shared: Arc<Shared>,
     gate: Gate,
     drops: DropLog,
+    /// Rate limit of the error lines that can repeat (by failure class).
+    errlog: DropLog,
+    /// Consecutive failed sends (reset by a successful one): the `send` health check.
+    send_failures: u32,
+    /// The address this node's socket is bound to (for the `roster` health check).
+    bound: Option<SocketAddr>,
     peers: HashMap<NodeId, SocketAddr>,
     node: Node,
     incarnation: u64,
@@ -407,6 +422,9 @@ impl Driver {
         Ok(Driver {
             gate: Gate::new(cfg.gate_config(false)),
             drops: DropLog::new(),
+            errlog: DropLog::new(),
+            send_failures: 0,
+            bound: None,
             // Names that did not resolve at load have the unspecified address: none yet.
             peers: cfg
                 .peers
@@ -481,6 +499,7 @@ impl Driver {
             Ok(x) => x,
             Err(e) => {
                 // E.g. an ICMP error reported on the socket; never fatal.
+                self.shared.metrics.error("receive");
                 tracing::debug!("receive error: {e}");
                 return;
             }
@@ -597,45 +616,120 @@ impl Driver {
     /// nothing of this step may leave the node (a vote must be on disk before it is
     /// sent); reliable messages go out later with the link's retransmissions, after the
     /// next successful write.
-    fn persist(&mut self) -> bool {
+    /// Returns the groups whose new state is not on disk (empty when all is written).
+    fn persist(&mut self) -> Vec<AlgorithmKind> {
         let Some(path) = &self.cfg.state_file else {
-            return true;
+            return Vec::new();
         };
         let now = self.node.durable();
         if now == self.stored {
-            return true;
+            return Vec::new();
         }
         match durable::store(path, &now) {
             Ok(()) => {
                 self.stored = now;
-                true
+                if self.shared.problems().iter().any(|p| p.0 == "persist") {
+                    tracing::info!(node = self.cfg.id, "durable state written again");
+                    self.shared.set_problem("persist", None);
+                }
+                Vec::new()
             }
             Err(e) => {
-                tracing::error!(
-                    node = self.cfg.id,
-                    "durable state not written, holding back datagrams: {e}"
+                self.shared.metrics.error("state_write");
+                self.shared
+                    .set_problem("persist", Some(format!("cannot write the state file: {e}")));
+                let changed: Vec<AlgorithmKind> = now
+                    .iter()
+                    .filter(|n| !self.stored.contains(n))
+                    .map(|n| n.0)
+                    .collect();
+                self.log_error(
+                    "state_write",
+                    &format!(
+                        "durable state not written, holding back the datagrams of {changed:?}: {e}"
+                    ),
                 );
-                self.shared.metrics.send_error("state_not_persisted");
-                false
+                changed
             }
         }
     }
 
-    async fn flush<T: Transport>(&mut self, socket: &T) {
-        if !self.persist() {
-            let _ = self.node.drain_transmits().count();
-            let _ = self.node.drain_multicasts().count();
+    /// Log an error line of `class` at a bounded rate ([`crate::droplog`]'s buckets):
+    /// a failure that repeats every batch writes a few lines a minute, with the count
+    /// of the lines left out.
+    fn log_error(&mut self, class: &'static str, line: &str) {
+        match self.errlog.record(class, self.now()) {
+            Verdict::Quiet => {}
+            Verdict::Log => tracing::error!(node = self.cfg.id, class, "{line}"),
+            Verdict::Summary(n) => tracing::error!(
+                node = self.cfg.id,
+                class,
+                "{line} ({n} more like it since the last report)"
+            ),
         }
-        let transmits: Vec<(NodeId, Datagram)> = self.node.drain_transmits().collect();
+    }
+
+    /// The `roster` health check: every peer's current address is of a family the
+    /// bound socket can send to (a name may resolve to one it cannot).
+    fn check_roster(&mut self) {
+        let Some(bound) = self.bound else { return };
+        let mut bad: Vec<String> = self
+            .peers
+            .iter()
+            .filter(|(id, a)| **id != self.cfg.id && !crate::config::reachable_from(bound, **a))
+            .map(|(id, a)| format!("peer {id} at {a}"))
+            .collect();
+        bad.sort();
+        let why = (!bad.is_empty()).then(|| {
+            format!(
+                "this node's socket {bound} cannot send to {} (another address family)",
+                bad.join(", ")
+            )
+        });
+        if let Some(w) = &why {
+            self.log_error("roster", w);
+        }
+        self.shared.set_problem("roster", why);
+    }
+
+    async fn flush<T: Transport>(&mut self, socket: &T) {
+        let held = self.persist();
+        if !held.is_empty() {
+            // A vote must be on disk before it is sent: nothing of these groups leaves
+            // (reliable messages go out later with the link's retransmissions).
+            let mine = |d: &Datagram| d.group.is_some_and(|g| held.contains(&g));
+            let keep: Vec<(NodeId, Datagram)> = self
+                .node
+                .drain_transmits()
+                .filter(|(_, d)| !mine(d))
+                .collect();
+            let keep_m: Vec<Datagram> = self.node.drain_multicasts().filter(|d| !mine(d)).collect();
+            self.send_all(socket, keep, keep_m).await;
+        } else {
+            let transmits: Vec<(NodeId, Datagram)> = self.node.drain_transmits().collect();
+            let multicasts: Vec<Datagram> = self.node.drain_multicasts().collect();
+            self.send_all(socket, transmits, multicasts).await;
+        }
+        self.after_send();
+    }
+
+    async fn send_all<T: Transport>(
+        &mut self,
+        socket: &T,
+        transmits: Vec<(NodeId, Datagram)>,
+        multicasts: Vec<Datagram>,
+    ) {
         for (to, dg) in &transmits {
             self.transmit(socket, *to, dg).await;
         }
-        let multicasts: Vec<Datagram> = self.node.drain_multicasts().collect();
         if let Some(group) = self.multicast {
             for dg in &multicasts {
                 self.send_bytes(socket, dg, group, 0).await;
             }
         }
+    }
+
+    fn after_send(&mut self) {
         let unreachable: Vec<NodeId> = self.node.drain_unreachable().collect();
         for id in unreachable {
             if self.resolver.names.contains_key(&id) {
@@ -699,16 +793,37 @@ impl Driver {
                 return;
             }
         };
+        // A dual-stack socket reaches IPv4 peers by their IPv4-mapped address.
+        let addr = match (self.bound, addr) {
+            (Some(SocketAddr::V6(_)), SocketAddr::V4(v4)) => {
+                SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port())
+            }
+            _ => addr,
+        };
         match socket.send_to(&bytes, addr).await {
             Ok(n) => {
                 metrics.datagram_sent(n);
                 if let Some(g) = dg.group {
                     metrics.group_datagram_sent(g, n);
                 }
+                if self.send_failures >= SEND_FAILURE_STREAK {
+                    tracing::info!(node = self.cfg.id, "sending works again");
+                    self.shared.set_problem("send", None);
+                }
+                self.send_failures = 0;
             }
             Err(e) => {
-                tracing::debug!("send to {to} ({addr}) failed: {e}");
                 metrics.send_error(send_error_kind(&e));
+                self.send_failures = self.send_failures.saturating_add(1);
+                if self.send_failures == SEND_FAILURE_STREAK {
+                    self.shared.set_problem(
+                        "send",
+                        Some(format!(
+                            "the last {SEND_FAILURE_STREAK} sends failed, the last to {addr}: {e}"
+                        )),
+                    );
+                }
+                self.log_error("send", &format!("send to {to} ({addr}) failed: {e}"));
             }
         }
     }

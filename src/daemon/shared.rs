@@ -94,6 +94,12 @@ pub enum Control {
     Keys(crate::keyring::Keyring),
 }
 
+/// The health checks of a running node (the `check` label of `electd_health`):
+/// - `send`: datagrams leave the node (not every send attempt failing);
+/// - `persist`: the state the node must keep across restarts is written;
+/// - `roster`: every peer's address is of a family this node's socket can send to.
+pub const HEALTH_CHECKS: [&str; 3] = ["send", "persist", "roster"];
+
 /// See the module documentation.
 #[derive(Debug)]
 pub struct Shared {
@@ -107,6 +113,8 @@ pub struct Shared {
     events: broadcast::Sender<LeaderEvent>,
     control: mpsc::Sender<Control>,
     paused: AtomicBool,
+    /// Failing health checks and why (see [`HEALTH_CHECKS`]).
+    problems: RwLock<std::collections::BTreeMap<&'static str, String>>,
 }
 
 impl Shared {
@@ -129,6 +137,7 @@ impl Shared {
             events,
             control,
             paused: AtomicBool::new(false),
+            problems: RwLock::new(Default::default()),
         };
         (shared, rx)
     }
@@ -190,6 +199,30 @@ impl Shared {
     /// Queue a command for the runtime task; false if the task is gone.
     pub async fn command(&self, c: Control) -> bool {
         self.control.send(c).await.is_ok()
+    }
+
+    /// Set (`Some(why)`) or clear (`None`) the failure of one health check; the
+    /// `electd_health{check}` gauge follows.
+    pub fn set_problem(&self, check: &'static str, why: Option<String>) {
+        self.metrics.set_health(check, why.is_none());
+        if let Ok(mut p) = self.problems.write() {
+            match why {
+                Some(w) => {
+                    p.insert(check, w);
+                }
+                None => {
+                    p.remove(check);
+                }
+            }
+        }
+    }
+
+    /// The failing health checks: (check, why), empty when healthy.
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        self.problems
+            .read()
+            .map(|p| p.iter().map(|(k, v)| (*k, v.clone())).collect())
+            .unwrap_or_default()
     }
 
     pub fn set_paused(&self, paused: bool) {

@@ -1,6 +1,6 @@
 //! Errors of the HTTP API: a status code and a message, sent as JSON `{"error": …}`.
 
-use axum::http::{header, HeaderValue, StatusCode, Uri};
+use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
@@ -49,8 +49,25 @@ impl IntoResponse for ApiError {
 /// Answer for a route that does not exist.
 pub async fn not_found(uri: Uri) -> ApiError {
     ApiError::not_found(format!(
-        "no route {}; routes: /metrics /healthz /status /leader /is-leader /watch \
+        "no route {}; routes: /metrics /healthz /readyz /status /leader /is-leader /watch \
          /admin/election /admin/pause /admin/resume",
         uri.path()
     ))
+}
+
+/// Answer for a route asked with a method it does not take: 405, JSON, `Allow`.
+pub async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    let allow = if uri.path().starts_with("/admin/") {
+        "POST"
+    } else {
+        "GET, HEAD"
+    };
+    let mut res = ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{method} is not allowed on {}; use {allow}", uri.path()),
+    )
+    .into_response();
+    res.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    res
 }

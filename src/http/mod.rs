@@ -3,7 +3,8 @@
 //! | route | answer |
 //! |---|---|
 //! | `GET /metrics` | Prometheus text format; 503 while paused |
-//! | `GET /healthz` | 200 `ok`; 503 `paused` while paused |
+//! | `GET /healthz` | 200 `ok`; 503 `paused` while paused; 503 JSON `{"error", "failing": {check: why}}` while a health check fails (send, persist, roster) |
+//! | `GET /readyz` | 200 `ready` when healthy and every group knows its leader; 503 otherwise |
 //! | `GET /status` | JSON `{"node", "cluster", "paused", "groups": [GroupView…]}` |
 //! | `GET /leader?algorithm=A` | JSON leader of group A (`leader` null if none) |
 //! | `GET /is-leader?algorithm=A` | 200 if this node leads A, 503 if not (load balancers) |
@@ -62,16 +63,19 @@ pub fn router(shared: Arc<Shared>) -> Router {
 }
 
 fn build(app: App) -> Router {
+    // A known route asked with the wrong method: 405 with a JSON error (and `Allow`).
+    let wrong = error::method_not_allowed;
     Router::new()
-        .route("/metrics", get(read::metrics))
-        .route("/healthz", get(read::healthz))
-        .route("/status", get(read::status))
-        .route("/leader", get(read::leader))
-        .route("/is-leader", get(read::is_leader))
-        .route("/watch", get(watch::watch))
-        .route("/admin/election", post(admin::election))
-        .route("/admin/pause", post(admin::pause))
-        .route("/admin/resume", post(admin::resume))
+        .route("/metrics", get(read::metrics).fallback(wrong))
+        .route("/healthz", get(read::healthz).fallback(wrong))
+        .route("/readyz", get(read::readyz).fallback(wrong))
+        .route("/status", get(read::status).fallback(wrong))
+        .route("/leader", get(read::leader).fallback(wrong))
+        .route("/is-leader", get(read::is_leader).fallback(wrong))
+        .route("/watch", get(watch::watch).fallback(wrong))
+        .route("/admin/election", post(admin::election).fallback(wrong))
+        .route("/admin/pause", post(admin::pause).fallback(wrong))
+        .route("/admin/resume", post(admin::resume).fallback(wrong))
         .fallback(error::not_found)
         .with_state(app)
 }

@@ -14,7 +14,10 @@ use serde::Serialize;
 
 const PAUSED: &str = "paused: the node simulates a crash (POST /admin/resume)";
 
-pub async fn metrics(State(app): State<App>) -> Response {
+pub async fn metrics(State(app): State<App>, query: RawQuery) -> Response {
+    if let Err(e) = params::algorithm(&query, &app.shared, Need::Nothing) {
+        return e.into_response();
+    }
     if app.shared.is_paused() {
         return ApiError::unavailable(PAUSED).into_response();
     }
@@ -28,11 +31,74 @@ pub async fn metrics(State(app): State<App>) -> Response {
         .into_response()
 }
 
-pub async fn healthz(State(app): State<App>) -> Response {
+/// 200 `ok` while every health check passes; 503 `paused` while paused; 503 with
+/// JSON `{"error", "failing": {check: why}}` while a check fails (the node cannot send,
+/// cannot persist its state, or has peers its socket cannot reach).
+pub async fn healthz(State(app): State<App>, query: RawQuery) -> Response {
+    if let Err(e) = params::algorithm(&query, &app.shared, Need::Nothing) {
+        return e.into_response();
+    }
     if app.shared.is_paused() {
-        (StatusCode::SERVICE_UNAVAILABLE, "paused\n").into_response()
+        return (StatusCode::SERVICE_UNAVAILABLE, "paused\n").into_response();
+    }
+    match unhealthy(&app.shared) {
+        Some(r) => r,
+        None => (StatusCode::OK, "ok\n").into_response(),
+    }
+}
+
+/// The 503 answer of a failing health check, if any fails.
+fn unhealthy(shared: &Shared) -> Option<Response> {
+    let problems = shared.problems();
+    if problems.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = problems.iter().map(|p| p.0).collect();
+    let failing: serde_json::Map<String, serde_json::Value> = problems
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.clone())))
+        .collect();
+    Some(
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({
+                "error": format!("unhealthy: {}", names.join(", ")),
+                "failing": failing,
+            })),
+        )
+            .into_response(),
+    )
+}
+
+/// Readiness: healthy (as `/healthz`), not paused, and every group knows its leader.
+/// 200 `ready`; 503 otherwise with the reason.
+pub async fn readyz(State(app): State<App>, query: RawQuery) -> Response {
+    if let Err(e) = params::algorithm(&query, &app.shared, Need::Nothing) {
+        return e.into_response();
+    }
+    if app.shared.is_paused() {
+        return ApiError::unavailable(PAUSED).into_response();
+    }
+    if let Some(r) = unhealthy(&app.shared) {
+        return r;
+    }
+    let status = app.shared.status();
+    let waiting: Vec<&str> = app
+        .shared
+        .algorithms
+        .iter()
+        .filter(|a| {
+            !status
+                .iter()
+                .any(|g| g.algorithm == **a && g.leader.is_some())
+        })
+        .map(|a| a.as_str())
+        .collect();
+    if waiting.is_empty() {
+        (StatusCode::OK, "ready\n").into_response()
     } else {
-        (StatusCode::OK, "ok\n").into_response()
+        ApiError::unavailable(format!("no leader known yet for: {}", waiting.join(", ")))
+            .into_response()
     }
 }
 

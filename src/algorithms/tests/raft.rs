@@ -529,7 +529,7 @@ fn ranked_timeouts_fire_the_highest_follower_first_and_stay_in_the_range() {
                 "node {me}: {lo:?}..{hi:?} outside the election timeout range"
             );
         }
-        w.sort_by(|a, b| b.0.cmp(&a.0));
+        w.sort_by_key(|x| std::cmp::Reverse(x.0));
         for pair in w.windows(2) {
             let ((high, (_, high_end)), (low, (low_start, _))) = (pair[0], pair[1]);
             assert!(
