@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         Command::Keygen(args) => cli::keygen::run(args),
         Command::Config(args) => cli::config_init::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::View(args) => cli::view::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

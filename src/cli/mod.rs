@@ -8,6 +8,7 @@ pub mod demo;
 pub mod keygen;
 pub mod run;
 pub mod simulate;
+pub mod view;
 
 use clap::{Parser, Subcommand};
 
@@ -41,6 +42,9 @@ pub enum Command {
     /// Benchmarks: failover time, message efficiency, scale, cost per node, codec;
     /// writes report.md, results.json and SVG plots.
     Bench(bench::BenchArgs),
+    /// Space-time diagrams of traces (`simulate --trace`, `demo --trace`) in one
+    /// self-contained HTML page; `--simulate` runs every algorithm on the same faults.
+    View(view::ViewArgs),
 }
 
 /// Log to stderr; filter from `ELECTD_LOG` (or `RUST_LOG`), default `info`.

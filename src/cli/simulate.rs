@@ -3,7 +3,7 @@
 use super::Format;
 use electd::algorithm::AlgorithmKind;
 use electd::sim::chaos::FaultSet;
-use electd::sim::runner::{simulate, SimulateParams};
+use electd::sim::runner::{simulate, simulate_traced, SimulateParams};
 use electd::sim::scenario::{Initiator, RingOrder, Scenario};
 use electd::NodeId;
 
@@ -39,6 +39,10 @@ pub struct SimulateArgs {
     pub loss: f64,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// Record every send, delivery, drop, retransmission, timer, state and leader
+    /// change in virtual time to this file (JSON Lines, see docs/trace.md).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 fn parse_algorithm(s: &str) -> Result<AlgorithmKind, String> {
@@ -93,7 +97,19 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     p.seed = args.seed;
     p.loss = args.loss;
     p.faults = args.faults;
-    let report = simulate(&p)?;
+    let report = match &args.trace {
+        None => simulate(&p)?,
+        Some(path) => {
+            let (report, header, records) = simulate_traced(&p, electd::trace::DEFAULT_LIMIT)?;
+            super::view::write_trace(path, &header, &records)?;
+            eprintln!(
+                "trace ({} records) written to {}",
+                records.len(),
+                path.display()
+            );
+            report
+        }
+    };
     match args.format {
         Format::Table => print!("{}", report.to_table()),
         Format::Json => println!("{}", report.to_json()),
