@@ -15,7 +15,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
 /// Most messages (arrows) one page draws, over all its panels.
-pub const MAX_MESSAGES: usize = 1_000_000;
+pub const MAX_MESSAGES: usize = 600_000;
 
 /// Most records read from one trace file (a trace also holds timers, states, …).
 pub const MAX_RECORDS: usize = 4 * MAX_MESSAGES;
@@ -282,9 +282,10 @@ fn panels_of(tr: &Trace) -> Vec<Panel> {
             Record::Ack { .. } | Record::Net { .. } => {}
         }
     }
+    // Still down when the trace ends: open-ended.
     for (node, s) in down_since {
         if let Some(l) = lane(node) {
-            down.push((l, s, t_end));
+            down.push((l, s, u64::MAX));
         }
     }
     if let Some((s, what)) = cut_since {

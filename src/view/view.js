@@ -62,7 +62,18 @@
     for (const [t] of p.timers) allTimes.push(t);
     for (const [, a, b] of p.down) allTimes.push(a, b);
     for (const [a, b] of p.cuts) allTimes.push(a, b);
-    return { p, pi, order, t0, t1, from, to, ty, re, fate, n, lanes, leaders, states, drawn: 0 };
+    const live = Uint8Array.from(p.types, (t) => (isLiveness(t) ? 1 : 0));
+    // Message indexes by (type, retransmission), ascending: one canvas path each.
+    const lists = new Map(), dropList = [];
+    for (let k = 0; k < n; k++) {
+      const key = ty[k] * 2 + re[k];
+      if (!lists.has(key)) lists.set(key, []);
+      lists.get(key).push(k);
+      if (fate[k] >= 1 && fate[k] <= 3) dropList.push(k);
+    }
+    const groups = new Map([...lists].map(([key, l]) => [key, Uint32Array.from(l)]));
+    const drops = Uint32Array.from(dropList);
+    return { p, pi, order, t0, t1, from, to, ty, re, fate, n, lanes, leaders, states, live, groups, drops, drawn: 0 };
   });
   allTimes.sort((a, b) => a - b);
   const times = [];
@@ -129,19 +140,26 @@
     return false;
   }
 
-  // Geometry of message k as drawn at the cursor, or null if not visible.
+  // Geometry of message k as drawn at the cursor into SEG (x0, y0, x1, y1, arrived);
+  // false if not visible. One shared buffer: no allocation per message and frame.
+  const SEG = new Float64Array(5);
   function segment(md, k) {
-    const a = md.t0[k];
-    if (a > st.cursor || a > st.v1 || md.t1[k] < st.v0) return null;
-    if (!st.hb && isLiveness(md.p.types[md.ty[k]])) return null;
-    const end = Math.min(md.t1[k], st.cursor);
-    const y0 = yOf(md, md.from[k]), y1full = yOf(md, md.to[k]);
-    const frac = md.t1[k] > a ? (end - a) / (md.t1[k] - a) : 1;
-    // A message dropped when sent travels a quarter lane towards its target.
-    const dropNow = md.t1[k] === a && md.fate[k] !== 0;
-    const y1 = dropNow ? y0 + Math.sign(y1full - y0) * md.laneH * 0.6 : y0 + (y1full - y0) * frac;
-    const x0 = xOf(md, a), x1 = dropNow ? x0 + 4 : xOf(md, end);
-    return { x0, y0, x1, y1, arrived: md.t1[k] <= st.cursor };
+    const a = md.t0[k], b = md.t1[k];
+    if (a > st.cursor || a > st.v1 || b < st.v0) return false;
+    if (!st.hb && md.live[md.ty[k]]) return false;
+    const end = b < st.cursor ? b : st.cursor;
+    const y0 = TOP + md.from[k] * md.laneH + md.laneH / 2, y1full = TOP + md.to[k] * md.laneH + md.laneH / 2;
+    const scale = (md.w - LEFT - RIGHT) / (st.v1 - st.v0);
+    const x0 = LEFT + (a - st.v0) * scale;
+    // A message dropped when sent travels part of a lane towards its target.
+    if (b === a && md.fate[k] !== 0) {
+      SEG[0] = x0; SEG[1] = y0; SEG[2] = x0 + 4; SEG[3] = y0 + Math.sign(y1full - y0) * md.laneH * 0.6;
+    } else {
+      SEG[0] = x0; SEG[1] = y0; SEG[2] = LEFT + (end - st.v0) * scale;
+      SEG[3] = y0 + (y1full - y0) * (b > a ? (end - a) / (b - a) : 1);
+    }
+    SEG[4] = b <= st.cursor ? 1 : 0;
+    return true;
   }
 
   function draw(md) {
@@ -194,34 +212,29 @@
     }
     // Messages, batched by type into one path each; retransmissions dashed.
     const hi = upper(md.t0, Math.min(st.cursor, st.v1));
-    const paths = new Map();
-    const crosses = [], heads = [];
     let drawn = 0;
-    for (let k = 0; k < hi; k++) {
-      const s = segment(md, k);
-      if (!s) continue;
-      drawn++;
-      const key = md.ty[k] * 2 + md.re[k];
-      let path = paths.get(key);
-      if (!path) { path = []; paths.set(key, path); }
-      path.push(s.x0, s.y0, s.x1, s.y1);
-      if (s.arrived && md.fate[k] !== 0 && md.fate[k] !== 4) crosses.push(s.x1, s.y1);
-      else if (s.arrived && md.fate[k] === 0) heads.push(k, s.x0, s.y0, s.x1, s.y1);
-    }
-    md.drawn = drawn;
-    for (const [key, pts] of paths) {
+    for (const [key, idx] of md.groups) {
       const t = p.types[key >> 1];
       c.strokeStyle = color(t);
-      c.lineWidth = isLiveness(t) ? 0.8 : 1.3;
+      c.lineWidth = md.live[key >> 1] ? 0.8 : 1.3;
       c.setLineDash(key & 1 ? [4, 3] : []);
       c.beginPath();
-      for (let i = 0; i < pts.length; i += 4) { c.moveTo(pts[i], pts[i + 1]); c.lineTo(pts[i + 2], pts[i + 3]); }
+      for (let j = 0; j < idx.length; j++) {
+        const k = idx[j];
+        if (k >= hi) break;
+        if (!segment(md, k)) continue;
+        drawn++;
+        c.moveTo(SEG[0], SEG[1]); c.lineTo(SEG[2], SEG[3]);
+      }
       c.stroke();
     }
+    md.drawn = drawn;
     c.setLineDash([]);
-    if (heads.length / 5 <= 4000) {
-      for (let i = 0; i < heads.length; i += 5) {
-        const k = heads[i], x0 = heads[i + 1], y0 = heads[i + 2], x1 = heads[i + 3], y1 = heads[i + 4];
+    // Arrow heads while they can be told apart.
+    if (drawn <= 4000) {
+      for (let k = 0; k < hi; k++) {
+        if (md.fate[k] !== 0 || !segment(md, k) || !SEG[4]) continue;
+        const x0 = SEG[0], y0 = SEG[1], x1 = SEG[2], y1 = SEG[3];
         const ang = Math.atan2(y1 - y0, x1 - x0), L = Math.min(7, md.laneH * 0.6);
         c.fillStyle = color(p.types[md.ty[k]]);
         c.beginPath(); c.moveTo(x1, y1);
@@ -229,6 +242,12 @@
         c.lineTo(x1 - L * Math.cos(ang + 0.4), y1 - L * Math.sin(ang + 0.4));
         c.closePath(); c.fill();
       }
+    }
+    const crosses = [];
+    for (let j = 0; j < md.drops.length; j++) {
+      const k = md.drops[j];
+      if (k >= hi) break;
+      if (segment(md, k) && SEG[4]) crosses.push(SEG[2], SEG[3]);
     }
     c.strokeStyle = "#111"; c.lineWidth = 1.4;
     c.beginPath();
@@ -243,22 +262,20 @@
       c.strokeStyle = "rgba(29,35,48,0.55)"; c.lineWidth = 1;
       c.beginPath(); c.moveTo(x, TOP - 4); c.lineTo(x, md.h); c.stroke();
     }
-    if (md.selected != null) {
-      const s = segment(md, md.selected);
-      if (s) { c.strokeStyle = "#000"; c.lineWidth = 3; c.beginPath(); c.moveTo(s.x0, s.y0); c.lineTo(s.x1, s.y1); c.stroke(); }
+    if (md.selected != null && segment(md, md.selected)) {
+      c.strokeStyle = "#000"; c.lineWidth = 3; c.beginPath(); c.moveTo(SEG[0], SEG[1]); c.lineTo(SEG[2], SEG[3]); c.stroke();
     }
     // Counts per type up to the cursor, and the leader the live nodes agree on.
-    const counts = new Map();
+    const byType = new Float64Array(p.types.length);
     let retrans = 0, dropped = 0;
     const upto = upper(md.t0, st.cursor);
     for (let k = 0; k < upto; k++) {
-      if (md.re[k]) { retrans++; continue; }
-      const t = p.types[md.ty[k]];
-      counts.set(t, (counts.get(t) || 0) + 1);
+      if (md.re[k]) retrans++; else byType[md.ty[k]]++;
+      if (md.fate[k] >= 1 && md.fate[k] <= 3 && md.t1[k] <= st.cursor) dropped++;
     }
-    for (let k = 0; k < upto; k++) if (md.t1[k] <= st.cursor && md.fate[k] >= 1 && md.fate[k] <= 3) dropped++;
+    const counts = new Map();
     let election = 0;
-    for (const [t, n] of counts) if (!isLiveness(t)) election += n;
+    p.types.forEach((t, i) => { counts.set(t, byType[i]); if (!md.live[i]) election += byType[i]; });
     let leaderNow = "none";
     if (agreed.size === 1) { const [l] = agreed.keys(); leaderNow = l ? String(l) : "none"; }
     else if (agreed.size > 1) leaderNow = "disagree";
@@ -346,11 +363,10 @@
     let best = -1, bd = 36;
     const hi = upper(md.t0, Math.min(st.cursor, st.v1));
     for (let k = 0; k < hi; k++) {
-      const s = segment(md, k);
-      if (!s) continue;
-      const dx = s.x1 - s.x0, dy = s.y1 - s.y0, L2 = dx * dx + dy * dy;
-      const u = L2 > 0 ? Math.max(0, Math.min(1, ((x - s.x0) * dx + (y - s.y0) * dy) / L2)) : 0;
-      const ex = s.x0 + u * dx - x, ey = s.y0 + u * dy - y, d = ex * ex + ey * ey;
+      if (!segment(md, k)) continue;
+      const dx = SEG[2] - SEG[0], dy = SEG[3] - SEG[1], L2 = dx * dx + dy * dy;
+      const u = L2 > 0 ? Math.max(0, Math.min(1, ((x - SEG[0]) * dx + (y - SEG[1]) * dy) / L2)) : 0;
+      const ex = SEG[0] + u * dx - x, ey = SEG[1] + u * dy - y, d = ex * ex + ey * ey;
       if (d < bd) { bd = d; best = k; }
     }
     for (const m of models) m.selected = null;
