@@ -321,6 +321,192 @@ impl Recorder {
     }
 }
 
+/// Key that matches a received datagram to its send: (from, to, incarnation, link
+/// sequence, algorithm, message type).
+type Flight = (NodeId, NodeId, u64, u64, &'static str, &'static str);
+
+/// A recorder shared by every node of one process (`electd demo`), on one monotonic
+/// clock: each node's driver reports what it sends, receives, fires and decides, and
+/// deliveries are matched to their sends by link header (first in, first out).
+#[derive(Debug)]
+pub struct SharedRecorder {
+    origin: std::time::Instant,
+    inner: std::sync::Mutex<SharedInner>,
+}
+
+#[derive(Debug)]
+struct SharedInner {
+    rec: Recorder,
+    pending: HashMap<Flight, std::collections::VecDeque<u64>>,
+    down: HashSet<NodeId>,
+}
+
+fn flight(from: NodeId, to: NodeId, d: &Datagram) -> Option<Flight> {
+    let (g, b) = (d.group?, d.body.as_ref()?);
+    Some((
+        from,
+        to,
+        d.incarnation,
+        d.seq,
+        g.as_str(),
+        b.kind().as_str(),
+    ))
+}
+
+impl SharedRecorder {
+    pub fn new(limit: usize) -> Self {
+        SharedRecorder {
+            origin: std::time::Instant::now(),
+            inner: std::sync::Mutex::new(SharedInner {
+                rec: Recorder::new(limit),
+                pending: HashMap::new(),
+                down: HashSet::new(),
+            }),
+        }
+    }
+
+    /// The shared clock: time since the recorder was made.
+    pub fn now(&self) -> Time {
+        self.origin.elapsed()
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut SharedInner, Time) -> R) -> R {
+        let t = self.now();
+        // A panic elsewhere while holding the lock leaves plain data behind: go on.
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut g, t)
+    }
+
+    /// `from` put `d` on the wire for `to`. To a node that is down, the datagram is
+    /// recorded as dropped at once (the node discards it).
+    pub fn sent(&self, from: NodeId, to: NodeId, d: &Datagram) {
+        self.with(|g, t| {
+            let id = g.rec.transmit(t, from, to, d);
+            if id == 0 {
+                return;
+            }
+            if g.down.contains(&to) {
+                g.rec.push(Record::Drop {
+                    t: ns(t),
+                    id,
+                    reason: Cow::Borrowed("dead"),
+                });
+            } else if let Some(k) = flight(from, to, d) {
+                g.pending.entry(k).or_default().push_back(id);
+            }
+        })
+    }
+
+    /// `to` accepted `d` (authenticated and decoded) and hands it to its node.
+    pub fn received(&self, to: NodeId, d: &Datagram) {
+        self.with(|g, t| {
+            let Some(k) = flight(d.from, to, d) else {
+                return;
+            };
+            let id = match g.pending.get_mut(&k) {
+                Some(q) => {
+                    let id = q.pop_front();
+                    if q.is_empty() {
+                        g.pending.remove(&k);
+                    }
+                    id
+                }
+                None => None,
+            };
+            if let Some(id) = id {
+                g.rec.push(Record::Deliver { t: ns(t), id, to });
+            }
+        })
+    }
+
+    /// Timers `node` is about to fire.
+    pub fn timers(&self, node: NodeId, due: &[(crate::algorithm::AlgorithmKind, &'static str)]) {
+        if due.is_empty() {
+            return;
+        }
+        self.with(|g, t| {
+            for &(alg, timer) in due {
+                g.rec.push(Record::Timer {
+                    t: ns(t),
+                    node,
+                    alg: Cow::Borrowed(alg.as_str()),
+                    timer: Cow::Borrowed(timer),
+                });
+            }
+        })
+    }
+
+    /// What `node` decided in its last step: its state per algorithm and the leader
+    /// changes among its events.
+    pub fn decided(&self, node: NodeId, n: &crate::node::Node, events: &[crate::node::Event]) {
+        self.with(|g, t| {
+            for e in events {
+                if let crate::node::Event::LeaderChanged {
+                    group,
+                    leader,
+                    term,
+                    ..
+                } = e
+                {
+                    g.rec.push(Record::Leader {
+                        t: ns(t),
+                        node,
+                        alg: Cow::Borrowed(group.as_str()),
+                        leader: *leader,
+                        term: *term,
+                    });
+                }
+            }
+            for s in n.status() {
+                g.rec.state(t, node, s.algorithm.as_str(), s.state);
+            }
+        })
+    }
+
+    /// `node` went down (paused: no traffic in or out). What was still on its way to
+    /// it is recorded as dropped now: the node discards it.
+    pub fn crash(&self, node: NodeId) {
+        self.with(|g, t| {
+            g.down.insert(node);
+            g.rec.push(Record::Crash { t: ns(t), node });
+            let lost: Vec<Flight> = g.pending.keys().filter(|k| k.1 == node).copied().collect();
+            for k in lost {
+                for id in g.pending.remove(&k).unwrap_or_default() {
+                    g.rec.push(Record::Drop {
+                        t: ns(t),
+                        id,
+                        reason: Cow::Borrowed("dead"),
+                    });
+                }
+            }
+        })
+    }
+
+    /// `node` (re)started with `incarnation`.
+    pub fn start(&self, node: NodeId, incarnation: u64) {
+        self.with(|g, t| {
+            g.down.remove(&node);
+            g.rec.forget(node);
+            g.rec.push(Record::Start {
+                t: ns(t),
+                node,
+                incarnation,
+            });
+        })
+    }
+
+    /// Hand over every record so far, in time order (nodes report from several
+    /// threads); the recorder starts empty again.
+    pub fn take(&self) -> Vec<Record> {
+        let mut records = self.with(|g, _| {
+            let limit = g.rec.limit;
+            std::mem::replace(&mut g.rec, Recorder::new(limit)).finish()
+        });
+        records.sort_by_key(Record::time);
+        records
+    }
+}
+
 /// Write a header and records as JSON Lines.
 pub fn write(mut w: impl Write, header: &Header, records: &[Record]) -> std::io::Result<()> {
     serde_json::to_writer(&mut w, header)?;
@@ -439,6 +625,47 @@ mod tests {
         assert!(matches!(&recs[1], Record::Retransmit(m) if m.id == b));
         assert!(matches!(&recs[2], Record::Send(m) if m.id == c && m.to == 3));
         assert!(matches!(&recs[3], Record::Ack { from: 2, .. }));
+    }
+
+    #[test]
+    fn shared_recorder_matches_deliveries_and_drops_what_a_down_node_misses() {
+        let r = SharedRecorder::new(100);
+        let m = Message::Heartbeat { term: 1, leader: 1 };
+        let d = datagram(0, Some(m));
+        r.start(2, 1);
+        r.sent(1, 2, &d);
+        r.sent(1, 2, &d);
+        r.received(2, &d);
+        r.crash(2); // the second heartbeat was still on its way
+        r.sent(1, 2, &d); // to a node that is down
+        let recs = r.take();
+        let ids: Vec<u64> = recs
+            .iter()
+            .filter_map(|x| match x {
+                Record::Send(m) => Some(m.id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids.len(), 3);
+        let delivered: Vec<u64> = recs
+            .iter()
+            .filter_map(|x| match x {
+                Record::Deliver { id, .. } => Some(*id),
+                _ => None,
+            })
+            .collect();
+        let dropped: Vec<u64> = recs
+            .iter()
+            .filter_map(|x| match x {
+                Record::Drop { id, reason, .. } if reason == "dead" => Some(*id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(delivered, vec![ids[0]]);
+        assert_eq!(dropped.len(), 2);
+        assert!(dropped.contains(&ids[1]) && dropped.contains(&ids[2]));
+        assert!(recs.windows(2).all(|w| w[0].time() <= w[1].time()));
+        assert!(r.take().is_empty(), "take hands the records over");
     }
 
     #[test]

@@ -38,6 +38,11 @@ pub struct DemoArgs {
     /// Seconds a taken-down node stays down before it restarts.
     #[arg(long, default_value_t = 1.5)]
     pub down_for: f64,
+    /// Record every node's sends, deliveries, drops, retransmissions, timers, states
+    /// and leader changes on one monotonic clock into this file (JSON Lines, see
+    /// docs/trace.md; `electd view FILE` draws it). Written when the demo stops.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 fn timing() -> Timing {
@@ -96,6 +101,11 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         .map(|(i, s)| Ok((i as NodeId + 1, s.local_addr()?)))
         .collect::<std::io::Result<_>>()?;
     let (stop, stopped) = tokio::sync::watch::channel(false);
+    let tracer = args.trace.as_ref().map(|_| {
+        Arc::new(electd::trace::SharedRecorder::new(
+            electd::trace::DEFAULT_LIMIT,
+        ))
+    });
     let mut nodes = Vec::new();
     let mut tasks = Vec::new();
     println!(
@@ -125,6 +135,9 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         let metrics = Metrics::new(id, &algorithms)?;
         let (shared, control) = Shared::new(id, "demo".into(), algorithms.clone(), metrics, None);
         let shared = Arc::new(shared);
+        if let Some(t) = &tracer {
+            shared.set_tracer(t.clone());
+        }
         println!(
             "  node {id}: udp {}  http://{}/status  /metrics",
             peers[i].1,
@@ -275,6 +288,21 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
     }
     for t in tasks {
         let _ = tokio::time::timeout(Duration::from_secs(2), t).await;
+    }
+    if let (Some(path), Some(t)) = (&args.trace, &tracer) {
+        let records = t.take();
+        let header = electd::trace::Header::new(
+            "demo",
+            "monotonic",
+            algorithms.iter().map(|a| a.as_str().to_string()).collect(),
+            peers.iter().map(|p| p.0).collect(),
+        );
+        super::view::write_trace(path, &header, &records)?;
+        println!(
+            "trace ({} records) written to {}",
+            records.len(),
+            path.display()
+        );
     }
     println!("\nsummary after {:.1} s:", started.elapsed().as_secs_f64());
     print!("{}", table(&algorithms, &rows));

@@ -473,6 +473,9 @@ impl Driver {
             check_source = self.gate.checks_source(),
             "node started"
         );
+        if let Some(t) = self.shared.tracer() {
+            t.start(self.cfg.id, self.incarnation);
+        }
         self.node.start(now, electing);
     }
 
@@ -491,6 +494,9 @@ impl Driver {
         match self.gate.open(&buf[..n], Some(from), unix_micros()) {
             Ok(dg) => {
                 let now = self.now();
+                if let Some(t) = self.shared.tracer() {
+                    t.received(self.cfg.id, &dg);
+                }
                 self.node.handle_datagram(now, dg);
             }
             Err(e) => self.dropped(e, from),
@@ -520,6 +526,9 @@ impl Driver {
 
     fn timeout(&mut self) {
         let now = self.now();
+        if let Some(t) = self.shared.tracer() {
+            t.timers(self.cfg.id, &self.node.due_timers(now));
+        }
         self.node.handle_timeout(now);
         for (reason, n) in self.drops.flush(now) {
             tracing::warn!(
@@ -538,6 +547,9 @@ impl Driver {
             }
             Control::Pause if !self.paused => {
                 tracing::info!(node = self.cfg.id, "paused: all traffic stopped");
+                if let Some(t) = self.shared.tracer() {
+                    t.crash(self.cfg.id);
+                }
                 self.shared.metrics.sync(&self.node);
                 self.node.discard_events();
                 let _ = self.node.drain_transmits().count();
@@ -564,6 +576,9 @@ impl Driver {
                         self.paused = false;
                         self.shared.set_paused(false);
                         tracing::info!(node = self.cfg.id, incarnation = next, "resumed");
+                        if let Some(t) = self.shared.tracer() {
+                            t.start(self.cfg.id, next);
+                        }
                         let now = self.now();
                         self.node.start(now, true);
                     }
@@ -644,6 +659,9 @@ impl Driver {
             }
         }
         let events: Vec<Event> = self.node.drain_events().collect();
+        if let Some(t) = self.shared.tracer() {
+            t.decided(self.cfg.id, &self.node, &events);
+        }
         let metrics = &self.shared.metrics;
         metrics.sync(&self.node);
         self.publish();
@@ -669,6 +687,9 @@ impl Driver {
             metrics.send_error("no_address");
             return;
         };
+        if let Some(t) = self.shared.tracer() {
+            t.sent(self.cfg.id, to, dg);
+        }
         self.send_bytes(socket, dg, addr, to).await;
     }
 
