@@ -10,6 +10,8 @@
 #         counted here from the JSON Lines),
 #       - the election messages and the leader that `electd simulate` reports for the
 #         same algorithm, nodes, scenario and seed;
+#     and a click (mouse events at the middle of the first Bully arrow, through the
+#     page's own hit test) shows that message's fields;
 #  3. a 64-node chaos run of every algorithm (several seconds of virtual time) is
 #     rendered and scrubbed 40 times in the browser; the time per frame is printed
 #     (a figure, not an assertion: the machine may be loaded);
@@ -58,6 +60,9 @@ grep -Eq '<(script|link|img)[^>]+(src|href)=' "$WORK/view.html" \
 
 log "chromium: load the page, scrub to the end, dump the DOM"
 chrome --virtual-time-budget=10000 --dump-dom "file://$WORK/view.html#t=end" >"$WORK/dom.html"
+log "chromium: click the first bully message (mouse events at its middle), dump the DOM"
+chrome --virtual-time-budget=10000 --window-size=1500,1200 --dump-dom \
+    "file://$WORK/view.html#t=end&click=bully:0" >"$WORK/dom-click.html"
 
 for f in "$WORK"/traces/*.jsonl; do
     alg=$(basename "$f" .jsonl)
@@ -79,6 +84,8 @@ class Panels(html.parser.HTMLParser):
             self.body = a
         if tag == "section" and "panel" in a.get("class", "").split():
             self.panels[a["data-alg"]] = a
+        if tag == "aside":
+            self.details = a
 
 dom = Panels()
 dom.feed((work / "dom.html").read_text())
@@ -113,13 +120,24 @@ for t in traces:
         failures.append(f"{alg}: page counts {election} election messages, simulate {report['messages']['total']}")
     if shown_leader != want_leader:
         failures.append(f"{alg}: page shows leader {shown_leader} at the end, simulate reports {want_leader}")
+
+# The click: the page shows the fields of the message clicked.
+click = Panels()
+click.details = {}
+click.feed((work / "dom-click.html").read_text())
+first = next(json.loads(l) for l in (work / "traces" / "bully.jsonl").read_text().splitlines()[1:]
+             if json.loads(l)["ev"] in ("send", "retransmit"))
+shown = click.details.get("data-body")
+print(f"  click on bully message 0 shows: {shown!r} (trace: {first['body']!r})")
+if click.details.get("data-selected") != "bully:0" or shown != first["body"]:
+    failures.append(f"click: selected {click.details.get('data-selected')}, shows {shown!r}")
 if failures:
     sys.exit("FAIL:\n  " + "\n  ".join(failures))
 print("  every diagram matches its trace and the simulator")
 PY
 
 log "screenshots"
-chrome --virtual-time-budget=10000 --window-size=1500,1900 --screenshot="$WORK/view.png" \
+chrome --virtual-time-budget=10000 --window-size=1500,1580 --screenshot="$WORK/view.png" \
     "file://$WORK/view.html#t=end" >/dev/null
 "$ELECTD" compare --nodes 2..32 --plot "$WORK/compare.svg" >/dev/null
 chrome --virtual-time-budget=5000 --window-size=1100,700 --screenshot="$WORK/compare.png" \

@@ -394,6 +394,7 @@
       tr.append(td1, td2); tb.appendChild(tr);
     }
     d.dataset.selected = `${p.alg}:${k}`;
+    d.dataset.body = m.body[i];
   }
 
   window.addEventListener("resize", render);
@@ -403,6 +404,19 @@
   render();
   if (hash.get("t") === "end") { scrub.value = "1000000"; scrub.dispatchEvent(new Event("input")); }
   else if (hash.get("t")) setCursor(Number(hash.get("t")));
+  // #click=ALG:K: click (real mouse events, through the page's own hit test) the middle
+  // of the K-th message of ALG's diagram; the browser test checks the fields shown.
+  if (hash.get("click")) {
+    const [alg, kk] = hash.get("click").split(":");
+    const md = models.find((m) => m.p.alg === alg);
+    if (md && segment(md, Number(kk))) {
+      const r = md.cv.getBoundingClientRect();
+      const x = r.left + (SEG[0] + SEG[2]) / 2, y = r.top + (SEG[1] + SEG[3]) / 2;
+      const opts = { clientX: x, clientY: y, bubbles: true };
+      md.cv.dispatchEvent(new MouseEvent("mousedown", opts));
+      md.cv.dispatchEvent(new MouseEvent("mouseup", opts));
+    }
+  }
   if (hash.has("bench")) {
     const t = performance.now();
     const N = 40;
