@@ -249,7 +249,8 @@ impl Recorder {
     }
 
     /// Record datagram `d` leaving `from` for `to` at `t`. Returns the id its
-    /// delivery or drop is recorded under (0: a pure ack, not followed).
+    /// delivery or drop is recorded under (0: a pure ack, or the limit is reached; not
+    /// followed).
     pub fn transmit(&mut self, t: Time, from: NodeId, to: NodeId, d: &Datagram) -> u64 {
         let t = ns(t);
         let (Some(group), Some(body)) = (d.group, d.body.as_ref()) else {
@@ -261,6 +262,10 @@ impl Recorder {
             });
             return 0;
         };
+        if self.records.len() >= self.limit {
+            self.dropped += 1;
+            return 0;
+        }
         self.next_id += 1;
         let first = d.seq == 0 || self.seen.insert((from, d.incarnation, to, d.seq));
         let m = Msg {

@@ -66,11 +66,12 @@ pub enum SimError {
 }
 
 enum Payload {
-    /// `trace_id`: the datagram's id in the trace (0 when not tracing).
+    /// `to`: node index. `trace_id`: the datagram's id in the trace (0 when not
+    /// tracing); two u32 take the room one index took before traces existed.
     Deliver {
-        to: usize,
+        to: u32,
         datagram: Datagram,
-        trace_id: u64,
+        trace_id: u32,
     },
     Wake {
         node: usize,
@@ -598,6 +599,8 @@ impl Sim {
             Some(t) => t.transmit(self.now, from, to, &d),
             None => 0,
         };
+        // Ids past u32 (a recorder limit above four billion records) are not followed.
+        let trace_id = u32::try_from(trace_id).unwrap_or(0);
         let dropped = if self.cuts.blocks(from, to) {
             Some("partition")
         } else if self.rng.chance(self.net.loss) {
@@ -609,7 +612,7 @@ impl Sim {
             if trace_id != 0 {
                 self.trace_record(|t| Record::Drop {
                     t,
-                    id: trace_id,
+                    id: u64::from(trace_id),
                     reason: Cow::Borrowed(reason),
                 });
             }
@@ -633,7 +636,7 @@ impl Sim {
             self.push(
                 self.now + delay,
                 Payload::Deliver {
-                    to: ti,
+                    to: ti as u32,
                     datagram,
                     trace_id,
                 },
@@ -666,20 +669,18 @@ impl Sim {
                 {
                     self.election_in_flight -= 1;
                 }
+                let to = to as usize;
                 let alive = self.nodes[to].alive;
                 if trace_id != 0 {
+                    let id = u64::from(trace_id);
                     let to = self.nodes[to].id;
                     self.trace_record(|t| {
                         if alive {
-                            Record::Deliver {
-                                t,
-                                id: trace_id,
-                                to,
-                            }
+                            Record::Deliver { t, id, to }
                         } else {
                             Record::Drop {
                                 t,
-                                id: trace_id,
+                                id,
                                 reason: Cow::Borrowed("dead"),
                             }
                         }
