@@ -37,10 +37,10 @@ pub enum ViewError {
     #[error("no trace given")]
     NoTrace,
     #[error(
-        "the traces hold {0} messages; a view draws at most {MAX_MESSAGES} smoothly. \
+        "the traces hold {0} messages; a view draws at most {1} smoothly. \
          Record fewer nodes, a shorter run or fewer algorithms (view them in several pages)"
     )]
-    TooManyMessages(usize),
+    TooManyMessages(usize, usize),
 }
 
 /// Message columns of one panel (parallel arrays, index = message).
@@ -301,6 +301,10 @@ fn panels_of(tr: &Trace) -> Vec<Panel> {
 
 /// The HTML page for `traces` (panels in the order given, one per algorithm of each).
 pub fn render(traces: &[Trace]) -> Result<String, ViewError> {
+    render_limited(traces, MAX_MESSAGES)
+}
+
+fn render_limited(traces: &[Trace], max_messages: usize) -> Result<String, ViewError> {
     if traces.is_empty() {
         return Err(ViewError::NoTrace);
     }
@@ -313,8 +317,8 @@ pub fn render(traces: &[Trace]) -> Result<String, ViewError> {
                 .count()
         })
         .sum();
-    if messages > MAX_MESSAGES {
-        return Err(ViewError::TooManyMessages(messages));
+    if messages > max_messages {
+        return Err(ViewError::TooManyMessages(messages, max_messages));
     }
     let panels: Vec<Panel> = traces.iter().flat_map(panels_of).collect();
     let data = serde_json::to_string(&panels).unwrap_or_else(|_| "[]".into());
@@ -364,6 +368,16 @@ mod tests {
         }])
         .unwrap();
         assert!(!html.contains("/*DATA*/") && !html.contains("/*SCRIPT*/"));
+        let one = |records| Trace {
+            label: "t".into(),
+            header: Header::new("simulate", "virtual", vec![], vec![1, 2]),
+            records,
+        };
+        let (_, _, records) = simulate_traced(&p, crate::trace::DEFAULT_LIMIT).unwrap();
+        let err = render_limited(&[one(records)], 10).unwrap_err();
+        assert!(matches!(err, ViewError::TooManyMessages(n, 10) if n == sends));
+        assert!(err.to_string().contains("at most 10"));
+        assert!(matches!(render(&[]), Err(ViewError::NoTrace)));
         assert!(!html.contains("http://") && !html.contains("https://"));
     }
 }
