@@ -30,6 +30,8 @@ pub mod registry;
 pub mod replay;
 pub mod rng;
 pub mod sim;
+pub mod trace;
+pub mod view;
 pub mod wire;
 
 /// A node id from the roster; 0 is reserved (never a valid id).

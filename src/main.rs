@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         Command::Watch(args) => return cli::status::watch(args),
         Command::Completions(args) => cli::manual::completions(args),
         Command::Man(args) => cli::manual::man(args),
+        Command::View(args) => cli::view::run(args),
     };
     // Exit codes: 0 success, 1 a runtime error (a configuration refused, a port taken,
     // a failed check…), 2 a usage error (clap's, before anything ran).

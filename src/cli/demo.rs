@@ -42,6 +42,11 @@ pub struct DemoArgs {
     /// and `node`) to this path; it is removed when the demo stops.
     #[arg(long, value_name = "PATH")]
     pub prometheus_file_sd: Option<std::path::PathBuf>,
+    /// Record every node's sends, deliveries, drops, retransmissions, timers, states
+    /// and leader changes on one monotonic clock into this file (JSON Lines, see
+    /// docs/trace.md; `electd view FILE` draws it). Written when the demo stops.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// The timing `electd bench` measures failover with, so that the demo's live failover
@@ -126,6 +131,11 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         println!("Prometheus file_sd targets written to {}", path.display());
     }
     let (stop, stopped) = tokio::sync::watch::channel(false);
+    let tracer = args.trace.as_ref().map(|_| {
+        Arc::new(electd::trace::SharedRecorder::new(
+            electd::trace::DEFAULT_LIMIT,
+        ))
+    });
     let mut nodes = Vec::new();
     let mut tasks = Vec::new();
     println!(
@@ -155,6 +165,9 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         let metrics = Metrics::for_cluster("demo", id, &algorithms, timing().failure_timeout)?;
         let (shared, control) = Shared::new(id, "demo".into(), algorithms.clone(), metrics, None);
         let shared = Arc::new(shared);
+        if let Some(t) = &tracer {
+            shared.set_tracer(t.clone());
+        }
         println!(
             "  node {id}: udp {}  http://{}/status  /metrics",
             peers[i].1,
@@ -310,6 +323,21 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         if let Err(e) = std::fs::remove_file(path) {
             eprintln!("cannot remove {}: {e}", path.display());
         }
+    }
+    if let (Some(path), Some(t)) = (&args.trace, &tracer) {
+        let records = t.take();
+        let header = electd::trace::Header::new(
+            "demo",
+            "monotonic",
+            algorithms.iter().map(|a| a.as_str().to_string()).collect(),
+            peers.iter().map(|p| p.0).collect(),
+        );
+        super::view::write_trace(path, &header, &records)?;
+        println!(
+            "trace ({} records) written to {}",
+            records.len(),
+            path.display()
+        );
     }
     println!("\nsummary after {:.1} s:", started.elapsed().as_secs_f64());
     print!("{}", table(&algorithms, &rows));

@@ -11,6 +11,7 @@ pub mod notify;
 pub mod run;
 pub mod simulate;
 pub mod status;
+pub mod view;
 
 use clap::builder::PossibleValue;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -82,6 +83,9 @@ pub enum Command {
     Completions(manual::CompletionsArgs),
     /// Print the manual page (roff) of electd and its subcommands.
     Man(manual::ManArgs),
+    /// Space-time diagrams of traces (`simulate --trace`, `demo --trace`) in one
+    /// self-contained HTML page; `--simulate` runs every algorithm on the same faults.
+    View(view::ViewArgs),
 }
 
 /// Log to stderr; filter from `ELECTD_LOG` (or `RUST_LOG`), default `info`; text or

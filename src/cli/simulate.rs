@@ -2,7 +2,7 @@
 
 use super::{AlgorithmArg, FaultSetArg, Format, RingOrderArg, ScenarioArg};
 use electd::algorithm::AlgorithmKind;
-use electd::sim::runner::{simulate, SimulateParams};
+use electd::sim::runner::{simulate, simulate_traced, SimulateParams};
 use electd::sim::scenario::{Initiator, Scenario};
 use electd::NodeId;
 
@@ -41,6 +41,10 @@ pub struct SimulateArgs {
     /// Start even when the estimate exceeds the available memory or ten minutes.
     #[arg(long)]
     pub force: bool,
+    /// Record every send, delivery, drop, retransmission, timer, state and leader
+    /// change in virtual time to this file (JSON Lines, see docs/trace.md).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// Peak memory and wall time of one run, estimated before starting (`estimate`).
@@ -187,7 +191,19 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     p.seed = args.seed;
     p.loss = args.loss;
     p.faults = args.faults.0;
-    let report = simulate(&p)?;
+    let report = match &args.trace {
+        None => simulate(&p)?,
+        Some(path) => {
+            let (report, header, records) = simulate_traced(&p, electd::trace::DEFAULT_LIMIT)?;
+            super::view::write_trace(path, &header, &records)?;
+            eprintln!(
+                "trace ({} records) written to {}",
+                records.len(),
+                path.display()
+            );
+            report
+        }
+    };
     match args.format {
         Format::Table => print!("{}", report.to_table()),
         Format::Json => println!("{}", report.to_json()),

@@ -491,6 +491,9 @@ impl Driver {
             check_source = self.gate.checks_source(),
             "node started"
         );
+        if let Some(t) = self.shared.tracer() {
+            t.start(self.cfg.id, self.incarnation);
+        }
         self.node.start(now, electing);
     }
 
@@ -510,6 +513,9 @@ impl Driver {
         match self.gate.open(&buf[..n], Some(from), unix_micros()) {
             Ok(dg) => {
                 let now = self.now();
+                if let Some(t) = self.shared.tracer() {
+                    t.received(self.cfg.id, &dg);
+                }
                 self.node.handle_datagram(now, dg);
             }
             Err(e) => self.dropped(e, from),
@@ -539,6 +545,9 @@ impl Driver {
 
     fn timeout(&mut self) {
         let now = self.now();
+        if let Some(t) = self.shared.tracer() {
+            t.timers(self.cfg.id, &self.node.due_timers(now));
+        }
         self.node.handle_timeout(now);
         for (reason, n) in self.drops.flush(now) {
             tracing::warn!(
@@ -557,6 +566,9 @@ impl Driver {
             }
             Control::Pause if !self.paused => {
                 tracing::info!(node = self.cfg.id, "paused: all traffic stopped");
+                if let Some(t) = self.shared.tracer() {
+                    t.crash(self.cfg.id);
+                }
                 self.shared.metrics.sync(&self.node);
                 self.node.discard_events();
                 let _ = self.node.drain_transmits().count();
@@ -583,6 +595,9 @@ impl Driver {
                         self.paused = false;
                         self.shared.set_paused(false);
                         tracing::info!(node = self.cfg.id, incarnation = next, "resumed");
+                        if let Some(t) = self.shared.tracer() {
+                            t.start(self.cfg.id, next);
+                        }
                         let now = self.now();
                         self.node.start(now, true);
                     }
@@ -739,6 +754,9 @@ impl Driver {
         }
         let events: Vec<Event> = self.node.drain_events().collect();
         let now = self.now();
+        if let Some(t) = self.shared.tracer() {
+            t.decided(self.cfg.id, &self.node, &events);
+        }
         let metrics = &self.shared.metrics;
         metrics.sync_at(&self.node, now);
         self.publish();
@@ -774,6 +792,9 @@ impl Driver {
             metrics.send_error("no_address");
             return;
         };
+        if let Some(t) = self.shared.tracer() {
+            t.sent(self.cfg.id, to, dg);
+        }
         self.send_bytes(socket, dg, addr, to).await;
     }
 

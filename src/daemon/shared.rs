@@ -16,7 +16,7 @@ use crate::node::GroupStatus;
 use crate::NodeId;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -115,9 +115,21 @@ pub struct Shared {
     paused: AtomicBool,
     /// Failing health checks and why (see [`HEALTH_CHECKS`]).
     problems: RwLock<std::collections::BTreeMap<&'static str, String>>,
+    /// Where the runtime reports what it does, when a trace is recorded (`demo --trace`).
+    tracer: std::sync::OnceLock<Arc<crate::trace::SharedRecorder>>,
 }
 
 impl Shared {
+    /// Record this node's sends, deliveries, timers, states and leader changes into
+    /// `tracer` from now on (set once; later calls are ignored).
+    pub fn set_tracer(&self, tracer: Arc<crate::trace::SharedRecorder>) {
+        let _ = self.tracer.set(tracer);
+    }
+
+    pub fn tracer(&self) -> Option<&crate::trace::SharedRecorder> {
+        self.tracer.get().map(|t| &**t)
+    }
+
     pub fn new(
         node: NodeId,
         cluster: String,
@@ -138,6 +150,7 @@ impl Shared {
             control,
             paused: AtomicBool::new(false),
             problems: RwLock::new(Default::default()),
+            tracer: std::sync::OnceLock::new(),
         };
         (shared, rx)
     }

@@ -590,6 +590,29 @@ impl Node {
         *self.invalid.entry(reason).or_insert(0) += 1;
     }
 
+    /// The timers due at `now` as (group, timer name), in no particular order: what
+    /// [`Node::handle_timeout`] is about to fire, for drivers that record a trace.
+    pub fn due_timers(&self, now: Time) -> Vec<(AlgorithmKind, &'static str)> {
+        self.timers
+            .iter()
+            .filter(|t| t.2 <= now)
+            .map(|&(g, slot, _)| {
+                let name = match slot {
+                    Slot::Algo(Timer::Answer) => "answer",
+                    Slot::Algo(Timer::Coordinator) => "coordinator",
+                    Slot::Algo(Timer::Retry) => "retry",
+                    Slot::Algo(Timer::Election) => "election",
+                    Slot::Algo(Timer::Heartbeat) => "heartbeat",
+                    Slot::Algo(Timer::Quorum) => "quorum",
+                    Slot::Algo(Timer::Suspicion) => "suspicion",
+                    Slot::Heartbeat => "heartbeat",
+                    Slot::Detector => "failure_detector",
+                };
+                (self.groups[g as usize].kind, name)
+            })
+            .collect()
+    }
+
     fn group_index(&self, kind: AlgorithmKind) -> Option<usize> {
         self.groups.iter().position(|g| g.kind == kind)
     }

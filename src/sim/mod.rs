@@ -17,10 +17,12 @@ use crate::message::MessageType;
 use crate::node::link::LinkConfig;
 use crate::node::{Datagram, Event, Node, NodeConfig, Time};
 use crate::rng::Rng;
+use crate::trace::{self, Record, Recorder};
 use crate::NodeId;
 use network::{Cuts, NetConfig};
 use report::{ElectionReport, MessageCounts};
 use scenario::Op;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
 
@@ -64,8 +66,16 @@ pub enum SimError {
 }
 
 enum Payload {
-    Deliver { to: usize, datagram: Datagram },
-    Wake { node: usize },
+    /// `to`: node index. `trace_id`: the datagram's id in the trace (0 when not
+    /// tracing); two u32 take the room one index took before traces existed.
+    Deliver {
+        to: u32,
+        datagram: Datagram,
+        trace_id: u32,
+    },
+    Wake {
+        node: usize,
+    },
 }
 
 /// Events of one instant, FIFO, in chunks of at most [`Bucket::CHUNK`]: a burst of
@@ -159,6 +169,8 @@ pub struct Sim {
     pub elections: Vec<ElectionReport>,
     /// Datagrams processed (deliveries), for throughput figures.
     pub delivered: u64,
+    /// The trace being recorded, if any (see [`Sim::set_trace`]).
+    trace: Option<Box<Recorder>>,
 }
 
 impl Sim {
@@ -201,6 +213,7 @@ impl Sim {
             measure: None,
             elections: Vec::new(),
             delivered: 0,
+            trace: None,
         })
     }
 
@@ -214,6 +227,25 @@ impl Sim {
             link: cfg.link.clone(),
             incarnation,
             seed,
+        }
+    }
+
+    /// Record every send, delivery, drop, retransmission, timer, state and leader
+    /// change, start, crash and network change from now on, in virtual time. Costs
+    /// nothing when never called.
+    pub fn set_trace(&mut self, recorder: Recorder) {
+        self.trace = Some(Box::new(recorder));
+    }
+
+    /// Stop recording and hand the trace back.
+    pub fn take_trace(&mut self) -> Option<Recorder> {
+        self.trace.take().map(|b| *b)
+    }
+
+    /// Append a record to the trace being recorded (none: nothing happens).
+    pub fn trace_record(&mut self, r: impl FnOnce(u64) -> Record) {
+        if let Some(t) = self.trace.as_mut() {
+            t.push(r(trace::ns(self.now)));
         }
     }
 
@@ -281,6 +313,15 @@ impl Sim {
         sn.node = Some(node);
         sn.alive = true;
         sn.next_wake = None;
+        let incarnation = sn.incarnation;
+        if let Some(t) = self.trace.as_mut() {
+            t.forget(id);
+            t.push(Record::Start {
+                t: trace::ns(self.now),
+                node: id,
+                incarnation,
+            });
+        }
         self.after(i);
         Ok(())
     }
@@ -305,6 +346,9 @@ impl Sim {
 
     pub fn crash(&mut self, id: NodeId) -> Result<(), SimError> {
         let i = self.idx(id)?;
+        if self.nodes[i].alive {
+            self.trace_record(|t| Record::Crash { t, node: id });
+        }
         self.nodes[i].alive = false;
         self.nodes[i].next_wake = None;
         Ok(())
@@ -510,6 +554,15 @@ impl Sim {
             } = ev
             {
                 self.last_leader_change = at;
+                if let Some(t) = self.trace.as_mut() {
+                    t.push(Record::Leader {
+                        t: trace::ns(at),
+                        node: from,
+                        alg: Cow::Borrowed(group.as_str()),
+                        leader,
+                        term,
+                    });
+                }
                 if leader == Some(from) {
                     self.claims.push(Claim {
                         at,
@@ -521,6 +574,11 @@ impl Sim {
             }
         }
         let wake = node.poll_timeout();
+        if let Some(t) = self.trace.as_mut() {
+            for s in node.status() {
+                t.state(self.now, from, s.algorithm.as_str(), s.state);
+            }
+        }
         for (to, d) in transmits.drain(..) {
             self.transmit(from, to, d);
         }
@@ -537,7 +595,27 @@ impl Sim {
         let Some(&ti) = self.index.get(&to) else {
             return;
         };
-        if self.cuts.blocks(from, to) || self.rng.chance(self.net.loss) {
+        let trace_id = match self.trace.as_mut() {
+            Some(t) => t.transmit(self.now, from, to, &d),
+            None => 0,
+        };
+        // Ids past u32 (a recorder limit above four billion records) are not followed.
+        let trace_id = u32::try_from(trace_id).unwrap_or(0);
+        let dropped = if self.cuts.blocks(from, to) {
+            Some("partition")
+        } else if self.rng.chance(self.net.loss) {
+            Some("loss")
+        } else {
+            None
+        };
+        if let Some(reason) = dropped {
+            if trace_id != 0 {
+                self.trace_record(|t| Record::Drop {
+                    t,
+                    id: u64::from(trace_id),
+                    reason: Cow::Borrowed(reason),
+                });
+            }
             return;
         }
         let copies = if self.rng.chance(self.net.duplicate) {
@@ -555,7 +633,14 @@ impl Sim {
                 self.election_in_flight += 1;
             }
             let datagram = d.clone();
-            self.push(self.now + delay, Payload::Deliver { to: ti, datagram });
+            self.push(
+                self.now + delay,
+                Payload::Deliver {
+                    to: ti as u32,
+                    datagram,
+                    trace_id,
+                },
+            );
         }
     }
 
@@ -572,7 +657,11 @@ impl Sim {
         let at = Duration::from_nanos(t);
         self.now = self.now.max(at);
         match payload {
-            Payload::Deliver { to, datagram } => {
+            Payload::Deliver {
+                to,
+                datagram,
+                trace_id,
+            } => {
                 if datagram
                     .body
                     .as_ref()
@@ -580,7 +669,24 @@ impl Sim {
                 {
                     self.election_in_flight -= 1;
                 }
-                if !self.nodes[to].alive {
+                let to = to as usize;
+                let alive = self.nodes[to].alive;
+                if trace_id != 0 {
+                    let id = u64::from(trace_id);
+                    let to = self.nodes[to].id;
+                    self.trace_record(|t| {
+                        if alive {
+                            Record::Deliver { t, id, to }
+                        } else {
+                            Record::Drop {
+                                t,
+                                id,
+                                reason: Cow::Borrowed("dead"),
+                            }
+                        }
+                    });
+                }
+                if !alive {
                     return true;
                 }
                 self.delivered += 1;
@@ -597,6 +703,16 @@ impl Sim {
                 }
                 sn.next_wake = None;
                 let now = self.now;
+                if let (Some(t), Some(n)) = (self.trace.as_mut(), sn.node.as_ref()) {
+                    for (alg, timer) in n.due_timers(now) {
+                        t.push(Record::Timer {
+                            t: trace::ns(now),
+                            node: sn.id,
+                            alg: Cow::Borrowed(alg.as_str()),
+                            timer: Cow::Borrowed(timer),
+                        });
+                    }
+                }
                 if let Some(n) = sn.node.as_mut() {
                     n.handle_timeout(now);
                 }
@@ -664,10 +780,34 @@ impl Sim {
                 }
                 Op::Restart { node, elect } => self.start(*node, *elect)?,
                 Op::Resign(id) => self.resign(*id)?,
-                Op::Partition(sides) => self.cuts.partition(sides),
-                Op::OneWay { from, to } => self.cuts.one_way(from, to),
-                Op::Heal => self.cuts.heal(),
-                Op::Net(net) => self.set_net(net.clone()),
+                Op::Partition(sides) => {
+                    self.trace_record(|t| Record::Partition {
+                        t,
+                        sides: sides.clone(),
+                    });
+                    self.cuts.partition(sides)
+                }
+                Op::OneWay { from, to } => {
+                    self.trace_record(|t| Record::OneWay {
+                        t,
+                        from: from.clone(),
+                        to: to.clone(),
+                    });
+                    self.cuts.one_way(from, to)
+                }
+                Op::Heal => {
+                    self.trace_record(|t| Record::Heal { t });
+                    self.cuts.heal()
+                }
+                Op::Net(net) => {
+                    self.trace_record(|t| Record::Net {
+                        t,
+                        loss: net.loss,
+                        duplicate: net.duplicate,
+                        reorder: net.reorder,
+                    });
+                    self.set_net(net.clone())
+                }
                 Op::RunFor(d) => self.run_for(*d),
                 Op::Settle { max } => {
                     all_settled &= self.run_until_settled(*max);

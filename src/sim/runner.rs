@@ -6,6 +6,7 @@ use crate::sim::chaos::{self, FaultSet};
 use crate::sim::report::{MessageCounts, SimReport};
 use crate::sim::scenario::{Initiator, RingOrder, Scenario};
 use crate::sim::{Sim, SimConfig, SimError};
+use crate::trace::{Header, Record, Recorder};
 use crate::NodeId;
 use std::time::{Duration, Instant};
 
@@ -52,6 +53,39 @@ pub enum SimulateError {
 /// Run `p` and report. Virtual time is bounded (the run stops if an election never
 /// settles; `agreed` is then false).
 pub fn simulate(p: &SimulateParams) -> Result<SimReport, SimulateError> {
+    run(p, None).map(|(r, _)| r)
+}
+
+/// [`simulate`], recording a trace (at most `limit` records) of the whole run in
+/// virtual time. The trace ends with the report's leader and election messages.
+pub fn simulate_traced(
+    p: &SimulateParams,
+    limit: usize,
+) -> Result<(SimReport, Header, Vec<Record>), SimulateError> {
+    let (report, rec) = run(p, Some(Recorder::new(limit)))?;
+    let mut records = rec.map(Recorder::finish).unwrap_or_default();
+    let t = records.last().map(Record::time).unwrap_or(0);
+    records.push(Record::End {
+        t,
+        alg: p.algorithm.as_str().into(),
+        leader: report.leader,
+        messages: report.messages.total,
+    });
+    let mut header = Header::new(
+        "simulate",
+        "virtual",
+        vec![p.algorithm.as_str().to_string()],
+        p.ids.clone(),
+    );
+    header.scenario = Some(p.scenario.as_str().to_string());
+    header.seed = Some(p.seed);
+    Ok((report, header, records))
+}
+
+fn run(
+    p: &SimulateParams,
+    trace: Option<Recorder>,
+) -> Result<(SimReport, Option<Recorder>), SimulateError> {
     let initiator = p.initiator.resolve(&p.ids).ok_or_else(|| {
         let shown = if p.ids.len() > 8 {
             format!(
@@ -71,6 +105,9 @@ pub fn simulate(p: &SimulateParams) -> Result<SimReport, SimulateError> {
         cfg.net.loss = p.loss;
     }
     let mut sim = Sim::new(cfg)?;
+    if let Some(t) = trace {
+        sim.set_trace(t);
+    }
     // Generous bound: every election of every algorithm settles far sooner.
     let settle = Duration::from_secs(600);
     let ops = match p.scenario {
@@ -103,7 +140,7 @@ pub fn simulate(p: &SimulateParams) -> Result<SimReport, SimulateError> {
         retransmissions += e.retransmissions;
         virtual_ms += e.virtual_ms;
     }
-    Ok(SimReport {
+    let report = SimReport {
         algorithm: p.algorithm,
         nodes: p.ids.len(),
         scenario: p.scenario.as_str().to_string(),
@@ -128,5 +165,6 @@ pub fn simulate(p: &SimulateParams) -> Result<SimReport, SimulateError> {
         } else {
             0.0
         },
-    })
+    };
+    Ok((report, sim.take_trace()))
 }
