@@ -227,6 +227,10 @@ pub struct Options {
     /// Raft check-quorum: a leader that has not heard a majority within an election
     /// timeout steps down.
     pub check_quorum: bool,
+    /// Raft ranked election timeouts: followers draw their timeout from a slot of the
+    /// range chosen by their rank (higher ids first, the current leader skipped)
+    /// instead of uniformly from the whole range (§5.2). Off = the textbook.
+    pub ranked_timeouts: bool,
 }
 
 impl Default for Options {
@@ -234,6 +238,7 @@ impl Default for Options {
         Options {
             pre_vote: true,
             check_quorum: true,
+            ranked_timeouts: true,
         }
     }
 }

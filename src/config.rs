@@ -36,6 +36,7 @@
 //! [raft]
 //! pre_vote = true
 //! check_quorum = true
+//! ranked_timeouts = true
 //! # state_file = "/var/lib/electd/raft-{node}.state"  # term and vote survive restarts;
 //! #                                   # {node} is replaced by this node's id
 //!
@@ -148,6 +149,7 @@ struct RawAdmin {
 struct RawRaft {
     pre_vote: Option<bool>,
     check_quorum: Option<bool>,
+    ranked_timeouts: Option<bool>,
     state_file: Option<String>,
 }
 
@@ -316,7 +318,10 @@ const SECTIONS: [(&str, &[&str]); 6] = [
     ("security", &["key_file", "insecure", "check_source"]),
     ("hooks", &["on_leader_change", "hook_timeout"]),
     ("admin", &["token_file"]),
-    ("raft", &["pre_vote", "check_quorum", "state_file"]),
+    (
+        "raft",
+        &["pre_vote", "check_quorum", "ranked_timeouts", "state_file"],
+    ),
 ];
 const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
 const NOT_CONFIG: [&str; 2] = ["ELECTD_LOG", "ELECTD_CONFIG"];
@@ -374,11 +379,13 @@ fn env_value(key: &str, value: &str) -> toml::Value {
             .parse::<i64>()
             .map(toml::Value::Integer)
             .unwrap_or_else(|_| toml::Value::String(value.into())),
-        "insecure" | "check_source" | "pre_vote" | "check_quorum" => match value.trim() {
-            "true" | "1" | "yes" => toml::Value::Boolean(true),
-            "false" | "0" | "no" => toml::Value::Boolean(false),
-            other => toml::Value::String(other.into()),
-        },
+        "insecure" | "check_source" | "pre_vote" | "check_quorum" | "ranked_timeouts" => {
+            match value.trim() {
+                "true" | "1" | "yes" => toml::Value::Boolean(true),
+                "false" | "0" | "no" => toml::Value::Boolean(false),
+                other => toml::Value::String(other.into()),
+            }
+        }
         "algorithms" => toml::Value::Array(
             value
                 .split(',')
@@ -822,6 +829,7 @@ impl Validator<'_> {
         let options = Options {
             pre_vote: raw.raft.pre_vote.unwrap_or(od.pre_vote),
             check_quorum: raw.raft.check_quorum.unwrap_or(od.check_quorum),
+            ranked_timeouts: raw.raft.ranked_timeouts.unwrap_or(od.ranked_timeouts),
         };
         Ok(Config {
             file: self.file.to_path_buf(),
