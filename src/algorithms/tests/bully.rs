@@ -481,3 +481,26 @@ fn nonsense_from_the_network_is_ignored() {
     let _ = fire(&mut b, Timer::Answer);
     assert!(b.term() >= before);
 }
+
+#[test]
+fn after_a_heal_a_lower_leader_is_bullied_and_a_higher_one_followed() {
+    // Beyond the textbook (split brain after a partition heals): a heartbeat from a
+    // leader this node does not follow is a leadership claim. A lower claimant is
+    // bullied with an election; a higher one with a newer epoch is followed, and a
+    // leader steps down for it.
+    let (mut b, _) = electing(3);
+    let _ = fire(&mut b, Timer::Answer);
+    assert_eq!(b.leader(), Some(3));
+    let fx = step(&mut b, |a, out| a.on_foreign_leader(2, 1, out));
+    assert!(fx.started_election());
+    assert_eq!(fx.recipients(), vec![4, 5]);
+
+    let (mut b, _) = electing(3);
+    let _ = fire(&mut b, Timer::Answer);
+    let newer = b.term() + 1;
+    let fx = step(&mut b, |a, out| a.on_foreign_leader(5, newer, out));
+    assert_eq!(fx.new_leader(), Some(Some(5)));
+    assert!(fx.messages().is_empty());
+    assert_eq!(b.state(), "follower");
+    assert!(b.term() >= newer);
+}

@@ -72,13 +72,40 @@ fn leader(me: NodeId) -> (Raft, u64) {
 #[test]
 fn a_follower_waits_a_randomized_election_timeout() {
     // §5.2: election timeouts are chosen randomly from a fixed interval, so that in most
-    // cases only one server times out first.
-    let mut r = node(1, true);
+    // cases only one server times out first (the textbook draw: ranked timeouts off).
+    let mut c = cfg(1, &RING);
+    c.options.ranked_timeouts = false;
+    let (min, max) = (c.timing.election_timeout_min, c.timing.election_timeout_max);
+    let mut r = Raft::new(c);
     let fx = start(&mut r, false);
-    let (min, max) = fx.armed_range(Timer::Election).expect("election timer");
-    assert!(min < max, "a range, not a fixed delay: {min:?}..{max:?}");
+    assert_eq!(fx.armed_range(Timer::Election), Some((min, max)));
+    assert!(min < max, "a range, not a fixed delay");
     assert!(fx.messages().is_empty());
     assert_eq!(r.state(), "follower");
+}
+
+#[test]
+fn ranked_timeouts_let_the_highest_follower_fire_first() {
+    // electd's ranked timeouts (option `ranked_timeouts`): each follower's window lies
+    // in the configured interval, one slot per rank, the highest id first and the
+    // leader it follows not counted; the windows of two ranks do not overlap.
+    let c = cfg(1, &RING);
+    let (min, max) = (c.timing.election_timeout_min, c.timing.election_timeout_max);
+    let window = |me: NodeId| {
+        let mut r = node(me, true);
+        let _ = start(&mut r, false);
+        let fx = deliver(&mut r, 5, Message::Heartbeat { term: 1, leader: 5 });
+        let (lo, hi) = fx.armed_range(Timer::Election).expect("timeout re-armed");
+        assert!(min <= lo && lo <= hi && hi <= max, "{me}: {lo:?}..{hi:?}");
+        (lo, hi)
+    };
+    let windows: Vec<_> = [4, 3, 2, 1].into_iter().map(window).collect();
+    for pair in windows.windows(2) {
+        assert!(
+            pair[0].1 < pair[1].0,
+            "higher id strictly first: {windows:?}"
+        );
+    }
 }
 
 #[test]

@@ -232,3 +232,35 @@ fn nonsense_from_the_network_is_ignored() {
     let _ = deliver(&mut r, 3, election(3, &[], u64::MAX));
     assert_eq!(r.leader(), None);
 }
+
+#[test]
+fn after_a_heal_the_split_brain_rule_elects_or_follows() {
+    // Beyond the textbook (ring_core's split-brain rule, on a heartbeat from a leader
+    // this node does not follow): a leader hearing a lower leader calls an election,
+    // whose lap elects the highest live id, numbered above the claim; a node without a
+    // leader follows a higher one; a follower of someone else leaves it to its leader.
+    let mut r = node(5);
+    let _ = start_electing(&mut r);
+    let _ = deliver(&mut r, 1, election(5, &[5, 2, 4, 3, 1], 0));
+    assert_eq!(r.leader(), Some(5));
+    let fx = step(&mut r, |a, out| a.on_foreign_leader(3, 9, out));
+    assert!(fx.started_election());
+    assert!(fx
+        .messages()
+        .iter()
+        .any(|m| matches!(m, Message::RingElection { initiator: 5, epoch, .. } if *epoch >= 9)));
+
+    let mut r = node(4);
+    let _ = start(&mut r, false);
+    let fx = step(&mut r, |a, out| a.on_foreign_leader(5, 9, out));
+    assert_eq!(fx.new_leader(), Some(Some(5)));
+    assert!(fx.messages().is_empty());
+    assert!(r.term() >= 9);
+
+    let mut r = node(2);
+    let _ = deliver(&mut r, 3, coordinator(3, 5, 4));
+    assert_eq!(r.leader(), Some(5));
+    let fx = step(&mut r, |a, out| a.on_foreign_leader(1, 9, out));
+    assert!(fx.is_quiet(), "5 hears 1 too and acts: {fx:?}");
+    assert_eq!(r.leader(), Some(5));
+}
