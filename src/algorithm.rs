@@ -208,12 +208,18 @@ impl Out {
 /// The fencing token of one group, the same definition for every algorithm: the
 /// leadership's term (Raft's term; the epoch of the Bully family; the election round of
 /// the ring family) and its leader, ordered lexicographically (term first, then leader
-/// id). A node only ever adopts a token at least as high as the last one it adopted,
-/// every new leadership takes a term above the highest this node has seen, and two
-/// leaderships never share a token (different leaders differ in the id; one leader
-/// never announces the same term twice). `/status` and `/watch` carry it as `term` and
-/// `leader`, `electd_term` exports the term, hooks get `ELECTD_TERM` and
-/// `ELECTD_LEADER`.
+/// id).
+///
+/// - A node never adopts a token below the one it holds ([`Token::admits`]); the token
+///   survives restarts in the state file.
+/// - A new leadership takes a term above the highest the node has seen; a node that did
+///   not see the highest (it came back with an empty disk) is answered by the others
+///   with their term and takes a new leadership above it.
+/// - Two leaders of one group (the two sides of a partition, for the Bully and ring
+///   families) never hold the same token: they differ at least in the leader id.
+///
+/// `/status` and `/watch` carry it as `term` and `leader`, `electd_term` exports the
+/// term, hooks get `ELECTD_TERM` and `ELECTD_LEADER`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Token {
     pub term: u64,
@@ -224,6 +230,18 @@ pub struct Token {
 impl Token {
     pub fn new(term: u64, leader: NodeId) -> Token {
         Token { term, leader }
+    }
+
+    /// May a node holding `self` adopt `next`? Only a token at least as high: the
+    /// token a node holds never goes back.
+    pub fn admits(self, next: Token) -> bool {
+        next >= self
+    }
+
+    /// The token as one integer, for a fencing resource that compares integers:
+    /// `term · 2^32 + leader`, ordered exactly as the pair (terms below 2^32).
+    pub fn as_u64(self) -> u64 {
+        self.term.saturating_mul(1 << 32) | u64::from(self.leader)
     }
 }
 

@@ -73,7 +73,7 @@ impl Leadership {
             return Claim::Bully;
         }
         let token = Token::new(epoch, leader);
-        if token < self.token {
+        if !self.token.admits(token) {
             return Claim::Stale;
         }
         if settled && self.leader == Some(leader) && token == self.token {
@@ -110,7 +110,7 @@ impl Leadership {
     /// heartbeat): take the new token.
     pub fn leader_term(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
         let token = Token::new(epoch, from);
-        if self.leader == Some(from) && token > self.token {
+        if self.leader == Some(from) && token.term > self.token.term {
             self.observe(epoch);
             self.token = token;
             out.leader_changed(self.leader, epoch);

@@ -160,7 +160,7 @@ impl Leadership {
 
     /// Would following `leader` of `epoch` keep the token from going back?
     pub fn accepts(&self, leader: NodeId, epoch: u64) -> bool {
-        Token::new(epoch, leader) >= self.token
+        self.token.admits(Token::new(epoch, leader))
     }
 
     /// Follow `leader` with `epoch`, unless that token is below the one held (then

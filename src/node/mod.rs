@@ -372,7 +372,9 @@ impl Node {
                 // the term held, so that the claimant takes a new one above it.
                 // (An older heartbeat of the holder itself, reordered, is not a claim.)
                 let grp = &self.groups[g];
-                if from != grp.holder && Token::new(term, from) < Token::new(grp.term, grp.holder) {
+                if from != grp.holder
+                    && !Token::new(grp.term, grp.holder).admits(Token::new(term, from))
+                {
                     let ack = Message::HeartbeatAck { term: grp.term };
                     self.send(g, now, from, ack);
                 }
