@@ -36,8 +36,13 @@
 //! [raft]
 //! pre_vote = true
 //! check_quorum = true
-//! # state_file = "/var/lib/electd/raft-{node}.state"  # term and vote survive restarts;
-//! #                                   # {node} is replaced by this node's id
+//!
+//! [state]
+//! file = "/var/lib/electd/{node}.state" # every group's fencing token (and Raft's vote)
+//! #                                   # survive restarts; {node}: this node's id.
+//! #                                   # Required with raft ([raft] state_file is the
+//! #                                   # older spelling)
+//! # ephemeral = true                  # or: run without, knowingly
 //!
 //! [[peer]]
 //! id = 1
@@ -52,7 +57,7 @@
 //! `ELECTD_ALGORITHMS=bully,raft` (comma-separated), `ELECTD_TIMING_HEARTBEAT=20ms`,
 //! `ELECTD_TRANSPORT_MAX_ATTEMPTS=6`, `ELECTD_SECURITY_KEY_FILE=/run/key`,
 //! `ELECTD_SECURITY_INSECURE=true`, `ELECTD_SECURITY_CHECK_SOURCE=false`, `ELECTD_HOOKS_ON_LEADER_CHANGE=…`,
-//! `ELECTD_ADMIN_TOKEN_FILE=…`, `ELECTD_RAFT_PRE_VOTE=false`. The roster (`[[peer]]`)
+//! `ELECTD_ADMIN_TOKEN_FILE=…`, `ELECTD_RAFT_PRE_VOTE=false`, `ELECTD_STATE_FILE=…`. The roster (`[[peer]]`)
 //! has no overrides. `--node-id` beats the environment, which beats the file.
 //! `ELECTD_LOG` (log filter) and `ELECTD_CONFIG` are not configuration keys; any other
 //! unknown `ELECTD_*` variable is an error, so a typo is never silently ignored.
@@ -100,7 +105,16 @@ struct RawConfig {
     #[serde(default)]
     raft: RawRaft,
     #[serde(default)]
+    state: RawState,
+    #[serde(default)]
     peer: Vec<RawPeer>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawState {
+    file: Option<String>,
+    ephemeral: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -231,8 +245,11 @@ pub struct Config {
     /// Bearer token of the admin routes (trimmed content of `admin.token_file`).
     pub admin_token: Option<String>,
     pub options: Options,
-    /// Where Raft's term and vote are kept across restarts (`{node}` substituted).
+    /// `[state] file`: where every algorithm's fencing token (and Raft's vote) is kept
+    /// across restarts (`{node}` substituted).
     pub raft_state_file: Option<PathBuf>,
+    /// `[state] ephemeral = true`: run without durable state, knowingly.
+    pub ephemeral: bool,
     /// The roster in file order (which is also the logical ring order).
     pub peers: Vec<Peer>,
 }
@@ -298,7 +315,7 @@ impl Config {
     }
 }
 
-const SECTIONS: [(&str, &[&str]); 6] = [
+const SECTIONS: [(&str, &[&str]); 7] = [
     (
         "timing",
         &[
@@ -317,6 +334,7 @@ const SECTIONS: [(&str, &[&str]); 6] = [
     ("hooks", &["on_leader_change", "hook_timeout"]),
     ("admin", &["token_file"]),
     ("raft", &["pre_vote", "check_quorum", "state_file"]),
+    ("state", &["file", "ephemeral"]),
 ];
 const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
 const NOT_CONFIG: [&str; 2] = ["ELECTD_LOG", "ELECTD_CONFIG"];
@@ -374,11 +392,13 @@ fn env_value(key: &str, value: &str) -> toml::Value {
             .parse::<i64>()
             .map(toml::Value::Integer)
             .unwrap_or_else(|_| toml::Value::String(value.into())),
-        "insecure" | "check_source" | "pre_vote" | "check_quorum" => match value.trim() {
-            "true" | "1" | "yes" => toml::Value::Boolean(true),
-            "false" | "0" | "no" => toml::Value::Boolean(false),
-            other => toml::Value::String(other.into()),
-        },
+        "insecure" | "check_source" | "pre_vote" | "check_quorum" | "ephemeral" => {
+            match value.trim() {
+                "true" | "1" | "yes" => toml::Value::Boolean(true),
+                "false" | "0" | "no" => toml::Value::Boolean(false),
+                other => toml::Value::String(other.into()),
+            }
+        }
         "algorithms" => toml::Value::Array(
             value
                 .split(',')
@@ -823,10 +843,37 @@ impl Validator<'_> {
                 Some(token)
             }
         };
-        let raft_state_file = match raw.raft.state_file.as_deref().map(str::trim) {
+        // `[state] file`; `[raft] state_file` is its older spelling.
+        let (state_key, state_file) = match (&raw.state.file, &raw.raft.state_file) {
+            (Some(f), _) => ("state.file", Some(f.as_str())),
+            (None, f) => ("raft.state_file", f.as_deref()),
+        };
+        let raft_state_file = match state_file.map(str::trim) {
             None | Some("") => None,
             Some(p) => Some(self.path(Path::new(&p.replace("{node}", &node_id.to_string())))),
         };
+        if raw.state.file.is_some() && raw.raft.state_file.is_some() {
+            return Err(self.err(
+                "raft.state_file",
+                "set only [state] file ([raft] state_file is its older spelling)",
+            ));
+        }
+        let ephemeral = raw.state.ephemeral.unwrap_or(false);
+        if ephemeral && raft_state_file.is_some() {
+            return Err(self.err(
+                "state.ephemeral",
+                format!("ephemeral = true contradicts {state_key}: choose one"),
+            ));
+        }
+        if raft_state_file.is_none() && !ephemeral && algorithms.contains(&AlgorithmKind::Raft) {
+            return Err(self.err(
+                "state.file",
+                "raft needs durable state: without it a restarted node may vote twice in one \
+                 term and elect a second leader. Set [state] file (e.g. \
+                 \"/var/lib/electd/{node}.state\"), or [state] ephemeral = true to run without \
+                 it knowingly",
+            ));
+        }
         let od = Options::default();
         let options = Options {
             pre_vote: raw.raft.pre_vote.unwrap_or(od.pre_vote),
@@ -848,6 +895,7 @@ impl Validator<'_> {
             admin_token,
             options,
             raft_state_file,
+            ephemeral,
             peers,
         })
     }

@@ -216,11 +216,15 @@ impl Template {
              # token_file = \"admin.token\"   # bearer token (16+ characters) for /admin/* routes\n\n\
              [raft]\n\
              pre_vote = true                # a rejoining node does not disrupt a healthy term\n\
-             check_quorum = true            # a leader that loses its majority steps down\n\
-             # Raft's term and vote on disk, so a restarted node never votes twice in a term\n\
-             # (without it electd warns at start). The directory must exist and be writable;\n\
-             # {{node}} becomes the node id, so one file serves every node:\n\
-             # state_file = \"/var/lib/electd/raft-{{node}}.state\"\n"
+             check_quorum = true            # a leader that loses its majority steps down\n\n\
+             [state]\n\
+             # Every group's fencing token (and Raft's term and vote) on disk, written before\n\
+             # the datagrams that depend on it leave: a restarted node never goes back to an\n\
+             # older token nor votes twice in a Raft term. Required with raft. The directory\n\
+             # must exist and be writable; {{node}} becomes the node id, so one file serves\n\
+             # every node:\n\
+             file = \"/var/lib/electd/{{node}}.state\"\n\
+             # ephemeral = true             # or run without it, knowingly (raft may vote twice)\n"
         );
         let _ = writeln!(
             w,
@@ -332,17 +336,13 @@ mod tests {
             configs[2].algorithms,
             vec![AlgorithmKind::Raft, AlgorithmKind::Bully]
         );
-        // The commented Raft state file works once uncommented, per node.
-        let text = t
-            .render()
-            .unwrap()
-            .replace("# state_file = ", "state_file = ");
+        // The state file is set, per node.
         let file = d.join("state.toml");
-        std::fs::write(&file, text).unwrap();
+        std::fs::write(&file, t.render().unwrap()).unwrap();
         let c = Config::load(&file, Vec::new(), Some(2)).unwrap();
         assert_eq!(
             c.raft_state_file.as_deref(),
-            Some(Path::new("/var/lib/electd/raft-2.state"))
+            Some(Path::new("/var/lib/electd/2.state"))
         );
         let _ = std::fs::remove_dir_all(&d);
     }
