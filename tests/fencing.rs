@@ -136,6 +136,15 @@ fn scenario(kind: AlgorithmKind, seed: u64) {
         "leader back with an empty disk",
     );
 
+    // The leader restarts at once with an empty disk, before anyone noticed it was
+    // gone: the others still follow its old token and answer its new, lower claim.
+    let before = highest(&s, kind);
+    let leader = s.agreement(kind).unwrap();
+    s.crash(leader).unwrap();
+    s.start_blank(leader, true).unwrap();
+    s.run_for(wait);
+    let t5 = agreed(&s, kind, expect(5), t5, before, "leader back at once, empty disk");
+
     // A 3 + 2 partition: each side may elect (Raft only on the majority side), the
     // two leaders never sharing a token. After the heal: one leader, and a new
     // leadership above every term seen.

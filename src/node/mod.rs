@@ -369,18 +369,17 @@ impl Node {
                 }
                 // A claim below the token this node holds (a leader that came back
                 // without its state, or the losing side of a partition): answer with
-                // the term held, so that the claimant takes a new one above it.
-                // (An older heartbeat of the holder itself, reordered, is not a claim.)
+                // the term held, so that the claimant takes a new one above it. (An old
+                // heartbeat of the leader itself, reordered, draws an answer with the
+                // leader's own term, which it ignores.)
                 let grp = &self.groups[g];
-                if from != grp.holder
-                    && !Token::new(grp.term, grp.holder).admits(Token::new(term, from))
-                {
+                if !Token::new(grp.term, grp.holder).admits(Token::new(term, from)) {
                     let ack = Message::HeartbeatAck { term: grp.term };
                     self.send(g, now, from, ack);
                 }
             }
             Message::HeartbeatAck { term } if external_fd => {
-                if grp.leader == Some(self.id) && term >= grp.term {
+                if grp.leader == Some(self.id) && term > grp.term {
                     grp.algo.on_term_behind(term, &mut self.out);
                     self.apply(g, now);
                 }
