@@ -5,10 +5,10 @@ algorithm, and that token is above every token recorded before (term first, then
 id, as electd orders them); then record the tokens.
 
   fencing_tokens.py settle SECONDS STEP LEADER NODE...   every NODE agrees, for every
-        algorithm, on one token; the Bully and ring families on leader LEADER; every
-        token is at or above the highest recorded (at: the same leadership going on,
-        e.g. Raft keeping its leader, or the side of a partition whose leader stays);
-        then records them.
+        algorithm, on one token; the Bully and ring families on leader LEADER, with a
+        token above the highest recorded (each step gives them a new leadership); Raft
+        at or above it (it keeps its leader unless the step took it away); then records
+        them.
   fencing_tokens.py record NODE...                       record every node's token
         (e.g. both sides of a partition), without checking agreement.
 
@@ -64,8 +64,10 @@ def check(views, seen, expect):
         if a != "raft" and leader != expect:
             return f"{a}: leader {leader}, expected {expect}"
         before = tuple(seen.get(a, (0, 0)))
-        if (term, leader) < before:
-            return f"{a}: token ({term}, {leader}) is below ({before[0]}, {before[1]})"
+        # Every step of the script gives the Bully and ring families a new leadership:
+        # its token must exceed every one seen. Raft may keep its leader (same token).
+        if (term, leader) < before or ((term, leader) == before and a != "raft"):
+            return f"{a}: token ({term}, {leader}) is not above ({before[0]}, {before[1]})"
     return None
 
 

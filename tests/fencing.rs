@@ -143,7 +143,14 @@ fn scenario(kind: AlgorithmKind, seed: u64) {
     s.crash(leader).unwrap();
     s.start_blank(leader, true).unwrap();
     s.run_for(wait);
-    let t5 = agreed(&s, kind, expect(5), t5, before, "leader back at once, empty disk");
+    let t5 = agreed(
+        &s,
+        kind,
+        expect(5),
+        t5,
+        before,
+        "leader back at once, empty disk",
+    );
 
     // A 3 + 2 partition: each side may elect (Raft only on the majority side), the
     // two leaders never sharing a token. After the heal: one leader, and a new
