@@ -423,3 +423,27 @@ pub trait Algorithm: Send + fmt::Debug {
     /// `on_start`.
     fn restore(&mut self, _state: Durable) {}
 }
+
+#[cfg(test)]
+mod token_tests {
+    use super::Token;
+
+    #[test]
+    fn tokens_order_by_term_then_leader_and_so_does_the_integer() {
+        let seq = [
+            Token::new(0, 0),
+            Token::new(1, 5),
+            Token::new(2, 3),
+            Token::new(2, 4),
+            Token::new(3, 1),
+            Token::new(u64::from(u32::MAX), u32::MAX),
+        ];
+        for w in seq.windows(2) {
+            assert!(w[0] < w[1], "{w:?}");
+            assert!(w[0].admits(w[1]) && !w[1].admits(w[0]), "{w:?}");
+            assert!(w[0].as_u64() < w[1].as_u64(), "{w:?}");
+        }
+        assert!(Token::new(2, 4).admits(Token::new(2, 4)), "the token held");
+        assert_eq!(Token::new(3, 7).as_u64(), (3 << 32) | 7);
+    }
+}
