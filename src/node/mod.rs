@@ -236,9 +236,9 @@ impl Node {
                 grp.algo.restore(*state);
                 grp.term = grp.algo.term();
                 grp.seen = grp.seen.max(state.term);
-                if grp.algo.kind() != AlgorithmKind::Raft {
-                    grp.holder = state.voted_for.unwrap_or(0);
-                }
+                // The token's leader (Raft: the vote; the node only uses the holder
+                // for the groups on the heartbeat failure detector, never Raft's).
+                grp.holder = state.voted_for.unwrap_or(0);
             }
         }
     }
