@@ -72,6 +72,7 @@ SECTIONS = {
     "hooks": {"on_leader_change", "hook_timeout"},
     "admin": {"token_file"},
     "raft": {"pre_vote", "check_quorum", "state_file"},
+    "state": {"file", "ephemeral"},
 }
 TOP = {"cluster", "node_id", "algorithms", "peer"} | set(SECTIONS)
 PEER_KEYS = {"id", "addr", "http", "listen"}

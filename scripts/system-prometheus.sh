@@ -136,6 +136,9 @@ election_timeout = "300ms..600ms"
 [security]
 key_file = "electd.key"
 
+[state]
+file = "{node}.state"
+
 [admin]
 token_file = "admin.token"
 TOML

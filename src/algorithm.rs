@@ -135,7 +135,8 @@ pub enum Effect {
         max: Duration,
     },
     CancelTimer(Timer),
-    /// This node's belief about the leader changed (`term` is the fencing token).
+    /// This node's belief about the leader or its term changed; (`term`, `leader`) is
+    /// the fencing [`Token`].
     LeaderChanged {
         leader: Option<NodeId>,
         term: u64,
@@ -188,6 +189,53 @@ impl Out {
         self.effects.capacity()
     }
 }
+
+/// The fencing token of one group, the same definition for every algorithm: the
+/// leadership's term (Raft's term; the epoch of the Bully family; the election round of
+/// the ring family) and its leader, ordered lexicographically (term first, then leader
+/// id).
+///
+/// - A node never adopts a token below the one it holds ([`Token::admits`]); the token
+///   survives restarts in the state file.
+/// - A new leadership takes a term above the highest the node has seen; a node that did
+///   not see the highest (it came back with an empty disk) is answered by the others
+///   with their term and takes a new leadership above it.
+/// - Two leaders of one group (the two sides of a partition, for the Bully and ring
+///   families) never hold the same token: they differ at least in the leader id.
+///
+/// `/status` and `/watch` carry it as `term` and `leader`, `electd_term` exports the
+/// term, hooks get `ELECTD_TERM` and `ELECTD_LEADER`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Token {
+    pub term: u64,
+    /// The leader of that term (0: none known yet).
+    pub leader: NodeId,
+}
+
+impl Token {
+    pub fn new(term: u64, leader: NodeId) -> Token {
+        Token { term, leader }
+    }
+
+    /// May a node holding `self` adopt `next`? Only a token at least as high: the
+    /// token a node holds never goes back.
+    pub fn admits(self, next: Token) -> bool {
+        next >= self
+    }
+
+    /// The token as one integer, for a fencing resource that compares integers:
+    /// `term · 2^32 + leader`, ordered exactly as the pair (terms below 2^32).
+    pub fn as_u64(self) -> u64 {
+        self.term.saturating_mul(1 << 32) | u64::from(self.leader)
+    }
+}
+
+/// How far ahead of a node's own highest term a datagram may move it in one step:
+/// a term, epoch or round more than this above what the group has seen is refused and
+/// counted as `future_epoch`. Large enough for any real history (a node back after
+/// missing two billion elections still catches up in one step), small enough that no
+/// datagram, even from a key holder, can push a term to the end of its range.
+pub const MAX_TERM_AHEAD: u64 = 1 << 31;
 
 /// Timing parameters shared by all algorithms (config `[timing]`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -243,16 +291,21 @@ impl Default for Options {
     }
 }
 
-/// State an algorithm needs to survive a crash: Raft's `currentTerm` and `votedFor`
-/// (Ongaro & Ousterhout 2014, Figure 2, "persistent state on all servers"). Without
-/// it a restarted voter could vote twice in one term and elect two leaders.
+/// State an algorithm needs to survive a crash: the highest term it has seen (the
+/// fencing token must never go back), and Raft's `votedFor` (Ongaro & Ousterhout 2014,
+/// Figure 2, "persistent state on all servers"). Without it a restarted Raft voter
+/// could vote twice in one term, and a restarted leader of any algorithm would announce
+/// a term the cluster has already used.
 ///
 /// The driver reads it with [`Algorithm::durable`] after every input and must store it
 /// before it puts the datagrams produced by that input on the wire; on restart it hands
 /// the stored value back with [`Algorithm::restore`] before `on_start`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Durable {
+    /// The term of the token held (Raft: `currentTerm`).
     pub term: u64,
+    /// Raft: the candidate voted for in `term`. The Bully and ring families: the leader
+    /// of the token held (the leader this node accepted for `term`).
     pub voted_for: Option<NodeId>,
 }
 
@@ -327,8 +380,17 @@ pub trait Algorithm: Send + fmt::Debug {
     /// Who this node believes leads, if anyone.
     fn leader(&self) -> Option<NodeId>;
 
-    /// Epoch that only grows (Raft: the term); exported as the fencing token.
+    /// Term of the fencing [`Token`] this node holds (only grows).
     fn term(&self) -> u64;
+
+    /// The leader this node follows sent a heartbeat with a higher `term` than the
+    /// token this node holds (the leader re-announced above a term it learned): take it.
+    fn on_leader_term(&mut self, _from: NodeId, _term: u64, _out: &mut Out) {}
+
+    /// This node leads, and a peer answered its heartbeat with `term` at or above the
+    /// leader's own (that peer holds a token the leader never saw, e.g. the leader came
+    /// back with an empty disk): a new leadership must be taken above `term`.
+    fn on_term_behind(&mut self, _term: u64, _out: &mut Out) {}
 
     /// Short state name for `/status` (`"follower"`, `"electing"`, …).
     fn state(&self) -> &'static str;
@@ -342,13 +404,34 @@ pub trait Algorithm: Send + fmt::Debug {
         true
     }
 
-    /// State to keep on stable storage (see [`Durable`]); `None` for algorithms that
-    /// need none (the Bully and ring families rebuild everything from the incarnation).
-    fn durable(&self) -> Option<Durable> {
-        None
-    }
+    /// State to keep on stable storage (see [`Durable`]).
+    fn durable(&self) -> Option<Durable>;
 
     /// Restore what [`Algorithm::durable`] returned in the previous life, before
     /// `on_start`.
     fn restore(&mut self, _state: Durable) {}
+}
+
+#[cfg(test)]
+mod token_tests {
+    use super::Token;
+
+    #[test]
+    fn tokens_order_by_term_then_leader_and_so_does_the_integer() {
+        let seq = [
+            Token::new(0, 0),
+            Token::new(1, 5),
+            Token::new(2, 3),
+            Token::new(2, 4),
+            Token::new(3, 1),
+            Token::new(u64::from(u32::MAX), u32::MAX),
+        ];
+        for w in seq.windows(2) {
+            assert!(w[0] < w[1], "{w:?}");
+            assert!(w[0].admits(w[1]) && !w[1].admits(w[0]), "{w:?}");
+            assert!(w[0].as_u64() < w[1].as_u64(), "{w:?}");
+        }
+        assert!(Token::new(2, 4).admits(Token::new(2, 4)), "the token held");
+        assert_eq!(Token::new(3, 7).as_u64(), (3 << 32) | 7);
+    }
 }

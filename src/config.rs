@@ -37,8 +37,13 @@
 //! pre_vote = true
 //! check_quorum = true
 //! ranked_timeouts = true
-//! # state_file = "/var/lib/electd/raft-{node}.state"  # term and vote survive restarts;
-//! #                                   # {node} is replaced by this node's id
+//!
+//! [state]
+//! file = "/var/lib/electd/{node}.state" # every group's fencing token (and Raft's vote)
+//! #                                   # survive restarts; {node}: this node's id.
+//! #                                   # Required with raft ([raft] state_file is the
+//! #                                   # older spelling)
+//! # ephemeral = true                  # or: run without, knowingly
 //!
 //! [[peer]]
 //! id = 1
@@ -53,7 +58,7 @@
 //! `ELECTD_ALGORITHMS=bully,raft` (comma-separated), `ELECTD_TIMING_HEARTBEAT=20ms`,
 //! `ELECTD_TRANSPORT_MAX_ATTEMPTS=6`, `ELECTD_SECURITY_KEY_FILE=/run/key`,
 //! `ELECTD_SECURITY_INSECURE=true`, `ELECTD_SECURITY_CHECK_SOURCE=false`, `ELECTD_HOOKS_ON_LEADER_CHANGE=…`,
-//! `ELECTD_ADMIN_TOKEN_FILE=…`, `ELECTD_RAFT_PRE_VOTE=false`. The roster (`[[peer]]`)
+//! `ELECTD_ADMIN_TOKEN_FILE=…`, `ELECTD_RAFT_PRE_VOTE=false`, `ELECTD_STATE_FILE=…`. The roster (`[[peer]]`)
 //! has no overrides. `--node-id` beats the environment, which beats the file.
 //! Booleans take `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0` in any case; a variable
 //! set to the empty string is an error (unset it instead); an error in a value from the
@@ -135,7 +140,16 @@ struct RawConfig {
     #[serde(default)]
     raft: RawRaft,
     #[serde(default)]
+    state: RawState,
+    #[serde(default)]
     peer: Vec<RawPeer>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawState {
+    file: Option<String>,
+    ephemeral: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -269,8 +283,11 @@ pub struct Config {
     /// `admin.token_file` (absolute), for the permission warning.
     pub admin_token_file: Option<PathBuf>,
     pub options: Options,
-    /// Where Raft's term and vote are kept across restarts (`{node}` substituted).
+    /// `[state] file`: where every algorithm's fencing token (and Raft's vote) is kept
+    /// across restarts (`{node}` substituted).
     pub raft_state_file: Option<PathBuf>,
+    /// `[state] ephemeral = true`: run without durable state, knowingly.
+    pub ephemeral: bool,
     /// The roster in file order (which is also the logical ring order).
     pub peers: Vec<Peer>,
 }
@@ -423,7 +440,7 @@ fn raw_config<'a>(
     }
 }
 
-const SECTIONS: [(&str, &[&str]); 6] = [
+const SECTIONS: [(&str, &[&str]); 7] = [
     (
         "timing",
         &[
@@ -445,6 +462,7 @@ const SECTIONS: [(&str, &[&str]); 6] = [
         "raft",
         &["pre_vote", "check_quorum", "ranked_timeouts", "state_file"],
     ),
+    ("state", &["file", "ephemeral"]),
 ];
 const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
 const NOT_CONFIG: [&str; 3] = ["ELECTD_LOG", "ELECTD_LOG_FORMAT", "ELECTD_CONFIG"];
@@ -530,18 +548,17 @@ fn env_value(key: &str, value: &str) -> Result<toml::Value, String> {
             .parse::<i64>()
             .map(toml::Value::Integer)
             .map_err(|_| format!("{:?} is not an integer", value.trim()))?,
-        "insecure" | "check_source" | "pre_vote" | "check_quorum" | "ranked_timeouts" => {
-            match value.trim().to_ascii_lowercase().as_str() {
-                "true" | "1" | "yes" | "on" => toml::Value::Boolean(true),
-                "false" | "0" | "no" | "off" => toml::Value::Boolean(false),
-                _ => {
-                    return Err(format!(
-                        "{:?} is not a boolean (true/false, yes/no, on/off, 1/0)",
-                        value.trim()
-                    ))
-                }
+        "insecure" | "check_source" | "pre_vote" | "check_quorum" | "ranked_timeouts"
+        | "ephemeral" => match value.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => toml::Value::Boolean(true),
+            "false" | "0" | "no" | "off" => toml::Value::Boolean(false),
+            _ => {
+                return Err(format!(
+                    "{:?} is not a boolean (true/false, yes/no, on/off, 1/0)",
+                    value.trim()
+                ))
             }
-        }
+        },
         "algorithms" => toml::Value::Array(
             value
                 .split(',')
@@ -1147,7 +1164,12 @@ impl Validator<'_> {
                 Some(token)
             }
         };
-        let raft_state_file = match raw.raft.state_file.as_deref().map(str::trim) {
+        // `[state] file`; `[raft] state_file` is its older spelling.
+        let (state_key, state_file) = match (&raw.state.file, &raw.raft.state_file) {
+            (Some(f), _) => ("state.file", Some(f.as_str())),
+            (None, f) => ("raft.state_file", f.as_deref()),
+        };
+        let raft_state_file = match state_file.map(str::trim) {
             None | Some("") => None,
             Some(p) => {
                 let path = self.path(Path::new(&p.replace("{node}", &node_id.to_string())));
@@ -1155,6 +1177,28 @@ impl Validator<'_> {
                 Some(path)
             }
         };
+        if raw.state.file.is_some() && raw.raft.state_file.is_some() {
+            return Err(self.err(
+                "raft.state_file",
+                "set only [state] file ([raft] state_file is its older spelling)",
+            ));
+        }
+        let ephemeral = raw.state.ephemeral.unwrap_or(false);
+        if ephemeral && raft_state_file.is_some() {
+            return Err(self.err(
+                "state.ephemeral",
+                format!("ephemeral = true contradicts {state_key}: choose one"),
+            ));
+        }
+        if raft_state_file.is_none() && !ephemeral && algorithms.contains(&AlgorithmKind::Raft) {
+            return Err(self.err(
+                "state.file",
+                "raft needs durable state: without it a restarted node may vote twice in one \
+                 term and elect a second leader. Set [state] file (e.g. \
+                 \"/var/lib/electd/{node}.state\"), or [state] ephemeral = true to run without \
+                 it knowingly",
+            ));
+        }
         let od = Options::default();
         let options = Options {
             pre_vote: raw.raft.pre_vote.unwrap_or(od.pre_vote),
@@ -1178,6 +1222,7 @@ impl Validator<'_> {
             admin_token_file,
             options,
             raft_state_file,
+            ephemeral,
             peers,
         })
     }

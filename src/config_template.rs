@@ -217,11 +217,15 @@ impl Template {
              [raft]\n\
              pre_vote = true                # a rejoining node does not disrupt a healthy term\n\
              check_quorum = true            # a leader that loses its majority steps down\n\
-             ranked_timeouts = true         # highest surviving id campaigns first (false: §5.2 random)\n\
-             # Raft's term and vote on disk, so a restarted node never votes twice in a term\n\
-             # (without it electd warns at start). The directory must exist and be writable;\n\
-             # {{node}} becomes the node id, so one file serves every node:\n\
-             # state_file = \"/var/lib/electd/raft-{{node}}.state\"\n"
+             ranked_timeouts = true         # highest surviving id campaigns first (false: §5.2 random)\n\n\
+             [state]\n\
+             # Every group's fencing token (and Raft's term and vote) on disk, written before\n\
+             # the datagrams that depend on it leave: a restarted node never goes back to an\n\
+             # older token nor votes twice in a Raft term. Required with raft. The directory\n\
+             # must exist and be writable; {{node}} becomes the node id, so one file serves\n\
+             # every node:\n\
+             file = \"/var/lib/electd/{{node}}.state\"\n\
+             # ephemeral = true             # or run without it, knowingly (raft may vote twice)\n"
         );
         let _ = writeln!(
             w,
@@ -333,17 +337,16 @@ mod tests {
             configs[2].algorithms,
             vec![AlgorithmKind::Raft, AlgorithmKind::Bully]
         );
-        // The commented Raft state file works once uncommented, per node.
+        // The state file is set, per node (its directory must exist: the test's own
+        // stands in).
         let text = t
             .render()
             .unwrap()
-            .replace("# state_file = ", "state_file = ")
-            // (the state file's directory must exist: the test's own stands in)
             .replace("/var/lib/electd/", &format!("{}/", d.display()));
         let file = d.join("state.toml");
         std::fs::write(&file, text).unwrap();
         let c = Config::load(&file, Vec::new(), Some(2)).unwrap();
-        assert_eq!(c.raft_state_file, Some(d.join("raft-2.state")));
+        assert_eq!(c.raft_state_file, Some(d.join("2.state")));
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -3,7 +3,7 @@
 //!
 //! Contract:
 //! - the command runs through `/bin/sh -c` once per change of a group's leader seen by
-//!   this node, with `ELECTD_NODE`, `ELECTD_CLUSTER`, `ELECTD_ALGORITHM`,
+//!   this node (or of its fencing token: the same leader taking a new term), with `ELECTD_NODE`, `ELECTD_CLUSTER`, `ELECTD_ALGORITHM`,
 //!   `ELECTD_LEADER` (id, empty when there is none), `ELECTD_ROLE` (`leader`,
 //!   `follower` or `none`), `ELECTD_TERM` and `ELECTD_AT_MS` (unix time of the change
 //!   in ms) in its environment; stdin and stdout are `/dev/null`, stderr is captured

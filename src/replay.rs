@@ -13,12 +13,14 @@
 //!   `top - WINDOW` is a `replay` too (too old to tell, treated as seen).
 //! - A higher incarnation (the sender restarted) starts a fresh window; a lower one is
 //!   a leftover of a previous life: `stale_incarnation`.
-//! - An incarnation more than [`MAX_FUTURE`] ahead of the receiver's clock is
-//!   `future_incarnation` and is **not** recorded: a forged or mistaken huge boot id
-//!   (a sender with a wildly wrong clock) cannot make every later, correct incarnation
-//!   of that sender look stale and so lock it out of the cluster. The rule assumes
-//!   clocks within a day of each other; a sender further ahead is refused (and
-//!   counted) until the clocks agree.
+//! - An incarnation more than [`MAX_FUTURE`] (10 s) ahead of the receiver's clock is
+//!   `future_incarnation` and is **not** recorded: no datagram, signed or not, can move
+//!   the receiver's view of a peer's incarnation further ahead than that. Without the
+//!   bound one forged datagram with an incarnation far ahead (a spoofed heartbeat in
+//!   insecure mode) makes every later datagram of the real peer look stale and cuts it
+//!   off for good. An incarnation is the sender's boot time, so a sender whose clock is
+//!   ahead by more than the bound is only refused until the receiver's clock has caught
+//!   up with its boot time minus 10 s (counted meanwhile).
 //! - A rejected datagram never changes the guard's state.
 //! - Memory is O(roster): one window of [`WINDOW`] bits per sender.
 //!
@@ -32,8 +34,8 @@ use std::collections::HashMap;
 /// Counters remembered per sender (a multiple of 64).
 pub const WINDOW: u64 = 1024;
 const WORDS: usize = (WINDOW / 64) as usize;
-/// How far (µs) a sender's incarnation may be ahead of the local clock: one day.
-pub const MAX_FUTURE: u64 = 86_400 * 1_000_000;
+/// How far (µs) a sender's incarnation may be ahead of the local clock: 10 s.
+pub const MAX_FUTURE: u64 = 10 * 1_000_000;
 
 /// Why the guard refused a datagram (the `reason` labels are stable).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -42,7 +44,7 @@ pub enum ReplayError {
     Replay(u64),
     #[error("incarnation {got} is older than the sender's current {current}")]
     StaleIncarnation { got: u64, current: u64 },
-    #[error("incarnation {0} is more than a day ahead of the local clock")]
+    #[error("incarnation {0} is more than 10 s ahead of the local clock")]
     FutureIncarnation(u64),
 }
 
@@ -230,7 +232,7 @@ mod tests {
         );
         assert_eq!(g.incarnation_of(2), Some(11));
         assert_eq!(g.check(2, 11, 8, NOW), Ok(()));
-        // Exactly a day ahead is still accepted (clock skew allowance).
+        // Exactly the bound ahead is still accepted (clock skew allowance).
         assert_eq!(g.check(2, NOW + MAX_FUTURE, 1, NOW), Ok(()));
         // u64::MAX as the local clock does not overflow.
         assert_eq!(g.check(4, u64::MAX, 1, u64::MAX), Ok(()));

@@ -32,7 +32,7 @@
 //! - On a graceful resignation only the next-highest node calls an election at once;
 //!   the others wait for its COORDINATOR under a watchdog.
 
-use crate::algorithm::{Algorithm, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::bully_common::{self as common, Claim, Leadership};
 use crate::algorithms::tags::Joined;
 use crate::message::{ElectionTag, Message};
@@ -94,7 +94,7 @@ impl Bully {
         common::send_elections(
             &self.higher,
             self.tag,
-            self.lead.epoch,
+            self.lead.highest(),
             &self.cfg.timing,
             out,
         );
@@ -207,7 +207,28 @@ impl Algorithm for Bully {
     }
 
     fn term(&self) -> u64 {
-        self.lead.epoch
+        self.lead.epoch()
+    }
+
+    fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
+        self.lead.leader_term(from, term, out);
+    }
+
+    fn on_term_behind(&mut self, term: u64, out: &mut Out) {
+        self.lead.observe(term);
+        if self.state == State::Leader {
+            // A term this leadership is below exists: take a new one by an election
+            // (announced above it at once if nobody higher answers).
+            self.elect(None, out);
+        }
+    }
+
+    fn durable(&self) -> Option<Durable> {
+        Some(self.lead.durable())
+    }
+
+    fn restore(&mut self, state: Durable) {
+        self.lead.restore(state);
     }
 
     fn state(&self) -> &'static str {

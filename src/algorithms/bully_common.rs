@@ -1,7 +1,7 @@
 //! What the two Bully variants share: the leader/epoch bookkeeping, the announcement,
 //! and the rule for a leadership claim (COORDINATOR or a foreign heartbeat).
 
-use crate::algorithm::{LeaderLoss, Out, Timer, Timing};
+use crate::algorithm::{Durable, LeaderLoss, Out, Timer, Timing, Token};
 use crate::message::{ElectionTag, Message};
 use crate::NodeId;
 
@@ -13,74 +13,115 @@ const ELECTION_TIMERS: [Timer; 3] = [Timer::Answer, Timer::Coordinator, Timer::R
 pub enum Claim {
     /// A lower id claims to lead while this node is alive: call an election (bully it).
     Bully,
-    /// An older announcement of a leader lower than the one followed now (reordered or
-    /// retransmitted from a past election): ignore.
+    /// A claim below the token this node holds (an old announcement reordered or
+    /// retransmitted, or a leader that came back without its state): not adopted. A
+    /// live claimant learns the higher term from this node's answer to its heartbeat
+    /// and takes a new term above it.
     Stale,
     /// Adopt the claimant as leader.
     Follow,
-    /// Already following it: nothing changes.
+    /// Already following it with that token: nothing changes.
     Keep,
 }
 
-/// Leader belief and epoch of one Bully-family node.
+/// Leader belief and fencing token of one Bully-family node.
 #[derive(Debug, Default)]
 pub struct Leadership {
     pub leader: Option<NodeId>,
-    /// Grows with every announcement (max seen + 1 at the winner): the fencing token.
-    pub epoch: u64,
+    /// The token last adopted (kept when the leader is lost): never decreases.
+    token: Token,
+    /// Highest epoch seen in any message (ELECTION, OK, … carry the sender's).
+    seen: u64,
 }
 
 impl Leadership {
+    /// The epoch of the token held (the exported term).
+    pub fn epoch(&self) -> u64 {
+        self.token.term
+    }
+
+    /// Highest epoch known: a new leadership takes one above it.
+    pub fn highest(&self) -> u64 {
+        self.seen.max(self.token.term)
+    }
+
     /// Learn an epoch from any message (ELECTION carries the sender's).
     pub fn observe(&mut self, epoch: u64) {
-        self.epoch = self.epoch.max(epoch);
+        self.seen = self.seen.max(epoch);
+    }
+
+    /// What survives a crash: the token held.
+    pub fn durable(&self) -> Durable {
+        Durable {
+            term: self.token.term,
+            voted_for: (self.token.leader != 0).then_some(self.token.leader),
+        }
+    }
+
+    /// Stored state of a previous life (never moves the token back).
+    pub fn restore(&mut self, state: Durable) {
+        let token = Token::new(state.term, state.voted_for.unwrap_or(0));
+        self.token = self.token.max(token);
+        self.observe(state.term);
     }
 
     /// Classify a claim by `leader` with `epoch`; `settled` is true when this node is a
     /// plain follower (not electing, not leading).
     pub fn claim(&mut self, me: NodeId, leader: NodeId, epoch: u64, settled: bool) -> Claim {
+        self.observe(epoch);
         if leader < me {
-            self.observe(epoch);
             return Claim::Bully;
         }
-        // An older announcement is stale only if it names a lower leader than the one
-        // followed now. A higher claimant is accepted whatever its epoch: a restarted
-        // node starts again from epoch 0 and, being higher, is the rightful leader.
-        if epoch < self.epoch && self.leader.is_some_and(|l| leader < l) {
+        let token = Token::new(epoch, leader);
+        if !self.token.admits(token) {
             return Claim::Stale;
         }
-        if settled && self.leader == Some(leader) {
-            self.observe(epoch);
+        if settled && self.leader == Some(leader) && token == self.token {
             return Claim::Keep;
         }
         Claim::Follow
     }
 
-    /// Become leader: a new epoch, COORDINATOR to every other roster member.
+    /// Become leader: a new epoch above every one seen, COORDINATOR to every other
+    /// roster member.
     pub fn announce(&mut self, me: NodeId, tag: ElectionTag, out: &mut Out) {
-        self.epoch = self.epoch.saturating_add(1);
+        self.token = Token::new(self.highest().saturating_add(1), me);
         self.leader = Some(me);
         cancel_election_timers(out);
         out.broadcast(Message::Coordinator {
             leader: me,
-            epoch: self.epoch,
+            epoch: self.token.term,
             tag,
         });
-        out.leader_changed(self.leader, self.epoch);
+        out.leader_changed(self.leader, self.token.term);
     }
 
+    /// Follow `leader` of `epoch`; the caller checked with [`Leadership::claim`] that
+    /// the token does not go back.
     pub fn follow(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
         self.observe(epoch);
+        self.token = self.token.max(Token::new(epoch, leader));
         self.leader = Some(leader);
         cancel_election_timers(out);
-        out.leader_changed(self.leader, self.epoch);
+        out.leader_changed(self.leader, self.token.term);
     }
 
-    /// Forget the leader (reported lost); returns who it was.
+    /// The leader followed re-announced itself with a higher epoch (seen in its
+    /// heartbeat): take the new token.
+    pub fn leader_term(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
+        let token = Token::new(epoch, from);
+        if self.leader == Some(from) && token.term > self.token.term {
+            self.observe(epoch);
+            self.token = token;
+            out.leader_changed(self.leader, epoch);
+        }
+    }
+
+    /// Forget the leader (reported lost); returns who it was. The token is kept.
     pub fn lose(&mut self, out: &mut Out) -> Option<NodeId> {
         let old = self.leader.take();
         if old.is_some() {
-            out.leader_changed(None, self.epoch);
+            out.leader_changed(None, self.token.term);
         }
         old
     }

@@ -52,7 +52,7 @@
 //!   round (that round was decided without it), and a new round is numbered above
 //!   the claim's epoch so that every member joins it.
 
-use crate::algorithm::{Algorithm, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::ring_core::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
 };
@@ -157,6 +157,12 @@ impl Hs {
 
     fn win(&mut self, out: &mut Out) {
         if self.won == self.round {
+            return;
+        }
+        if !self.lead.accepts(self.me(), self.round) {
+            // A token of this round's number (or above) is already held: its leader
+            // re-announces in a round above it.
+            self.elect(out);
             return;
         }
         self.won = self.round;
@@ -370,7 +376,23 @@ impl Algorithm for Hs {
     }
 
     fn term(&self) -> u64 {
-        self.lead.epoch
+        self.lead.term()
+    }
+
+    fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
+        ring_core::leader_term(self, from, term, out);
+    }
+
+    fn on_term_behind(&mut self, term: u64, out: &mut Out) {
+        ring_core::term_behind(self, term, out);
+    }
+
+    fn durable(&self) -> Option<Durable> {
+        Some(self.lead.durable())
+    }
+
+    fn restore(&mut self, state: Durable) {
+        self.lead.restore(state);
     }
 
     fn state(&self) -> &'static str {

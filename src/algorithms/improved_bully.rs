@@ -22,7 +22,7 @@
 //! When the top node is dead the initiator and then the cross-checking node each wait
 //! T for it: failover costs about 2·T after detection, by design.
 
-use crate::algorithm::{Algorithm, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::bully_common::{self as common, Claim, Leadership};
 use crate::algorithms::tags::Joined;
 use crate::message::{ElectionTag, Message};
@@ -96,7 +96,7 @@ impl ImprovedBully {
         common::send_elections(
             &self.higher,
             self.tag,
-            self.lead.epoch,
+            self.lead.highest(),
             &self.cfg.timing,
             out,
         );
@@ -113,7 +113,7 @@ impl ImprovedBully {
                     highest,
                     Message::YouAreCoordinator {
                         tag: self.tag,
-                        epoch: self.lead.epoch,
+                        epoch: self.lead.highest(),
                     },
                 );
                 out.set_timer_exact(Timer::Coordinator, self.cfg.timing.coordinator_timeout);
@@ -239,7 +239,28 @@ impl Algorithm for ImprovedBully {
     }
 
     fn term(&self) -> u64 {
-        self.lead.epoch
+        self.lead.epoch()
+    }
+
+    fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
+        self.lead.leader_term(from, term, out);
+    }
+
+    fn on_term_behind(&mut self, term: u64, out: &mut Out) {
+        self.lead.observe(term);
+        if self.state == State::Leader {
+            // A term this leadership is below exists: take a new one by an election
+            // (announced above it at once if nobody higher answers).
+            self.elect(None, out);
+        }
+    }
+
+    fn durable(&self) -> Option<Durable> {
+        Some(self.lead.durable())
+    }
+
+    fn restore(&mut self, state: Durable) {
+        self.lead.restore(state);
     }
 
     fn state(&self) -> &'static str {

@@ -46,7 +46,7 @@
 //!   electing node applies that rule too when the claim's epoch is newer than its own
 //!   (the election it waits for finished without it).
 
-use crate::algorithm::{Algorithm, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::ring_core::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
 };
@@ -302,7 +302,23 @@ impl Algorithm for Ring {
     }
 
     fn term(&self) -> u64 {
-        self.lead.epoch
+        self.lead.term()
+    }
+
+    fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
+        ring_core::leader_term(self, from, term, out);
+    }
+
+    fn on_term_behind(&mut self, term: u64, out: &mut Out) {
+        ring_core::term_behind(self, term, out);
+    }
+
+    fn durable(&self) -> Option<Durable> {
+        Some(self.lead.durable())
+    }
+
+    fn restore(&mut self, state: Durable) {
+        self.lead.restore(state);
     }
 
     fn state(&self) -> &'static str {

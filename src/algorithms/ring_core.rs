@@ -22,7 +22,7 @@
 //! leader) at which its lap ends. If routing would have to skip the origin itself,
 //! the origin is gone and the message is dropped: a lap never circulates forever.
 
-use crate::algorithm::{GroupConfig, Out, Timer, Timing};
+use crate::algorithm::{Durable, GroupConfig, Out, Timer, Timing, Token};
 use crate::NodeId;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -142,26 +142,78 @@ pub fn arm_watchdog(out: &mut Out, timing: &Timing) {
     out.set_timer(Timer::Retry, t, t * 2);
 }
 
-/// Leader belief and epoch (the fencing token: only grows).
+/// Leader belief, the fencing token held and the highest epoch seen.
 #[derive(Clone, Debug, Default)]
 pub struct Leadership {
     pub leader: Option<NodeId>,
+    /// Highest epoch (round) seen in any message: a new election is numbered above it.
     pub epoch: u64,
+    /// The token last adopted (kept when the leader is lost): never decreases.
+    token: Token,
 }
 
 impl Leadership {
-    /// Follow `leader` with `epoch` (the epoch never decreases).
-    pub fn adopt(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
-        self.epoch = self.epoch.max(epoch);
-        self.leader = Some(leader);
-        out.leader_changed(self.leader, self.epoch);
+    /// The term of the token held (the exported term).
+    pub fn term(&self) -> u64 {
+        self.token.term
     }
 
-    /// Forget the leader (lost or resigned).
+    /// Would following `leader` of `epoch` keep the token from going back?
+    pub fn accepts(&self, leader: NodeId, epoch: u64) -> bool {
+        self.token.admits(Token::new(epoch, leader))
+    }
+
+    /// Follow `leader` with `epoch`, unless that token is below the one held (then
+    /// only the epoch is learned). Returns whether it was adopted.
+    pub fn adopt(&mut self, leader: NodeId, epoch: u64, out: &mut Out) -> bool {
+        self.epoch = self.epoch.max(epoch);
+        if !self.accepts(leader, epoch) {
+            return false;
+        }
+        self.token = Token::new(epoch, leader);
+        self.leader = Some(leader);
+        out.leader_changed(self.leader, epoch);
+        true
+    }
+
+    /// Forget the leader (lost or resigned); the token is kept.
     pub fn drop_leader(&mut self, out: &mut Out) {
         if self.leader.take().is_some() {
-            out.leader_changed(None, self.epoch);
+            out.leader_changed(None, self.token.term);
         }
+    }
+
+    /// What survives a crash: the token held.
+    pub fn durable(&self) -> Durable {
+        Durable {
+            term: self.token.term,
+            voted_for: (self.token.leader != 0).then_some(self.token.leader),
+        }
+    }
+
+    /// Stored state of a previous life (never moves the token back).
+    pub fn restore(&mut self, state: Durable) {
+        self.token = self
+            .token
+            .max(Token::new(state.term, state.voted_for.unwrap_or(0)));
+        self.epoch = self.epoch.max(state.term);
+    }
+}
+
+/// The leader followed sent a heartbeat with a higher term: take it.
+pub fn leader_term(a: &mut impl RingMember, from: NodeId, term: u64, out: &mut Out) {
+    if a.leader() == Some(from) && a.lead().term() < term {
+        a.lead().adopt(from, term, out);
+    }
+}
+
+/// This leader learned of a term at or above its own: a new election numbered above
+/// it (which elects the highest live id again, with a fresh token).
+pub fn term_behind(a: &mut impl RingMember, term: u64, out: &mut Out) {
+    let me = a.me();
+    a.lead().epoch = a.lead().epoch.max(term);
+    if a.leader() == Some(me) && !a.busy() {
+        a.elect_above(term, out);
     }
 }
 
@@ -293,13 +345,20 @@ pub fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &m
     if a.busy() && a.running_is_newer(epoch) {
         // The election under way is newer than that claim, but this node must not go
         // on claiming leadership against a higher node meanwhile.
-        if from > me && a.leader() == Some(me) {
-            a.lead().adopt(from, epoch, out);
+        if from > me && a.leader() == Some(me) && !a.lead().adopt(from, epoch, out) {
+            a.lead().drop_leader(out);
         }
         return;
     }
     match on_foreign(me, a.leader(), from) {
         Foreign::Elect => a.elect_above(epoch, out),
+        // Following it would take the token back (it came back without its state):
+        // an election numbered above both makes it leader with a fresh token.
+        Foreign::Follow if !a.lead().accepts(from, epoch) => {
+            if !a.busy() {
+                a.elect_above(epoch, out);
+            }
+        }
         Foreign::Follow => {
             a.stand_down(epoch, out);
             a.lead().adopt(from, epoch, out);

@@ -186,6 +186,8 @@ impl ProcCluster {
             .arg("--node-id")
             .arg(id.to_string())
             .env("ELECTD_LOG", "warn")
+            // Durable state as shipped (raft refuses to run without): one file per node.
+            .env("ELECTD_STATE_FILE", self.dir.join("{node}.state"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

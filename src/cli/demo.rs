@@ -146,6 +146,10 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    // Durable state (fencing tokens, Raft's vote) as a real cluster keeps it: one file
+    // per node, here in a directory of the temp dir for this run.
+    let state_dir = std::env::temp_dir().join(format!("electd-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&state_dir)?;
     for (i, (socket, listener)) in sockets.into_iter().zip(listeners).enumerate() {
         let id = i as NodeId + 1;
         let cfg = RuntimeConfig {
@@ -159,7 +163,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
             keys: Some(keys.clone()),
             incarnation: incarnation_now(),
             start: Start::Electing,
-            state_file: None,
+            state_file: Some(state_dir.join(format!("{id}.state"))),
             sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
         };
         let metrics = Metrics::for_cluster("demo", id, &algorithms, timing().failure_timeout)?;

@@ -34,6 +34,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // Tracing first: loading logs the roster names that do not resolve yet.
     super::init_tracing();
     let cfg = Config::load(&args.config, std::env::vars(), args.node_id)?;
+    if cfg.ephemeral {
+        tracing::warn!(
+            "[state] ephemeral = true: fencing tokens (and raft's term and vote) are lost on \
+             restart; a restarted node learns the current token from its peers, but a restarted \
+             raft node may vote twice in one term"
+        );
+    } else if cfg.raft_state_file.is_none() {
+        tracing::warn!(
+            "no [state] file: the fencing tokens are lost on restart (a restarted node learns the \
+             current one from its peers); set [state] file to keep them"
+        );
+    }
     for w in cfg.warnings() {
         tracing::warn!("{w}");
     }

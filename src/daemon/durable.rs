@@ -1,6 +1,9 @@
-//! Durable algorithm state on disk: Raft's current term and vote (Ongaro & Ousterhout
-//! 2014, Figure 2: "persistent state on all servers … updated on stable storage before
-//! responding to RPCs"). Without it a restarted node could vote twice in one term.
+//! Durable algorithm state on disk, one entry per algorithm: the fencing token each
+//! group holds (its term, and the leader it accepted for it as `voted_for`), which for
+//! Raft is the current term and vote (Ongaro & Ousterhout 2014, Figure 2: "persistent
+//! state on all servers … updated on stable storage before responding to RPCs").
+//! Without it a restarted Raft node could vote twice in one term, and a restarted
+//! leader of any algorithm would announce a term the cluster has already used.
 //!
 //! The file is small JSON, written to a temporary file, flushed to disk, then renamed
 //! over the old one (and the directory synced), so a crash leaves either the old or the

@@ -86,7 +86,8 @@ pub struct RuntimeConfig {
     /// Boot id; see [`incarnation_now`].
     pub incarnation: u64,
     pub start: Start,
-    /// Where durable algorithm state (Raft's term and vote) is kept across restarts.
+    /// Where durable algorithm state (every group's fencing token, Raft's vote) is kept
+    /// across restarts.
     pub state_file: Option<std::path::PathBuf>,
     /// Allowed UDP source addresses per roster id (`[security] check_source`);
     /// `None` accepts any source.
@@ -198,7 +199,7 @@ const RETRY_UNRESOLVED: Duration = Duration::from_secs(1);
 pub enum RuntimeError {
     #[error("cannot build the node: {0}")]
     Build(#[from] crate::algorithms::BuildError),
-    #[error("cannot read the durable state: {0}")]
+    #[error("cannot read or write the durable state ([state] file): {0}")]
     Durable(#[from] crate::daemon::durable::DurableError),
 }
 
@@ -411,7 +412,13 @@ impl Driver {
     fn new(cfg: RuntimeConfig, shared: Arc<Shared>) -> Result<Driver, RuntimeError> {
         let mut node = Node::new(cfg.node_config(cfg.incarnation))?;
         let stored = match &cfg.state_file {
-            Some(path) => durable::load(path)?,
+            Some(path) => {
+                let stored = durable::load(path)?;
+                // Fail at start, not at the first election, if the file cannot be
+                // written (a missing or read-only directory).
+                durable::store(path, &stored)?;
+                stored
+            }
             None => Vec::new(),
         };
         node.restore(&stored);

@@ -17,7 +17,8 @@ pub mod link;
 mod multicast_tests;
 
 use crate::algorithm::{
-    Algorithm, AlgorithmKind, Durable, Effect, GroupConfig, LeaderLoss, Options, Out, Timer, Timing,
+    Algorithm, AlgorithmKind, Durable, Effect, GroupConfig, LeaderLoss, Options, Out, Timer,
+    Timing, Token, MAX_TERM_AHEAD,
 };
 use crate::message::{Message, MessageType};
 use crate::rng::Rng;
@@ -171,6 +172,11 @@ struct Group {
     algo: Box<dyn Algorithm>,
     leader: Option<NodeId>,
     term: u64,
+    /// Leader of `term` (the token's leader; kept when the leader is lost).
+    holder: NodeId,
+    /// Highest term, epoch or round accepted from the network or held: a datagram more
+    /// than [`MAX_TERM_AHEAD`] above it is refused.
+    seen: u64,
     since: Time,
     election_started_at: Option<Time>,
     stats: GroupStats,
@@ -224,6 +230,8 @@ impl Node {
                 algo: crate::algorithms::build(kind, gc)?,
                 leader: None,
                 term: 0,
+                holder: 0,
+                seen: 0,
                 since: Duration::ZERO,
                 election_started_at: None,
                 stats: GroupStats::default(),
@@ -273,8 +281,13 @@ impl Node {
     pub fn restore(&mut self, states: &[(AlgorithmKind, Durable)]) {
         for (kind, state) in states {
             if let Some(g) = self.group_index(*kind) {
-                self.groups[g].algo.restore(*state);
-                self.groups[g].term = state.term;
+                let grp = &mut self.groups[g];
+                grp.algo.restore(*state);
+                grp.term = grp.algo.term();
+                grp.seen = grp.seen.max(state.term);
+                // The token's leader (Raft: the vote; the node only uses the holder
+                // for the groups on the heartbeat failure detector, never Raft's).
+                grp.holder = state.voted_for.unwrap_or(0);
             }
         }
     }
@@ -397,6 +410,12 @@ impl Node {
         };
         let from = d.from;
         let grp = &mut self.groups[g];
+        let epoch = msg_term(&msg);
+        if epoch > grp.seen.max(grp.term).saturating_add(MAX_TERM_AHEAD) {
+            self.count_invalid("future_epoch");
+            return;
+        }
+        grp.seen = grp.seen.max(epoch);
         grp.stats.received[msg.kind() as usize] += 1;
         let external_fd = grp.algo.uses_failure_detector();
         match msg {
@@ -404,8 +423,30 @@ impl Node {
                 if grp.leader == Some(from) {
                     let deadline = now + self.timing.failure_timeout;
                     self.arm(g, Slot::Detector, deadline);
+                    if term > self.groups[g].term {
+                        self.groups[g]
+                            .algo
+                            .on_leader_term(from, term, &mut self.out);
+                        self.apply(g, now);
+                    }
                 } else {
                     grp.algo.on_foreign_leader(from, term, &mut self.out);
+                    self.apply(g, now);
+                }
+                // A claim below the token this node holds (a leader that came back
+                // without its state, or the losing side of a partition): answer with
+                // the term held, so that the claimant takes a new one above it. (An old
+                // heartbeat of the leader itself, reordered, draws an answer with the
+                // leader's own term, which it ignores.)
+                let grp = &self.groups[g];
+                if !Token::new(grp.term, grp.holder).admits(Token::new(term, from)) {
+                    let ack = Message::HeartbeatAck { term: grp.term };
+                    self.send(g, now, from, ack);
+                }
+            }
+            Message::HeartbeatAck { term } if external_fd => {
+                if grp.leader == Some(self.id) && term > grp.term {
+                    grp.algo.on_term_behind(term, &mut self.out);
                     self.apply(g, now);
                 }
             }
@@ -713,8 +754,25 @@ impl Node {
         let silent_after = (self.timing.heartbeat + timeout) / 2;
         let grp = &mut self.groups[g];
         let changed = grp.leader != leader;
+        let new_term = grp.term != term;
         grp.term = term;
+        grp.seen = grp.seen.max(term);
+        if let Some(l) = leader {
+            grp.holder = l;
+        }
         if !changed {
+            if new_term && leader.is_some() {
+                // Same leader, a new token (it re-announced above a term it learned):
+                // observers that fence on the token must hear of it.
+                grp.since = now;
+                let kind = grp.kind;
+                self.events.push(Event::LeaderChanged {
+                    group: kind,
+                    leader,
+                    term,
+                    at: now,
+                });
+            }
             return;
         }
         match leader {
@@ -808,5 +866,27 @@ impl Node {
                 self.disarm(g, Slot::Detector);
             }
         }
+    }
+}
+
+/// The term, epoch or round a message carries (0 for those without one).
+fn msg_term(msg: &Message) -> u64 {
+    match *msg {
+        Message::Election { epoch, .. }
+        | Message::Coordinator { epoch, .. }
+        | Message::YouAreCoordinator { epoch, .. }
+        | Message::RingElection { epoch, .. }
+        | Message::RingCoordinator { epoch, .. }
+        | Message::LcrElected { epoch, .. }
+        | Message::Terminate { epoch, .. }
+        | Message::Resign { epoch } => epoch,
+        Message::LcrElection { round, .. }
+        | Message::Probe { round, .. }
+        | Message::Reply { round, .. } => round,
+        Message::RequestVote { term, .. }
+        | Message::Vote { term, .. }
+        | Message::Heartbeat { term, .. }
+        | Message::HeartbeatAck { term } => term,
+        Message::Ok { .. } => 0,
     }
 }

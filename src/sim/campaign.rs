@@ -2,21 +2,28 @@
 //! algorithm's safety and liveness properties.
 //!
 //! - Liveness (every algorithm): once faults stop, within the recovery bound every live
-//!   node agrees on a live leader — the highest live id for the Bully and ring families.
-//!   Raft with fewer than a majority of the roster alive must instead have no leader.
-//! - Safety (Raft, Ongaro & Ousterhout 2014 §5.2 "Election Safety"): at most one leader
-//!   per term over the whole run, faults included. The classic algorithms make no
-//!   such promise under partitions (each side of a cut elects its own leader, by
-//!   design), so for them the campaign checks liveness.
+//!   node agrees on a live leader and its term — the highest live id for the Bully and
+//!   ring families. Raft with fewer than a majority of the roster alive must instead
+//!   have no leader. The cluster must then stay settled: no node changes its leader or
+//!   term for [`SETTLE_TIMEOUTS`] failure timeouts (`stays-settled`).
+//! - Token safety (every algorithm, [`crate::sim::tokens`]): the fencing token a node
+//!   adopts never goes back, and no two nodes lead one group with the same token at
+//!   the same moment, over the whole run, faults included (`token-safety`).
+//! - Election safety (Raft, Ongaro & Ousterhout 2014 §5.2): at most one leader per
+//!   term over the whole run. The classic algorithms make no such promise under
+//!   partitions (each side of a cut elects its own leader, by design); their two
+//!   leaders hold different tokens.
 //!
 //! A violation carries everything needed to replay it with `electd simulate`.
 
 use crate::algorithm::AlgorithmKind;
 use crate::node::link::LinkConfig;
 use crate::sim::chaos::{self, FaultSet};
+use crate::sim::scenario::Op;
 use crate::sim::{Sim, SimConfig};
 use crate::NodeId;
 use std::collections::HashMap;
+use std::time::Duration;
 
 /// One failed check.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,29 +91,95 @@ pub fn check_seed(kind: AlgorithmKind, seed: u64, faults: FaultSet) -> Result<()
         }
     }
 
+    let settled = settled_state(&sim, kind, n).map_err(|d| fail("liveness", d))?;
+    // Settled must stay settled: no node changes its leader or term for several
+    // failure timeouts after the bound.
+    let settled_at = sim.now();
+    let window = settle_window(kind, &sim.config().timing);
+    sim.run_ops(&[Op::RunFor(window)])
+        .map_err(|e| fail("setup", e.to_string()))?;
+    let later = settled_state(&sim, kind, n).map_err(|d| fail("stays-settled", d))?;
+    if later != settled || sim.last_leader_change() > settled_at {
+        return Err(fail(
+            "stays-settled",
+            format!(
+                "settled on {settled:?} {bound:?} after faults stopped, but a node changed \
+                 its leader or term {:?} later (now {later:?})",
+                sim.last_leader_change().saturating_sub(settled_at)
+            ),
+        ));
+    }
+    if sim.tokens.count > 0 {
+        return Err(fail(
+            "token-safety",
+            format!(
+                "{} violation(s): {}",
+                sim.tokens.count,
+                sim.tokens.violations.join("; ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// How long a settled cluster must stay settled: several failure timeouts (Raft: its
+/// election timeout plays that part).
+pub fn settle_window(kind: AlgorithmKind, timing: &crate::algorithm::Timing) -> Duration {
+    let f = match kind {
+        AlgorithmKind::Raft => timing.election_timeout_max,
+        _ => timing.failure_timeout,
+    };
+    f * SETTLE_TIMEOUTS
+}
+
+/// Failure timeouts a settled cluster is watched for.
+pub const SETTLE_TIMEOUTS: u32 = 5;
+
+/// The settled state of `kind` now: `None` when Raft rightly has no leader (no
+/// majority alive), else the leader and term every live node agrees on — the highest
+/// live id for the Bully and ring families. An error describes what is not settled.
+fn settled_state(
+    sim: &Sim,
+    kind: AlgorithmKind,
+    n: usize,
+) -> Result<Option<(NodeId, u64)>, String> {
     let live = sim.live_ids();
     let expected = live.iter().copied().max();
     // Raft needs a majority of the roster alive (§5.2): with fewer, electing nobody is
     // the correct outcome, and any live node believing in a leader is the violation.
     let quorum_lost = kind == AlgorithmKind::Raft && live.len() < n / 2 + 1;
+    let status = |id: NodeId| sim.node(id).and_then(|x| x.group_status(kind));
     let nobody_leads = || {
         live.iter()
             .all(|&id| sim.node(id).and_then(|x| x.leader(kind)).is_none())
     };
+    let terms: Vec<u64> = live
+        .iter()
+        .filter_map(|&id| status(id).map(|s| s.term))
+        .collect();
+    let one_term = terms.windows(2).all(|w| w[0] == w[1]);
     match sim.agreement(kind) {
-        _ if quorum_lost && nobody_leads() => Ok(()),
-        Some(l) if !quorum_lost && (!kind.elects_highest_id() || Some(l) == expected) => Ok(()),
+        _ if quorum_lost && nobody_leads() => Ok(None),
+        Some(l)
+            if !quorum_lost && one_term && (!kind.elects_highest_id() || Some(l) == expected) =>
+        {
+            Ok(Some((l, terms.first().copied().unwrap_or(0))))
+        }
         agreed => {
             let beliefs: Vec<String> = live
                 .iter()
-                .map(|&id| format!("{id}→{:?}", sim.node(id).and_then(|x| x.leader(kind))))
+                .map(|&id| {
+                    let s = status(id);
+                    format!(
+                        "{id}→{:?}@{}",
+                        s.as_ref().and_then(|s| s.leader),
+                        s.map_or(0, |s| s.term)
+                    )
+                })
                 .collect();
-            Err(fail(
-                "liveness",
-                format!(
-                    "{bound:?} after faults stopped: agreement {agreed:?}, highest live {expected:?}, beliefs {}",
-                    beliefs.join(" ")
-                ),
+            Err(format!(
+                "agreement {agreed:?}, highest live {expected:?}, leader@term {}",
+                beliefs.join(" ")
             ))
         }
     }

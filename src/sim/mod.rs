@@ -11,6 +11,7 @@ pub mod network;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod tokens;
 
 use crate::algorithm::{AlgorithmKind, Options, Timing};
 use crate::message::MessageType;
@@ -164,6 +165,8 @@ pub struct Sim {
     last_leader_change: Time,
     /// Every moment a node became leader of a group (with its term).
     pub claims: Vec<Claim>,
+    /// Safety of the fencing token over the whole run.
+    pub tokens: tokens::TokenWatch,
     measure: Option<(String, Time, Totals, [u64; 3])>,
     /// Finished measured elections, in order.
     pub elections: Vec<ElectionReport>,
@@ -210,6 +213,7 @@ impl Sim {
             election_in_flight: 0,
             last_leader_change: Duration::ZERO,
             claims: Vec::new(),
+            tokens: tokens::TokenWatch::default(),
             measure: None,
             elections: Vec::new(),
             delivered: 0,
@@ -292,6 +296,21 @@ impl Sim {
 
     /// Boot (or reboot) node `id`.
     pub fn start(&mut self, id: NodeId, elect: bool) -> Result<(), SimError> {
+        self.boot(id, elect, true)
+    }
+
+    /// Reboot node `id` with an empty disk: its durable state (terms, Raft's vote) is
+    /// lost, as on a machine replaced or a state directory wiped.
+    pub fn start_blank(&mut self, id: NodeId, elect: bool) -> Result<(), SimError> {
+        self.boot(id, elect, false)
+    }
+
+    /// When a node last changed its belief about a leader (or its term).
+    pub fn last_leader_change(&self) -> Time {
+        self.last_leader_change
+    }
+
+    fn boot(&mut self, id: NodeId, elect: bool, keep_state: bool) -> Result<(), SimError> {
         let i = self.idx(id)?;
         if self.nodes[i].alive {
             return Ok(());
@@ -301,7 +320,11 @@ impl Sim {
         let mut durable = Vec::new();
         if let Some(old) = self.nodes[i].node.take() {
             self.retire(&old);
-            durable = old.durable();
+            if keep_state {
+                durable = old.durable();
+            } else {
+                self.tokens.forget(id);
+            }
         }
         let sn = &mut self.nodes[i];
         sn.incarnation += 1;
@@ -351,6 +374,7 @@ impl Sim {
         }
         self.nodes[i].alive = false;
         self.nodes[i].next_wake = None;
+        self.tokens.crashed(id);
         Ok(())
     }
 
@@ -563,6 +587,7 @@ impl Sim {
                         term,
                     });
                 }
+                self.tokens.leader_changed(from, group, leader, term, at);
                 if leader == Some(from) {
                     self.claims.push(Claim {
                         at,

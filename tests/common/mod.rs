@@ -124,6 +124,11 @@ impl Cluster {
     pub fn start_with_env(&mut self, id: NodeId, env: &[(&str, &str)]) {
         let log = std::fs::File::create(self.dir.join(format!("node{id}.log"))).unwrap();
         let config = self.config.clone();
+        // Durable state as shipped (raft refuses to run without): one file per node in
+        // the cluster's directory, unless the test configures its own.
+        let text = std::fs::read_to_string(&config).unwrap_or_default();
+        let state = (!text.contains("state_file") && !text.contains("[state]"))
+            .then(|| self.dir.join("{node}.state").display().to_string());
         let child = Command::new(env!("CARGO_BIN_EXE_electd"))
             .arg("run")
             .arg("--config")
@@ -131,6 +136,7 @@ impl Cluster {
             .arg("--node-id")
             .arg(id.to_string())
             .env("ELECTD_LOG", "warn")
+            .envs(state.iter().map(|s| ("ELECTD_STATE_FILE", s.as_str())))
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
