@@ -308,7 +308,7 @@ impl Node {
             self.count_invalid("unknown_sender");
             return;
         }
-        let (verdict, ack, revived) = self.link.receive(&d);
+        let (verdict, ack, revived) = self.link.receive(now, &d);
         if let Some(ack) = ack {
             self.transmits.push((d.from, ack));
         }
