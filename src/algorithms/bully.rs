@@ -31,6 +31,13 @@
 //! - Each COORDINATOR carries an epoch (max seen + 1): the group's fencing token.
 //! - On a graceful resignation only the next-highest node calls an election at once;
 //!   the others wait for its COORDINATOR under a watchdog.
+//! - No self-inflicted storms: a (re)started node listens a random [H, 2H] (H =
+//!   heartbeat) before calling its election (the highest id announces at once); a
+//!   leader that receives ELECTION of a new cascade answers OK and its unchanged
+//!   COORDINATOR to that cascade's members only (ids from its initiator up; no new
+//!   epoch to everyone); a node awaiting COORDINATOR takes a higher
+//!   node's heartbeat as the announcement. None of this changes the synchronous counts
+//!   above: there, no leader is alive when a cascade runs.
 
 use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::bully_common::{self as common, Claim, Leadership};
@@ -123,7 +130,9 @@ impl Algorithm for Bully {
         self.state = State::Follower;
         self.lead.leader = None;
         if call_election {
-            self.elect(None, out);
+            if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
+                self.elect(None, out);
+            }
         } else {
             common::arm_watchdog(&self.cfg.timing, out);
         }
@@ -132,6 +141,8 @@ impl Algorithm for Bully {
     fn on_message(&mut self, from: NodeId, msg: Message, out: &mut Out) {
         match msg {
             Message::Election { tag, epoch } if from < self.me() => {
+                // A leader whose epoch nobody has passed still leads unchanged.
+                let unchanged = self.state == State::Leader && epoch <= self.lead.epoch;
                 self.lead.observe(epoch);
                 out.send(
                     from,
@@ -140,7 +151,12 @@ impl Algorithm for Bully {
                         tag,
                     },
                 );
-                if self.joined.join(tag) && !self.electing() {
+                if unchanged {
+                    if self.joined.join(tag) {
+                        let to = common::cascade_members(&self.cfg.ring, self.me(), from, tag);
+                        common::reassert(self.me(), &self.lead, tag, &to, out);
+                    }
+                } else if self.joined.join(tag) && !self.electing() {
                     self.elect(Some(tag), out);
                 }
             }
@@ -195,7 +211,9 @@ impl Algorithm for Bully {
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        if !self.electing() {
+        // Awaiting COORDINATOR, a higher node's heartbeat is the answer.
+        let answer = self.state == State::AwaitingCoordinator && from > self.me();
+        if !self.electing() || answer {
             self.on_claim(from, epoch, out);
         }
     }
@@ -226,5 +244,48 @@ impl Algorithm for Bully {
 
     fn is_electing(&self) -> bool {
         self.electing()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::{Effect, Timing};
+
+    fn node(me: NodeId, n: NodeId) -> Bully {
+        Bully::new(GroupConfig {
+            me,
+            ring: (1..=n).collect(),
+            timing: Timing::default(),
+            options: Default::default(),
+            incarnation: 1,
+        })
+    }
+
+    /// A node that got an OK and waits for COORDINATOR follows the higher node whose
+    /// heartbeat arrives instead (its announcement may have been lost), rather than
+    /// waiting T' and starting over.
+    #[test]
+    fn awaiting_coordinator_a_higher_heartbeat_is_the_answer() {
+        let mut b = node(1, 3);
+        let mut out = Out::new();
+        b.on_start(false, &mut out);
+        b.call_election(&mut out);
+        let tag = b.tag;
+        b.on_message(3, Message::Ok { responder: 3, tag }, &mut out);
+        assert_eq!(b.state(), "awaiting-coordinator");
+        out.drain().for_each(drop);
+        // A lower node's heartbeat is no answer.
+        b.on_foreign_leader(0, 1, &mut out);
+        assert_eq!(b.state(), "awaiting-coordinator");
+        b.on_foreign_leader(3, 1, &mut out);
+        assert_eq!((b.state(), b.leader()), ("follower", Some(3)));
+        let effects: Vec<Effect> = out.drain().collect();
+        assert!(
+            effects
+                .iter()
+                .any(|e| matches!(e, Effect::CancelTimer(Timer::Coordinator))),
+            "the T' timer is cancelled: {effects:?}"
+        );
     }
 }

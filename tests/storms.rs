@@ -1,0 +1,135 @@
+//! No self-inflicted election storms in the Bully family, on the simulator's
+//! synchronous network (constant 1 ms delay, nothing lost), ids 1..N.
+//!
+//! Expected counts are computed here from the rules the algorithms follow:
+//! - A false alarm at node k while leader N is alive (its detector fires, the leader
+//!   did not change). Bully: the cascade from k costs 2·Σ_{i=k}^{N−1}(N−i) ELECTION +
+//!   OK as in the textbook, and the leader answers the new cascade with its unchanged
+//!   COORDINATOR to the cascade's N−k members only (not a new epoch to all N−1).
+//!   Improved Bully: (N−k) ELECTION + (N−k) OK + 1 YOU_ARE_COORDINATOR + (N−k)
+//!   COORDINATOR. Either way no new claim, no new epoch.
+//! - A cold start with every node calling its election: each node listens one
+//!   heartbeat period first and the highest announces at once, so the start costs the
+//!   N−1 COORDINATOR messages of one announcement, against N² − 1 (Bully) when every
+//!   node calls at the same instant.
+
+use electd::algorithm::AlgorithmKind;
+use electd::message::MessageType;
+use electd::sim::scenario::Op;
+use electd::sim::{Sim, SimConfig};
+use std::time::Duration;
+
+const SETTLE: Duration = Duration::from_secs(5);
+
+#[test]
+fn a_live_leader_answers_a_false_alarm_without_a_new_epoch() {
+    for kind in [AlgorithmKind::Bully, AlgorithmKind::ImprovedBully] {
+        for n in 3..=12u32 {
+            for k in 1..n {
+                let mut sim = Sim::new(SimConfig::new(kind, n as usize, 11)).expect("sim");
+                sim.run_ops(&[Op::StartAll, Op::Elect(1), Op::Settle { max: SETTLE }])
+                    .expect("ops");
+                assert_eq!(sim.agreement(kind), Some(n), "{kind} N={n}");
+                let term = sim
+                    .node(n)
+                    .and_then(|x| x.group_status(kind))
+                    .map(|s| s.term);
+                let claims = sim.claims.len();
+                let settled = sim
+                    .run_ops(&[
+                        Op::Measure("false alarm".into()),
+                        Op::Detect(k),
+                        Op::Settle { max: SETTLE },
+                    ])
+                    .expect("ops");
+                assert!(settled, "{kind} N={n} k={k}");
+                assert_eq!(sim.agreement(kind), Some(n), "{kind} N={n} k={k}");
+                let e = sim.elections.last().expect("measured");
+                let (nn, kk) = (u64::from(n), u64::from(k));
+                let members = nn - kk;
+                let (elections, extra) = match kind {
+                    AlgorithmKind::Bully => ((kk..nn).map(|i| nn - i).sum::<u64>(), 0),
+                    _ => (members, 1),
+                };
+                assert_eq!(
+                    e.messages.of(MessageType::Election),
+                    elections,
+                    "{kind} N={n} k={k}"
+                );
+                assert_eq!(
+                    e.messages.of(MessageType::Ok),
+                    elections,
+                    "{kind} N={n} k={k}"
+                );
+                assert_eq!(
+                    e.messages.of(MessageType::Coordinator),
+                    members,
+                    "{kind} N={n} k={k}: only the cascade's members hear the leader again"
+                );
+                assert_eq!(
+                    e.messages.total,
+                    2 * elections + members + extra,
+                    "{kind} N={n} k={k}: {:?}",
+                    e.messages
+                );
+                assert_eq!(sim.claims.len(), claims, "{kind} N={n} k={k}: no new claim");
+                let after = sim
+                    .node(n)
+                    .and_then(|x| x.group_status(kind))
+                    .map(|s| s.term);
+                assert_eq!(after, term, "{kind} N={n} k={k}: the epoch did not change");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_cold_start_of_electing_nodes_costs_one_announcement() {
+    for kind in [AlgorithmKind::Bully, AlgorithmKind::ImprovedBully] {
+        for n in [2u32, 5, 16, 64] {
+            let mut sim = Sim::new(SimConfig::new(kind, n as usize, 3)).expect("sim");
+            let settled = sim
+                .run_ops(&[
+                    Op::Measure("cold start".into()),
+                    Op::StartAllElecting,
+                    Op::Settle { max: SETTLE },
+                ])
+                .expect("ops");
+            assert!(settled, "{kind} N={n}");
+            assert_eq!(sim.agreement(kind), Some(n), "{kind} N={n}");
+            let e = sim.elections.last().expect("measured");
+            assert_eq!(
+                e.messages.total,
+                u64::from(n) - 1,
+                "{kind} N={n}: {:?}",
+                e.messages
+            );
+            assert_eq!(sim.claims.len(), 1, "{kind} N={n}: one claimant");
+        }
+    }
+}
+
+/// Listening first does not replace the election: with the highest node dead and
+/// nobody leading, a restarted node that hears nothing elects, and the next highest
+/// wins.
+#[test]
+fn a_cold_start_without_the_highest_still_elects() {
+    for kind in [AlgorithmKind::Bully, AlgorithmKind::ImprovedBully] {
+        for n in [3u32, 8, 16] {
+            let mut sim = Sim::new(SimConfig::new(kind, n as usize, 5)).expect("sim");
+            sim.run_ops(&[Op::StartAll, Op::Crash(n)]).expect("ops");
+            let settled = sim
+                .run_ops(&[
+                    Op::Measure("cold start".into()),
+                    Op::Restart {
+                        node: 1,
+                        elect: true,
+                    },
+                    Op::Settle { max: SETTLE },
+                ])
+                .expect("ops");
+            assert!(settled, "{kind} N={n}");
+            assert_eq!(sim.agreement(kind), Some(n - 1), "{kind} N={n}");
+        }
+    }
+}
