@@ -133,3 +133,57 @@ fn a_cold_start_without_the_highest_still_elects() {
         }
     }
 }
+
+/// Link flaps shorter than what the timeouts tolerate change no leader, for every
+/// algorithm: for 3 s the leader is cut off (both ways) for the shortest timeout that
+/// reacts to silence (failure_timeout, Raft's minimum election timeout) less two
+/// heartbeat periods, then reconnected about as long. Raft's check-quorum looks at a whole election timeout,
+/// so missing acks during one outage do not make the leader step down.
+#[test]
+fn link_flaps_shorter_than_the_timeouts_change_no_leader() {
+    for kind in AlgorithmKind::available() {
+        for seed in 0..5 {
+            let cfg = SimConfig::new(kind, 5, seed);
+            let t = cfg.timing.clone();
+            let mut sim = Sim::new(cfg).expect("sim");
+            let settled = sim
+                .run_ops(&[Op::StartAll, Op::Elect(1), Op::Settle { max: SETTLE }])
+                .expect("ops");
+            assert!(settled, "{kind} seed {seed}");
+            let leader = sim.agreement(kind).expect("a leader");
+            // Let the first heartbeats and acks pass (the Raft leader's quorum window).
+            sim.run_for(t.election_timeout_max);
+            let claims = sim.claims.len();
+            let others: Vec<u32> = sim
+                .live_ids()
+                .into_iter()
+                .filter(|&i| i != leader)
+                .collect();
+            // Silence seen by a follower: the outage plus up to one heartbeat period
+            // (and a delivery delay), kept below the timeout.
+            let shortest = t.failure_timeout.min(t.election_timeout_min);
+            let outage = shortest - t.heartbeat * 2;
+            // Up a little shorter than down: a period (~150 ms) that drifts against
+            // every periodic timer, so outages fall at every phase of them.
+            let up = outage - Duration::from_millis(7);
+            let flaps = (Duration::from_secs(3).as_millis() / (outage + up).as_millis()) as usize;
+            for _ in 0..flaps {
+                sim.run_ops(&[
+                    Op::Partition(vec![vec![leader], others.clone()]),
+                    Op::RunFor(outage),
+                    Op::Heal,
+                    Op::RunFor(up),
+                ])
+                .expect("ops");
+                assert_eq!(sim.agreement(kind), Some(leader), "{kind} seed {seed}");
+            }
+            sim.run_for(t.failure_timeout * 2);
+            assert_eq!(sim.agreement(kind), Some(leader), "{kind} seed {seed}");
+            assert_eq!(
+                sim.claims.len(),
+                claims,
+                "{kind} seed {seed}: no new claim through {flaps} flaps of {outage:?}"
+            );
+        }
+    }
+}
