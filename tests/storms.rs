@@ -187,3 +187,48 @@ fn link_flaps_shorter_than_the_timeouts_change_no_leader() {
         }
     }
 }
+
+/// A saturated cold start, for every algorithm: 64 nodes boot at once, each calling
+/// its election, and every datagram costs a node heartbeat / N of processing (timer
+/// rounds half that), so a leader's heartbeat acks alone keep it busy about a whole
+/// heartbeat period: what arrives meanwhile waits in its inbox. Every node must agree
+/// within the chaos campaign's recovery bound for 64 nodes plus, for every hop of one
+/// ring lap (the bound's `4N + 8` delivery delays), a full inbox of N datagrams ahead.
+#[test]
+fn sixty_four_saturated_nodes_cold_start_and_agree_within_the_bound() {
+    use electd::sim::chaos::recovery_bound;
+    use electd::sim::Cost;
+    const N: usize = 64;
+    for kind in AlgorithmKind::available() {
+        for seed in 0..3 {
+            let mut cfg = SimConfig::new(kind, N, seed);
+            let per = cfg.timing.heartbeat / N as u32;
+            cfg.cost = Cost {
+                datagram: per,
+                timer: per / 2,
+            };
+            let queue = per * N as u32 * (4 * N as u32 + 8);
+            let bound = recovery_bound(kind, &cfg.timing, &cfg.link, N) + queue;
+            let mut sim = Sim::new(cfg).expect("sim");
+            let settled = sim
+                .run_ops(&[
+                    Op::Measure("cold start".into()),
+                    Op::StartAllElecting,
+                    Op::Settle { max: bound },
+                ])
+                .expect("ops");
+            let e = sim.elections.last().expect("measured");
+            assert!(
+                settled && e.agreed,
+                "{kind} seed {seed}: no agreement within {bound:?}: {e:?}"
+            );
+            if kind.elects_highest_id() {
+                assert_eq!(e.leader, Some(N as u32), "{kind} seed {seed}");
+            }
+            eprintln!(
+                "{kind} seed {seed}: agreed on {:?} after {:.1} ms (bound {bound:?}), {} messages, {} retransmissions",
+                e.leader, e.virtual_ms, e.messages.total, e.retransmissions
+            );
+        }
+    }
+}
