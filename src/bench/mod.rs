@@ -17,6 +17,7 @@
 //!   64-node cluster run many runtimes in this process over real loopback UDP.
 
 pub mod codec;
+pub mod coldstart;
 pub mod cost;
 pub mod failover;
 pub mod inproc;
@@ -44,10 +45,22 @@ pub struct BenchOptions {
     /// Run only these sections ([`SECTIONS`]); empty: all. Skipped sections are empty
     /// in the results and the report.
     pub only: Vec<String>,
+    /// Node counts of the `scale-cold` section (empty: its default plan).
+    pub nodes: Vec<usize>,
+    /// Algorithms of the `scale-cold` section (empty: all).
+    pub algorithms: Vec<crate::algorithm::AlgorithmKind>,
 }
 
 /// The sections of a run, in order.
-pub const SECTIONS: [&str; 6] = ["codec", "sim", "messages", "udp", "cost", "failover"];
+pub const SECTIONS: [&str; 7] = [
+    "codec",
+    "sim",
+    "messages",
+    "udp",
+    "cost",
+    "failover",
+    "scale-cold",
+];
 
 impl BenchOptions {
     pub fn wants(&self, section: &str) -> bool {
@@ -138,6 +151,8 @@ pub struct Results {
     pub messages: messages::MessageResults,
     pub cost: cost::CostResults,
     pub failover: failover::FailoverResults,
+    /// Cold start and failover at scale.
+    pub cold: coldstart::ColdResults,
     pub targets: Vec<Target>,
 }
 
@@ -205,6 +220,11 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
         log("failover (real processes)");
         failover = failover::run(opts, log)?;
     }
+    let mut cold = coldstart::ColdResults::default();
+    if opts.wants("scale-cold") {
+        log("scale-cold: cold start and failover at scale");
+        cold = coldstart::run(opts, log)?;
+    }
     let scale = scale::ScaleResults {
         sim: scale_sim,
         udp: scale_udp,
@@ -239,6 +259,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
         messages,
         cost,
         failover,
+        cold,
         targets: Vec::new(),
     };
     results.targets = report::targets(&results);
