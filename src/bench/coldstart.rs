@@ -219,8 +219,12 @@ fn processes(
     let agreed = w.wait_agreement(&all, last_start + AGREE_WITHIN);
     fill(&mut row.cold, (0, 0, 0), proc_counts(&c, &all, kind), rcv0);
     let Some((leader, at)) = agreed else {
+        let log = all
+            .iter()
+            .find_map(|&id| c.last_log_line(id).map(|l| format!("; node {id} logged: {l}")))
+            .unwrap_or_default();
         row.missed = Some(format!(
-            "no agreement within {} s of the last start: {}",
+            "no agreement within {} s of the last start: {}{log}",
             AGREE_WITHIN.as_secs(),
             beliefs(&w, &all)
         ));

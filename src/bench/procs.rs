@@ -235,6 +235,15 @@ impl ProcCluster {
         }
     }
 
+    /// The last line node `id`'s process wrote to its log (stderr), if any.
+    pub fn last_log_line(&self, id: NodeId) -> Option<String> {
+        let text = std::fs::read_to_string(self.dir.join(format!("node{id}.log"))).ok()?;
+        text.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(str::to_string)
+    }
+
     pub fn is_running(&self, id: NodeId) -> bool {
         self.node(id).is_some_and(|n| n.child.is_some())
     }
