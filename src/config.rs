@@ -15,8 +15,13 @@
 //! election_timeout = "150ms..300ms"   # Raft; one value V means V..2V; above heartbeat
 //!
 //! [transport]
-//! retransmit = "5ms"                  # first retransmission; doubles, capped at 8x
-//! max_attempts = 4                    # sends before a peer is declared unreachable
+//! retransmit = "5ms"                  # retransmission timeout before a round trip is measured
+//! # rto_min = "5ms"                   # floor of the measured timeout (default: retransmit)
+//! # rto_max = "40ms"                  # ceiling, backoff included (default: max(8 x retransmit,
+//! #                                   # failure_timeout / 8))
+//! # give_up = "75ms"                  # unacked this long: peer unreachable (default: 3/4 x
+//! #                                   # failure_timeout; below failure_timeout)
+//! # max_attempts = 4                  # optional cap on sends per message (legacy)
 //! # multicast = "239.255.70.1:5740"   # broadcasts as one datagram to this group
 //! resolve_every = "30s"               # re-resolve DNS names of peers (and when unreachable)
 //!
@@ -166,6 +171,9 @@ struct RawTiming {
 #[serde(deny_unknown_fields)]
 struct RawTransport {
     retransmit: Option<String>,
+    rto_min: Option<String>,
+    rto_max: Option<String>,
+    give_up: Option<String>,
     max_attempts: Option<i64>,
     multicast: Option<String>,
     resolve_every: Option<String>,
@@ -453,7 +461,15 @@ const SECTIONS: [(&str, &[&str]); 7] = [
     ),
     (
         "transport",
-        &["retransmit", "max_attempts", "multicast", "resolve_every"],
+        &[
+            "retransmit",
+            "rto_min",
+            "rto_max",
+            "give_up",
+            "max_attempts",
+            "multicast",
+            "resolve_every",
+        ],
     ),
     ("security", &["key_file", "insecure", "check_source"]),
     ("hooks", &["on_leader_change", "hook_timeout"]),
@@ -965,21 +981,52 @@ impl Validator<'_> {
             None => (d.election_timeout_min, d.election_timeout_max),
             Some(s) => self.range("timing.election_timeout", s)?,
         };
-        let dl = LinkConfig::default();
+        let dl = LinkConfig::for_failure_timeout(failure_timeout);
         let retransmit = self.duration(
             "transport.retransmit",
             &raw.transport.retransmit,
             dl.retransmit,
         )?;
         let max_attempts = match raw.transport.max_attempts {
-            None => dl.max_attempts,
-            Some(n) if (1..=32).contains(&n) => n as u32,
+            None => None,
+            Some(n) if (1..=32).contains(&n) => Some(n as u32),
             Some(n) => {
                 return Err(self.err("transport.max_attempts", format!("{n} is outside 1 ..= 32")))
             }
         };
+        let rto_min = self.duration("transport.rto_min", &raw.transport.rto_min, retransmit)?;
+        let rto_max = self.duration(
+            "transport.rto_max",
+            &raw.transport.rto_max,
+            (retransmit * 8).max(failure_timeout / 8),
+        )?;
+        // Without `give_up`, a legacy `max_attempts` keeps its old meaning: the time of
+        // that many sends, `retransmit` doubling (capped at 8×).
+        let legacy_give_up = max_attempts.map(|n| {
+            (0..n)
+                .map(|a| retransmit * (1u32 << a.min(3)))
+                .sum::<Duration>()
+        });
+        let give_up = self.duration(
+            "transport.give_up",
+            &raw.transport.give_up,
+            legacy_give_up.unwrap_or(dl.give_up),
+        )?;
+        if rto_min.is_zero() || rto_min > rto_max {
+            return Err(self.err(
+                "transport.rto_min",
+                format!(
+                    "{} must be above zero and not above transport.rto_max ({})",
+                    ms(rto_min),
+                    ms(rto_max)
+                ),
+            ));
+        }
         let link = LinkConfig {
             retransmit,
+            rto_min,
+            rto_max,
+            give_up,
             max_attempts,
         };
         if heartbeat >= failure_timeout {
@@ -1017,18 +1064,17 @@ impl Validator<'_> {
                 ),
             ));
         }
-        let give_up = LinkConfig {
-            retransmit,
-            max_attempts,
-        }
-        .give_up_after();
-        if give_up >= failure_timeout {
+        if give_up >= failure_timeout || give_up <= retransmit {
             return Err(self.err(
-                "transport.max_attempts",
+                if raw.transport.give_up.is_none() && max_attempts.is_some() {
+                    "transport.max_attempts"
+                } else {
+                    "transport.give_up"
+                },
                 format!(
-                    "the link gives up on a peer after {} (retransmit {} doubling over {max_attempts} \
-                     attempts), not below timing.failure_timeout ({}): a dead peer must be declared \
-                     unreachable before the failure detector reacts, or ring elections stall on it",
+                    "the link gives up on a peer after {}, not between transport.retransmit ({}) \
+                     and timing.failure_timeout ({}): a dead peer must be declared unreachable \
+                     before the failure detector reacts, or ring elections stall on it",
                     ms(give_up),
                     ms(retransmit),
                     ms(failure_timeout)
@@ -1744,7 +1790,7 @@ listen = "0.0.0.0:7003"
             vec![AlgorithmKind::ImprovedBully, AlgorithmKind::Bully]
         );
         assert_eq!(c.timing.heartbeat, Duration::from_millis(20));
-        assert_eq!(c.link.max_attempts, 3);
+        assert_eq!(c.link.max_attempts, Some(3));
         assert!(!c.options.pre_vote);
         assert_eq!(c.hooks.on_leader_change.as_deref(), Some("/bin/true"));
         fails(

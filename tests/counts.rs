@@ -85,7 +85,10 @@ async fn daemon_counts_match_the_simulator_and_the_literature() {
             options: Options::default(),
             link: LinkConfig {
                 retransmit: Duration::from_millis(100),
-                max_attempts: 4,
+                rto_min: Duration::from_millis(100),
+                rto_max: Duration::from_millis(800),
+                give_up: Duration::from_millis(1500),
+                max_attempts: None,
             },
             keys: Some(keys.clone()),
             incarnation: 1000 + u64::from(id),

@@ -215,14 +215,16 @@ fn isolated_node_rejoining_neither_raises_the_term_nor_deposes_the_leader() {
 }
 
 /// Reference: thesis §6.2 (check-quorum). A leader cut off from the majority — both
-/// ways, or only its inbound links — steps down within one minimum election timeout
-/// (quorum checks every min/2, plus one delivery delay for the last acks in flight),
-/// before the majority side can elect a new leader, so two leaders never overlap.
-/// Without check-quorum it stays leader (the control).
+/// ways, or only its inbound links — steps down once no majority answered during a
+/// whole minimum election timeout (as etcd: a loss burst shorter than that must not
+/// unseat it): checks every min/2 over the last two periods, so within 1.5 · min plus
+/// one delivery delay for the last acks in flight. The majority side may elect its new
+/// leader meanwhile, always in a later term (election safety). Without check-quorum it
+/// stays leader (the control).
 #[test]
 fn leader_cut_off_from_the_majority_steps_down_within_one_election_timeout() {
     let t = Timing::default();
-    let bound = t.election_timeout_min + NetConfig::default().delay_max;
+    let bound = t.election_timeout_min * 3 / 2 + NetConfig::default().delay_max;
     for seed in 0..20 {
         for one_way in [false, true] {
             let mut s = elected(5, seed, opts(true, true));
@@ -254,7 +256,10 @@ fn leader_cut_off_from_the_majority_steps_down_within_one_election_timeout() {
                     "seed {seed} one_way={one_way}: minority node {} claimed",
                     claim.node
                 );
-                assert!(claim.at > down, "seed {seed}: new leader before step-down");
+                assert!(
+                    claim.at > down || claim.term > 1,
+                    "seed {seed}: a new leader in the old leader's term"
+                );
             }
         }
     }

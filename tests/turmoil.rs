@@ -91,7 +91,10 @@ fn cluster(seed: u64) -> Cluster<'static> {
             options: Options::default(),
             link: LinkConfig {
                 retransmit: Duration::from_millis(8),
-                max_attempts: 4,
+                rto_min: Duration::from_millis(8),
+                rto_max: Duration::from_millis(64),
+                give_up: Duration::from_millis(120),
+                max_attempts: None,
             },
             keys: Some(keys.clone()),
             incarnation: 0,
@@ -201,7 +204,10 @@ fn failover_bound() -> Duration {
     let t = timing();
     let link = LinkConfig {
         retransmit: Duration::from_millis(8),
-        max_attempts: 4,
+        rto_min: Duration::from_millis(8),
+        rto_max: Duration::from_millis(64),
+        give_up: Duration::from_millis(120),
+        max_attempts: None,
     };
     t.failure_timeout
         + t.heartbeat

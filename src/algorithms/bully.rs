@@ -31,6 +31,13 @@
 //! - Each COORDINATOR carries an epoch (max seen + 1): the group's fencing token.
 //! - On a graceful resignation only the next-highest node calls an election at once;
 //!   the others wait for its COORDINATOR under a watchdog.
+//! - No self-inflicted storms: a (re)started node listens a random [H, 2H] (H =
+//!   heartbeat) before calling its election (the highest id announces at once); a
+//!   leader that receives ELECTION of a new cascade answers OK and its unchanged
+//!   COORDINATOR to that cascade's members only (ids from its initiator up; no new
+//!   epoch to everyone); a node awaiting COORDINATOR takes a higher
+//!   node's heartbeat as the announcement. None of this changes the synchronous counts
+//!   above: there, no leader is alive when a cascade runs.
 
 use crate::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::bully_common::{self as common, Claim, Leadership};
@@ -119,7 +126,9 @@ impl Algorithm for Bully {
         self.state = State::Follower;
         self.lead.leader = None;
         if call_election {
-            self.elect(None, out);
+            if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
+                self.elect(None, out);
+            }
         } else {
             common::arm_watchdog(&self.cfg.timing, out);
         }
@@ -128,6 +137,8 @@ impl Algorithm for Bully {
     fn on_message(&mut self, from: NodeId, msg: Message, out: &mut Out) {
         match msg {
             Message::Election { tag, epoch } if from < self.me() => {
+                // A leader whose epoch nobody has passed still leads unchanged.
+                let unchanged = self.state == State::Leader && epoch <= self.lead.epoch();
                 self.lead.observe(epoch);
                 out.send(
                     from,
@@ -136,7 +147,12 @@ impl Algorithm for Bully {
                         tag,
                     },
                 );
-                if self.joined.join(tag) && !self.electing() {
+                if unchanged {
+                    if self.joined.join(tag) {
+                        let to = common::cascade_members(&self.cfg.ring, self.me(), from, tag);
+                        common::reassert(self.me(), &self.lead, tag, &to, out);
+                    }
+                } else if self.joined.join(tag) && !self.electing() {
                     self.elect(Some(tag), out);
                 }
             }
@@ -191,7 +207,9 @@ impl Algorithm for Bully {
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        if !self.electing() {
+        // Awaiting COORDINATOR, a higher node's heartbeat is the answer.
+        let answer = self.state == State::AwaitingCoordinator && from > self.me();
+        if !self.electing() || answer {
             self.on_claim(from, epoch, out);
         }
     }

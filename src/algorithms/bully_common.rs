@@ -141,6 +141,42 @@ pub fn send_elections(higher: &[NodeId], tag: ElectionTag, epoch: u64, t: &Timin
     out.set_timer_exact(Timer::Answer, t.answer_timeout);
 }
 
+/// A (re)started node that is to call an election first listens for a random
+/// [H, 2H] (H = heartbeat period): a live leader's heartbeat or COORDINATOR, or a
+/// cascade already under way, makes its own election unnecessary, and at a cold start
+/// of many nodes the elections are spread instead of all called in the same instant.
+/// The highest id has nobody to ask and announces at once (returns true).
+pub fn listen_before_electing(higher: &[NodeId], t: &Timing, out: &mut Out) -> bool {
+    if higher.is_empty() {
+        return true;
+    }
+    out.set_timer(Timer::Retry, t.heartbeat, t.heartbeat * 2);
+    false
+}
+
+/// A leader asked by a lower node's election (`tag`) answers with its current
+/// leadership, unchanged (same epoch), to the members of that cascade only, instead of
+/// announcing a new epoch to everyone: its leadership did not change.
+pub fn reassert(me: NodeId, lead: &Leadership, tag: ElectionTag, to: &[NodeId], out: &mut Out) {
+    let msg = Message::Coordinator {
+        leader: me,
+        epoch: lead.epoch(),
+        tag,
+    };
+    for &n in to {
+        out.send(n, msg.clone());
+    }
+}
+
+/// The members a cascade `tag` reached (every id from its initiator up, and `from`),
+/// this node excepted.
+pub fn cascade_members(ring: &[NodeId], me: NodeId, from: NodeId, tag: ElectionTag) -> Vec<NodeId> {
+    ring.iter()
+        .copied()
+        .filter(|&n| n != me && (n >= tag.initiator || n == from))
+        .collect()
+}
+
 /// A node that starts without calling an election still calls one if no leader shows
 /// up within [F, 2F] (F = failure timeout): nobody is left without a leader forever.
 pub fn arm_watchdog(t: &Timing, out: &mut Out) {

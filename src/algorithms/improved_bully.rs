@@ -21,6 +21,12 @@
 //!
 //! When the top node is dead the initiator and then the cross-checking node each wait
 //! T for it: failover costs about 2·T after detection, by design.
+//!
+//! No self-inflicted storms (as in [`super::bully`]): a (re)started node listens a
+//! random [H, 2H] before calling its election; a leader handed YOU_ARE_COORDINATOR
+//! answers with its unchanged COORDINATOR to the nodes that election flagged (the ids
+//! from its initiator up) instead of a new epoch to everyone; a node waiting for
+//! COORDINATOR takes a higher node's heartbeat as the announcement.
 
 use crate::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::bully_common::{self as common, Claim, Leadership};
@@ -144,7 +150,9 @@ impl Algorithm for ImprovedBully {
         self.state = State::Follower;
         self.lead.leader = None;
         if call_election {
-            self.elect(None, out);
+            if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
+                self.elect(None, out);
+            }
         } else {
             common::arm_watchdog(&self.cfg.timing, out);
         }
@@ -177,6 +185,16 @@ impl Algorithm for ImprovedBully {
                 if self.responders.len() == self.higher.len() {
                     self.conclude(out);
                 }
+            }
+            // A leader whose epoch nobody has passed still leads unchanged.
+            Message::YouAreCoordinator { tag, epoch }
+                if from < self.me()
+                    && self.state == State::Leader
+                    && epoch <= self.lead.epoch() =>
+            {
+                self.joined.join(tag);
+                let flagged = common::cascade_members(&self.cfg.ring, self.me(), from, tag);
+                common::reassert(self.me(), &self.lead, tag, &flagged, out);
             }
             Message::YouAreCoordinator { tag, epoch } if from < self.me() => {
                 self.lead.observe(epoch);
@@ -223,7 +241,9 @@ impl Algorithm for ImprovedBully {
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        if !self.driving() {
+        // Handing over, a higher node's heartbeat is the awaited announcement.
+        let answer = self.state == State::Handing && from > self.me();
+        if !self.driving() || answer {
             self.on_claim(from, epoch, out);
         }
     }

@@ -36,9 +36,10 @@
 //!   itself, reject votes and pre-votes of a higher term without adopting that term.
 //! - **Check-quorum** (thesis §6.2, on by default): every `election_timeout_min / 2`
 //!   the leader checks that a majority (itself included) answered a heartbeat during
-//!   the last period; if not it steps down. A leader cut off from the majority thus
-//!   steps down between `min/2` and `min` after the cut — before the majority side can
-//!   elect a new leader (its followers' leases last `min` after the last heartbeat).
+//!   the last two periods, a whole minimum election timeout (as etcd allows a whole
+//!   election timeout); if not it steps down. A loss burst or a link flap shorter than
+//!   that does not unseat a healthy leader; a leader cut off from the majority steps
+//!   down between `min` and `1.5·min` after the cut.
 //! - A stale leader's heartbeat (lower term) is answered with the receiver's term, so
 //!   a node whose term ran ahead is not stuck forever behind the stickiness rule
 //!   (etcd does the same when pre-vote or check-quorum is on).
@@ -90,6 +91,8 @@ pub struct Raft {
     rejected: BTreeSet<NodeId>,
     /// Leader: peers that acknowledged a heartbeat since the last quorum check.
     active: BTreeSet<NodeId>,
+    /// Leader: those of the period before (check-quorum looks at both periods).
+    active_before: BTreeSet<NodeId>,
 }
 
 impl Raft {
@@ -104,6 +107,7 @@ impl Raft {
             granted: BTreeSet::new(),
             rejected: BTreeSet::new(),
             active: BTreeSet::new(),
+            active_before: BTreeSet::new(),
         }
     }
 
@@ -201,6 +205,7 @@ impl Raft {
         self.granted.clear();
         self.rejected.clear();
         self.active.clear();
+        self.active_before.clear();
         self.set_leader(leader, out);
         self.arm_election(out);
     }
@@ -262,6 +267,7 @@ impl Raft {
         self.granted.clear();
         self.rejected.clear();
         self.active.clear();
+        self.active_before.clear();
         out.cancel_timer(Timer::Election);
         self.set_leader(Some(self.me()), out);
         self.heartbeat(out);
@@ -424,11 +430,12 @@ impl Algorithm for Raft {
             (Timer::Election, _) => self.campaign(true, out),
             (Timer::Heartbeat, Role::Leader) => self.heartbeat(out),
             (Timer::Quorum, Role::Leader) => {
-                if self.active.len() + 1 < self.cfg.majority() {
-                    // Check-quorum: no majority heard within the period, step down.
+                let heard = self.active.union(&self.active_before).count();
+                if heard + 1 < self.cfg.majority() {
+                    // Check-quorum: no majority heard within an election timeout.
                     self.become_follower(self.term, None, out);
                 } else {
-                    self.active.clear();
+                    self.active_before = std::mem::take(&mut self.active);
                     out.set_timer_exact(Timer::Quorum, self.quorum_period());
                 }
             }

@@ -28,6 +28,7 @@ pub struct Counters {
     pub datagrams: u64,
     pub bytes: u64,
     pub retransmissions: u64,
+    pub delivery_failures: u64,
 }
 
 /// See the module documentation.
@@ -193,6 +194,7 @@ impl InProc {
             c.datagrams += m("electd_datagrams_sent_total", &[]);
             c.bytes += m("electd_bytes_sent_total", &[]);
             c.retransmissions += m("electd_retransmissions_total", &[]);
+            c.delivery_failures += m("electd_delivery_failures_total", &[]);
         }
         c
     }

@@ -135,7 +135,10 @@ async fn point(case: &formulas::Case, n: usize, seed: u64) -> anyhow::Result<Mes
     let sim = simulate(&sp)?;
     let link = LinkConfig {
         retransmit: Duration::from_millis(300),
-        max_attempts: 4,
+        rto_min: Duration::from_millis(300),
+        rto_max: Duration::from_millis(2400),
+        give_up: Duration::from_millis(4500),
+        max_attempts: None,
     };
     let mut c = InProc::start(&ids, kind, &timing(), &link, Start::Passive).await?;
     let initiator = ids.iter().copied().min().unwrap_or(1);

@@ -17,6 +17,7 @@
 //!   64-node cluster run many runtimes in this process over real loopback UDP.
 
 pub mod codec;
+pub mod coldstart;
 pub mod cost;
 pub mod failover;
 pub mod inproc;
@@ -49,11 +50,22 @@ pub struct BenchOptions {
     pub failover_samples: Option<usize>,
     /// Failover section: only these modes ([`failover::MODES`]); empty: all.
     pub failover_modes: Vec<String>,
+    /// Node counts of the `scale-cold` section (empty: its default plan).
+    pub nodes: Vec<usize>,
+    /// Algorithms of the `scale-cold` section (empty: all).
+    pub algorithms: Vec<crate::algorithm::AlgorithmKind>,
 }
 
 /// The sections of a run, in order.
-pub const SECTIONS: [&str; 7] = [
-    "codec", "sim", "messages", "udp", "cost", "failover", "etcd",
+pub const SECTIONS: [&str; 8] = [
+    "codec",
+    "sim",
+    "messages",
+    "udp",
+    "cost",
+    "failover",
+    "scale-cold",
+    "etcd",
 ];
 
 impl BenchOptions {
@@ -146,6 +158,8 @@ pub struct Results {
     pub cost: cost::CostResults,
     pub failover: failover::FailoverResults,
     pub etcd: versus_etcd::VersusEtcd,
+    /// Cold start and failover at scale.
+    pub cold: coldstart::ColdResults,
     pub targets: Vec<Target>,
 }
 
@@ -223,6 +237,11 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
         log("failover beside etcd (one poll-based driver)");
         etcd = versus_etcd::run(opts, log)?;
     }
+    let mut cold = coldstart::ColdResults::default();
+    if opts.wants("scale-cold") {
+        log("scale-cold: cold start and failover at scale");
+        cold = coldstart::run(opts, log)?;
+    }
     let scale = scale::ScaleResults {
         sim: scale_sim,
         udp: scale_udp,
@@ -258,6 +277,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
         cost,
         failover,
         etcd,
+        cold,
         targets: Vec::new(),
     };
     results.targets = report::targets(&results);

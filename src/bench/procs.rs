@@ -23,7 +23,8 @@ pub struct ClusterTiming {
     pub election_min_ms: u64,
     pub election_max_ms: u64,
     pub retransmit_ms: u64,
-    pub max_attempts: u32,
+    /// Legacy `transport.max_attempts`; `None`: the adaptive link's defaults.
+    pub max_attempts: Option<u32>,
 }
 
 impl ClusterTiming {
@@ -38,7 +39,7 @@ impl ClusterTiming {
             election_min_ms: 100,
             election_max_ms: 200,
             retransmit_ms: 5,
-            max_attempts: 4,
+            max_attempts: None,
         }
     }
 
@@ -65,7 +66,7 @@ impl ClusterTiming {
             election_min_ms: 10 * hb,
             election_max_ms: 20 * hb,
             retransmit_ms: 5,
-            max_attempts: 4,
+            max_attempts: None,
         }
     }
 }
@@ -114,7 +115,7 @@ impl ProcCluster {
         let mut text = format!(
             "cluster = \"bench-{name}\"\nalgorithms = [{}]\n\n[timing]\nheartbeat = \"{}ms\"\n\
              failure_timeout = \"{}ms\"\nanswer_timeout = \"{}ms\"\ncoordinator_timeout = \"{}ms\"\n\
-             election_timeout = \"{}ms..{}ms\"\n\n[transport]\nretransmit = \"{}ms\"\nmax_attempts = {}\n\n\
+             election_timeout = \"{}ms..{}ms\"\n\n[transport]\nretransmit = \"{}ms\"\n{}\n\
              [security]\nkey_file = \"cluster.key\"\n\n[admin]\ntoken_file = \"admin.token\"\n",
             algos.join(", "),
             t.heartbeat_ms,
@@ -125,6 +126,8 @@ impl ProcCluster {
             t.election_max_ms,
             t.retransmit_ms,
             t.max_attempts
+                .map(|n| format!("max_attempts = {n}\n"))
+                .unwrap_or_default()
         );
         let mut nodes = Vec::new();
         for id in 1..=n {
@@ -245,6 +248,15 @@ impl ProcCluster {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+
+    /// The last line node `id`'s process wrote to its log (stderr), if any.
+    pub fn last_log_line(&self, id: NodeId) -> Option<String> {
+        let text = std::fs::read_to_string(self.dir.join(format!("node{id}.log"))).ok()?;
+        text.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(str::to_string)
     }
 
     pub fn is_running(&self, id: NodeId) -> bool {

@@ -198,6 +198,7 @@ pub fn targets(r: &Results) -> Vec<Target> {
             note: String::new(),
         });
     }
+    out.extend(super::coldstart::targets(&r.cold));
     out
 }
 
@@ -415,7 +416,7 @@ pub fn markdown(r: &Results) -> String {
         s,
         "{} real `electd run` processes on 127.0.0.1, one cluster per algorithm; heartbeat {} ms, \
          failure_timeout {} ms, answer_timeout {} ms, coordinator_timeout {} ms, Raft election \
-         timeout {}..{} ms, retransmit {} ms × {} attempts; {} actions per algorithm and mode. \
+         timeout {}..{} ms, first retransmission after {} ms then adaptive{}; {} actions per algorithm and mode. \
          `sigkill`: SIGKILL of the leader's process; `pause`: `POST /admin/pause` to the leader \
          (traffic stops, process lives); `sigterm`: graceful stop (the leader resigns). \
          The time runs from the action to the moment the last survivor adopts the new leader, \
@@ -431,7 +432,9 @@ pub fn markdown(r: &Results) -> String {
         t.election_min_ms,
         t.election_max_ms,
         t.retransmit_ms,
-        t.max_attempts,
+        t.max_attempts
+            .map(|n| format!(", at most {n} sends"))
+            .unwrap_or_default(),
         f.per_mode
     );
     for mode in super::failover::MODES {
@@ -650,6 +653,8 @@ pub fn markdown(r: &Results) -> String {
             ],
         );
     }
+
+    s.push_str(&super::coldstart::markdown(&r.cold));
 
     let _ = writeln!(s, "\n## Cost per node\n");
     let _ = writeln!(

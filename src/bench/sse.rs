@@ -124,6 +124,12 @@ impl Watchers {
         });
     }
 
+    /// Node `id`'s last reported leader; `None` while its stream is not open.
+    pub fn leader_of(&self, id: NodeId) -> Option<Option<NodeId>> {
+        let s = self.lock();
+        s.get(&id).filter(|v| v.connected).map(|v| v.leader)
+    }
+
     /// The leader every node of `nodes` agrees on (the highest of them where the
     /// algorithm promises it) and the moment the last of them adopted it.
     pub fn agreement(&self, nodes: &[NodeId]) -> Option<(NodeId, Instant)> {

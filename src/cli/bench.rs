@@ -25,6 +25,13 @@ pub struct BenchArgs {
     /// Failover section: only these modes (comma-separated): sigkill, pause, sigterm.
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(bench::failover::MODES))]
     pub failover_modes: Vec<String>,
+    /// Node counts of the scale-cold section (comma-separated; up to 64 as separate
+    /// processes, above in one process). Default: 8,16,32,64,128,256.
+    #[arg(long, value_delimiter = ',')]
+    pub nodes: Vec<usize>,
+    /// Algorithms of the scale-cold section (comma-separated). Default: all.
+    #[arg(long, value_delimiter = ',')]
+    pub algorithms: Vec<electd::algorithm::AlgorithmKind>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -43,6 +50,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         only: args.only,
         failover_samples: args.failover_samples.map(|n| n as usize),
         failover_modes: args.failover_modes,
+        nodes: args.nodes,
+        algorithms: args.algorithms,
     };
     let started = std::time::Instant::now();
     let log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());

@@ -14,8 +14,12 @@
 //!   (`electd_invalid_datagrams_total{reason}`) and logged at a bounded rate
 //!   ([`crate::droplog`]), send errors are counted
 //!   (`electd_send_errors_total{kind}`) and survived; the reliable link retransmits.
-//! - After each batch: metrics synced with the node, the status snapshot published,
-//!   then each leader change emitted to `/watch` subscribers and hooks.
+//! - Batches: after a datagram arrives, those already queued on the socket are handled
+//!   too (up to [`BATCH`]), then everything is flushed once: datagrams sent, metrics
+//!   synced with the node, the status snapshot published, then each leader change
+//!   emitted to `/watch` subscribers and hooks. A timer that falls due ends the batch
+//!   and, ahead of the socket in the (biased) `select!`, fires next: heartbeats keep
+//!   their period while datagrams keep arriving.
 //! - Operator control: `Elect` calls an election in one group; `Pause` stops all
 //!   traffic in and out, as if the process had crashed (received datagrams are read
 //!   and discarded, no timer runs, every group reports no leader); `Resume` comes back
@@ -189,6 +193,9 @@ impl NetOptions {
 /// Consecutive failed sends after which the `send` health check fails.
 const SEND_FAILURE_STREAK: u32 = 8;
 
+/// Most datagrams handled between two flushes (sends, metrics, status, events).
+const BATCH: usize = 64;
+
 /// How long one DNS lookup may take.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Retry period of a name that did not resolve.
@@ -262,7 +269,13 @@ pub async fn run_with<T: Transport>(
                 Some(c) => d.control(c),
                 None => control_open = false,
             },
-            r = socket.recv_from(&mut buf) => d.received(r, &buf),
+            // Due timers first: a leader's heartbeats go out on time however full
+            // the socket is.
+            _ = &mut sleep, if !d.paused => d.timeout(),
+            r = socket.recv_from(&mut buf) => {
+                d.received(r, &buf);
+                d.drain_batch(&socket, &mut buf);
+            }
             r = recv_group(group_socket.as_ref(), &mut gbuf) => d.received(r, &gbuf),
             Some((id, r)) = resolved_rx.recv() => {
                 // Accept the peer's datagrams from where its name points now.
@@ -276,7 +289,6 @@ pub async fn run_with<T: Transport>(
                 d.check_roster();
             }
             _ = tick.tick(), if has_names => d.resolve_due(),
-            _ = &mut sleep, if !d.paused => d.timeout(),
         }
         d.flush(&socket).await;
         sleep.as_mut().reset(d.deadline());
@@ -526,6 +538,21 @@ impl Driver {
                 self.node.handle_datagram(now, dg);
             }
             Err(e) => self.dropped(e, from),
+        }
+    }
+
+    /// Handle the datagrams already queued on the socket after the one just received,
+    /// up to [`BATCH`], stopping early when a timer falls due (it then fires before
+    /// the next datagram): the caller flushes once for the whole batch.
+    fn drain_batch<T: Transport>(&mut self, socket: &T, buf: &mut [u8]) {
+        for _ in 1..BATCH {
+            if self.paused || self.node.poll_timeout().is_some_and(|t| t <= self.now()) {
+                return;
+            }
+            match socket.try_recv_from(buf) {
+                Some(r) => self.received(r, buf),
+                None => return,
+            }
         }
     }
 

@@ -43,6 +43,12 @@ pub trait Transport: Send + Sync + 'static {
     ) -> impl Future<Output = io::Result<(usize, SocketAddr)>> + Send + 'a;
 
     fn local_addr(&self) -> io::Result<SocketAddr>;
+
+    /// Receive a datagram already queued, without waiting: `None` when none is (or
+    /// when the transport cannot tell; the runtime then takes one datagram per turn).
+    fn try_recv_from(&self, _buf: &mut [u8]) -> Option<io::Result<(usize, SocketAddr)>> {
+        None
+    }
 }
 
 impl Transport for tokio::net::UdpSocket {
@@ -64,6 +70,66 @@ impl Transport for tokio::net::UdpSocket {
     fn local_addr(&self) -> io::Result<SocketAddr> {
         tokio::net::UdpSocket::local_addr(self)
     }
+
+    fn try_recv_from(&self, buf: &mut [u8]) -> Option<io::Result<(usize, SocketAddr)>> {
+        match tokio::net::UdpSocket::try_recv_from(self, buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+            r => Some(r),
+        }
+    }
+}
+
+/// Effective kernel buffer of one direction of a socket, against what was requested.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferSize {
+    pub requested: usize,
+    /// As the kernel reports it (Linux doubles the value set, for its bookkeeping).
+    pub effective: usize,
+}
+
+impl BufferSize {
+    /// The kernel gave less than requested (Linux caps at `net.core.rmem_max` /
+    /// `wmem_max`, then doubles: a full grant reports 2 × requested).
+    pub fn capped(&self) -> bool {
+        self.effective < self.requested
+    }
+}
+
+/// The sysctl that caps a direction, and its current value when readable.
+fn sysctl_cap(name: &str) -> String {
+    let path = format!("/proc/sys/{}", name.replace('.', "/"));
+    match std::fs::read_to_string(path) {
+        Ok(v) => format!("{name} = {}", v.trim()),
+        Err(_) => name.to_string(),
+    }
+}
+
+/// Log the effective buffer sizes; warn, naming the sysctl, when the kernel capped
+/// them (datagrams beyond a full receive buffer are dropped by the kernel and counted
+/// in `/proc/net/snmp` `Udp: RcvbufErrors`).
+fn report_buffers(rcv: BufferSize, snd: BufferSize) {
+    tracing::info!(
+        receive = rcv.effective,
+        send = snd.effective,
+        requested = rcv.requested,
+        "UDP socket buffers"
+    );
+    for (b, dir, sysctl) in [
+        (rcv, "receive", "net.core.rmem_max"),
+        (snd, "send", "net.core.wmem_max"),
+    ] {
+        if b.capped() {
+            tracing::warn!(
+                "the kernel capped the UDP {dir} buffer at {} bytes (requested {}; {}): \
+                 bursts to a large roster may be dropped; raise it with `sysctl -w {sysctl}={}` \
+                 (persist in /etc/sysctl.d/, see deploy/README.md)",
+                b.effective,
+                b.requested,
+                sysctl_cap(sysctl),
+                b.requested
+            );
+        }
+    }
 }
 
 /// Open the node's UDP socket on `addr` (port 0 picks a free port). Must be called
@@ -82,6 +148,14 @@ pub fn bind_udp(addr: SocketAddr) -> io::Result<tokio::net::UdpSocket> {
     if let Err(e) = socket.set_send_buffer_size(SOCKET_BUFFER) {
         tracing::warn!("cannot set the UDP send buffer to {SOCKET_BUFFER} bytes: {e}");
     }
+    let size = |r: io::Result<usize>| BufferSize {
+        requested: SOCKET_BUFFER,
+        effective: r.unwrap_or(0),
+    };
+    report_buffers(
+        size(socket.recv_buffer_size()),
+        size(socket.send_buffer_size()),
+    );
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
     tokio::net::UdpSocket::from_std(socket.into())
@@ -190,6 +264,19 @@ mod tests {
             assert_eq!(&buf[..n], b"hi");
             assert_eq!(from, Transport::local_addr(&a).unwrap());
         }
+    }
+
+    #[test]
+    fn a_capped_buffer_is_told_apart_from_a_full_grant() {
+        let b = |effective| BufferSize {
+            requested: SOCKET_BUFFER,
+            effective,
+        };
+        // Linux reports twice what it granted: the default rmem_max (208 KiB) caps.
+        assert!(b(2 * 212_992).capped());
+        assert!(!b(2 * SOCKET_BUFFER).capped());
+        assert!(!b(SOCKET_BUFFER).capped());
+        assert!(b(0).capped(), "unknown counts as capped");
     }
 
     #[test]

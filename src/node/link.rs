@@ -1,6 +1,19 @@
 //! Reliable link, sans-IO: per-peer sequence numbers, acks, duplicate suppression,
-//! retransmission with exponential backoff, and a *peer unreachable* verdict after the
-//! last attempt. Liveness traffic (heartbeats) bypasses it: fire-and-forget.
+//! retransmission with an adaptive timeout, and a *peer unreachable* verdict when a
+//! message stays unacknowledged for [`LinkConfig::give_up`]. Liveness traffic
+//! (heartbeats) bypasses it: fire-and-forget.
+//!
+//! Retransmission timeout (RTO), per peer, as TCP computes it (RFC 6298): the first
+//! round-trip sample R sets SRTT = R and RTTVAR = R/2; each later one sets
+//! RTTVAR = ¾·RTTVAR + ¼·|SRTT − R| and SRTT = ⅞·SRTT + ⅛·R; RTO = SRTT + 4·RTTVAR,
+//! clamped to [`LinkConfig::rto_min`, `LinkConfig::rto_max`]. Before any sample the RTO
+//! is [`LinkConfig::retransmit`]. Karn's rule: a message sent more than once gives no
+//! sample (its ack cannot be matched to one send). Every retransmission timeout doubles
+//! the peer's RTO (exponential backoff, up to the ceiling) and the backed-off value is
+//! kept for new messages until a fresh sample arrives, so a peer that stopped answering
+//! (or a node that cannot send) is retried ever more slowly instead of stormed. The
+//! verdict is a time, not a count: a message unacknowledged for `give_up` (below the
+//! failure detector's `failure_timeout`) is handed back as undeliverable.
 //!
 //! Broadcast sequences (multicast): a reliable message sent once to a multicast group
 //! carries a sequence from the sender-wide broadcast space, marked by the top bit
@@ -27,32 +40,79 @@ use std::time::Duration;
 /// Link settings (config `[transport]`).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct LinkConfig {
-    /// First retransmission after this long without an ack; doubles each attempt
-    /// (capped at 8×). Choose it above the network round trip.
+    /// Retransmission timeout before any round trip to the peer was measured.
     pub retransmit: Duration,
-    /// Sends in total (first one included) before the peer is declared unreachable.
-    pub max_attempts: u32,
+    /// Floor of the measured retransmission timeout.
+    pub rto_min: Duration,
+    /// Ceiling of the retransmission timeout, backoff included.
+    pub rto_max: Duration,
+    /// A message unacknowledged this long after its first send is undeliverable and
+    /// the peer unreachable (until heard from again).
+    pub give_up: Duration,
+    /// Optional cap on sends per message (first one included); `None`: only
+    /// `give_up` ends the retries.
+    pub max_attempts: Option<u32>,
 }
 
 impl Default for LinkConfig {
     fn default() -> Self {
-        LinkConfig {
-            retransmit: Duration::from_millis(5),
-            max_attempts: 4,
-        }
+        LinkConfig::for_failure_timeout(crate::algorithm::Timing::default().failure_timeout)
     }
 }
 
 impl LinkConfig {
-    /// Delay before retransmission number `attempt` (1-based count of sends so far).
-    pub fn backoff(&self, attempt: u32) -> Duration {
-        self.retransmit * (1u32 << attempt.saturating_sub(1).min(3))
+    /// The defaults for a failure detector of `failure_timeout`: first retransmission
+    /// after 5 ms, RTO in [5 ms, max(40 ms, failure_timeout / 8)], give-up after
+    /// ¾ · failure_timeout (the link's verdict comes before the detector's).
+    pub fn for_failure_timeout(failure_timeout: Duration) -> Self {
+        let ms5 = Duration::from_millis(5);
+        LinkConfig {
+            retransmit: ms5,
+            rto_min: ms5,
+            rto_max: (failure_timeout / 8).max(ms5 * 8),
+            give_up: failure_timeout * 3 / 4,
+            max_attempts: None,
+        }
     }
     /// Time from the first send until the link gives up on a message.
     pub fn give_up_after(&self) -> Duration {
-        (1..=self.max_attempts.max(1))
-            .map(|a| self.backoff(a))
-            .sum()
+        self.give_up
+    }
+    fn clamp(&self, rto: Duration) -> Duration {
+        rto.max(self.rto_min).min(self.rto_max.max(self.rto_min))
+    }
+}
+
+/// Round-trip estimate of one peer (RFC 6298).
+#[derive(Clone, Copy, Debug, Default)]
+struct Rtt {
+    /// Smoothed round trip and its variation; `None` before the first sample.
+    srtt: Option<(Duration, Duration)>,
+    /// Doublings of the RTO since the last valid sample.
+    backoff: u32,
+}
+
+impl Rtt {
+    fn sample(&mut self, r: Duration) {
+        self.srtt = Some(match self.srtt {
+            None => (r, r / 2),
+            Some((srtt, var)) => {
+                let dev = srtt.abs_diff(r);
+                ((srtt * 7 + r) / 8, (var * 3 + dev) / 4)
+            }
+        });
+        self.backoff = 0;
+    }
+    fn base(&self, cfg: &LinkConfig) -> Duration {
+        match self.srtt {
+            None => cfg.retransmit,
+            Some((srtt, var)) => cfg.clamp(srtt + var * 4),
+        }
+    }
+    /// The RTO for a message sent now.
+    fn rto(&self, cfg: &LinkConfig) -> Duration {
+        let shift = self.backoff.min(16);
+        cfg.clamp(self.base(cfg).saturating_mul(1 << shift))
     }
 }
 
@@ -61,6 +121,7 @@ struct Pending {
     group: AlgorithmKind,
     msg: Message,
     attempts: u32,
+    first_sent: Time,
 }
 
 /// What the link decided about an incoming datagram.
@@ -119,6 +180,7 @@ pub struct Link {
     /// Per sender, the broadcast sequences delivered (incarnation kept in `inbound`).
     inbound_broadcast: FxHashMap<NodeId, PeerIn>,
     given_up: FxHashSet<NodeId>,
+    rtt: FxHashMap<NodeId, Rtt>,
     pub stats: LinkStats,
 }
 
@@ -154,12 +216,28 @@ impl Link {
             inbound: FxHashMap::default(),
             inbound_broadcast: FxHashMap::default(),
             given_up: FxHashSet::default(),
+            rtt: FxHashMap::default(),
             stats: LinkStats::default(),
         }
     }
 
     pub fn config(&self) -> &LinkConfig {
         &self.cfg
+    }
+
+    /// The retransmission timeout a new message to `peer` would get now.
+    pub fn rto(&self, peer: NodeId) -> Duration {
+        self.rtt
+            .get(&peer)
+            .copied()
+            .unwrap_or_default()
+            .rto(&self.cfg)
+    }
+
+    /// When a message first sent at `first_sent` and (re)sent `now` is due next: one
+    /// RTO later, or at its give-up time if that comes first.
+    fn next_try(&self, peer: NodeId, first_sent: Time, now: Time) -> Time {
+        (now + self.rto(peer)).min(first_sent + self.cfg.give_up)
     }
 
     /// Wrap `msg` as one datagram for all of `to` at once (a multicast send; one
@@ -186,10 +264,11 @@ impl Link {
                     group,
                     msg: msg.clone(),
                     attempts: 1,
+                    first_sent: now,
                 },
             );
-            self.retx
-                .push(Reverse((now + self.cfg.backoff(1), peer, seq)));
+            let at = self.next_try(peer, now, now);
+            self.retx.push(Reverse((at, peer, seq)));
         }
         self.datagram(seq, 0, Some(group), Some(msg))
     }
@@ -209,10 +288,11 @@ impl Link {
                 group,
                 msg: msg.clone(),
                 attempts: 1,
+                first_sent: now,
             },
         );
-        self.retx
-            .push(Reverse((now + self.cfg.backoff(1), to, seq)));
+        let at = self.next_try(to, now, now);
+        self.retx.push(Reverse((at, to, seq)));
         self.datagram(seq, 0, Some(group), Some(msg))
     }
 
@@ -235,8 +315,9 @@ impl Link {
 
     /// Process the link header of an incoming datagram. Returns the verdict, an ack to
     /// send back (for reliable datagrams, duplicates included), and whether the peer
-    /// had been declared unreachable before this datagram.
-    pub fn receive(&mut self, d: &Datagram) -> (Inbound, Option<Datagram>, bool) {
+    /// had been declared unreachable before this datagram. `now` times the round trip
+    /// of what it acknowledges.
+    pub fn receive(&mut self, now: Time, d: &Datagram) -> (Inbound, Option<Datagram>, bool) {
         let ack = (d.seq != 0).then(|| self.datagram(0, d.seq, None, None));
         let peer = self.inbound.entry(d.from).or_default();
         if d.incarnation < peer.incarnation {
@@ -251,7 +332,13 @@ impl Link {
             self.inbound_broadcast.remove(&d.from);
         }
         if d.ack != 0 {
-            self.unacked.remove(&(d.from, d.ack));
+            if let Some(p) = self.unacked.remove(&(d.from, d.ack)) {
+                // Karn's rule: only a message sent once times a round trip.
+                if p.attempts == 1 {
+                    let rtt = self.rtt.entry(d.from).or_default();
+                    rtt.sample(now.saturating_sub(p.first_sent));
+                }
+            }
         }
         let revived = self.given_up.remove(&d.from);
         if d.seq == 0 {
@@ -321,10 +408,12 @@ impl Link {
                 break;
             }
             self.retx.pop();
-            let Some(p) = self.unacked.get_mut(&(peer, seq)) else {
+            let Some(p) = self.unacked.get(&(peer, seq)) else {
                 continue;
             };
-            if p.attempts >= self.cfg.max_attempts {
+            let out_of_time = now >= p.first_sent + self.cfg.give_up;
+            let out_of_tries = self.cfg.max_attempts.is_some_and(|m| p.attempts >= m);
+            if out_of_time || out_of_tries {
                 let Some(p) = self.unacked.remove(&(peer, seq)) else {
                     continue;
                 };
@@ -337,8 +426,18 @@ impl Link {
                 });
                 continue;
             }
-            p.attempts += 1;
-            let next = now + self.cfg.backoff(p.attempts);
+            // A retransmission timeout doubles the peer's RTO (RFC 6298 §5.5), for
+            // new messages too, until a fresh sample.
+            let (attempts, first_sent) = (p.attempts + 1, p.first_sent);
+            let rtt = self.rtt.entry(peer).or_default();
+            if rtt.rto(&self.cfg) < self.cfg.rto_max {
+                rtt.backoff = (rtt.backoff + 1).min(16);
+            }
+            let next = self.next_try(peer, first_sent, now);
+            let Some(p) = self.unacked.get_mut(&(peer, seq)) else {
+                continue;
+            };
+            p.attempts = attempts;
             let (group, msg) = (p.group, p.msg.clone());
             self.retx.push(Reverse((next, peer, seq)));
             self.stats.retransmissions += 1;
@@ -410,7 +509,7 @@ mod tests {
             (4, Inbound::Deliver),
         ];
         for (seq, want) in expected {
-            let (verdict, ack, _) = link.receive(&reliable(2, seq));
+            let (verdict, ack, _) = link.receive(Duration::ZERO, &reliable(2, seq));
             assert_eq!(verdict, want, "seq {seq}");
             assert_eq!(
                 ack.map(|a| a.ack),
@@ -429,12 +528,12 @@ mod tests {
             let mut link = Link::new(1, 1, LinkConfig::default());
             let top = max - MAX_OUT_OF_ORDER as u64 - 1;
             for seq in top..=max {
-                let (verdict, _, _) = link.receive(&reliable(2, seq));
+                let (verdict, _, _) = link.receive(Duration::ZERO, &reliable(2, seq));
                 assert_eq!(verdict, Inbound::Deliver, "seq {seq}");
             }
-            let (verdict, _, _) = link.receive(&reliable(2, max));
+            let (verdict, _, _) = link.receive(Duration::ZERO, &reliable(2, max));
             assert_eq!(verdict, Inbound::Duplicate);
-            let (verdict, _, _) = link.receive(&reliable(2, base + 5));
+            let (verdict, _, _) = link.receive(Duration::ZERO, &reliable(2, base + 5));
             assert_eq!(verdict, Inbound::Duplicate, "far below the trimmed floor");
         }
     }
@@ -481,12 +580,149 @@ mod tests {
         let d1 = a.send(t, 2, AlgorithmKind::Bully, election(1));
         let d2 = a.send(t, 2, AlgorithmKind::Bully, election(2));
         let d3 = a.send(t, 2, AlgorithmKind::Bully, election(3));
-        assert_eq!(b.receive(&d2).0, Inbound::Deliver);
-        assert_eq!(b.receive(&d1).0, Inbound::Deliver);
-        assert_eq!(b.receive(&d2).0, Inbound::Duplicate);
-        assert_eq!(b.receive(&d3).0, Inbound::Deliver);
-        assert_eq!(b.receive(&d3).0, Inbound::Duplicate);
-        assert_eq!(b.receive(&d1).0, Inbound::Duplicate);
+        assert_eq!(b.receive(t, &d2).0, Inbound::Deliver);
+        assert_eq!(b.receive(t, &d1).0, Inbound::Deliver);
+        assert_eq!(b.receive(t, &d2).0, Inbound::Duplicate);
+        assert_eq!(b.receive(t, &d3).0, Inbound::Deliver);
+        assert_eq!(b.receive(t, &d3).0, Inbound::Duplicate);
+        assert_eq!(b.receive(t, &d1).0, Inbound::Duplicate);
         assert_eq!(b.stats.duplicates_dropped, 3);
+    }
+
+    fn ack_from(peer: NodeId, seq: u64) -> Datagram {
+        Datagram {
+            from: peer,
+            incarnation: 1,
+            seq: 0,
+            ack: seq,
+            group: None,
+            body: None,
+        }
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// RFC 6298 §2: the first sample R gives SRTT = R, RTTVAR = R/2; the next one
+    /// R' gives RTTVAR = ¾·RTTVAR + ¼·|SRTT − R'|, SRTT = ⅞·SRTT + ⅛·R'; RTO =
+    /// SRTT + 4·RTTVAR within the floor and the ceiling.
+    #[test]
+    fn the_rto_follows_measured_round_trips() {
+        let cfg = LinkConfig {
+            retransmit: ms(50),
+            rto_min: ms(1),
+            rto_max: ms(500),
+            give_up: ms(900),
+            max_attempts: None,
+        };
+        let mut l = Link::new(1, 1, cfg.clone());
+        assert_eq!(l.rto(2), cfg.retransmit, "no sample yet");
+        let d = l.send(ms(0), 2, AlgorithmKind::Bully, election(1));
+        l.receive(ms(8), &ack_from(2, d.seq));
+        let (srtt, var) = (ms(8), ms(4));
+        assert_eq!(l.rto(2), srtt + var * 4);
+        let d = l.send(ms(100), 2, AlgorithmKind::Bully, election(2));
+        l.receive(ms(100 + 16), &ack_from(2, d.seq));
+        let r = ms(16);
+        let var = (var * 3 + srtt.abs_diff(r)) / 4;
+        let srtt = (srtt * 7 + r) / 8;
+        assert_eq!(l.rto(2), srtt + var * 4);
+        // Floor and ceiling.
+        let mut fast = Link::new(
+            1,
+            1,
+            LinkConfig {
+                rto_min: ms(5),
+                ..cfg.clone()
+            },
+        );
+        let d = fast.send(ms(0), 2, AlgorithmKind::Bully, election(1));
+        fast.receive(ms(0), &ack_from(2, d.seq));
+        assert_eq!(fast.rto(2), ms(5));
+        let d = l.send(ms(200), 3, AlgorithmKind::Bully, election(1));
+        l.receive(ms(200 + 400), &ack_from(3, d.seq));
+        assert_eq!(l.rto(3), cfg.rto_max);
+    }
+
+    /// Karn's rule and backoff: a retransmitted message gives no sample, every
+    /// retransmission timeout doubles the peer's RTO (for new messages too) and only a
+    /// fresh sample from a message sent once brings it back.
+    #[test]
+    fn karn_rule_and_backoff_kept_until_a_fresh_sample() {
+        let cfg = LinkConfig {
+            retransmit: ms(10),
+            rto_min: ms(10),
+            rto_max: ms(80),
+            give_up: ms(1000),
+            max_attempts: None,
+        };
+        let mut l = Link::new(1, 1, cfg.clone());
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        let d = l.send(ms(0), 2, AlgorithmKind::Bully, election(1));
+        let mut now = ms(0);
+        let mut sends = vec![now];
+        for _ in 0..5 {
+            now = l.next_deadline().unwrap();
+            l.on_timeout(now, &mut tx, &mut failed);
+            sends.push(now);
+        }
+        let gaps: Vec<u64> = sends
+            .windows(2)
+            .map(|w| (w[1] - w[0]).as_millis() as u64)
+            .collect();
+        assert_eq!(gaps, vec![10, 20, 40, 80, 80], "doubling up to the ceiling");
+        assert_eq!(l.stats.retransmissions, 5);
+        assert_eq!(l.rto(2), cfg.rto_max, "backed off for new messages too");
+        // The late ack of the retransmitted message: no sample (Karn), RTO stays.
+        l.receive(now + ms(1), &ack_from(2, d.seq));
+        assert_eq!(l.rto(2), cfg.rto_max);
+        // A message sent once and acked: a fresh sample resets the backoff.
+        let d = l.send(now + ms(2), 2, AlgorithmKind::Bully, election(2));
+        l.receive(now + ms(4), &ack_from(2, d.seq));
+        assert_eq!(l.rto(2), cfg.rto_min);
+        assert!(failed.is_empty());
+    }
+
+    /// The verdict is a time: a message unacked for `give_up` is undeliverable, however
+    /// many sends that took, and not before.
+    #[test]
+    fn give_up_is_a_time_not_a_count() {
+        for rto_max in [ms(10), ms(40)] {
+            let cfg = LinkConfig {
+                retransmit: ms(5),
+                rto_min: ms(5),
+                rto_max,
+                give_up: ms(150),
+                max_attempts: None,
+            };
+            let mut l = Link::new(1, 1, cfg.clone());
+            l.send(ms(3), 2, AlgorithmKind::Bully, election(1));
+            let (mut tx, mut failed) = (Vec::new(), Vec::new());
+            let mut verdict = None;
+            while let Some(at) = l.next_deadline() {
+                l.on_timeout(at, &mut tx, &mut failed);
+                if !failed.is_empty() {
+                    verdict = Some(at);
+                }
+            }
+            assert_eq!(verdict, Some(ms(3) + cfg.give_up), "{rto_max:?}");
+            assert_eq!(l.stats.delivery_failures, 1);
+        }
+        // A legacy cap on sends still ends it earlier.
+        let mut l = Link::new(
+            1,
+            1,
+            LinkConfig {
+                max_attempts: Some(2),
+                ..LinkConfig::default()
+            },
+        );
+        l.send(ms(0), 2, AlgorithmKind::Bully, election(1));
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        while let Some(at) = l.next_deadline() {
+            l.on_timeout(at, &mut tx, &mut failed);
+        }
+        assert_eq!((tx.len(), failed.len()), (1, 1));
     }
 }

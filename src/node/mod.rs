@@ -387,7 +387,7 @@ impl Node {
                 grp.heard = now;
             }
         }
-        let (verdict, ack, revived) = self.link.receive(&d);
+        let (verdict, ack, revived) = self.link.receive(now, &d);
         if let Some(ack) = ack {
             self.transmits.push((d.from, ack));
         }

@@ -22,6 +22,10 @@ pub struct ChaosParams {
     pub duplicate_reorder: bool,
     /// Also cut the network (symmetric and one-way partitions).
     pub partitions: bool,
+    /// Also pause nodes (up to 2 × failure_timeout, then they resume with their
+    /// backlog) and slow them down (up to 2 ms per input); both end by the end of the
+    /// fault time.
+    pub pauses: Option<Duration>,
 }
 
 /// Named fault mixes (`--faults`).
@@ -30,7 +34,8 @@ pub struct ChaosParams {
 pub enum FaultSet {
     /// Crashes, restarts, loss up to 20% (the core property of the Bully issue).
     Basic,
-    /// Also symmetric and one-way partitions, duplication, reordering, loss up to 30%.
+    /// Also symmetric and one-way partitions, duplication, reordering, loss up to 30%,
+    /// paused and slow nodes.
     Full,
 }
 
@@ -42,6 +47,7 @@ impl FaultSet {
                 max_loss: 0.3,
                 duplicate_reorder: true,
                 partitions: true,
+                pauses: Some(Timing::default().failure_timeout * 2),
                 ..ChaosParams::default()
             },
         }
@@ -72,6 +78,7 @@ impl Default for ChaosParams {
             max_loss: 0.2,
             duplicate_reorder: false,
             partitions: false,
+            pauses: None,
         }
     }
 }
@@ -187,6 +194,18 @@ pub fn plan(seed: u64, ids: &[NodeId], params: &ChaosParams, recovery: Duration)
                 }
             }
             8 if params.partitions => ops.push(Op::Heal),
+            9 if params.pauses.is_some() && !alive.is_empty() => {
+                let node = alive[rng.below(alive.len() as u64) as usize];
+                let left = params.fault_time.saturating_sub(elapsed);
+                let longest = params.pauses.unwrap_or_default().min(left);
+                let for_ = Duration::from_micros(rng.below(longest.as_micros() as u64 + 1));
+                if rng.chance(0.5) {
+                    ops.push(Op::Pause { node, for_ });
+                } else {
+                    let cost = Duration::from_micros(100 + rng.below(1900));
+                    ops.push(Op::Slow { node, cost, for_ });
+                }
+            }
             _ => {}
         }
     }

@@ -4,6 +4,14 @@
 //! Virtual clock, one seeded generator for the network and one per node for timer
 //! ranges: a run is a pure function of its configuration, seed and scenario, so any
 //! failing seed replays exactly (`electd simulate --seed S`).
+//!
+//! Processing cost ([`Cost`]): a simulated node may spend virtual time on each
+//! datagram and each timer round it handles; while busy it handles nothing else, and
+//! what arrives meanwhile waits in its inbox (a socket buffer) in arrival order, due
+//! timers first when it gets to them (as the daemon's runtime does). The default cost
+//! is zero: the synchronous model of the literature. [`Op::Pause`] stops a node for a
+//! while (a stopped process, a long GC or VM pause: it resumes with its backlog), and
+//! [`Op::Slow`] raises its cost per input for a while (a starved CPU).
 
 pub mod campaign;
 pub mod chaos;
@@ -27,6 +35,15 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
 
+/// Virtual processing time a node spends per input (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cost {
+    /// Per datagram handled.
+    pub datagram: Duration,
+    /// Per timer round (all the timers due at one instant).
+    pub timer: Duration,
+}
+
 /// Everything a simulation is built from.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
@@ -38,6 +55,8 @@ pub struct SimConfig {
     pub link: LinkConfig,
     pub net: NetConfig,
     pub seed: u64,
+    /// Processing cost per datagram and per timer round (zero by default).
+    pub cost: Cost,
 }
 
 impl SimConfig {
@@ -51,6 +70,7 @@ impl SimConfig {
             link: LinkConfig::default(),
             net: NetConfig::default(),
             seed,
+            cost: Cost::default(),
         }
     }
 }
@@ -75,6 +95,10 @@ enum Payload {
         trace_id: u32,
     },
     Wake {
+        node: usize,
+    },
+    /// A busy node is free again: it takes the next input from its inbox.
+    Ready {
         node: usize,
     },
 }
@@ -130,6 +154,16 @@ struct SimNode {
     incarnation: u64,
     next_wake: Option<Time>,
     seed: u64,
+    /// Busy (processing, paused) until then.
+    busy_until: Time,
+    /// What arrived while busy, in arrival order.
+    inbox: VecDeque<Datagram>,
+    /// A timer fell due while busy.
+    timer_due: bool,
+    /// A `Ready` event is queued.
+    ready_queued: bool,
+    /// Every input costs at least `.1` until `.0` (a slow node).
+    slow: Option<(Time, Duration)>,
 }
 
 /// Message counters summed over every node, past lives included.
@@ -193,6 +227,11 @@ impl Sim {
                 incarnation: 0,
                 next_wake: None,
                 seed: rng.next_u64(),
+                busy_until: Duration::ZERO,
+                inbox: VecDeque::new(),
+                timer_due: false,
+                ready_queued: false,
+                slow: None,
             });
         }
         // Validate the roster once (duplicates, id 0) by building a throwaway node.
@@ -375,7 +414,99 @@ impl Sim {
         self.nodes[i].alive = false;
         self.nodes[i].next_wake = None;
         self.tokens.crashed(id);
+        self.drop_inbox(i);
         Ok(())
+    }
+
+    /// A crashed node loses what waited in its inbox.
+    fn drop_inbox(&mut self, i: usize) {
+        let sn = &mut self.nodes[i];
+        sn.timer_due = false;
+        sn.busy_until = Duration::ZERO;
+        sn.slow = None;
+        for d in std::mem::take(&mut sn.inbox) {
+            if d.body.as_ref().is_some_and(|b| !b.kind().is_liveness()) {
+                self.election_in_flight -= 1;
+            }
+        }
+    }
+
+    /// `id` stops for `d` (a paused process): nothing is handled until then; what
+    /// arrives meanwhile waits and is handled afterwards, one input at a time.
+    pub fn pause(&mut self, id: NodeId, d: Duration) -> Result<(), SimError> {
+        let i = self.idx(id)?;
+        let until = self.now + d;
+        let sn = &mut self.nodes[i];
+        if sn.alive {
+            sn.busy_until = sn.busy_until.max(until);
+        }
+        Ok(())
+    }
+
+    /// `id` spends at least `cost` on every input for `d` (a starved CPU).
+    pub fn slow(&mut self, id: NodeId, cost: Duration, d: Duration) -> Result<(), SimError> {
+        let i = self.idx(id)?;
+        self.nodes[i].slow = Some((self.now + d, cost));
+        Ok(())
+    }
+
+    /// The cost of one input at node `i` now.
+    fn cost_of(&self, i: usize, base: Duration) -> Duration {
+        match self.nodes[i].slow {
+            Some((until, cost)) if self.now < until => base.max(cost),
+            _ => base,
+        }
+    }
+
+    fn busy(&self, i: usize) -> bool {
+        self.now < self.nodes[i].busy_until
+    }
+
+    /// Queue a `Ready` for node `i` when it is free, unless one is queued.
+    fn ready_later(&mut self, i: usize) {
+        if !self.nodes[i].ready_queued {
+            self.nodes[i].ready_queued = true;
+            let at = self.nodes[i].busy_until.max(self.now);
+            self.push(at, Payload::Ready { node: i });
+        }
+    }
+
+    fn handle_datagram_at(&mut self, i: usize, datagram: Datagram) {
+        if datagram
+            .body
+            .as_ref()
+            .is_some_and(|b| !b.kind().is_liveness())
+        {
+            self.election_in_flight -= 1;
+        }
+        self.delivered += 1;
+        let now = self.now;
+        if let Some(node) = self.nodes[i].node.as_mut() {
+            node.handle_datagram(now, datagram);
+        }
+        self.nodes[i].busy_until = now + self.cost_of(i, self.cfg.cost.datagram);
+        self.after(i);
+    }
+
+    fn handle_timeout_at(&mut self, i: usize) {
+        let now = self.now;
+        let sn = &mut self.nodes[i];
+        sn.next_wake = None;
+        if let (Some(t), Some(n)) = (self.trace.as_mut(), sn.node.as_ref()) {
+            for (alg, timer) in n.due_timers(now) {
+                t.push(Record::Timer {
+                    t: trace::ns(now),
+                    node: sn.id,
+                    alg: Cow::Borrowed(alg.as_str()),
+                    timer: Cow::Borrowed(timer),
+                });
+            }
+        }
+        if let Some(n) = sn.node.as_mut() {
+            n.handle_timeout(now);
+        }
+        self.nodes[i].busy_until = now + self.cost_of(i, self.cfg.cost.timer);
+        self.after(i);
     }
 
     /// `id` calls an election in every group.
@@ -687,13 +818,6 @@ impl Sim {
                 datagram,
                 trace_id,
             } => {
-                if datagram
-                    .body
-                    .as_ref()
-                    .is_some_and(|b| !b.kind().is_liveness())
-                {
-                    self.election_in_flight -= 1;
-                }
                 let to = to as usize;
                 let alive = self.nodes[to].alive;
                 if trace_id != 0 {
@@ -712,36 +836,54 @@ impl Sim {
                     });
                 }
                 if !alive {
+                    if datagram
+                        .body
+                        .as_ref()
+                        .is_some_and(|b| !b.kind().is_liveness())
+                    {
+                        self.election_in_flight -= 1;
+                    }
                     return true;
                 }
-                self.delivered += 1;
-                let now = self.now;
-                if let Some(node) = self.nodes[to].node.as_mut() {
-                    node.handle_datagram(now, datagram);
+                if self.busy(to) || !self.nodes[to].inbox.is_empty() {
+                    self.nodes[to].inbox.push_back(datagram);
+                    self.ready_later(to);
+                    return true;
                 }
-                self.after(to);
+                self.handle_datagram_at(to, datagram);
             }
             Payload::Wake { node } => {
-                let sn = &mut self.nodes[node];
+                let sn = &self.nodes[node];
                 if !sn.alive || sn.next_wake != Some(at) {
                     return true;
                 }
-                sn.next_wake = None;
-                let now = self.now;
-                if let (Some(t), Some(n)) = (self.trace.as_mut(), sn.node.as_ref()) {
-                    for (alg, timer) in n.due_timers(now) {
-                        t.push(Record::Timer {
-                            t: trace::ns(now),
-                            node: sn.id,
-                            alg: Cow::Borrowed(alg.as_str()),
-                            timer: Cow::Borrowed(timer),
-                        });
-                    }
+                if self.busy(node) || !self.nodes[node].inbox.is_empty() {
+                    self.nodes[node].next_wake = None;
+                    self.nodes[node].timer_due = true;
+                    self.ready_later(node);
+                    return true;
                 }
-                if let Some(n) = sn.node.as_mut() {
-                    n.handle_timeout(now);
+                self.handle_timeout_at(node);
+            }
+            Payload::Ready { node } => {
+                self.nodes[node].ready_queued = false;
+                if !self.nodes[node].alive {
+                    return true;
                 }
-                self.after(node);
+                if self.busy(node) {
+                    self.ready_later(node);
+                    return true;
+                }
+                // Due timers first (the runtime's biased loop), then the backlog.
+                if std::mem::take(&mut self.nodes[node].timer_due) {
+                    self.handle_timeout_at(node);
+                } else if let Some(d) = self.nodes[node].inbox.pop_front() {
+                    self.handle_datagram_at(node, d);
+                }
+                let sn = &self.nodes[node];
+                if sn.timer_due || !sn.inbox.is_empty() {
+                    self.ready_later(node);
+                }
             }
         }
         true
@@ -820,6 +962,8 @@ impl Sim {
                     });
                     self.cuts.one_way(from, to)
                 }
+                Op::Pause { node, for_ } => self.pause(*node, *for_)?,
+                Op::Slow { node, cost, for_ } => self.slow(*node, *cost, *for_)?,
                 Op::Heal => {
                     self.trace_record(|t| Record::Heal { t });
                     self.cuts.heal()

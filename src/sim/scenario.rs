@@ -42,6 +42,18 @@ pub enum Op {
     },
     /// Remove every cut.
     Heal,
+    /// `node` stops for `for_` (a paused process): it handles nothing meanwhile and
+    /// resumes with its backlog.
+    Pause {
+        node: NodeId,
+        for_: Duration,
+    },
+    /// `node` spends at least `cost` on every input for `for_` (a starved CPU).
+    Slow {
+        node: NodeId,
+        cost: Duration,
+        for_: Duration,
+    },
     /// Change the network faults.
     Net(NetConfig),
     /// Advance virtual time.

@@ -504,3 +504,47 @@ fn after_a_heal_a_lower_leader_is_bullied_and_a_higher_one_followed() {
     assert_eq!(b.state(), "follower");
     assert!(b.term() >= newer);
 }
+
+/// Storm rules (electd, not the paper): a node awaiting COORDINATOR takes a higher
+/// node's heartbeat as the answer.
+mod storms {
+    use super::super::*;
+    use crate::algorithm::{Effect, Timing};
+
+    fn node(me: NodeId, n: NodeId) -> Bully {
+        Bully::new(GroupConfig {
+            me,
+            ring: (1..=n).collect(),
+            timing: Timing::default(),
+            options: Default::default(),
+            incarnation: 1,
+        })
+    }
+
+    /// A node that got an OK and waits for COORDINATOR follows the higher node whose
+    /// heartbeat arrives instead (its announcement may have been lost), rather than
+    /// waiting T' and starting over.
+    #[test]
+    fn awaiting_coordinator_a_higher_heartbeat_is_the_answer() {
+        let mut b = node(1, 3);
+        let mut out = Out::new();
+        b.on_start(false, &mut out);
+        b.call_election(&mut out);
+        let tag = b.tag;
+        b.on_message(3, Message::Ok { responder: 3, tag }, &mut out);
+        assert_eq!(b.state(), "awaiting-coordinator");
+        out.drain().for_each(drop);
+        // A lower node's heartbeat is no answer.
+        b.on_foreign_leader(0, 1, &mut out);
+        assert_eq!(b.state(), "awaiting-coordinator");
+        b.on_foreign_leader(3, 1, &mut out);
+        assert_eq!((b.state(), b.leader()), ("follower", Some(3)));
+        let effects: Vec<Effect> = out.drain().collect();
+        assert!(
+            effects
+                .iter()
+                .any(|e| matches!(e, Effect::CancelTimer(Timer::Coordinator))),
+            "the T' timer is cancelled: {effects:?}"
+        );
+    }
+}

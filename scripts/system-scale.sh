@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# System test: 64 `electd run` processes on 127.0.0.1, Bully, all started at once
+# (heartbeat 10 ms, failure_timeout 100 ms): every node must agree on node 64, then
+# after SIGKILL of the leader the 63 survivors must agree on node 63. Runs the bench's
+# scale-cold section for that one row (`electd bench --only scale-cold --nodes 64
+# --algorithms bully`), which starts and kills its processes by PID, and checks its
+# results.json. Bounded: 30 s for the cold start, 10 s for the failover.
+# Needs no root (it runs in the system stage for its cost: 64 processes on the machine).
+# Env: ELECTD=path to a release binary (else target/release/electd, built if missing),
+#      NODES (default 64), ALGORITHMS (default bully), KEEP=1 keeps the report.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "${ELECTD:-}" ]; then
+    ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/release/electd"
+    (cd "$ROOT" && cargo build --release --quiet --bin electd)
+fi
+NODES=${NODES:-64}
+ALGORITHMS=${ALGORITHMS:-bully}
+OUT=$(mktemp -d /tmp/electd-scale.XXXXXX)
+cleanup() { if [ "${KEEP:-0}" = 1 ]; then echo "report kept in $OUT"; else rm -rf "$OUT"; fi; }
+trap cleanup EXIT
+
+echo "system-scale: $NODES processes, $ALGORITHMS, cold start then SIGKILL of the leader"
+"$ELECTD" bench --only scale-cold --nodes "$NODES" --algorithms "$ALGORITHMS" --out "$OUT"
+
+python3 - "$OUT/results.json" "$NODES" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["cold"]["rows"]
+n = int(sys.argv[2])
+if not rows:
+    sys.exit("system-scale: FAIL: no row measured")
+bad = []
+for r in rows:
+    name = f'{r["algorithm"]} N={r["nodes"]}'
+    cold, fail = r["cold"], r["failover"]
+    print(f'{name}: cold start {cold["agreed_ms"]} ms on {cold["leader"]}, '
+          f'{cold["election_messages"]} messages, {cold["retransmissions"]} retransmissions, '
+          f'{cold["delivery_failures"]} delivery failures, {cold["udp_rcvbuf_errors"]} kernel rcvbuf errors')
+    if cold["agreed_ms"] is None:
+        bad.append(f'{name}: no agreement at cold start: {r["missed"]}')
+        continue
+    if r["algorithm"] in ("bully", "improved-bully", "ring", "lcr", "hs") and cold["leader"] != n:
+        bad.append(f'{name}: agreed on {cold["leader"]}, not the highest id {n}')
+    if fail is None or fail["agreed_ms"] is None:
+        bad.append(f'{name}: no agreement after SIGKILL of the leader: {r["missed"]}')
+        continue
+    print(f'{name}: failover {fail["agreed_ms"]:.0f} ms on {fail["leader"]}, '
+          f'{fail["election_messages"]} messages, {fail["retransmissions"]} retransmissions, '
+          f'{fail["delivery_failures"]} delivery failures')
+    if r["algorithm"] in ("bully", "improved-bully", "ring", "lcr", "hs") and fail["leader"] != n - 1:
+        bad.append(f'{name}: failover agreed on {fail["leader"]}, not {n - 1}')
+if bad:
+    sys.exit("system-scale: FAIL:\n  " + "\n  ".join(bad))
+print("system-scale: OK")
+PY

@@ -1,0 +1,579 @@
+//! Cold start and failover at scale (`electd bench --only scale-cold`): N nodes of one
+//! algorithm all started at once, at the README's timing (heartbeat 10 ms,
+//! failure_timeout 100 ms, answer 10 ms); then SIGKILL of the leader.
+//!
+//! - N = 8, 16, 32, 64: separate `electd run` processes on 127.0.0.1
+//!   ([`super::procs`]); time from the last process started to every node naming the
+//!   same leader (seen on the nodes' `/watch` streams), then from SIGKILL of that
+//!   leader to the survivors' agreement.
+//! - N = 128, 256: runtimes in this process ([`super::inproc`]), each with its own
+//!   socket; the leader is stopped with `Control::Pause` (its process cannot be killed
+//!   alone: it is this one), which silences it as a crash does.
+//!
+//! For both phases: election messages (the literature's count, liveness excluded),
+//! retransmissions and delivery failures summed over the nodes (the killed leader's
+//! counters excluded from the failover phase), and the kernel's UDP receive errors
+//! (`Udp: RcvbufErrors` of `/proc/net/snmp`, machine-wide). A row that does not agree
+//! carries the reason (`missed`), which the report prints in bold.
+
+use super::inproc::InProc;
+use super::procs::{http_request, metric_sum, ClusterTiming, ProcCluster};
+use super::sse::Watchers;
+use super::{ms, BenchOptions};
+use crate::algorithm::{AlgorithmKind, Timing};
+use crate::daemon::runtime::Start;
+use crate::daemon::shared::Control;
+use crate::message::MessageType;
+use crate::node::link::LinkConfig;
+use crate::NodeId;
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+/// How long a cold start may take before the row is a miss.
+const AGREE_WITHIN: Duration = Duration::from_secs(30);
+/// How long a failover may take before the row is a miss.
+const FAILOVER_WITHIN: Duration = Duration::from_secs(10);
+
+/// One phase (cold start or failover) of one row.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Phase {
+    /// Time to agreement; `None`: no agreement within the limit.
+    pub agreed_ms: Option<f64>,
+    pub leader: Option<NodeId>,
+    pub election_messages: u64,
+    pub retransmissions: u64,
+    pub delivery_failures: u64,
+    /// Growth of the kernel's `Udp: RcvbufErrors` during the phase (machine-wide).
+    pub udp_rcvbuf_errors: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ColdRow {
+    pub algorithm: AlgorithmKind,
+    pub nodes: usize,
+    /// `processes` or `one process`.
+    pub mode: &'static str,
+    pub cold: Phase,
+    pub failover: Option<Phase>,
+    /// Why a phase missed (no agreement), for the report; `None` when both agreed.
+    pub missed: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ColdResults {
+    pub timing: Option<ClusterTiming>,
+    pub rows: Vec<ColdRow>,
+}
+
+/// (N as processes, N in one process, algorithms) for this run; `nodes` and
+/// `algorithms` (from the command line) narrow it.
+pub fn plan(
+    quick: bool,
+    nodes: &[usize],
+    algorithms: &[AlgorithmKind],
+) -> (Vec<usize>, Vec<usize>, Vec<AlgorithmKind>) {
+    let (mut procs, mut inproc) = if quick {
+        (vec![8], vec![32])
+    } else {
+        (vec![8, 16, 32, 64], vec![128, 256])
+    };
+    if !nodes.is_empty() {
+        procs = nodes.iter().copied().filter(|&n| n <= 64).collect();
+        inproc = nodes.iter().copied().filter(|&n| n > 64).collect();
+    }
+    let algos = if algorithms.is_empty() {
+        AlgorithmKind::available()
+    } else {
+        algorithms.to_vec()
+    };
+    (procs, inproc, algos)
+}
+
+/// `Udp: RcvbufErrors` of `/proc/net/snmp` (0 where it cannot be read).
+pub fn udp_rcvbuf_errors() -> u64 {
+    let text = std::fs::read_to_string("/proc/net/snmp").unwrap_or_default();
+    snmp_field(&text, "Udp:", "RcvbufErrors").unwrap_or(0)
+}
+
+/// A field of `/proc/net/snmp`: a header line and a value line share a prefix.
+fn snmp_field(text: &str, prefix: &str, field: &str) -> Option<u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with(prefix));
+    let names = lines.next()?;
+    let values = lines.next()?;
+    let i = names.split_whitespace().position(|n| n == field)?;
+    values.split_whitespace().nth(i)?.parse().ok()
+}
+
+/// (election messages, retransmissions, delivery failures) of `kind` over `ids`.
+fn proc_counts(c: &ProcCluster, ids: &[NodeId], kind: AlgorithmKind) -> (u64, u64, u64) {
+    let mut t = (0, 0, 0);
+    for &id in ids {
+        let Some(addr) = c.http(id) else { continue };
+        let Some((200, text)) = http_request(addr, "GET", "/metrics", None) else {
+            continue;
+        };
+        for ty in MessageType::ALL.iter().filter(|t| !t.is_liveness()) {
+            let l = [("algorithm", kind.as_str()), ("type", ty.as_str())];
+            t.0 += metric_sum(&text, "electd_messages_sent_total", &l) as u64;
+        }
+        t.1 += metric_sum(&text, "electd_retransmissions_total", &[]) as u64;
+        t.2 += metric_sum(&text, "electd_delivery_failures_total", &[]) as u64;
+    }
+    t
+}
+
+fn fill(p: &mut Phase, before: (u64, u64, u64), after: (u64, u64, u64), rcv0: u64) {
+    p.election_messages = after.0.saturating_sub(before.0);
+    p.retransmissions = after.1.saturating_sub(before.1);
+    p.delivery_failures = after.2.saturating_sub(before.2);
+    p.udp_rcvbuf_errors = udp_rcvbuf_errors().saturating_sub(rcv0);
+}
+
+pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<ColdResults> {
+    let timing = ClusterTiming::failover();
+    let (procs, inproc, algorithms) = plan(opts.quick, &opts.nodes, &opts.algorithms);
+    let mut rows = Vec::new();
+    for &n in &procs {
+        for &kind in &algorithms {
+            let r = processes(opts, kind, n, &timing)?;
+            log(&line(&r));
+            rows.push(r);
+        }
+    }
+    if !inproc.is_empty() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        for &n in &inproc {
+            for &kind in &algorithms {
+                let r = rt.block_on(one_process(kind, n, &timing))?;
+                log(&line(&r));
+                rows.push(r);
+            }
+        }
+    }
+    Ok(ColdResults {
+        timing: Some(timing),
+        rows,
+    })
+}
+
+fn line(r: &ColdRow) -> String {
+    let f = |p: &Phase| {
+        format!(
+            "{} ({} msgs, {} retx, {} fail, {} rcvbuf)",
+            p.agreed_ms
+                .map(|x| format!("{x:.0} ms"))
+                .unwrap_or("NO AGREEMENT".into()),
+            p.election_messages,
+            p.retransmissions,
+            p.delivery_failures,
+            p.udp_rcvbuf_errors
+        )
+    };
+    format!(
+        "  scale-cold {:<15} N={:<4} {:<11} cold {} · failover {}{}",
+        r.algorithm,
+        r.nodes,
+        r.mode,
+        f(&r.cold),
+        r.failover.as_ref().map(f).unwrap_or("-".into()),
+        r.missed
+            .as_ref()
+            .map(|m| format!(" · MISSED: {m}"))
+            .unwrap_or_default()
+    )
+}
+
+fn processes(
+    opts: &BenchOptions,
+    kind: AlgorithmKind,
+    n: usize,
+    timing: &ClusterTiming,
+) -> anyhow::Result<ColdRow> {
+    let rcv0 = udp_rcvbuf_errors();
+    let mut c = ProcCluster::new(
+        &opts.exe,
+        &std::env::temp_dir(),
+        &format!("cold-{kind}-{n}"),
+        n as NodeId,
+        &[kind],
+        timing,
+    )?;
+    let all = c.ids();
+    c.start_all()?;
+    let last_start = Instant::now();
+    let w = Watchers::new(kind);
+    for &id in &all {
+        w.connect(id, c.http(id).expect("roster node"), AGREE_WITHIN);
+    }
+    let mut row = ColdRow {
+        algorithm: kind,
+        nodes: n,
+        mode: "processes",
+        cold: Phase::default(),
+        failover: None,
+        missed: None,
+    };
+    let agreed = w.wait_agreement(&all, last_start + AGREE_WITHIN);
+    fill(&mut row.cold, (0, 0, 0), proc_counts(&c, &all, kind), rcv0);
+    let Some((leader, at)) = agreed else {
+        let log = all
+            .iter()
+            .find_map(|&id| {
+                c.last_log_line(id)
+                    .map(|l| format!("; node {id} logged: {l}"))
+            })
+            .unwrap_or_default();
+        row.missed = Some(format!(
+            "no agreement within {} s of the last start: {}{log}",
+            AGREE_WITHIN.as_secs(),
+            beliefs(&w, &all)
+        ));
+        return Ok(row);
+    };
+    row.cold.agreed_ms = Some(ms(at.saturating_duration_since(last_start)));
+    row.cold.leader = Some(leader);
+    // Let heartbeats arm every failure detector, then kill the leader.
+    std::thread::sleep(Duration::from_millis(timing.heartbeat_ms * 3));
+    let survivors: Vec<NodeId> = all.iter().copied().filter(|&i| i != leader).collect();
+    let before = proc_counts(&c, &survivors, kind);
+    let rcv1 = udp_rcvbuf_errors();
+    let t0 = Instant::now();
+    c.kill(leader);
+    let mut p = Phase::default();
+    let agreed = w.wait_agreement(&survivors, t0 + FAILOVER_WITHIN);
+    // Counters once the election traffic is over (acks, late retransmissions).
+    std::thread::sleep(Duration::from_millis(timing.failure_ms));
+    fill(&mut p, before, proc_counts(&c, &survivors, kind), rcv1);
+    match agreed {
+        Some((l, at)) => {
+            p.agreed_ms = Some(ms(at.saturating_duration_since(t0)));
+            p.leader = Some(l);
+        }
+        None => {
+            row.missed = Some(format!(
+                "no agreement within {} s of SIGKILL of leader {leader}: {}",
+                FAILOVER_WITHIN.as_secs(),
+                beliefs(&w, &survivors)
+            ))
+        }
+    }
+    row.failover = Some(p);
+    Ok(row)
+}
+
+/// What the nodes believe, summarized (leader → how many nodes).
+fn beliefs(w: &Watchers, ids: &[NodeId]) -> String {
+    let mut by: std::collections::BTreeMap<String, usize> = Default::default();
+    for &id in ids {
+        let b = match w.leader_of(id) {
+            Some(Some(l)) => format!("leader {l}"),
+            Some(None) => "no leader".into(),
+            None => "not connected".into(),
+        };
+        *by.entry(b).or_default() += 1;
+    }
+    by.iter()
+        .map(|(b, n)| format!("{n} × {b}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+async fn one_process(kind: AlgorithmKind, n: usize, t: &ClusterTiming) -> anyhow::Result<ColdRow> {
+    let timing = Timing {
+        heartbeat: Duration::from_millis(t.heartbeat_ms),
+        failure_timeout: Duration::from_millis(t.failure_ms),
+        answer_timeout: Duration::from_millis(t.answer_ms),
+        coordinator_timeout: Duration::from_millis(t.coordinator_ms),
+        election_timeout_min: Duration::from_millis(t.election_min_ms),
+        election_timeout_max: Duration::from_millis(t.election_max_ms),
+    };
+    let rcv0 = udp_rcvbuf_errors();
+    let ids: Vec<NodeId> = (1..=n as NodeId).collect();
+    let link = LinkConfig::for_failure_timeout(timing.failure_timeout);
+    let mut c = InProc::start(&ids, kind, &timing, &link, Start::Electing).await?;
+    let started = Instant::now();
+    let mut row = ColdRow {
+        algorithm: kind,
+        nodes: n,
+        mode: "one process",
+        cold: Phase::default(),
+        failover: None,
+        missed: None,
+    };
+    let agreed = c.wait_agreement(&ids, started + AGREE_WITHIN).await;
+    let counts = |c: &InProc| {
+        let k = c.counters();
+        (k.messages, k.retransmissions, k.delivery_failures)
+    };
+    fill(&mut row.cold, (0, 0, 0), counts(&c), rcv0);
+    let Some((leader, at)) = agreed else {
+        row.missed = Some(format!(
+            "no agreement within {} s of the start",
+            AGREE_WITHIN.as_secs()
+        ));
+        c.shutdown().await;
+        return Ok(row);
+    };
+    row.cold.agreed_ms = Some(ms(at.saturating_duration_since(started)));
+    row.cold.leader = Some(leader);
+    tokio::time::sleep(timing.heartbeat * 3).await;
+    let survivors: Vec<NodeId> = ids.iter().copied().filter(|&i| i != leader).collect();
+    // The paused leader's counters stay frozen: the delta is the survivors'.
+    let before = counts(&c);
+    let rcv1 = udp_rcvbuf_errors();
+    let t0 = Instant::now();
+    c.command(leader, Control::Pause).await;
+    let agreed = c.wait_agreement(&survivors, t0 + FAILOVER_WITHIN).await;
+    tokio::time::sleep(timing.failure_timeout).await;
+    let mut p = Phase::default();
+    fill(&mut p, before, counts(&c), rcv1);
+    match agreed {
+        Some((l, at)) => {
+            p.agreed_ms = Some(ms(at.saturating_duration_since(t0)));
+            p.leader = Some(l);
+        }
+        None => {
+            row.missed = Some(format!(
+                "no agreement within {} s of pausing leader {leader}",
+                FAILOVER_WITHIN.as_secs()
+            ))
+        }
+    }
+    row.failover = Some(p);
+    c.shutdown().await;
+    Ok(row)
+}
+
+fn cell(p: &Phase) -> [String; 5] {
+    [
+        p.agreed_ms
+            .map(|x| format!("{x:.0}"))
+            .unwrap_or("**none**".into()),
+        p.election_messages.to_string(),
+        p.retransmissions.to_string(),
+        p.delivery_failures.to_string(),
+        p.udp_rcvbuf_errors.to_string(),
+    ]
+}
+
+/// The report's section (empty when the section did not run).
+pub fn markdown(r: &ColdResults) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let Some(t) = &r.timing else {
+        return s;
+    };
+    if r.rows.is_empty() {
+        return s;
+    }
+    let _ = writeln!(s, "## Cold start and failover at scale\n");
+    let _ = writeln!(
+        s,
+        "N nodes of one algorithm started at once (heartbeat {} ms, failure_timeout {} ms, \
+         answer_timeout {} ms, Raft election timeout {}..{} ms); `processes`: separate \
+         `electd run` processes on 127.0.0.1, time from the last start; `one process`: N \
+         runtimes with their own sockets in the bench process. Then the leader is SIGKILLed \
+         (`processes`) or paused (`one process`). Messages are election messages \
+         (liveness excluded); `rcvbuf` is the growth of the kernel's `Udp: RcvbufErrors` \
+         (`/proc/net/snmp`, machine-wide) during the phase. A row that did not agree is a \
+         missed target, in bold, with what the nodes believed.\n",
+        t.heartbeat_ms, t.failure_ms, t.answer_ms, t.election_min_ms, t.election_max_ms
+    );
+    let _ = writeln!(
+        s,
+        "| algorithm | N | mode | cold ms | msgs | retx | failures | rcvbuf | failover ms | msgs | retx | failures | rcvbuf |"
+    );
+    let _ = writeln!(s, "|{}", "---|".repeat(13));
+    for row in &r.rows {
+        let cold = cell(&row.cold);
+        let fail = row
+            .failover
+            .as_ref()
+            .map(cell)
+            .unwrap_or_else(|| std::array::from_fn(|_| "—".to_string()));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            row.algorithm,
+            row.nodes,
+            row.mode,
+            cold.join(" | "),
+            fail.join(" | ")
+        );
+    }
+    let missed: Vec<&ColdRow> = r.rows.iter().filter(|r| r.missed.is_some()).collect();
+    if !missed.is_empty() {
+        let _ = writeln!(s, "\nMissed:\n");
+        for row in missed {
+            let _ = writeln!(
+                s,
+                "- **{} N={} ({})**: {}",
+                row.algorithm,
+                row.nodes,
+                row.mode,
+                row.missed.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    s.push('\n');
+    s
+}
+
+/// The issue's targets, for the rows that ran.
+pub fn targets(r: &ColdResults) -> Vec<super::Target> {
+    let mut out = Vec::new();
+    let Some(t) = &r.timing else {
+        return out;
+    };
+    let at = |n: usize, mode: &str| -> Vec<&ColdRow> {
+        r.rows
+            .iter()
+            .filter(|x| x.nodes == n && x.mode == mode)
+            .collect()
+    };
+    let procs64 = at(64, "processes");
+    if !procs64.is_empty() {
+        let slow: Vec<String> = procs64
+            .iter()
+            .filter(|x| x.cold.agreed_ms.is_none_or(|m| m > 2000.0))
+            .map(|x| {
+                format!(
+                    "{} {}",
+                    x.algorithm,
+                    x.cold
+                        .agreed_ms
+                        .map(|m| format!("{m:.0} ms"))
+                        .unwrap_or("no agreement".into())
+                )
+            })
+            .collect();
+        out.push(super::Target {
+            name: "cold start, 64 processes".into(),
+            target: "every algorithm agrees within 2 s of the last start".into(),
+            measured: procs64
+                .iter()
+                .map(|x| {
+                    format!(
+                        "{} {}",
+                        x.algorithm,
+                        x.cold
+                            .agreed_ms
+                            .map(|m| format!("{m:.0} ms"))
+                            .unwrap_or("none".into())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            met: slow.is_empty(),
+            note: if slow.is_empty() {
+                "one try per algorithm in this run".into()
+            } else {
+                format!("missed: {}", slow.join(", "))
+            },
+        });
+        let bound = t.failure_ms as f64 * 1.3;
+        let families: Vec<&&ColdRow> = procs64
+            .iter()
+            .filter(|x| x.algorithm != AlgorithmKind::Raft)
+            .collect();
+        if !families.is_empty() {
+            let bad: Vec<String> = families
+                .iter()
+                .filter_map(|x| {
+                    let f = x.failover.as_ref()?;
+                    let ok = f.agreed_ms.is_some_and(|m| m <= bound)
+                        && f.retransmissions * 10 <= f.election_messages
+                        && f.delivery_failures == 0;
+                    (!ok).then(|| x.algorithm.to_string())
+                })
+                .chain(
+                    families
+                        .iter()
+                        .filter(|x| x.failover.is_none())
+                        .map(|x| format!("{} (no failover)", x.algorithm)),
+                )
+                .collect();
+            out.push(super::Target {
+                name: "failover after SIGKILL, 64 processes (Bully and ring families)".into(),
+                target: format!(
+                    "≤ 1.3 × failure_timeout ({bound:.0} ms); retransmissions ≤ 10 % of the \
+                     election messages; no delivery failure"
+                ),
+                measured: families
+                    .iter()
+                    .filter_map(|x| {
+                        let f = x.failover.as_ref()?;
+                        Some(format!(
+                            "{} {} ms {}/{} retx {} fail",
+                            x.algorithm,
+                            f.agreed_ms
+                                .map(|m| format!("{m:.0}"))
+                                .unwrap_or("none".into()),
+                            f.retransmissions,
+                            f.election_messages,
+                            f.delivery_failures
+                        ))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                met: bad.is_empty(),
+                note: if bad.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "missed: {} (delivery failures include messages to the killed leader)",
+                        bad.join(", ")
+                    )
+                },
+            });
+        }
+    }
+    let one256 = at(256, "one process");
+    if !one256.is_empty() {
+        let missed: Vec<String> = one256
+            .iter()
+            .filter(|x| x.cold.agreed_ms.is_none())
+            .map(|x| x.algorithm.to_string())
+            .collect();
+        out.push(super::Target {
+            name: "cold start, 256 in one process".into(),
+            target: "every algorithm agrees".into(),
+            measured: format!("{} of {} agreed", one256.len() - missed.len(), one256.len()),
+            met: missed.is_empty(),
+            note: if missed.is_empty() {
+                String::new()
+            } else {
+                format!("missed: {}", missed.join(", "))
+            },
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_udp_receive_buffer_errors_from_snmp() {
+        let text = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
+                    Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\n\
+                    Udp: 10 2 7 12 5 0\nUdpLite: InDatagrams\nUdpLite: 0\n";
+        assert_eq!(snmp_field(text, "Udp:", "RcvbufErrors"), Some(5));
+        assert_eq!(snmp_field(text, "Udp:", "InErrors"), Some(7));
+        assert_eq!(snmp_field(text, "Udp:", "Nope"), None);
+        assert_eq!(snmp_field("", "Udp:", "RcvbufErrors"), None);
+    }
+
+    #[test]
+    fn the_plan_splits_processes_from_one_process() {
+        let (p, i, a) = plan(false, &[], &[]);
+        assert_eq!((p, i), (vec![8, 16, 32, 64], vec![128, 256]));
+        assert_eq!(a, AlgorithmKind::available());
+        let (p, i, a) = plan(false, &[64, 256], &[AlgorithmKind::Bully]);
+        assert_eq!((p, i, a), (vec![64], vec![256], vec![AlgorithmKind::Bully]));
+    }
+}
