@@ -320,10 +320,17 @@ impl Config {
     /// that work but that a careful operator would not choose.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.algorithms.contains(&AlgorithmKind::Raft) && self.raft_state_file.is_none() {
+        if self.ephemeral {
             out.push(
-                "raft runs without [raft] state_file: its term and vote are lost on restart, so a \
-                 restarted node may vote twice in one term (set state_file for election safety)"
+                "[state] ephemeral = true: fencing tokens (and raft's term and vote) are lost on \
+                 restart; a restarted node learns the current token from its peers, but a \
+                 restarted raft node may vote twice in one term"
+                    .to_string(),
+            );
+        } else if self.raft_state_file.is_none() {
+            out.push(
+                "no [state] file: the fencing tokens are lost on restart (a restarted node learns \
+                 the current one from its peers); set [state] file to keep them"
                     .to_string(),
             );
         }
@@ -775,8 +782,7 @@ impl Validator<'_> {
     /// The state file must be writable where it is: its directory exists and is
     /// writable, and the path is not a directory. (A node that cannot persist its vote
     /// must not take part: better refuse to start than run mute.)
-    fn check_state_file(&self, path: &Path) -> Result<(), ConfigError> {
-        let key = "raft.state_file";
+    fn check_state_file(&self, key: &str, path: &Path) -> Result<(), ConfigError> {
         if path.is_dir() {
             return Err(self.err(
                 key,
@@ -791,7 +797,7 @@ impl Validator<'_> {
             return Err(self.err(
                 key,
                 format!(
-                    "{}: the directory {} does not exist (create it, writable by electd)",
+                    "{}: the directory {} does not exist (create it, writable by electd; under systemd the unit's StateDirectory does)",
                     path.display(),
                     dir.display()
                 ),
@@ -1219,7 +1225,7 @@ impl Validator<'_> {
             None | Some("") => None,
             Some(p) => {
                 let path = self.path(Path::new(&p.replace("{node}", &node_id.to_string())));
-                self.check_state_file(&path)?;
+                self.check_state_file(state_key, &path)?;
                 Some(path)
             }
         };

@@ -287,10 +287,16 @@ mod tests {
     fn load_all(t: &Template, d: &Path) -> Vec<Config> {
         let file = d.join("electd.toml");
         std::fs::write(&file, t.render().unwrap()).unwrap();
+        // The state file's directory (/var/lib/electd on the nodes): the test's own.
+        let state = format!("{}/{{node}}.state", d.display());
         (1..=t.nodes as u32)
             .map(|id| {
-                Config::load(&file, Vec::new(), Some(id))
-                    .unwrap_or_else(|e| panic!("node {id}: {e}"))
+                Config::load(
+                    &file,
+                    vec![("ELECTD_STATE_FILE".to_string(), state.clone())],
+                    Some(id),
+                )
+                .unwrap_or_else(|e| panic!("node {id}: {e}"))
             })
             .collect()
     }

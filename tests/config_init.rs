@@ -41,8 +41,16 @@ fn init_writes_a_config_and_key_that_every_node_loads() {
     ]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert!(d.join("electd.key").exists(), "the default key is created");
+    // The generated state file lives in /var/lib/electd on the nodes; here the
+    // test's directory stands in for it.
+    let state = |d: &std::path::Path| {
+        vec![(
+            "ELECTD_STATE_FILE".to_string(),
+            format!("{}/{{node}}.state", d.display()),
+        )]
+    };
     for id in 1..=5u32 {
-        let c = Config::load(&out, Vec::new(), Some(id)).unwrap();
+        let c = Config::load(&out, state(&d), Some(id)).unwrap();
         assert_eq!(c.cluster, "lab");
         assert_eq!(c.ring(), vec![1, 2, 3, 4, 5]);
         assert_eq!(c.me().addr, format!("10.231.0.{id}:5740").parse().unwrap());
@@ -67,7 +75,7 @@ fn init_writes_a_config_and_key_that_every_node_loads() {
         o,
     ]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let c = Config::load(&out, Vec::new(), Some(3)).unwrap();
+    let c = Config::load(&out, state(&d), Some(3)).unwrap();
     assert_eq!(c.peers.len(), 3);
     assert_eq!(c.security, Security::Insecure);
     let _ = std::fs::remove_dir_all(&d);

@@ -324,10 +324,22 @@ fn cases(f: &Fixture) -> Vec<Case> {
             },
             Warned("admin token file"),
         ),
+        // Raft without durable state may vote twice after a restart: refused, unless
+        // the operator says so (and is warned).
         case(
             "raft without a state file",
             |t| t.replace("[\"bully\"]", "[\"bully\", \"raft\"]"),
-            Warned("state_file"),
+            Refused("state.file", "vote twice"),
+        ),
+        case(
+            "raft knowingly without a state file",
+            |t| {
+                format!(
+                    "{}\n[state]\nephemeral = true\n",
+                    t.replace("[\"bully\"]", "[\"bully\", \"raft\"]")
+                )
+            },
+            Warned("ephemeral"),
         ),
         case(
             "insecure",

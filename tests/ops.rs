@@ -253,11 +253,11 @@ fn an_insecure_node_survives_sighup_and_logs_json_lines() {
     wait_http(&c, 1);
     let log = c.dir.join("node1.log");
     c.signal(1, libc::SIGHUP);
-    // The SIGHUP is logged (nothing to reload) and the node keeps answering.
+    // The SIGHUP is logged (no keys to reload) and the node keeps answering.
     let start = Instant::now();
     let text = loop {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains("nothing to reload") {
+        if text.contains("no keys to reload") {
             break text;
         }
         assert!(start.elapsed() < WITHIN, "no SIGHUP line in:\n{text}");

@@ -58,15 +58,24 @@ fn the_state_file_is_per_node_and_relative_to_the_config() {
         "\"raft\", \"bully\"",
         "[state]\nfile = \"state/{node}.state\"",
     );
+    // The state file's directory must exist where the node runs.
+    let err = load(&p, &[]).unwrap_err();
+    assert!(
+        err.contains("state.file") && err.contains("does not exist"),
+        "{err}"
+    );
+    let dir = p.parent().unwrap();
+    std::fs::create_dir_all(dir.join("state")).unwrap();
     let c = load(&p, &[]).unwrap();
     assert_eq!(
         c.raft_state_file.as_deref(),
-        Some(p.parent().unwrap().join("state/2.state").as_path())
+        Some(dir.join("state/2.state").as_path())
     );
-    let c = load(&p, &[("ELECTD_STATE_FILE", "/var/lib/x/{node}.st")]).unwrap();
+    let abs = format!("{}/{{node}}.st", dir.display());
+    let c = load(&p, &[("ELECTD_STATE_FILE", abs.as_str())]).unwrap();
     assert_eq!(
         c.raft_state_file.as_deref(),
-        Some(Path::new("/var/lib/x/2.st"))
+        Some(dir.join("2.st").as_path())
     );
     // The older spelling.
     let p = write(

@@ -110,25 +110,32 @@ pub fn init_tracing() {
     };
 }
 
-/// Completes on SIGTERM or SIGINT (Ctrl-C).
-pub async fn shutdown_signal() {
+/// Completes on SIGTERM or SIGINT (Ctrl-C). The handlers are installed before this
+/// returns (not at the future's first poll):
+/// a SIGTERM sent right after the caller announced readiness must not meet the
+/// default action.
+pub fn shutdown_signal_now() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
+        let term = signal(SignalKind::terminate()).ok();
+        let int = signal(SignalKind::interrupt()).ok();
+        async move {
+            match (term, int) {
+                (Some(mut term), Some(mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
-    {
+    async {
         let _ = tokio::signal::ctrl_c().await;
     }
 }

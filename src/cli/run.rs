@@ -34,18 +34,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // Tracing first: loading logs the roster names that do not resolve yet.
     super::init_tracing();
     let cfg = Config::load(&args.config, std::env::vars(), args.node_id)?;
-    if cfg.ephemeral {
-        tracing::warn!(
-            "[state] ephemeral = true: fencing tokens (and raft's term and vote) are lost on \
-             restart; a restarted node learns the current token from its peers, but a restarted \
-             raft node may vote twice in one term"
-        );
-    } else if cfg.raft_state_file.is_none() {
-        tracing::warn!(
-            "no [state] file: the fencing tokens are lost on restart (a restarted node learns the \
-             current one from its peers); set [state] file to keep them"
-        );
-    }
     for w in cfg.warnings() {
         tracing::warn!("{w}");
     }
@@ -126,13 +114,25 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     });
     // Always: SIGHUP's default action would kill the process (an insecure node has no
     // key to reload, but a `systemctl reload` must not stop it).
+    // The handler is registered here, before READY=1: a reload sent as soon as systemd
+    // sees the node ready must not meet SIGHUP's default action.
     #[cfg(unix)]
-    tokio::spawn(reload_keys_on_sighup(cfg.key_file.clone(), shared.clone()));
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        Ok(hup) => {
+            tokio::spawn(reload_keys_on_sighup(
+                hup,
+                cfg.key_file.clone(),
+                shared.clone(),
+            ));
+        }
+        Err(e) => tracing::warn!("cannot listen for SIGHUP (key reload disabled): {e}"),
+    }
     let rcfg = RuntimeConfig::from_config(&cfg, incarnation_now());
     // Both sockets are bound and the runtime starts now: ready for systemd.
+    let signalled = super::shutdown_signal_now();
     super::notify::notify_logged("READY=1");
     let shutdown = async {
-        super::shutdown_signal().await;
+        signalled.await;
         super::notify::notify_logged("STOPPING=1");
     };
     runtime::run_with(socket, net, rcfg, shared, control, shutdown).await?;
@@ -159,16 +159,12 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
 /// too, so that `systemctl reload` (SIGHUP) never kills an `insecure` node: it logs
 /// that there is nothing to reload.
 #[cfg(unix)]
-async fn reload_keys_on_sighup(path: Option<PathBuf>, shared: Arc<Shared>) {
+async fn reload_keys_on_sighup(
+    mut hup: tokio::signal::unix::Signal,
+    path: Option<PathBuf>,
+    shared: Arc<Shared>,
+) {
     use electd::daemon::shared::Control;
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut hup = match signal(SignalKind::hangup()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!("cannot listen for SIGHUP (key reload disabled): {e}");
-            return;
-        }
-    };
     // A signal storm must not flood the log: lines are rate-limited per result.
     let mut log = electd::droplog::DropLog::new();
     let start = std::time::Instant::now();
