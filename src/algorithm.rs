@@ -38,30 +38,25 @@ impl AlgorithmKind {
         AlgorithmKind::Raft,
     ];
 
-    /// Name used on the CLI, in config files and as the metrics `algorithm` label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AlgorithmKind::Bully => "bully",
-            AlgorithmKind::ImprovedBully => "improved-bully",
-            AlgorithmKind::Ring => "ring",
-            AlgorithmKind::Lcr => "lcr",
-            AlgorithmKind::Hs => "hs",
-            AlgorithmKind::Raft => "raft",
-        }
+    /// Everything the program knows about this algorithm (see [`crate::registry`]).
+    pub fn info(self) -> &'static crate::registry::Entry {
+        &crate::registry::REGISTRY[self as usize]
     }
 
-    /// The algorithms whose code exists in this build.
+    /// Name used on the CLI, in config files and as the metrics `algorithm` label.
+    pub fn as_str(self) -> &'static str {
+        self.info().name
+    }
+
+    /// Every algorithm of the registry, in registry order.
     pub fn available() -> Vec<AlgorithmKind> {
-        AlgorithmKind::ALL
-            .into_iter()
-            .filter(|k| crate::algorithms::is_implemented(*k))
-            .collect()
+        crate::registry::REGISTRY.iter().map(|e| e.kind).collect()
     }
 
     /// Does the algorithm's safety argument promise "the highest live id leads"?
     /// (Bully and ring families do; Raft elects whoever wins a majority.)
     pub fn elects_highest_id(self) -> bool {
-        !matches!(self, AlgorithmKind::Raft)
+        self.info().elects == crate::registry::Elects::HighestLiveId
     }
 }
 
@@ -81,21 +76,11 @@ pub struct UnknownAlgorithm {
 impl FromStr for AlgorithmKind {
     type Err = UnknownAlgorithm;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let norm = s.trim().to_ascii_lowercase().replace('_', "-");
-        let kind = match norm.as_str() {
-            "bully" => AlgorithmKind::Bully,
-            "improved-bully" | "improvedbully" => AlgorithmKind::ImprovedBully,
-            "ring" => AlgorithmKind::Ring,
-            "lcr" | "chang-roberts" => AlgorithmKind::Lcr,
-            "hs" | "hirschberg-sinclair" => AlgorithmKind::Hs,
-            "raft" => AlgorithmKind::Raft,
-            _ => {
-                return Err(UnknownAlgorithm {
-                    given: s.to_string(),
-                })
-            }
-        };
-        Ok(kind)
+        crate::registry::by_name(s)
+            .map(|e| e.kind)
+            .ok_or_else(|| UnknownAlgorithm {
+                given: s.to_string(),
+            })
     }
 }
 
@@ -242,6 +227,10 @@ pub struct Options {
     /// Raft check-quorum: a leader that has not heard a majority within an election
     /// timeout steps down.
     pub check_quorum: bool,
+    /// Raft ranked election timeouts: followers draw their timeout from a slot of the
+    /// range chosen by their rank (higher ids first, the current leader skipped)
+    /// instead of uniformly from the whole range (§5.2). Off = the textbook.
+    pub ranked_timeouts: bool,
 }
 
 impl Default for Options {
@@ -249,6 +238,7 @@ impl Default for Options {
         Options {
             pre_vote: true,
             check_quorum: true,
+            ranked_timeouts: true,
         }
     }
 }
@@ -307,8 +297,6 @@ impl GroupConfig {
 /// or draw randomness. Input from the network may be arbitrary: a method must never
 /// panic on it, only ignore what does not make sense.
 pub trait Algorithm: Send + fmt::Debug {
-    fn kind(&self) -> AlgorithmKind;
-
     /// The node (re)started. With `call_election` the node calls an election at once
     /// (the textbook rule for a restarted process); without it the node waits for
     /// others and arms a watchdog so that it is never left without a leader forever.

@@ -36,6 +36,7 @@
 //! [raft]
 //! pre_vote = true
 //! check_quorum = true
+//! ranked_timeouts = true
 //! # state_file = "/var/lib/electd/raft-{node}.state"  # term and vote survive restarts;
 //! #                                   # {node} is replaced by this node's id
 //!
@@ -181,6 +182,7 @@ struct RawAdmin {
 struct RawRaft {
     pre_vote: Option<bool>,
     check_quorum: Option<bool>,
+    ranked_timeouts: Option<bool>,
     state_file: Option<String>,
 }
 
@@ -438,7 +440,10 @@ const SECTIONS: [(&str, &[&str]); 6] = [
     ("security", &["key_file", "insecure", "check_source"]),
     ("hooks", &["on_leader_change", "hook_timeout"]),
     ("admin", &["token_file"]),
-    ("raft", &["pre_vote", "check_quorum", "state_file"]),
+    (
+        "raft",
+        &["pre_vote", "check_quorum", "ranked_timeouts", "state_file"],
+    ),
 ];
 const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
 const NOT_CONFIG: [&str; 2] = ["ELECTD_LOG", "ELECTD_CONFIG"];
@@ -524,7 +529,7 @@ fn env_value(key: &str, value: &str) -> Result<toml::Value, String> {
             .parse::<i64>()
             .map(toml::Value::Integer)
             .map_err(|_| format!("{:?} is not an integer", value.trim()))?,
-        "insecure" | "check_source" | "pre_vote" | "check_quorum" => {
+        "insecure" | "check_source" | "pre_vote" | "check_quorum" | "ranked_timeouts" => {
             match value.trim().to_ascii_lowercase().as_str() {
                 "true" | "1" | "yes" | "on" => toml::Value::Boolean(true),
                 "false" | "0" | "no" | "off" => toml::Value::Boolean(false),
@@ -916,15 +921,6 @@ impl Validator<'_> {
             let k: AlgorithmKind = name
                 .parse()
                 .map_err(|e| self.err("algorithms", format!("{e}")))?;
-            if !crate::algorithms::is_implemented(k) {
-                return Err(self.err(
-                    "algorithms",
-                    format!(
-                        "{k} is not implemented in this build (available: {})",
-                        list(&AlgorithmKind::available())
-                    ),
-                ));
-            }
             if algorithms.contains(&k) {
                 return Err(self.err("algorithms", format!("{k} is listed twice")));
             }
@@ -1162,6 +1158,7 @@ impl Validator<'_> {
         let options = Options {
             pre_vote: raw.raft.pre_vote.unwrap_or(od.pre_vote),
             check_quorum: raw.raft.check_quorum.unwrap_or(od.check_quorum),
+            ranked_timeouts: raw.raft.ranked_timeouts.unwrap_or(od.ranked_timeouts),
         };
         Ok(Config {
             file: self.file.to_path_buf(),
@@ -1265,14 +1262,6 @@ pub fn reachable_from(bind: SocketAddr, to: SocketAddr) -> bool {
 
 fn ms(d: Duration) -> String {
     humantime::format_duration(d).to_string()
-}
-
-fn list(kinds: &[AlgorithmKind]) -> String {
-    kinds
-        .iter()
-        .map(|k| k.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]
@@ -1508,13 +1497,6 @@ listen = "0.0.0.0:7003"
             c.algorithms,
             vec![AlgorithmKind::ImprovedBully, AlgorithmKind::Bully]
         );
-        if let Some(missing) = AlgorithmKind::ALL
-            .iter()
-            .find(|k| !crate::algorithms::is_implemented(**k))
-        {
-            let text = head("").replace("[\"bully\"]", &format!("[\"{missing}\"]"));
-            fails(parse(&text), "algorithms", "not implemented");
-        }
     }
 
     #[test]

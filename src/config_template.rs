@@ -217,6 +217,7 @@ impl Template {
              [raft]\n\
              pre_vote = true                # a rejoining node does not disrupt a healthy term\n\
              check_quorum = true            # a leader that loses its majority steps down\n\
+             ranked_timeouts = true         # highest surviving id campaigns first (false: §5.2 random)\n\
              # Raft's term and vote on disk, so a restarted node never votes twice in a term\n\
              # (without it electd warns at start). The directory must exist and be writable;\n\
              # {{node}} becomes the node id, so one file serves every node:\n\

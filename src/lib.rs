@@ -24,6 +24,7 @@ pub mod keyring;
 pub mod message;
 pub mod metrics;
 pub mod node;
+pub mod registry;
 pub mod replay;
 pub mod rng;
 pub mod sim;

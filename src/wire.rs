@@ -479,26 +479,11 @@ fn to_body(m: &Message) -> Body {
 }
 
 fn algorithm_to_proto(k: AlgorithmKind) -> proto::Algorithm {
-    match k {
-        AlgorithmKind::Bully => proto::Algorithm::Bully,
-        AlgorithmKind::ImprovedBully => proto::Algorithm::ImprovedBully,
-        AlgorithmKind::Ring => proto::Algorithm::Ring,
-        AlgorithmKind::Lcr => proto::Algorithm::Lcr,
-        AlgorithmKind::Hs => proto::Algorithm::Hs,
-        AlgorithmKind::Raft => proto::Algorithm::Raft,
-    }
+    k.info().wire
 }
 
 fn algorithm_from_proto(a: proto::Algorithm) -> Option<AlgorithmKind> {
-    Some(match a {
-        proto::Algorithm::Unspecified => return None,
-        proto::Algorithm::Bully => AlgorithmKind::Bully,
-        proto::Algorithm::ImprovedBully => AlgorithmKind::ImprovedBully,
-        proto::Algorithm::Ring => AlgorithmKind::Ring,
-        proto::Algorithm::Lcr => AlgorithmKind::Lcr,
-        proto::Algorithm::Hs => AlgorithmKind::Hs,
-        proto::Algorithm::Raft => AlgorithmKind::Raft,
-    })
+    crate::registry::by_wire(a).map(|e| e.kind)
 }
 
 #[cfg(test)]

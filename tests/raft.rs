@@ -37,6 +37,7 @@ fn opts(pre_vote: bool, check_quorum: bool) -> Options {
     Options {
         pre_vote,
         check_quorum,
+        ..Options::default()
     }
 }
 
@@ -536,7 +537,10 @@ fn check_seed(seed: u64, options: &Options) -> Result<usize, String> {
 
 /// Every combination of the switches in turn.
 fn options_for(seed: u64) -> Options {
-    opts(seed % 2 == 0, seed % 4 < 2)
+    Options {
+        ranked_timeouts: seed % 8 < 4,
+        ..opts(seed % 2 == 0, seed % 4 < 2)
+    }
 }
 
 /// Safety and liveness over `seeds`, every switch combination in turn.

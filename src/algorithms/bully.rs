@@ -32,7 +32,7 @@
 //! - On a graceful resignation only the next-highest node calls an election at once;
 //!   the others wait for its COORDINATOR under a watchdog.
 
-use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithm::{Algorithm, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::bully_common::{self as common, Claim, Leadership};
 use crate::algorithms::tags::Joined;
 use crate::message::{ElectionTag, Message};
@@ -115,10 +115,6 @@ impl Bully {
 }
 
 impl Algorithm for Bully {
-    fn kind(&self) -> AlgorithmKind {
-        AlgorithmKind::Bully
-    }
-
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.state = State::Follower;
         self.lead.leader = None;

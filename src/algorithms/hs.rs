@@ -52,7 +52,7 @@
 //!   round (that round was decided without it), and a new round is numbered above
 //!   the claim's epoch so that every member joins it.
 
-use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithm::{Algorithm, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::ring_core::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
 };
@@ -293,10 +293,6 @@ impl Hs {
 ring_core::ring_member_with_rounds!(Hs);
 
 impl Algorithm for Hs {
-    fn kind(&self) -> AlgorithmKind {
-        AlgorithmKind::Hs
-    }
-
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.lead.leader = None;
         self.active = false;

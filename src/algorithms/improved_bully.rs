@@ -22,7 +22,7 @@
 //! When the top node is dead the initiator and then the cross-checking node each wait
 //! T for it: failover costs about 2·T after detection, by design.
 
-use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithm::{Algorithm, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::bully_common::{self as common, Claim, Leadership};
 use crate::algorithms::tags::Joined;
 use crate::message::{ElectionTag, Message};
@@ -140,10 +140,6 @@ impl ImprovedBully {
 }
 
 impl Algorithm for ImprovedBully {
-    fn kind(&self) -> AlgorithmKind {
-        AlgorithmKind::ImprovedBully
-    }
-
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.state = State::Follower;
         self.lead.leader = None;

@@ -48,7 +48,7 @@
 //!   round (that round was decided without it), and a new round is numbered above
 //!   the claim's epoch so that every member joins it.
 
-use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithm::{Algorithm, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::ring_core::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
 };
@@ -193,10 +193,6 @@ impl Lcr {
 ring_core::ring_member_with_rounds!(Lcr);
 
 impl Algorithm for Lcr {
-    fn kind(&self) -> AlgorithmKind {
-        AlgorithmKind::Lcr
-    }
-
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.lead.leader = None;
         self.active = false;

@@ -15,8 +15,6 @@ use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig};
 /// Why an algorithm instance could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BuildError {
-    #[error("algorithm {0} is not implemented in this build")]
-    NotImplemented(AlgorithmKind),
     #[error("node {me} is not in the roster {ring:?}")]
     NotInRoster {
         me: crate::NodeId,
@@ -26,19 +24,6 @@ pub enum BuildError {
     DuplicateId(crate::NodeId),
     #[error("node id 0 is reserved (ids start at 1)")]
     ZeroId,
-}
-
-/// Is `kind` implemented in this build?
-pub fn is_implemented(kind: AlgorithmKind) -> bool {
-    matches!(
-        kind,
-        AlgorithmKind::Bully
-            | AlgorithmKind::ImprovedBully
-            | AlgorithmKind::Ring
-            | AlgorithmKind::Lcr
-            | AlgorithmKind::Hs
-            | AlgorithmKind::Raft
-    )
 }
 
 /// Build the algorithm `kind` for one node.
@@ -58,12 +43,5 @@ pub fn build(kind: AlgorithmKind, cfg: GroupConfig) -> Result<Box<dyn Algorithm>
             return Err(BuildError::DuplicateId(id));
         }
     }
-    Ok(match kind {
-        AlgorithmKind::Bully => Box::new(bully::Bully::new(cfg)),
-        AlgorithmKind::ImprovedBully => Box::new(improved_bully::ImprovedBully::new(cfg)),
-        AlgorithmKind::Ring => Box::new(ring::Ring::new(cfg)),
-        AlgorithmKind::Lcr => Box::new(lcr::Lcr::new(cfg)),
-        AlgorithmKind::Hs => Box::new(hs::Hs::new(cfg)),
-        AlgorithmKind::Raft => Box::new(raft::Raft::new(cfg)),
-    })
+    Ok((kind.info().build)(cfg))
 }

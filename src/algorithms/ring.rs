@@ -46,7 +46,7 @@
 //!   electing node applies that rule too when the claim's epoch is newer than its own
 //!   (the election it waits for finished without it).
 
-use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
+use crate::algorithm::{Algorithm, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::ring_core::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
 };
@@ -235,10 +235,6 @@ impl RingMember for Ring {
 }
 
 impl Algorithm for Ring {
-    fn kind(&self) -> AlgorithmKind {
-        AlgorithmKind::Ring
-    }
-
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.lead.leader = None;
         self.participant = false;

@@ -26,6 +26,7 @@ pub mod procs;
 pub mod report;
 pub mod scale;
 pub mod sse;
+pub mod versus_etcd;
 
 use serde::Serialize;
 use std::path::PathBuf;
@@ -47,7 +48,9 @@ pub struct BenchOptions {
 }
 
 /// The sections of a run, in order.
-pub const SECTIONS: [&str; 6] = ["codec", "sim", "messages", "udp", "cost", "failover"];
+pub const SECTIONS: [&str; 7] = [
+    "codec", "sim", "messages", "udp", "cost", "failover", "etcd",
+];
 
 impl BenchOptions {
     pub fn wants(&self, section: &str) -> bool {
@@ -138,6 +141,7 @@ pub struct Results {
     pub messages: messages::MessageResults,
     pub cost: cost::CostResults,
     pub failover: failover::FailoverResults,
+    pub etcd: versus_etcd::VersusEtcd,
     pub targets: Vec<Target>,
 }
 
@@ -205,6 +209,16 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
         log("failover (real processes)");
         failover = failover::run(opts, log)?;
     }
+    let mut etcd = versus_etcd::VersusEtcd {
+        skipped: Some("not selected (--only)".into()),
+        ..Default::default()
+    };
+    // The quick run (tests, CI) leaves etcd out unless asked for by name: the
+    // system stage's `scripts/system-etcd.sh` runs it.
+    if opts.wants("etcd") && (!opts.quick || opts.only.iter().any(|x| x == "etcd")) {
+        log("failover beside etcd (one poll-based driver)");
+        etcd = versus_etcd::run(opts, log)?;
+    }
     let scale = scale::ScaleResults {
         sim: scale_sim,
         udp: scale_udp,
@@ -239,6 +253,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
         messages,
         cost,
         failover,
+        etcd,
         targets: Vec::new(),
     };
     results.targets = report::targets(&results);

@@ -8,40 +8,33 @@ use std::path::Path;
 
 /// Median target of a SIGKILL failover, as a multiple of failure_timeout.
 pub fn median_target(kind: AlgorithmKind) -> f64 {
-    match kind {
-        AlgorithmKind::ImprovedBully => 1.20,
-        AlgorithmKind::Raft => 1.25,
-        _ => 1.10,
-    }
+    kind.info().failover_target.median
 }
 
 /// p99 target where the issue sets one.
 pub fn p99_target(kind: AlgorithmKind) -> Option<f64> {
-    match kind {
-        AlgorithmKind::ImprovedBully | AlgorithmKind::Raft => None,
-        _ => Some(1.30),
-    }
+    kind.info().failover_target.p99
 }
 
 /// What the timing model predicts for the median (× failure_timeout): detection at
 /// failure_timeout minus the mean heartbeat phase (hb/2), then the algorithm's own
-/// waits (Bully: one answer timeout T; Improved Bully: two; ring family: a lap of
-/// loopback hops, ~0; Raft: the minimum of the survivors' randomized timeouts, whose
-/// median lies at ln 2 / s of the range above its start for s survivors).
+/// waits (a cascade: its answer timeouts T; a ring lap of loopback hops, ~0;
+/// randomized timeouts: the minimum of the survivors' timeouts, whose median lies at
+/// ln 2 / s of the range above its start for s survivors).
 pub fn model_median(kind: AlgorithmKind, r: &Results) -> f64 {
+    use crate::registry::Recovery;
     let t = &r.failover.timing;
     let f = t.failure_ms as f64;
     let hb = t.heartbeat_ms as f64;
     let answer = t.answer_ms as f64;
     let survivors = f64::from(r.failover.nodes.saturating_sub(1).max(1));
-    let ms = match kind {
-        AlgorithmKind::Bully => f - hb / 2.0 + answer,
-        AlgorithmKind::ImprovedBully => f - hb / 2.0 + 2.0 * answer,
-        AlgorithmKind::Raft => {
+    let ms = match kind.info().recovery {
+        Recovery::Cascade { answer_rounds } => f - hb / 2.0 + f64::from(answer_rounds) * answer,
+        Recovery::RandomizedTimeout => {
             let range = (t.election_max_ms - t.election_min_ms) as f64;
             t.election_min_ms as f64 + range * (1.0 - 0.5f64.powf(1.0 / survivors)) - hb / 2.0
         }
-        _ => f - hb / 2.0,
+        Recovery::RingLaps { .. } => f - hb / 2.0,
     };
     ms / f
 }
@@ -190,6 +183,7 @@ pub fn targets(r: &Results) -> Vec<Target> {
             note: String::new(),
         });
     }
+    out.extend(etcd_targets(&r.etcd));
     for run in r.cost.runs.iter().filter(|c| c.heartbeat_ms == 10) {
         let rss = run.max_by(|n| n.rss_mib);
         let cpu = run.max_by(|n| n.cpu_percent);
@@ -205,6 +199,125 @@ pub fn targets(r: &Results) -> Vec<Target> {
         });
     }
     out
+}
+
+/// Raft's failover with the one-value election timeout E, beside etcd (issue targets:
+/// median ≤ 1.10 E, p90 ≤ 1.25 E, max ≤ 1.5 E).
+fn etcd_targets(e: &super::versus_etcd::VersusEtcd) -> Vec<Target> {
+    let raft = AlgorithmKind::Raft.as_str();
+    let Some(run) = e.run(raft) else {
+        return vec![Target {
+            name: "raft failover ÷ E (poll driver, beside etcd)".into(),
+            target: "median ≤ 1.10, p90 ≤ 1.25, max ≤ 1.50".into(),
+            measured: "not measured".into(),
+            met: false,
+            note: e.skipped.clone().unwrap_or_default(),
+        }];
+    };
+    let r = &run.ratio;
+    let mut note = format!(
+        "{} rounds, {} timeouts, {} split votes",
+        r.n, run.timeouts, run.split_votes
+    );
+    if let Some(etcd) = e.run("etcd") {
+        let _ = write!(
+            note,
+            "; electd ÷ etcd: median {:.2}, p90 {:.2}, max {:.2}",
+            r.median / etcd.ratio.median,
+            r.p90 / etcd.ratio.p90,
+            r.max / etcd.ratio.max
+        );
+    }
+    vec![Target {
+        name: "raft failover ÷ E (poll driver, beside etcd)".into(),
+        target: "median ≤ 1.10, p90 ≤ 1.25, max ≤ 1.50".into(),
+        measured: format!("median {:.2}, p90 {:.2}, max {:.2}", r.median, r.p90, r.max),
+        met: r.n > 0 && run.timeouts == 0 && r.median <= 1.10 && r.p90 <= 1.25 && r.max <= 1.50,
+        note,
+    }]
+}
+
+fn etcd_section(s: &mut String, e: &super::versus_etcd::VersusEtcd) {
+    use super::versus_etcd::{ELECTION_MS, HEARTBEAT_MS, MEMBERS};
+    let _ = writeln!(s, "\n## Failover beside etcd\n");
+    if let Some(why) = &e.skipped {
+        let _ = writeln!(s, "**Not measured: {why}.**\n");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "{MEMBERS} members of each system on 127.0.0.1, heartbeat {HEARTBEAT_MS} ms, election \
+         timeout E = {ELECTION_MS} ms ({}: `--heartbeat-interval {HEARTBEAT_MS} --election-timeout \
+         {ELECTION_MS}`; electd: `election_timeout = \"{ELECTION_MS}ms\"` for Raft, \
+         `failure_timeout = \"{ELECTION_MS}ms\"` for the others). {} SIGKILLs of the leader per \
+         system, measured by one poll-based driver: the time until every survivor names one new \
+         leader that names itself (etcd `POST /v3/maintenance/status`, electd `GET /status`, \
+         polled every ~0.5 ms). Split votes: terms above the first that a failover used. A \
+         sample below E − heartbeat (the least a heartbeat detector can take) is flagged and \
+         kept out of the statistics.\n",
+        e.etcd_version, e.rounds
+    );
+    header(
+        s,
+        &[
+            "system",
+            "n",
+            "timeouts",
+            "median ms",
+            "median ÷ E",
+            "p90 ÷ E",
+            "max ÷ E",
+            "split votes / 1000",
+            "flagged",
+        ],
+    );
+    for run in &e.runs {
+        let flagged = if run.below_limit.is_empty() {
+            "0".to_string()
+        } else {
+            format!(
+                "**{} below E − heartbeat: {:?} ms**",
+                run.below_limit.len(),
+                run.below_limit
+            )
+        };
+        let timeouts = if run.timeouts > 0 {
+            format!("**{}**", run.timeouts)
+        } else {
+            "0".into()
+        };
+        row(
+            s,
+            &[
+                run.system.clone(),
+                run.ratio.n.to_string(),
+                timeouts,
+                format!("{:.1}", run.stats.median),
+                fmt2(run.ratio.median),
+                fmt2(run.ratio.p90),
+                fmt2(run.ratio.max),
+                format!("{:.0}", run.split_votes_per_1000),
+                flagged,
+            ],
+        );
+    }
+    if let Some(etcd) = e.run("etcd") {
+        let _ = writeln!(s, "\nelectd ÷ etcd, per percentile:\n");
+        header(s, &["electd", "median", "p90", "max"]);
+        for run in e.runs.iter().filter(|r| r.system != "etcd") {
+            let q = |a: f64, b: f64| if b > 0.0 { fmt2(a / b) } else { "n/a".into() };
+            row(
+                s,
+                &[
+                    run.system.clone(),
+                    q(run.ratio.median, etcd.ratio.median),
+                    q(run.ratio.p90, etcd.ratio.p90),
+                    q(run.ratio.max, etcd.ratio.max),
+                ],
+            );
+        }
+    }
+    let _ = writeln!(s);
 }
 
 fn row(s: &mut String, cells: &[String]) {
@@ -382,6 +495,8 @@ pub fn markdown(r: &Results) -> String {
         f.nodes.saturating_sub(1),
         f.nodes.saturating_sub(1)
     );
+
+    etcd_section(&mut s, &r.etcd);
 
     let _ = writeln!(s, "## Message efficiency\n");
     let _ = writeln!(

@@ -16,7 +16,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Run only these sections (comma-separated): codec, sim, messages, udp, cost,
-    /// failover. Default: all.
+    /// failover, etcd (failover beside etcd; needs an `etcd` binary). Default: all.
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(bench::SECTIONS))]
     pub only: Vec<String>,
 }

@@ -108,22 +108,22 @@ pub fn recovery_bound(
     link: &LinkConfig,
     nodes: usize,
 ) -> Duration {
-    use crate::algorithms::{hs, lcr, ring, ring_core};
+    use crate::algorithms::ring_core;
+    use crate::registry::Recovery;
     let lap = clean_net().delay_max * (4 * nodes as u32 + 8);
-    let ring_family = |hops: u32| {
-        let b = ring_core::election_bound(timing, nodes, hops);
-        link.give_up_after()
-            + timing.failure_timeout * 2
-            + b * ring_core::SUSPICION_ROUNDS
-            + b * 6
-            + lap
-    };
-    match kind {
-        AlgorithmKind::Ring => ring_family(ring::HOPS_PER_MEMBER),
-        AlgorithmKind::Lcr => ring_family(lcr::HOPS_PER_MEMBER),
-        AlgorithmKind::Hs => ring_family(hs::HOPS_PER_MEMBER),
-        AlgorithmKind::Raft => timing.election_timeout_max * 10 + link.give_up_after() + lap,
-        _ => {
+    match kind.info().recovery {
+        Recovery::RingLaps { hops_per_member } => {
+            let b = ring_core::election_bound(timing, nodes, hops_per_member);
+            link.give_up_after()
+                + timing.failure_timeout * 2
+                + b * ring_core::SUSPICION_ROUNDS
+                + b * 6
+                + lap
+        }
+        Recovery::RandomizedTimeout => {
+            timing.election_timeout_max * 10 + link.give_up_after() + lap
+        }
+        Recovery::Cascade { .. } => {
             timing.failure_timeout * 2
                 + link.give_up_after()
                 + timing.heartbeat

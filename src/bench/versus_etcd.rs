@@ -1,0 +1,497 @@
+//! Failover beside etcd, measured by one poll-based driver for both systems.
+//!
+//! etcd's leader election is what a user would pick instead of electd's Raft, so the
+//! two are measured the same way in the same run: five members on 127.0.0.1 with
+//! heartbeat 10 ms and election timeout E = 100 ms (etcd `--heartbeat-interval 10
+//! --election-timeout 100`; electd `election_timeout = "100ms"`, i.e. E..2E as etcd
+//! draws it, `failure_timeout = E` for the other algorithms). Each round waits until
+//! every member names one leader that names itself, waits a random phase of the
+//! heartbeat period, SIGKILLs the leader, and polls every survivor (etcd:
+//! `POST /v3/maintenance/status`; electd: `GET /status`) until all of them name one
+//! new leader that names itself. The killed member is then restarted (etcd keeps its
+//! data directory, electd its state directory) and must rejoin before the next round.
+//!
+//! Split votes are counted from the terms: a failover that ends `k` terms above the
+//! term before the kill took `k − 1` extra rounds (etcd and electd's Raft both use
+//! pre-vote, so only real candidacies raise the term).
+//!
+//! Without an `etcd` binary on PATH the section is skipped with a loud message
+//! (`scripts/system-etcd.sh` installs Debian's etcd-server).
+
+use super::procs::{http_request, ClusterTiming, ProcCluster};
+use super::{ms, BenchOptions, Stats};
+use crate::algorithm::AlgorithmKind;
+use crate::rng::Rng;
+use crate::NodeId;
+use anyhow::Context;
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Members per cluster.
+pub const MEMBERS: usize = 5;
+/// E, the election timeout both systems are given (ms).
+pub const ELECTION_MS: u64 = 100;
+/// The heartbeat both systems are given (ms).
+pub const HEARTBEAT_MS: u64 = 10;
+
+/// One system's rounds.
+#[derive(Clone, Debug, Serialize)]
+pub struct PollRun {
+    /// `etcd` or the electd algorithm's name.
+    pub system: String,
+    pub samples_ms: Vec<f64>,
+    pub stats: Stats,
+    /// `stats` ÷ E.
+    pub ratio: Stats,
+    /// Rounds after which the survivors did not agree within 5 s.
+    pub timeouts: usize,
+    /// Extra election rounds (split votes) summed over the rounds, and per 1,000.
+    pub split_votes: u64,
+    pub split_votes_per_1000: f64,
+    /// Samples below the detection limit (E − heartbeat): impossible for a heartbeat
+    /// detector, so they are flagged and kept out of `stats`.
+    pub below_limit: Vec<f64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VersusEtcd {
+    /// Why the section did not run, if it did not.
+    pub skipped: Option<String>,
+    pub etcd_version: String,
+    pub rounds: usize,
+    pub runs: Vec<PollRun>,
+}
+
+impl VersusEtcd {
+    pub fn run(&self, system: &str) -> Option<&PollRun> {
+        self.runs.iter().find(|r| r.system == system)
+    }
+}
+
+/// What one member says: its own id, the leader it names, its term.
+#[derive(Clone, Debug, PartialEq)]
+struct View {
+    me: String,
+    leader: Option<String>,
+    term: u64,
+}
+
+/// A cluster the driver can poll, kill and restart.
+trait Polled {
+    fn members(&self) -> usize;
+    fn view(&self, i: usize) -> Option<View>;
+    fn kill(&mut self, i: usize);
+    fn restart(&mut self, i: usize) -> anyhow::Result<()>;
+}
+
+/// Every member of `of` answers and names the same leader, which names itself.
+fn agreement(c: &dyn Polled, of: &[usize]) -> Option<(usize, u64)> {
+    let views: Vec<View> = of.iter().map(|&i| c.view(i)).collect::<Option<_>>()?;
+    let leader = views.first()?.leader.clone()?;
+    if views.iter().any(|v| v.leader.as_ref() != Some(&leader)) {
+        return None;
+    }
+    let at = of
+        .iter()
+        .zip(&views)
+        .find(|(_, v)| v.me == leader)
+        .map(|(&i, _)| i)?;
+    Some((at, views.iter().map(|v| v.term).max().unwrap_or(0)))
+}
+
+fn wait_agreement(c: &dyn Polled, of: &[usize], deadline: Instant) -> Option<(usize, u64)> {
+    loop {
+        if let Some(a) = agreement(c, of) {
+            return Some(a);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn measure(
+    system: &str,
+    c: &mut dyn Polled,
+    rounds: usize,
+    rng: &mut Rng,
+    log: &dyn Fn(&str),
+) -> anyhow::Result<PollRun> {
+    let all: Vec<usize> = (0..c.members()).collect();
+    let hb = Duration::from_millis(HEARTBEAT_MS);
+    let limit_ms = (ELECTION_MS - HEARTBEAT_MS) as f64;
+    let (mut samples, mut below) = (Vec::new(), Vec::new());
+    let (mut timeouts, mut split_votes, mut done) = (0, 0u64, 0);
+    let mut attempts = 0;
+    while done < rounds {
+        attempts += 1;
+        if attempts > rounds * 3 {
+            anyhow::bail!("{system}: the cluster does not settle between rounds");
+        }
+        let Some((leader, _)) = wait_agreement(c, &all, Instant::now() + Duration::from_secs(15))
+        else {
+            continue;
+        };
+        std::thread::sleep(3 * hb + rng.duration(Duration::ZERO, hb));
+        let Some((again, term0)) = agreement(c, &all) else {
+            continue;
+        };
+        if again != leader {
+            continue;
+        }
+        let survivors: Vec<usize> = all.iter().copied().filter(|&i| i != leader).collect();
+        let t0 = Instant::now();
+        c.kill(leader);
+        let deadline = t0 + Duration::from_secs(5);
+        // The killed member is not among the survivors, so an agreement among them
+        // is on a new leader.
+        let outcome = loop {
+            match agreement(c, &survivors) {
+                Some((_, term)) => break Some((t0.elapsed(), term)),
+                None if Instant::now() > deadline => break None,
+                _ => std::thread::sleep(Duration::from_micros(500)),
+            }
+        };
+        done += 1;
+        match outcome {
+            Some((took, term)) => {
+                let t = ms(took);
+                if t < limit_ms {
+                    below.push(t);
+                } else {
+                    samples.push(t);
+                }
+                split_votes += term.saturating_sub(term0).saturating_sub(1);
+            }
+            None => timeouts += 1,
+        }
+        c.restart(leader)?;
+        if done % 5 == 0 {
+            log(&format!("    {system}: {done}/{rounds} rounds"));
+        }
+    }
+    let stats = Stats::of(&samples);
+    Ok(PollRun {
+        system: system.to_string(),
+        ratio: stats.scaled(ELECTION_MS as f64),
+        stats,
+        samples_ms: samples,
+        timeouts,
+        split_votes,
+        split_votes_per_1000: split_votes as f64 * 1000.0 / rounds.max(1) as f64,
+        below_limit: below,
+    })
+}
+
+/// A five-member etcd cluster on 127.0.0.1; every process is killed by PID on drop.
+struct Etcd {
+    exe: PathBuf,
+    dir: PathBuf,
+    initial: String,
+    peers: Vec<SocketAddr>,
+    clients: Vec<SocketAddr>,
+    children: Vec<Option<Child>>,
+}
+
+fn free_port() -> std::io::Result<SocketAddr> {
+    std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()
+}
+
+impl Etcd {
+    fn new(exe: PathBuf, tag: &str) -> anyhow::Result<Etcd> {
+        let dir =
+            std::env::temp_dir().join(format!("electd-bench-etcd-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+        let mut peers = Vec::new();
+        let mut clients = Vec::new();
+        for _ in 0..MEMBERS {
+            peers.push(free_port()?);
+            clients.push(free_port()?);
+        }
+        let initial = peers
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("m{i}=http://{p}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut e = Etcd {
+            exe,
+            dir,
+            initial,
+            peers,
+            clients,
+            children: (0..MEMBERS).map(|_| None).collect(),
+        };
+        for i in 0..MEMBERS {
+            e.start(i)?;
+        }
+        Ok(e)
+    }
+
+    fn start(&mut self, i: usize) -> anyhow::Result<()> {
+        let log = std::fs::File::create(self.dir.join(format!("m{i}.log")))?;
+        let (p, c) = (self.peers[i], self.clients[i]);
+        let child = Command::new(&self.exe)
+            .args(["--name", &format!("m{i}")])
+            .arg("--data-dir")
+            .arg(self.dir.join(format!("m{i}.etcd")))
+            .args(["--listen-peer-urls", &format!("http://{p}")])
+            .args(["--initial-advertise-peer-urls", &format!("http://{p}")])
+            .args(["--listen-client-urls", &format!("http://{c}")])
+            .args(["--advertise-client-urls", &format!("http://{c}")])
+            .args(["--initial-cluster", &self.initial])
+            .args(["--initial-cluster-state", "new"])
+            .args(["--initial-cluster-token", "electd-bench"])
+            .args(["--heartbeat-interval", &HEARTBEAT_MS.to_string()])
+            .args(["--election-timeout", &ELECTION_MS.to_string()])
+            .args(["--log-level", "error"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("spawn {}", self.exe.display()))?;
+        self.children[i] = Some(child);
+        Ok(())
+    }
+}
+
+impl Polled for Etcd {
+    fn members(&self) -> usize {
+        MEMBERS
+    }
+    fn view(&self, i: usize) -> Option<View> {
+        self.children[i].as_ref()?;
+        let (code, body) = http_request(self.clients[i], "POST", "/v3/maintenance/status", None)?;
+        if code != 200 {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        let text = |x: &serde_json::Value| x.as_str().map(str::to_string);
+        let me = text(&v["header"]["member_id"])?;
+        let leader = text(&v["leader"]).filter(|l| l != "0");
+        let term = text(&v["raftTerm"])?.parse().ok()?;
+        Some(View { me, leader, term })
+    }
+    fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.children[i].take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+    fn restart(&mut self, i: usize) -> anyhow::Result<()> {
+        self.start(i)
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        for i in 0..MEMBERS {
+            self.kill(i);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// An electd cluster of one algorithm, seen through `/status`.
+struct Electd {
+    cluster: ProcCluster,
+    kind: AlgorithmKind,
+}
+
+impl Electd {
+    fn id(&self, i: usize) -> NodeId {
+        i as NodeId + 1
+    }
+}
+
+impl Polled for Electd {
+    fn members(&self) -> usize {
+        MEMBERS
+    }
+    fn view(&self, i: usize) -> Option<View> {
+        let id = self.id(i);
+        if !self.cluster.is_running(id) {
+            return None;
+        }
+        let body = self.cluster.get(id, "/status")?;
+        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        let group = v["groups"]
+            .as_array()?
+            .iter()
+            .find(|g| g["algorithm"] == self.kind.as_str())?;
+        Some(View {
+            me: id.to_string(),
+            leader: group["leader"].as_u64().map(|l| l.to_string()),
+            term: group["term"].as_u64().unwrap_or(0),
+        })
+    }
+    fn kill(&mut self, i: usize) {
+        let id = self.id(i);
+        self.cluster.kill(id);
+    }
+    fn restart(&mut self, i: usize) -> anyhow::Result<()> {
+        let id = self.id(i);
+        self.cluster.start(id)
+    }
+}
+
+/// `etcd` on PATH (or `ELECTD_BENCH_ETCD`), and its version line.
+fn find_etcd() -> Option<(PathBuf, String)> {
+    let exe = std::env::var_os("ELECTD_BENCH_ETCD")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join("etcd"))
+                    .find(|f| f.is_file())
+            })
+        })?;
+    let out = Command::new(&exe).arg("--version").output().ok()?;
+    let version = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or("etcd")
+        .trim()
+        .replace("etcd Version: ", "etcd ");
+    Some((exe, version))
+}
+
+/// Rounds per system.
+pub fn rounds(quick: bool) -> usize {
+    if quick {
+        3
+    } else {
+        20
+    }
+}
+
+/// The electd algorithms measured beside etcd: Raft (the like-for-like comparison)
+/// and, for context, the Bully and ring algorithms.
+pub fn electd_systems() -> [AlgorithmKind; 3] {
+    [
+        AlgorithmKind::Raft,
+        AlgorithmKind::Bully,
+        AlgorithmKind::Ring,
+    ]
+}
+
+pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusEtcd> {
+    let rounds = rounds(opts.quick);
+    let Some((etcd_exe, etcd_version)) = find_etcd() else {
+        let why = "no etcd binary on PATH (install Debian's etcd-server, or set \
+                   ELECTD_BENCH_ETCD); the etcd comparison was NOT measured"
+            .to_string();
+        log(&format!("!!! SKIPPING: {why}"));
+        return Ok(VersusEtcd {
+            skipped: Some(why),
+            rounds,
+            ..VersusEtcd::default()
+        });
+    };
+    let mut rng = Rng::new(opts.seed ^ 0xE7CD);
+    let mut runs = Vec::new();
+    {
+        log(&format!("  etcd ({etcd_version}), {rounds} rounds"));
+        let mut e = Etcd::new(etcd_exe, "poll")?;
+        runs.push(measure("etcd", &mut e, rounds, &mut rng, log)?);
+    }
+    let timing = ClusterTiming {
+        heartbeat_ms: HEARTBEAT_MS,
+        failure_ms: ELECTION_MS,
+        answer_ms: HEARTBEAT_MS,
+        coordinator_ms: ELECTION_MS / 2,
+        election_min_ms: ELECTION_MS,
+        election_max_ms: 2 * ELECTION_MS,
+        ..ClusterTiming::failover()
+    };
+    for kind in electd_systems() {
+        log(&format!("  electd {kind}, {rounds} rounds"));
+        let mut cluster = ProcCluster::new(
+            &opts.exe,
+            &std::env::temp_dir(),
+            &format!("versus-etcd-{kind}"),
+            MEMBERS as NodeId,
+            &[kind],
+            &timing,
+        )?;
+        cluster.start_all()?;
+        let mut c = Electd { cluster, kind };
+        runs.push(measure(kind.as_str(), &mut c, rounds, &mut rng, log)?);
+    }
+    for r in &runs {
+        log(&format!(
+            "  {:<8} median {:.2}×E p90 {:.2}×E max {:.2}×E timeouts {} split votes {} below limit {}",
+            r.system,
+            r.ratio.median,
+            r.ratio.p90,
+            r.ratio.max,
+            r.timeouts,
+            r.split_votes,
+            r.below_limit.len()
+        ));
+    }
+    Ok(VersusEtcd {
+        skipped: None,
+        etcd_version,
+        rounds,
+        runs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scripted cluster: each member's view is set by the test.
+    struct Script(Vec<Option<View>>);
+
+    impl Polled for Script {
+        fn members(&self) -> usize {
+            self.0.len()
+        }
+        fn view(&self, i: usize) -> Option<View> {
+            self.0[i].clone()
+        }
+        fn kill(&mut self, i: usize) {
+            self.0[i] = None;
+        }
+        fn restart(&mut self, _: usize) -> anyhow::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn v(me: &str, leader: Option<&str>, term: u64) -> Option<View> {
+        Some(View {
+            me: me.into(),
+            leader: leader.map(str::to_string),
+            term,
+        })
+    }
+
+    #[test]
+    fn agreement_needs_one_leader_that_names_itself() {
+        let c = Script(vec![
+            v("a", Some("c"), 3),
+            v("b", Some("c"), 3),
+            v("c", Some("c"), 4),
+        ]);
+        assert_eq!(agreement(&c, &[0, 1, 2]), Some((2, 4)));
+        // The named leader is not among the members asked: no agreement.
+        assert_eq!(agreement(&c, &[0, 1]), None);
+        let split = Script(vec![
+            v("a", Some("c"), 3),
+            v("b", Some("a"), 3),
+            v("c", Some("c"), 3),
+        ]);
+        assert_eq!(agreement(&split, &[0, 1, 2]), None);
+        let silent = Script(vec![v("a", Some("c"), 3), None, v("c", Some("c"), 3)]);
+        assert_eq!(agreement(&silent, &[0, 1, 2]), None);
+        let nobody = Script(vec![v("a", None, 3), v("b", None, 3)]);
+        assert_eq!(agreement(&nobody, &[0, 1]), None);
+    }
+}
