@@ -71,7 +71,7 @@ SECTIONS = {
     "security": {"key_file", "insecure", "check_source"},
     "hooks": {"on_leader_change", "hook_timeout"},
     "admin": {"token_file"},
-    "raft": {"pre_vote", "check_quorum", "state_file"},
+    "raft": {"pre_vote", "check_quorum", "ranked_timeouts", "state_file"},
     "state": {"file", "ephemeral"},
 }
 TOP = {"cluster", "node_id", "algorithms", "peer"} | set(SECTIONS)
