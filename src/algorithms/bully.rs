@@ -65,6 +65,8 @@ pub struct Bully {
     /// The cascade this node is currently part of.
     tag: ElectionTag,
     joined: Joined,
+    /// The last lower claim (claimant, epoch) this leader answered.
+    answered: Option<(NodeId, u64)>,
 }
 
 impl Bully {
@@ -76,6 +78,7 @@ impl Bully {
             state: State::Follower,
             lead: Leadership::default(),
             tag: ElectionTag::default(),
+            answered: None,
         }
     }
 
@@ -108,9 +111,27 @@ impl Bully {
     }
 
     /// Someone claims leadership with `epoch` (COORDINATOR or a foreign heartbeat).
+    /// A plain follower of a leader above this node.
+    fn following_higher(&self) -> bool {
+        self.state == State::Follower && self.lead.leader.is_some_and(|l| l > self.me())
+    }
+
     fn on_claim(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
         let settled = self.state == State::Follower;
         match self.lead.claim(self.me(), leader, epoch, settled) {
+            // A leader bullies a lower claimant with its heartbeats (the claimant and
+            // whoever follows it adopt the higher leader on the next one), unicast
+            // its unchanged COORDINATOR once per claimed epoch, and does not announce
+            // again to everyone: its leadership did not change.
+            Claim::Bully if self.state == State::Leader => {
+                if self.answered != Some((leader, epoch)) {
+                    self.answered = Some((leader, epoch));
+                    common::reassert(self.me(), &self.lead, self.tag, &[leader], out);
+                }
+            }
+            // Following a higher leader: that leader hears the claim too and answers
+            // it; a cascade from here would only reach the nodes above.
+            Claim::Bully if self.following_higher() => {}
             Claim::Bully if !self.electing() => self.elect(None, out),
             Claim::Follow => {
                 self.state = State::Follower;

@@ -56,6 +56,8 @@ pub struct ImprovedBully {
     tag: ElectionTag,
     responders: BTreeSet<NodeId>,
     joined: Joined,
+    /// The last lower claim (claimant, epoch) this leader answered.
+    answered: Option<(NodeId, u64)>,
 }
 
 impl ImprovedBully {
@@ -68,6 +70,7 @@ impl ImprovedBully {
             lead: Leadership::default(),
             tag: ElectionTag::default(),
             responders: BTreeSet::new(),
+            answered: None,
         }
     }
 
@@ -132,9 +135,27 @@ impl ImprovedBully {
         self.lead.announce(self.me(), self.tag, out);
     }
 
+    /// A plain follower of a leader above this node.
+    fn following_higher(&self) -> bool {
+        self.state == State::Follower && self.lead.leader.is_some_and(|l| l > self.me())
+    }
+
     fn on_claim(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
         let settled = self.state == State::Follower;
         match self.lead.claim(self.me(), leader, epoch, settled) {
+            // A leader bullies a lower claimant with its heartbeats (the claimant and
+            // whoever follows it adopt the higher leader on the next one), unicast
+            // its unchanged COORDINATOR once per claimed epoch, and does not announce
+            // again to everyone: its leadership did not change.
+            Claim::Bully if self.state == State::Leader => {
+                if self.answered != Some((leader, epoch)) {
+                    self.answered = Some((leader, epoch));
+                    common::reassert(self.me(), &self.lead, self.tag, &[leader], out);
+                }
+            }
+            // Following a higher leader: that leader hears the claim too and answers
+            // it; a cascade from here would only reach the nodes above.
+            Claim::Bully if self.following_higher() => {}
             Claim::Bully if !self.driving() => self.elect(None, out),
             Claim::Follow => {
                 self.state = State::Follower;

@@ -221,7 +221,10 @@ fn processes(
     let Some((leader, at)) = agreed else {
         let log = all
             .iter()
-            .find_map(|&id| c.last_log_line(id).map(|l| format!("; node {id} logged: {l}")))
+            .find_map(|&id| {
+                c.last_log_line(id)
+                    .map(|l| format!("; node {id} logged: {l}"))
+            })
             .unwrap_or_default();
         row.missed = Some(format!(
             "no agreement within {} s of the last start: {}{log}",
