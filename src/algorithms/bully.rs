@@ -31,13 +31,20 @@
 //! - Each COORDINATOR carries an epoch (max seen + 1): the group's fencing token.
 //! - On a graceful resignation only the next-highest node calls an election at once;
 //!   the others wait for its COORDINATOR under a watchdog.
-//! - No self-inflicted storms: a (re)started node listens a random [H, 2H] (H =
-//!   heartbeat) before calling its election (the highest id announces at once); a
-//!   leader that receives ELECTION of a new cascade answers OK and its unchanged
-//!   COORDINATOR to that cascade's members only (ids from its initiator up; no new
-//!   epoch to everyone); a node awaiting COORDINATOR takes a higher
-//!   node's heartbeat as the announcement. None of this changes the synchronous counts
-//!   above: there, no leader is alive when a cascade runs.
+//! - No self-inflicted storms:
+//!   - a (re)started node listens a random [H, 2H] (H = heartbeat) before calling its
+//!     election (the highest id announces at once);
+//!   - a leader that receives ELECTION of a new cascade answers OK and its unchanged
+//!     COORDINATOR to that cascade's members only (ids from its initiator up), not a
+//!     new epoch to everyone;
+//!   - a leader that hears a lower claimant sends its unchanged COORDINATOR to that
+//!     claimant alone, once per claimed epoch (its heartbeats win over the claimant's
+//!     followers); a follower of a higher leader leaves lower claims to that leader;
+//!   - a node electing or awaiting COORDINATOR takes a higher node's heartbeat as the
+//!     announcement.
+//!
+//!   None of this changes the synchronous counts above: there, no leader is alive
+//!   when a cascade runs.
 
 use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::bully_common::{self as common, Claim, Leadership};
@@ -232,8 +239,9 @@ impl Algorithm for Bully {
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        // Awaiting COORDINATOR, a higher node's heartbeat is the answer.
-        let answer = self.state == State::AwaitingCoordinator && from > self.me();
+        // Electing, a higher node's heartbeat is the answer (it is alive and leads:
+        // its OK and COORDINATOR may be late or lost).
+        let answer = self.electing() && from > self.me();
         if !self.electing() || answer {
             self.on_claim(from, epoch, out);
         }

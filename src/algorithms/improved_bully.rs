@@ -25,8 +25,9 @@
 //! No self-inflicted storms (as in [`super::bully`]): a (re)started node listens a
 //! random [H, 2H] before calling its election; a leader handed YOU_ARE_COORDINATOR
 //! answers with its unchanged COORDINATOR to the nodes that election flagged (the ids
-//! from its initiator up) instead of a new epoch to everyone; a node waiting for
-//! COORDINATOR takes a higher node's heartbeat as the announcement.
+//! from its initiator up) instead of a new epoch to everyone; a leader answers a lower
+//! claimant alone, and a follower of a higher leader leaves lower claims to it; a node
+//! driving an election takes a higher node's heartbeat as the announcement.
 
 use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::bully_common::{self as common, Claim, Leadership};
@@ -264,8 +265,8 @@ impl Algorithm for ImprovedBully {
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        // Handing over, a higher node's heartbeat is the awaited announcement.
-        let answer = self.state == State::Handing && from > self.me();
+        // Driving an election, a higher node's heartbeat is the awaited answer.
+        let answer = self.driving() && from > self.me();
         if !self.driving() || answer {
             self.on_claim(from, epoch, out);
         }
