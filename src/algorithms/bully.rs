@@ -31,13 +31,20 @@
 //! - Each COORDINATOR carries an epoch (max seen + 1): the group's fencing token.
 //! - On a graceful resignation only the next-highest node calls an election at once;
 //!   the others wait for its COORDINATOR under a watchdog.
-//! - No self-inflicted storms: a (re)started node listens a random [H, 2H] (H =
-//!   heartbeat) before calling its election (the highest id announces at once); a
-//!   leader that receives ELECTION of a new cascade answers OK and its unchanged
-//!   COORDINATOR to that cascade's members only (ids from its initiator up; no new
-//!   epoch to everyone); a node awaiting COORDINATOR takes a higher
-//!   node's heartbeat as the announcement. None of this changes the synchronous counts
-//!   above: there, no leader is alive when a cascade runs.
+//! - No self-inflicted storms:
+//!   - a (re)started node listens a random [H, 2H] (H = heartbeat) before calling its
+//!     election (the highest id announces at once);
+//!   - a leader that receives ELECTION of a new cascade answers OK and its unchanged
+//!     COORDINATOR to that cascade's members only (ids from its initiator up), not a
+//!     new epoch to everyone;
+//!   - a leader that hears a lower claimant sends its unchanged COORDINATOR to that
+//!     claimant alone, once per claimed epoch (its heartbeats win over the claimant's
+//!     followers); a follower of a higher leader leaves lower claims to that leader;
+//!   - a node electing or awaiting COORDINATOR takes a higher node's heartbeat as the
+//!     announcement.
+//!
+//!   None of this changes the synchronous counts above: there, no leader is alive
+//!   when a cascade runs.
 
 use crate::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::bully_common::{self as common, Claim, Leadership};
@@ -65,6 +72,8 @@ pub struct Bully {
     /// The cascade this node is currently part of.
     tag: ElectionTag,
     joined: Joined,
+    /// The last lower claim (claimant, epoch) this leader answered.
+    answered: Option<(NodeId, u64)>,
 }
 
 impl Bully {
@@ -76,6 +85,7 @@ impl Bully {
             state: State::Follower,
             lead: Leadership::default(),
             tag: ElectionTag::default(),
+            answered: None,
         }
     }
 
@@ -108,9 +118,27 @@ impl Bully {
     }
 
     /// Someone claims leadership with `epoch` (COORDINATOR or a foreign heartbeat).
+    /// A plain follower of a leader above this node.
+    fn following_higher(&self) -> bool {
+        self.state == State::Follower && self.lead.leader.is_some_and(|l| l > self.me())
+    }
+
     fn on_claim(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
         let settled = self.state == State::Follower;
         match self.lead.claim(self.me(), leader, epoch, settled) {
+            // A leader bullies a lower claimant with its heartbeats (the claimant and
+            // whoever follows it adopt the higher leader on the next one), unicast
+            // its unchanged COORDINATOR once per claimed epoch, and does not announce
+            // again to everyone: its leadership did not change.
+            Claim::Bully if self.state == State::Leader => {
+                if self.answered != Some((leader, epoch)) {
+                    self.answered = Some((leader, epoch));
+                    common::reassert(self.me(), &self.lead, self.tag, &[leader], out);
+                }
+            }
+            // Following a higher leader: that leader hears the claim too and answers
+            // it; a cascade from here would only reach the nodes above.
+            Claim::Bully if self.following_higher() => {}
             Claim::Bully if !self.electing() => self.elect(None, out),
             Claim::Follow => {
                 self.state = State::Follower;
@@ -207,8 +235,9 @@ impl Algorithm for Bully {
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        // Awaiting COORDINATOR, a higher node's heartbeat is the answer.
-        let answer = self.state == State::AwaitingCoordinator && from > self.me();
+        // Electing, a higher node's heartbeat is the answer (it is alive and leads:
+        // its OK and COORDINATOR may be late or lost).
+        let answer = self.electing() && from > self.me();
         if !self.electing() || answer {
             self.on_claim(from, epoch, out);
         }

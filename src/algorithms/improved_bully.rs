@@ -25,8 +25,9 @@
 //! No self-inflicted storms (as in [`super::bully`]): a (re)started node listens a
 //! random [H, 2H] before calling its election; a leader handed YOU_ARE_COORDINATOR
 //! answers with its unchanged COORDINATOR to the nodes that election flagged (the ids
-//! from its initiator up) instead of a new epoch to everyone; a node waiting for
-//! COORDINATOR takes a higher node's heartbeat as the announcement.
+//! from its initiator up) instead of a new epoch to everyone; a leader answers a lower
+//! claimant alone, and a follower of a higher leader leaves lower claims to it; a node
+//! driving an election takes a higher node's heartbeat as the announcement.
 
 use crate::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::bully_common::{self as common, Claim, Leadership};
@@ -56,6 +57,8 @@ pub struct ImprovedBully {
     tag: ElectionTag,
     responders: BTreeSet<NodeId>,
     joined: Joined,
+    /// The last lower claim (claimant, epoch) this leader answered.
+    answered: Option<(NodeId, u64)>,
 }
 
 impl ImprovedBully {
@@ -68,6 +71,7 @@ impl ImprovedBully {
             lead: Leadership::default(),
             tag: ElectionTag::default(),
             responders: BTreeSet::new(),
+            answered: None,
         }
     }
 
@@ -132,9 +136,27 @@ impl ImprovedBully {
         self.lead.announce(self.me(), self.tag, out);
     }
 
+    /// A plain follower of a leader above this node.
+    fn following_higher(&self) -> bool {
+        self.state == State::Follower && self.lead.leader.is_some_and(|l| l > self.me())
+    }
+
     fn on_claim(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
         let settled = self.state == State::Follower;
         match self.lead.claim(self.me(), leader, epoch, settled) {
+            // A leader bullies a lower claimant with its heartbeats (the claimant and
+            // whoever follows it adopt the higher leader on the next one), unicast
+            // its unchanged COORDINATOR once per claimed epoch, and does not announce
+            // again to everyone: its leadership did not change.
+            Claim::Bully if self.state == State::Leader => {
+                if self.answered != Some((leader, epoch)) {
+                    self.answered = Some((leader, epoch));
+                    common::reassert(self.me(), &self.lead, self.tag, &[leader], out);
+                }
+            }
+            // Following a higher leader: that leader hears the claim too and answers
+            // it; a cascade from here would only reach the nodes above.
+            Claim::Bully if self.following_higher() => {}
             Claim::Bully if !self.driving() => self.elect(None, out),
             Claim::Follow => {
                 self.state = State::Follower;
@@ -241,8 +263,8 @@ impl Algorithm for ImprovedBully {
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        // Handing over, a higher node's heartbeat is the awaited announcement.
-        let answer = self.state == State::Handing && from > self.me();
+        // Driving an election, a higher node's heartbeat is the awaited answer.
+        let answer = self.driving() && from > self.me();
         if !self.driving() || answer {
             self.on_claim(from, epoch, out);
         }
