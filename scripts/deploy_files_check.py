@@ -3,8 +3,8 @@
 
 The syntax of each file is checked by its own tool (docker-compose, promtool,
 systemd-analyze, kubernetes-validate); this checks what no single tool sees: that the
-files agree with each other and with electd's configuration contract (DESIGN.md,
-"Config"). Subcommands:
+files agree with each other and with electd's configuration contract (docs/architecture.md,
+"The external contract"). Subcommands:
 
   compose ROOT             compose.yaml vs electd.toml vs prometheus.yml, mounted paths,
                            Grafana provisioning vs the compose mounts
@@ -63,7 +63,7 @@ def load_toml(path):
 
 
 # ------------------------------------------------------------------ electd config
-# Keys of DESIGN.md "Config" (and the daemon's loader, which rejects unknown keys).
+# Keys of the configuration (docs/architecture.md; the daemon's loader, which rejects unknown keys).
 SECTIONS = {
     "timing": {"heartbeat", "failure_timeout", "answer_timeout", "coordinator_timeout",
                "election_timeout"},

@@ -1,4 +1,4 @@
-//! Prometheus metrics of one node, named as in DESIGN.md (prefix `electd_`).
+//! Prometheus metrics of one node, named as in docs/observability.md (prefix `electd_`).
 //!
 //! Every series carries the constant labels `cluster` (the config's `cluster`, when
 //! set) and `node`; per-group series carry
@@ -11,7 +11,7 @@
 //! are exported too, from a second registry whose only label is `node`; CPU time with
 //! microsecond resolution ([`crate::process_metrics`]).
 //!
-//! Counting conventions are DESIGN.md's: `messages_sent_total` counts logical messages
+//! Counting conventions are docs/architecture.md's: `messages_sent_total` counts logical messages
 //! per recipient when first sent (so the literature's counts hold), liveness traffic
 //! (`heartbeat`, `heartbeat_ack`) carries its own `type` and is excluded from the
 //! "messages per election" figures by the dashboard and the recording rules.
@@ -693,7 +693,7 @@ mod tests {
         );
     }
 
-    /// DESIGN.md: every series carries `node`; per-group series carry `algorithm`;
+    /// docs/architecture.md: every series carries `node`; per-group series carry `algorithm`;
     /// message counters carry `type`; durations use 1 ms doubling buckets.
     #[test]
     fn every_series_is_labelled() {

@@ -118,7 +118,7 @@ fn improved_bully_initiator_k_matches_equation_2() {
 }
 
 /// Leader crash, lowest node detects (seed slides: "started by the lowest: n(n−1)").
-/// Counting convention (DESIGN.md): ELECTION goes to every higher id, the dead top one
+/// Counting convention (docs/architecture.md): ELECTION goes to every higher id, the dead top one
 /// included; only live nodes answer; COORDINATOR goes to every other roster member.
 #[test]
 fn bully_leader_crash_lowest_detects() {

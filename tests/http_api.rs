@@ -1,4 +1,4 @@
-//! The HTTP API of DESIGN.md against a `Shared` built directly, as the runtime task
+//! The HTTP API of docs/architecture.md against a `Shared` built directly, as the runtime task
 //! would feed it (no daemon needed): real TCP on 127.0.0.1, a real HTTP client.
 
 mod http_common;

@@ -1,4 +1,4 @@
-//! The HTTP API (axum) of one node: DESIGN.md's external contract.
+//! The HTTP API (axum) of one node: the external contract of docs/architecture.md.
 //!
 //! | route | answer |
 //! |---|---|

@@ -95,7 +95,7 @@ fn broadcasts_are_one_datagram_each_and_counted_once_per_recipient() {
             "unreliable, from the leader"
         );
         let stats = on.group_stats(AlgorithmKind::Bully).unwrap();
-        // Logical counts are per recipient (DESIGN.md), with multicast or not.
+        // Logical counts are per recipient (docs/architecture.md), with multicast or not.
         assert_eq!(stats.sent_of(MessageType::Heartbeat), others);
         assert_eq!(stats.sent_of(MessageType::Coordinator), others);
 
