@@ -188,6 +188,8 @@ def electd_check(root, path, cfg):
             env["ELECTD_ADMIN_TOKEN_FILE"] = token
         if cfg.get("raft", {}).get("state_file"):
             env["ELECTD_RAFT_STATE_FILE"] = os.path.join(tmp, "raft-{node}.state")
+        if cfg.get("state", {}).get("file"):
+            env["ELECTD_STATE_FILE"] = os.path.join(tmp, "{node}.state")
         r = subprocess.run([binary, "config", "check", "--config", copy], env=env,
                            capture_output=True, text=True, timeout=60)
         detail = (r.stderr or r.stdout).strip().replace(copy, name)
