@@ -178,7 +178,7 @@ impl Template {
             w,
             "[transport]\n\
              retransmit = \"50ms\"          # retransmission timeout until a round trip is measured; then adaptive\n\
-             give_up = \"750ms\"           # unacked this long: peer unreachable; below failure_timeout\n\
+             # give_up = \"750ms\"         # unacked this long: peer unreachable (default 3/4 x failure_timeout)\n\
              resolve_every = \"30s\"        # re-resolve DNS peer names this often (and when one is unreachable)\n\
              # Send broadcasts (COORDINATOR, heartbeats, ...) as one datagram to a multicast\n\
              # group that every node joins (one LAN segment; see deploy/README.md):\n\
