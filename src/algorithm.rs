@@ -198,8 +198,9 @@ impl Out {
 /// - A node never adopts a token below the one it holds ([`Token::admits`]); the token
 ///   survives restarts in the state file.
 /// - A new leadership takes a term above the highest the node has seen; a node that did
-///   not see the highest (it came back with an empty disk) is answered by the others
-///   with their term and takes a new leadership above it.
+///   not see the highest (it came back with an empty disk, or announced at the same
+///   time as a higher id, in the same term) is answered by the others with their token
+///   (`heartbeat_ack`: term and leader) and takes a new leadership above its term.
 /// - Two leaders of one group (the two sides of a partition, for the Bully and ring
 ///   families) never hold the same token: they differ at least in the leader id.
 ///
@@ -387,9 +388,10 @@ pub trait Algorithm: Send + fmt::Debug {
     /// token this node holds (the leader re-announced above a term it learned): take it.
     fn on_leader_term(&mut self, _from: NodeId, _term: u64, _out: &mut Out) {}
 
-    /// This node leads, and a peer answered its heartbeat with `term` at or above the
-    /// leader's own (that peer holds a token the leader never saw, e.g. the leader came
-    /// back with an empty disk): a new leadership must be taken above `term`.
+    /// This node leads, and a peer answered its heartbeat with a token (`term`, leader)
+    /// above the leader's own (that peer holds a token the leader never saw, e.g. the
+    /// leader came back with an empty disk, or another leadership of the same term under
+    /// a higher id): a new leadership must be taken above `term`.
     fn on_term_behind(&mut self, _term: u64, _out: &mut Out) {}
 
     /// Short state name for `/status` (`"follower"`, `"electing"`, …).

@@ -76,8 +76,11 @@ pub enum Message {
     },
     /// Leader liveness beacon (failure detector; Raft's empty AppendEntries).
     Heartbeat { term: u64, leader: NodeId },
-    /// Raft: a follower's answer to a heartbeat (used by check-quorum).
-    HeartbeatAck { term: u64 },
+    /// A follower's answer to a heartbeat. Raft: its term (used by check-quorum;
+    /// `leader` is 0). The groups on the heartbeat failure detector: the fencing token
+    /// held, `(term, leader)` (`leader` 0 when none is known), sent to a claimant below
+    /// it; the leader id is needed because two leaderships of one term differ only in it.
+    HeartbeatAck { term: u64, leader: NodeId },
     /// A leader leaving gracefully: elect now instead of waiting for the failure timeout.
     Resign { epoch: u64 },
 }

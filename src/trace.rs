@@ -198,7 +198,7 @@ pub fn token(m: &Message) -> u64 {
         Message::RequestVote { term, .. }
         | Message::Vote { term, .. }
         | Message::Heartbeat { term, .. }
-        | Message::HeartbeatAck { term } => *term,
+        | Message::HeartbeatAck { term, .. } => *term,
     }
 }
 

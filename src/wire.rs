@@ -367,7 +367,13 @@ impl Codec {
                 term: m.term,
                 leader: self.member(m.leader, "heartbeat.leader")?,
             },
-            Body::HeartbeatAck(m) => Message::HeartbeatAck { term: m.term },
+            Body::HeartbeatAck(m) => Message::HeartbeatAck {
+                term: m.term,
+                leader: match m.leader {
+                    0 => 0,
+                    l => self.member(l, "heartbeat_ack.leader")?,
+                },
+            },
             Body::Resign(m) => Message::Resign { epoch: m.epoch },
             Body::AckOnly(_) => return Err(WireError::InvalidField("body")),
         })
@@ -473,7 +479,10 @@ fn to_body(m: &Message) -> Body {
             term: *term,
             leader: *leader,
         }),
-        Message::HeartbeatAck { term } => Body::HeartbeatAck(proto::HeartbeatAck { term: *term }),
+        Message::HeartbeatAck { term, leader } => Body::HeartbeatAck(proto::HeartbeatAck {
+            term: *term,
+            leader: *leader,
+        }),
         Message::Resign { epoch } => Body::Resign(proto::Resign { epoch: *epoch }),
     }
 }
@@ -588,7 +597,7 @@ mod tests {
                 pre_vote: true,
             },
             Message::Heartbeat { term: 3, leader: 2 },
-            Message::HeartbeatAck { term: 3 },
+            Message::HeartbeatAck { term: 3, leader: 2 },
             Message::Resign { epoch: 7 },
         ]
     }
@@ -631,6 +640,25 @@ mod tests {
             let a = ack();
             assert_eq!(codec.decode(&codec.encode(&a, HDR).unwrap()), Ok((a, HDR)));
         }
+    }
+
+    /// `heartbeat_ack.leader`: 0 (none known; Raft; a peer from before the field) or a
+    /// member of the roster.
+    #[test]
+    fn heartbeat_ack_leader_is_none_or_a_member() {
+        let c = insecure();
+        for leader in [0, 2] {
+            let d = datagram(Message::HeartbeatAck { term: 3, leader });
+            assert_eq!(c.decode(&c.encode(&d, HDR).unwrap()), Ok((d, HDR)));
+        }
+        let d = datagram(Message::HeartbeatAck {
+            term: 3,
+            leader: 99,
+        });
+        assert_eq!(
+            c.decode(&c.encode(&d, HDR).unwrap()),
+            Err(WireError::InvalidField("heartbeat_ack.leader"))
+        );
     }
 
     #[test]

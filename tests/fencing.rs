@@ -211,3 +211,65 @@ fn followers_report_the_leaders_term() {
         }
     }
 }
+
+/// Seed 620 of the chaos properties (improved-bully, basic faults): two leaderships of
+/// one term. Node 3 comes back with the disk of term t − 1 while 1 and 2 follow (t, 5);
+/// cut off from them, it announces (t, 3), below their token but at the same term. With
+/// 4 and 5 dead, 1 and 2 elect, 3 answers OK and, handed the election, reasserts its
+/// unchanged (t, 3), which they refuse as stale, over and over: the answer to 3's
+/// heartbeats must carry the token held, not only its term, for 3 to learn that its
+/// leadership is behind and take a term above it.
+#[test]
+fn a_leader_below_a_token_of_its_own_term_takes_a_new_term() {
+    let ms = Duration::from_millis;
+    // When 3 goes down so that its disk holds the term below the one 5 takes back
+    // (Bully: 5 back re-announces above 4's term; Improved Bully: at it).
+    for (kind, three_down_early) in [
+        (AlgorithmKind::Bully, false),
+        (AlgorithmKind::ImprovedBully, true),
+    ] {
+        let mut s = sim(kind, 620);
+        for id in 1..=N as NodeId {
+            s.start(id, true).unwrap();
+        }
+        s.run_for(ms(500));
+        assert_eq!(s.agreement(kind), Some(5), "{kind}: cold start");
+        if three_down_early {
+            s.crash(3).unwrap();
+        }
+        s.crash(5).unwrap();
+        s.run_for(ms(500));
+        assert_eq!(s.agreement(kind), Some(4), "{kind}: 5 crashed");
+        if !three_down_early {
+            s.crash(3).unwrap();
+        }
+        s.start(5, true).unwrap();
+        s.run_for(ms(500));
+        assert_eq!(s.agreement(kind), Some(5), "{kind}: 5 back");
+        let held = highest(&s, kind);
+        assert_eq!(held.leader, 5, "{kind}");
+        s.crash(4).unwrap();
+        s.crash(5).unwrap();
+        s.run_for(ms(5)); // what was in flight to 3 is dropped (3 is down)
+        s.cuts_mut().partition(&[vec![3], vec![1, 2]]);
+        s.start(3, true).unwrap();
+        s.run_for(ms(50));
+        let three = s.node(3).and_then(|n| n.group_status(kind)).unwrap();
+        assert_eq!(
+            (three.leader, three.term),
+            (Some(3), held.term),
+            "{kind}: node 3 should lead at the term of (3, 5) for this test"
+        );
+        s.cuts_mut().heal();
+        s.run_for(ms(1500));
+        agreed(
+            &s,
+            kind,
+            Some(3),
+            Token::default(),
+            held,
+            "same-term leaderships",
+        );
+        assert_eq!(s.tokens.count, 0, "{kind}: {:?}", s.tokens.violations);
+    }
+}

@@ -766,7 +766,7 @@ mod rules {
             let hb = Message::Heartbeat { term: 2, leader: 1 };
             assert_eq!(
                 feed(&mut r, 1, hb),
-                vec![(1, Message::HeartbeatAck { term: 2 })]
+                vec![(1, Message::HeartbeatAck { term: 2, leader: 0 })]
             );
             assert_eq!(r.leader(), Some(1));
             let req = Message::RequestVote { term: 3, pre_vote };
@@ -802,7 +802,7 @@ mod rules {
         let stale = Message::Heartbeat { term: 4, leader: 1 };
         assert_eq!(
             feed(&mut r, 1, stale),
-            vec![(1, Message::HeartbeatAck { term: 5 })]
+            vec![(1, Message::HeartbeatAck { term: 5, leader: 0 })]
         );
         assert_eq!(r.leader(), None);
     }

@@ -338,7 +338,10 @@ fn extreme_values_from_an_authenticated_peer_do_not_panic() {
             term: big,
             leader: 5,
         },
-        Message::HeartbeatAck { term: big },
+        Message::HeartbeatAck {
+            term: big,
+            leader: 0,
+        },
         Message::Resign { epoch: big },
     ];
     let keys = key(1);

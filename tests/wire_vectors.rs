@@ -134,7 +134,7 @@ fn render_body(b: &Option<Body>) -> String {
             m.term, m.granted, m.pre_vote
         ),
         Some(Body::Heartbeat(m)) => format!("heartbeat term={} leader={}", m.term, m.leader),
-        Some(Body::HeartbeatAck(m)) => format!("heartbeat_ack term={}", m.term),
+        Some(Body::HeartbeatAck(m)) => format!("heartbeat_ack term={} leader={}", m.term, m.leader),
         Some(Body::Resign(m)) => format!("resign epoch={}", m.epoch),
         Some(Body::AckOnly(_)) => "ack_only".into(),
     }

@@ -256,7 +256,7 @@ pub fn every_message(from: NodeId) -> Vec<(AlgorithmKind, Message)> {
                 leader: from,
             },
         ),
-        (A::Raft, Message::HeartbeatAck { term: 2 }),
+        (A::Raft, Message::HeartbeatAck { term: 2, leader: 0 }),
         (
             A::Bully,
             Message::Heartbeat {

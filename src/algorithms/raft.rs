@@ -350,7 +350,13 @@ impl Raft {
         }
         if term < self.term {
             // Tell a stale leader about the newer term so it steps down.
-            out.send(from, Message::HeartbeatAck { term: self.term });
+            out.send(
+                from,
+                Message::HeartbeatAck {
+                    term: self.term,
+                    leader: 0,
+                },
+            );
             return;
         }
         if term == self.term && self.role == Role::Leader {
@@ -362,7 +368,13 @@ impl Raft {
         self.lease = true;
         out.set_timer_exact(Timer::Quorum, self.min());
         self.arm_election(out);
-        out.send(from, Message::HeartbeatAck { term: self.term });
+        out.send(
+            from,
+            Message::HeartbeatAck {
+                term: self.term,
+                leader: 0,
+            },
+        );
     }
 
     fn on_heartbeat_ack(&mut self, from: NodeId, term: u64, out: &mut Out) {
@@ -418,7 +430,7 @@ impl Algorithm for Raft {
                 pre_vote,
             } => self.on_vote(from, term, granted, pre_vote, out),
             Message::Heartbeat { term, leader } => self.on_heartbeat(from, term, leader, out),
-            Message::HeartbeatAck { term } => self.on_heartbeat_ack(from, term, out),
+            Message::HeartbeatAck { term, .. } => self.on_heartbeat_ack(from, term, out),
             Message::Resign { epoch } => self.on_resign(from, epoch, out),
             _ => {}
         }

@@ -434,18 +434,29 @@ impl Node {
                     self.apply(g, now);
                 }
                 // A claim below the token this node holds (a leader that came back
-                // without its state, or the losing side of a partition): answer with
-                // the term held, so that the claimant takes a new one above it. (An old
+                // without its state, the losing side of a partition, or a leadership
+                // of the same term under a lower id): answer with the token held, term
+                // and leader, so that the claimant takes a new term above it. (An old
                 // heartbeat of the leader itself, reordered, draws an answer with the
-                // leader's own term, which it ignores.)
+                // leader's own token, which it ignores.)
                 let grp = &self.groups[g];
-                if !Token::new(grp.term, grp.holder).admits(Token::new(term, from)) {
-                    let ack = Message::HeartbeatAck { term: grp.term };
+                let held = Token::new(grp.term, grp.holder);
+                if !held.admits(Token::new(term, from)) {
+                    let ack = Message::HeartbeatAck {
+                        term: held.term,
+                        leader: held.leader,
+                    };
                     self.send(g, now, from, ack);
                 }
             }
-            Message::HeartbeatAck { term } if external_fd => {
-                if grp.leader == Some(self.id) && term > grp.term {
+            // Compared as tokens, not terms: a leadership can be below another of its
+            // own term (announced at the same time, unaware of it), and only the
+            // answer's leader id tells. (A peer that sends no leader, 0, is heard at a
+            // higher term only, as before.)
+            Message::HeartbeatAck { term, leader } if external_fd => {
+                if grp.leader == Some(self.id)
+                    && Token::new(term, leader) > Token::new(grp.term, grp.holder)
+                {
                     grp.algo.on_term_behind(term, &mut self.out);
                     self.apply(g, now);
                 }
@@ -886,7 +897,7 @@ fn msg_term(msg: &Message) -> u64 {
         Message::RequestVote { term, .. }
         | Message::Vote { term, .. }
         | Message::Heartbeat { term, .. }
-        | Message::HeartbeatAck { term } => term,
+        | Message::HeartbeatAck { term, .. } => term,
         Message::Ok { .. } => 0,
     }
 }

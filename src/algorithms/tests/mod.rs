@@ -231,7 +231,10 @@ pub fn garbage() -> Vec<Message> {
             term: u64::MAX,
             leader: 999,
         },
-        Message::HeartbeatAck { term: u64::MAX },
+        Message::HeartbeatAck {
+            term: u64::MAX,
+            leader: 0,
+        },
         Message::Resign { epoch: u64::MAX },
     ]
 }

@@ -246,7 +246,14 @@ fn a_higher_term_makes_a_candidate_or_leader_step_down() {
     );
 
     let (mut r, term) = leader(1);
-    let _ = deliver(&mut r, 2, Message::HeartbeatAck { term: term + 1 });
+    let _ = deliver(
+        &mut r,
+        2,
+        Message::HeartbeatAck {
+            term: term + 1,
+            leader: 0,
+        },
+    );
     assert_eq!(r.state(), "follower");
 }
 
@@ -258,7 +265,10 @@ fn a_candidate_that_hears_a_leader_of_its_term_follows_it() {
     let fx = deliver(&mut r, 4, Message::Heartbeat { term, leader: 4 });
     assert_eq!(r.state(), "follower");
     assert_eq!(r.leader(), Some(4));
-    assert_eq!(fx.sent_to(4), vec![Message::HeartbeatAck { term }]);
+    assert_eq!(
+        fx.sent_to(4),
+        vec![Message::HeartbeatAck { term, leader: 0 }]
+    );
     // But a stale leader is told the newer term and not followed.
     let fx = deliver(
         &mut r,
@@ -268,7 +278,10 @@ fn a_candidate_that_hears_a_leader_of_its_term_follows_it() {
             leader: 5,
         },
     );
-    assert_eq!(fx.sent_to(5), vec![Message::HeartbeatAck { term }]);
+    assert_eq!(
+        fx.sent_to(5),
+        vec![Message::HeartbeatAck { term, leader: 0 }]
+    );
     assert_eq!(r.leader(), Some(4));
 }
 
@@ -353,7 +366,7 @@ fn quorum_checks(
     let mut elapsed = std::time::Duration::ZERO;
     for _ in 0..checks {
         for &a in ackers {
-            let _ = deliver(r, a, Message::HeartbeatAck { term });
+            let _ = deliver(r, a, Message::HeartbeatAck { term, leader: 0 });
         }
         elapsed += period;
         let fx = fire(r, Timer::Quorum);
