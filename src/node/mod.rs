@@ -452,12 +452,21 @@ impl Node {
             // Compared as tokens, not terms: a leadership can be below another of its
             // own term (announced at the same time, unaware of it), and only the
             // answer's leader id tells. (A peer that sends no leader, 0, is heard at a
-            // higher term only, as before.)
+            // higher term only, as before.) Where the highest id is meant to lead, an
+            // answer naming a higher id is that id's claim, heard second hand: this
+            // leader defers to it as to its heartbeat (and its failure detector calls
+            // an election if that leader is gone). Only a leadership that outranks
+            // the answer's takes a new term; a new term for every self-made leader of a
+            // cold start would start a race in which each bumps the others' terms.
             Message::HeartbeatAck { term, leader } if external_fd => {
                 if grp.leader == Some(self.id)
                     && Token::new(term, leader) > Token::new(grp.term, grp.holder)
                 {
-                    grp.algo.on_term_behind(term, &mut self.out);
+                    if grp.kind.elects_highest_id() && leader > self.id {
+                        grp.algo.on_foreign_leader(leader, term, &mut self.out);
+                    } else {
+                        grp.algo.on_term_behind(term, &mut self.out);
+                    }
                     self.apply(g, now);
                 }
             }
