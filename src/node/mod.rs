@@ -188,6 +188,12 @@ struct Group {
     lost: Option<(Time, Time)>,
     /// Since when the node has had no leader (`None` while it has one, or before start).
     leaderless_since: Option<Time>,
+    /// Stale claims answered with the term held: claimant → (its claim, the token
+    /// held, when). A claim is answered once per claimed and held token, and again
+    /// only after `failure_timeout` (the answer is fire-and-forget): not at every
+    /// heartbeat, from every node holding the higher token, which would bury the
+    /// claimant in answers it can no longer work off in time.
+    stale_answered: BTreeMap<NodeId, (Token, Token, Time)>,
 }
 
 /// One node (see the module documentation).
@@ -239,6 +245,7 @@ impl Node {
                 heard: Duration::ZERO,
                 lost: None,
                 leaderless_since: None,
+                stale_answered: BTreeMap::new(),
             });
         }
         let mut members = cfg.ring.clone();
@@ -435,13 +442,34 @@ impl Node {
                 }
                 // A claim below the token this node holds (a leader that came back
                 // without its state, or the losing side of a partition): answer with
-                // the term held, so that the claimant takes a new one above it. (An old
+                // the term held (the next one if the claim has that term), so that the
+                // claimant takes a new one above it, once per claim (see
+                // `stale_answered`). (An old
                 // heartbeat of the leader itself, reordered, draws an answer with the
-                // leader's own term, which it ignores.)
-                let grp = &self.groups[g];
-                if !Token::new(grp.term, grp.holder).admits(Token::new(term, from)) {
-                    let ack = Message::HeartbeatAck { term: grp.term };
-                    self.send(g, now, from, ack);
+                // leader's own term, which it ignores.) Unless the algorithm answers
+                // that claim itself (see `Algorithm::answers_stale_claim`).
+                let grp = &mut self.groups[g];
+                let (held, claim) = (Token::new(grp.term, grp.holder), Token::new(term, from));
+                if !held.admits(claim) && !grp.algo.answers_stale_claim(from) {
+                    let again = match grp.stale_answered.get(&from) {
+                        Some(&(c, h, at)) => {
+                            (c, h) != (claim, held) || now >= at + self.timing.failure_timeout
+                        }
+                        None => true,
+                    };
+                    if again {
+                        grp.stale_answered.insert(from, (claim, held, now));
+                        // A claim of the term held that loses on the leader id alone
+                        // must move above that term: answer with the next one (the
+                        // claimant re-elects only for a term above its own).
+                        let term = if claim.term == held.term {
+                            held.term.saturating_add(1)
+                        } else {
+                            held.term
+                        };
+                        let ack = Message::HeartbeatAck { term };
+                        self.send(g, now, from, ack);
+                    }
                 }
             }
             Message::HeartbeatAck { term } if external_fd => {
