@@ -388,6 +388,17 @@ pub trait Algorithm: Send + fmt::Debug {
     /// token this node holds (the leader re-announced above a term it learned): take it.
     fn on_leader_term(&mut self, _from: NodeId, _term: u64, _out: &mut Out) {}
 
+    /// A heartbeat of `from` claims leadership below the token this node holds. Does
+    /// the algorithm answer that claim itself (returns true), so that the node must not
+    /// also answer it with the term held? By default it does not: the node answers
+    /// with [`Message::HeartbeatAck`], and the claimant takes a new term above it.
+    /// The Bully family answers a claimant below a live leader with that leader's
+    /// COORDINATOR, which the claimant follows; the term alone would instead make it
+    /// re-elect above the leader it should follow.
+    fn answers_stale_claim(&self, _from: NodeId) -> bool {
+        false
+    }
+
     /// This node leads, and a peer answered its heartbeat with a token (`term`, leader)
     /// above the leader's own (that peer holds a token the leader never saw, e.g. the
     /// leader came back with an empty disk, or another leadership of the same term under

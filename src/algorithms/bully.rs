@@ -72,8 +72,6 @@ pub struct Bully {
     /// The cascade this node is currently part of.
     tag: ElectionTag,
     joined: Joined,
-    /// The last lower claim (claimant, epoch) this leader answered.
-    answered: Option<(NodeId, u64)>,
 }
 
 impl Bully {
@@ -85,7 +83,6 @@ impl Bully {
             state: State::Follower,
             lead: Leadership::default(),
             tag: ElectionTag::default(),
-            answered: None,
         }
     }
 
@@ -126,14 +123,15 @@ impl Bully {
     fn on_claim(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
         let settled = self.state == State::Follower;
         match self.lead.claim(self.me(), leader, epoch, settled) {
-            // A leader bullies a lower claimant with its heartbeats (the claimant and
-            // whoever follows it adopt the higher leader on the next one), unicast
-            // its unchanged COORDINATOR once per claimed epoch, and does not announce
-            // again to everyone: its leadership did not change.
+            // A leader answers a lower claimant below its token with its unchanged
+            // COORDINATOR, to it alone, once per claimed epoch (its heartbeats win
+            // over the claimant's followers), and does not announce again to
+            // everyone: its leadership did not change. A claim above its epoch would
+            // find that COORDINATOR stale: it takes a new epoch above the claim.
             Claim::Bully if self.state == State::Leader => {
-                if self.answered != Some((leader, epoch)) {
-                    self.answered = Some((leader, epoch));
-                    common::reassert(self.me(), &self.lead, self.tag, &[leader], out);
+                let (me, tag) = (self.me(), self.tag);
+                if self.lead.answer_lower(me, leader, epoch, tag, out) {
+                    self.elect(None, out);
                 }
             }
             // Following a higher leader: that leader hears the claim too and answers
@@ -259,6 +257,13 @@ impl Algorithm for Bully {
 
     fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
         self.lead.leader_term(from, term, out);
+    }
+
+    fn answers_stale_claim(&self, from: NodeId) -> bool {
+        // A live leader above the claimant answers it with its COORDINATOR (this node,
+        // leading, or the higher leader it follows, which hears the claim too).
+        matches!(self.state, State::Leader | State::Follower)
+            && self.lead.leader.is_some_and(|l| l > from)
     }
 
     fn on_term_behind(&mut self, term: u64, out: &mut Out) {

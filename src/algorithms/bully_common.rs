@@ -4,6 +4,7 @@
 use crate::algorithm::{Durable, LeaderLoss, Out, Timer, Timing, Token};
 use crate::message::{ElectionTag, Message};
 use crate::NodeId;
+use std::collections::BTreeMap;
 
 /// The timers of an election attempt; all are cancelled once a leader is known.
 const ELECTION_TIMERS: [Timer; 3] = [Timer::Answer, Timer::Coordinator, Timer::Retry];
@@ -32,6 +33,10 @@ pub struct Leadership {
     token: Token,
     /// Highest epoch seen in any message (ELECTION, OK, … carry the sender's).
     seen: u64,
+    /// Lower claimants this node answered as leader: claimant → (claimed epoch, the
+    /// epoch it was answered with). One entry per claimant, so that several claiming
+    /// at once are each answered once per claimed epoch.
+    answered: BTreeMap<NodeId, (u64, u64)>,
 }
 
 impl Leadership {
@@ -80,6 +85,33 @@ impl Leadership {
             return Claim::Keep;
         }
         Claim::Follow
+    }
+
+    /// This node leads and a lower id `from` claims leadership with `epoch` (its
+    /// heartbeat or COORDINATOR). A claim at or below this leadership's epoch is below
+    /// its token: the claimant is answered with the unchanged COORDINATOR, to it alone,
+    /// once per claimed epoch, and follows it (returns false). A claim above this
+    /// leadership's epoch (the claimant took a term this leader never saw) makes that
+    /// COORDINATOR stale at the claimant and at whoever follows it: the leader has to
+    /// take a new epoch above the claim (returns true: call an election), as when told
+    /// its term is behind.
+    pub fn answer_lower(
+        &mut self,
+        me: NodeId,
+        from: NodeId,
+        epoch: u64,
+        tag: ElectionTag,
+        out: &mut Out,
+    ) -> bool {
+        self.observe(epoch);
+        if epoch > self.token.term {
+            return true;
+        }
+        let key = (epoch, self.token.term);
+        if self.answered.insert(from, key) != Some(key) {
+            reassert(me, self, tag, &[from], out);
+        }
+        false
     }
 
     /// Become leader: a new epoch above every one seen, COORDINATOR to every other

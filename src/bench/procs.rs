@@ -87,12 +87,16 @@ pub struct ProcCluster {
     nodes: Vec<Proc>,
 }
 
-fn free_udp() -> std::io::Result<SocketAddr> {
-    std::net::UdpSocket::bind("127.0.0.1:0")?.local_addr()
-}
-
-fn free_tcp() -> std::io::Result<SocketAddr> {
-    std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()
+/// A free UDP and a free TCP port on 127.0.0.1, held bound in `held` until the
+/// caller has handed out every port of the cluster (released ports would otherwise be
+/// handed out twice).
+fn free_pair(held: &mut Vec<Box<dyn std::any::Any>>) -> std::io::Result<(SocketAddr, SocketAddr)> {
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0")?;
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addrs = (udp.local_addr()?, tcp.local_addr()?);
+    held.push(Box::new(udp));
+    held.push(Box::new(tcp));
+    Ok(addrs)
 }
 
 impl ProcCluster {
@@ -111,6 +115,14 @@ impl ProcCluster {
         crate::keyring::write_key_file(&dir.join("cluster.key")).context("write the key")?;
         let token = crate::keyring::to_hex(&crate::keyring::random_key()?);
         std::fs::write(dir.join("admin.token"), &token)?;
+        // Readable by its owner only, as a deployed token should be (no warning).
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                dir.join("admin.token"),
+                std::fs::Permissions::from_mode(0o600),
+            )?;
+        }
         let algos: Vec<String> = algorithms.iter().map(|a| format!("\"{a}\"")).collect();
         let mut text = format!(
             "cluster = \"bench-{name}\"\nalgorithms = [{}]\n\n[timing]\nheartbeat = \"{}ms\"\n\
@@ -130,8 +142,9 @@ impl ProcCluster {
                 .unwrap_or_default()
         );
         let mut nodes = Vec::new();
+        let mut held = Vec::new();
         for id in 1..=n {
-            let (udp, http) = (free_udp()?, free_tcp()?);
+            let (udp, http) = free_pair(&mut held)?;
             text.push_str(&format!(
                 "\n[[peer]]\nid = {id}\naddr = \"{udp}\"\nhttp = \"{http}\"\n"
             ));

@@ -188,6 +188,12 @@ struct Group {
     lost: Option<(Time, Time)>,
     /// Since when the node has had no leader (`None` while it has one, or before start).
     leaderless_since: Option<Time>,
+    /// Stale claims answered with the term held: claimant → (its claim, the token
+    /// held, when). A claim is answered once per claimed and held token, and again
+    /// only after `failure_timeout` (the answer is fire-and-forget): not at every
+    /// heartbeat, from every node holding the higher token, which would bury the
+    /// claimant in answers it can no longer work off in time.
+    stale_answered: BTreeMap<NodeId, (Token, Token, Time)>,
 }
 
 /// One node (see the module documentation).
@@ -239,6 +245,7 @@ impl Node {
                 heard: Duration::ZERO,
                 lost: None,
                 leaderless_since: None,
+                stale_answered: BTreeMap::new(),
             });
         }
         let mut members = cfg.ring.clone();
@@ -436,17 +443,29 @@ impl Node {
                 // A claim below the token this node holds (a leader that came back
                 // without its state, the losing side of a partition, or a leadership
                 // of the same term under a lower id): answer with the token held, term
-                // and leader, so that the claimant takes a new term above it. (An old
-                // heartbeat of the leader itself, reordered, draws an answer with the
-                // leader's own token, which it ignores.)
-                let grp = &self.groups[g];
-                let held = Token::new(grp.term, grp.holder);
-                if !held.admits(Token::new(term, from)) {
-                    let ack = Message::HeartbeatAck {
-                        term: held.term,
-                        leader: held.leader,
+                // and leader, so that the claimant takes a new term above it, once per
+                // claim and held token (again after `failure_timeout`: the answer may be
+                // lost; see `stale_answered`). (An old heartbeat of the leader itself,
+                // reordered, draws an answer with the leader's own token, which it
+                // ignores.) Unless the algorithm answers that claim itself (see
+                // `Algorithm::answers_stale_claim`).
+                let grp = &mut self.groups[g];
+                let (held, claim) = (Token::new(grp.term, grp.holder), Token::new(term, from));
+                if !held.admits(claim) && !grp.algo.answers_stale_claim(from) {
+                    let again = match grp.stale_answered.get(&from) {
+                        Some(&(c, h, at)) => {
+                            (c, h) != (claim, held) || now >= at + self.timing.failure_timeout
+                        }
+                        None => true,
                     };
-                    self.send(g, now, from, ack);
+                    if again {
+                        grp.stale_answered.insert(from, (claim, held, now));
+                        let ack = Message::HeartbeatAck {
+                            term: held.term,
+                            leader: held.leader,
+                        };
+                        self.send(g, now, from, ack);
+                    }
                 }
             }
             // Compared as tokens, not terms: a leadership can be below another of its

@@ -56,14 +56,15 @@ pub struct Cluster {
     pub nodes: Vec<Node>,
 }
 
-fn free_udp() -> SocketAddr {
-    let s = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind udp");
-    s.local_addr().unwrap()
-}
-
-fn free_tcp() -> SocketAddr {
-    let s = std::net::TcpListener::bind("127.0.0.1:0").expect("bind tcp");
-    s.local_addr().unwrap()
+/// A free UDP and a free TCP port, held bound in `held` until every port of the
+/// cluster is handed out (released ports could be handed out twice).
+fn free_pair(held: &mut Vec<Box<dyn std::any::Any>>) -> (SocketAddr, SocketAddr) {
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind udp");
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind tcp");
+    let addrs = (udp.local_addr().unwrap(), tcp.local_addr().unwrap());
+    held.push(Box::new(udp));
+    held.push(Box::new(tcp));
+    addrs
 }
 
 impl Cluster {
@@ -87,8 +88,9 @@ impl Cluster {
             t.max_attempts
         );
         let mut nodes = Vec::new();
+        let mut held = Vec::new();
         for id in 1..=n {
-            let (udp, http) = (free_udp(), free_tcp());
+            let (udp, http) = free_pair(&mut held);
             text.push_str(&format!(
                 "\n[[peer]]\nid = {id}\naddr = \"{udp}\"\nhttp = \"{http}\"\n"
             ));

@@ -483,15 +483,63 @@ fn nonsense_from_the_network_is_ignored() {
 }
 
 #[test]
-fn after_a_heal_a_lower_leader_is_bullied_and_a_higher_one_followed() {
-    // Beyond the textbook (split brain after a partition heals): a heartbeat from a
-    // leader this node does not follow is a leadership claim. A lower claimant is
-    // bullied with an election; a higher one with a newer epoch is followed, and a
-    // leader steps down for it.
+fn several_lower_claimants_are_each_answered_once_per_claimed_epoch() {
+    // electd's storm rule (module docs): the once-per-claimed-epoch answer is kept per
+    // claimant; claimants whose heartbeats alternate are not each answered again at
+    // every heartbeat (a COORDINATOR storm in a saturated cold start).
     let (mut b, _) = electing(3);
     let _ = fire(&mut b, Timer::Answer);
+    let term = b.term();
+    for round in 0..3 {
+        for claimant in [1, 2] {
+            let fx = step(&mut b, |a, out| a.on_foreign_leader(claimant, term, out));
+            let want = if round == 0 { vec![claimant] } else { vec![] };
+            assert_eq!(fx.recipients(), want, "round {round}, claimant {claimant}");
+            assert!(!fx.started_election());
+        }
+    }
+    assert_eq!((b.leader(), b.term()), (Some(3), term));
+}
+
+#[test]
+fn after_a_heal_a_lower_leader_is_bullied_and_a_higher_one_followed() {
+    // Beyond the textbook (split brain after a partition heals): a heartbeat from a
+    // leader this node does not follow is a leadership claim. electd's storm rule (see
+    // the module docs): a leader answers a lower claimant below its token with its
+    // unchanged COORDINATOR, to that claimant alone, once per claimed epoch: no
+    // election, no new epoch, no announcement to everyone. (Fencing: the node layer
+    // leaves that claim to this answer and sends no HeartbeatAck, which would make
+    // the claimant re-elect above the leader it is to follow.) A lower claimant above
+    // the leader's epoch would find that COORDINATOR stale: the leader takes a new
+    // epoch above the claim by an election. A higher claimant with a newer epoch is
+    // followed, and a leader steps down for it.
+    let (mut b, tag) = electing(3);
+    let _ = fire(&mut b, Timer::Answer);
     assert_eq!(b.leader(), Some(3));
-    let fx = step(&mut b, |a, out| a.on_foreign_leader(2, 1, out));
+    let term = b.term();
+    assert!(b.answers_stale_claim(2));
+    let fx = step(&mut b, |a, out| a.on_foreign_leader(2, term, out));
+    assert!(!fx.started_election());
+    assert!(fx.broadcasts().is_empty());
+    assert_eq!(
+        fx.sends(),
+        vec![(
+            2,
+            Message::Coordinator {
+                leader: 3,
+                epoch: term,
+                tag,
+            }
+        )]
+    );
+    assert_eq!(fx.new_leader(), None);
+    assert_eq!((b.leader(), b.term(), b.state()), (Some(3), term, "leader"));
+    // Once per claimed epoch: the claimant's next heartbeat draws nothing.
+    let fx = step(&mut b, |a, out| a.on_foreign_leader(2, term, out));
+    assert!(fx.is_quiet());
+    assert!(!fx.started_election());
+    // A claim above the leader's epoch: a new epoch above it, by an election.
+    let fx = step(&mut b, |a, out| a.on_foreign_leader(2, term + 1, out));
     assert!(fx.started_election());
     assert_eq!(fx.recipients(), vec![4, 5]);
 
