@@ -271,7 +271,12 @@ pub async fn run_with<T: Transport>(
             },
             // Due timers first: a leader's heartbeats go out on time however full
             // the socket is.
-            _ = &mut sleep, if !d.paused => d.timeout(),
+            _ = &mut sleep, if !d.paused => {
+                // What already waits in the socket is read first (one batch at most):
+                // an answer that arrived before its timeout must not lose to it.
+                d.drain_pending(&socket, &mut buf);
+                d.timeout();
+            }
             r = socket.recv_from(&mut buf) => {
                 d.received(r, &buf);
                 d.drain_batch(&socket, &mut buf);
@@ -544,6 +549,16 @@ impl Driver {
     /// Handle the datagrams already queued on the socket after the one just received,
     /// up to [`BATCH`], stopping early when a timer falls due (it then fires before
     /// the next datagram): the caller flushes once for the whole batch.
+    /// Read up to one batch of datagrams already waiting, due timers or not.
+    fn drain_pending<T: Transport>(&mut self, socket: &T, buf: &mut [u8]) {
+        for _ in 0..BATCH {
+            match socket.try_recv_from(buf) {
+                Some(r) => self.received(r, buf),
+                None => return,
+            }
+        }
+    }
+
     fn drain_batch<T: Transport>(&mut self, socket: &T, buf: &mut [u8]) {
         for _ in 1..BATCH {
             if self.paused || self.node.poll_timeout().is_some_and(|t| t <= self.now()) {
