@@ -51,6 +51,8 @@ export ELECTD_TIMING_HEARTBEAT=20ms ELECTD_TIMING_FAILURE_TIMEOUT=200ms \
     ELECTD_TIMING_ANSWER_TIMEOUT=60ms ELECTD_TIMING_COORDINATOR_TIMEOUT=200ms \
     ELECTD_TIMING_ELECTION_TIMEOUT=200ms..400ms ELECTD_TRANSPORT_RETRANSMIT=20ms \
     ELECTD_TRANSPORT_RTO_MAX=40ms
+# Durable state per node in the work directory (raft refuses to run without it).
+export ELECTD_STATE_FILE="$WORK/{node}.state"
 
 log() { printf '\n[%s +%ss] %s\n' "$(date +%T)" "$((SECONDS - T0))" "$*"; }
 ns() { echo "$P-$1"; }
