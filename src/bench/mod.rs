@@ -228,7 +228,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
         failover = failover::run(opts, log)?;
     }
     let mut etcd = versus_etcd::VersusEtcd {
-        skipped: Some("not selected (--only)".into()),
+        skipped: Some(report::NOT_SELECTED.into()),
         ..Default::default()
     };
     // The quick run (tests, CI) leaves etcd out unless asked for by name: the

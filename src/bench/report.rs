@@ -206,10 +206,16 @@ pub fn targets(r: &Results) -> Vec<Target> {
     out
 }
 
+/// Why the etcd section is empty when `--only` left it out (no target then).
+pub const NOT_SELECTED: &str = "not selected (--only)";
+
 /// Raft's failover with the one-value election timeout E, beside etcd (issue targets:
 /// median ≤ 1.10 E, p90 ≤ 1.25 E, max ≤ 1.5 E).
 fn etcd_targets(e: &super::versus_etcd::VersusEtcd) -> Vec<Target> {
     let raft = AlgorithmKind::Raft.as_str();
+    if e.skipped.as_deref() == Some(NOT_SELECTED) {
+        return Vec::new();
+    }
     let Some(run) = e.run(raft) else {
         return vec![Target {
             name: "raft failover ÷ E (poll driver, beside etcd)".into(),
