@@ -136,7 +136,9 @@ fn report_buffers(rcv: BufferSize, snd: BufferSize) {
 /// inside a tokio runtime.
 pub fn bind_udp(addr: SocketAddr) -> io::Result<tokio::net::UdpSocket> {
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
-    socket.set_reuse_address(true)?;
+    // No SO_REUSEADDR: on UDP it does not help a restart (there is no TIME_WAIT), it
+    // lets a second socket share the port, so that two nodes configured with one
+    // address, or two sockets given port 0, would silently split the datagrams.
     if addr.is_ipv6() && addr.ip().is_unspecified() {
         // Dual stack where the system allows it; an IPv6-only host keeps working.
         let _ = socket.set_only_v6(false);
