@@ -1,39 +1,30 @@
 //! electd — leader election daemon and simulator.
 //!
-//! The crate is layered so that the same algorithm code runs everywhere:
-//! - [`algorithm`]: the sans-IO contract (inputs → effects as data), and
-//!   [`algorithms`]: one file per election algorithm;
+//! The crate is layered so that the same algorithm code runs everywhere (each module
+//! only uses the ones listed before it; docs/architecture.md draws the picture):
+//! - [`contract`]: the sans-IO contract (inputs → effects as data), the domain
+//!   messages, the registry of algorithms and the literature's count formulas;
+//! - [`algorithms`]: one file per election algorithm, by family;
 //! - [`node`]: one node's groups, failure detector, reliable link and deadline table,
 //!   still without I/O or clocks;
-//! - [`sim`]: a deterministic discrete-event simulator that drives [`node::Node`];
-//! - [`compare`] and [`formulas`]: the literature's message counts against measured ones.
+//! - [`sim`]: a deterministic discrete-event simulator that drives [`node::Node`], and
+//!   the comparison of measured counts with the formulas;
+//! - [`trace`]: the trace format and `electd view`'s diagrams;
+//! - [`security`]: the envelope, its authentication and the checks every datagram passes;
+//! - [`config`]: the cluster's TOML file and its validation;
+//! - [`daemon`]: the tokio runtime of one node, its metrics and hooks;
+//! - [`http`]: the HTTP API.
 
-pub mod algorithm;
 pub mod algorithms;
 pub mod bench;
-pub mod compare;
 pub mod config;
-pub mod config_template;
+pub mod contract;
 pub mod daemon;
-pub mod droplog;
-pub mod formulas;
-pub mod gate;
-pub mod hooks;
 pub mod http;
-pub mod keyring;
-pub mod message;
-pub mod metrics;
 pub mod node;
-#[cfg(target_os = "linux")]
-pub mod process_metrics;
-pub mod registry;
-pub mod replay;
-pub mod rng;
+pub mod security;
 pub mod sim;
 pub mod trace;
-pub mod view;
-pub mod wire;
-
 /// A node id from the roster; 0 is reserved (never a valid id).
 pub type NodeId = u32;
 

@@ -2,14 +2,14 @@
 //! network (constant 1 ms delay, nothing lost), ids 1..N.
 //!
 //! Expected counts are computed here from the published formulas, independently of
-//! `electd::formulas`:
+//! `electd::contract::formulas`:
 //! - Bully, initiator k: 2·Σ_{i=k}^{N}(N−i) + (N−1) = (N−k+1)(N−k) + N − 1
 //!   (seed report "P1 Leader Election" §4.2.1, Eq. 1; Garcia-Molina 1982), N² − 1 for k = 1.
 //! - Improved Bully, initiator k < N: (N−k) + (N−k) + 1 + (N−1) = 3N − 2k
 //!   (seed report §4.2.2, Eq. 2; Soundarabai et al. 2014, Table 1).
 
-use electd::algorithm::AlgorithmKind;
-use electd::message::MessageType;
+use electd::contract::algorithm::AlgorithmKind;
+use electd::contract::message::MessageType;
 use electd::sim::report::SimReport;
 use electd::sim::runner::{simulate, SimulateParams};
 use electd::sim::scenario::{Initiator, Scenario};
@@ -156,7 +156,7 @@ fn improved_bully_leader_crash_lowest_detects() {
         assert_eq!(e.messages.total, 3 * n - 2, "N={n}\n{}", r.to_table());
         assert_eq!(e.leader, Some(n as u32 - 1));
         // Two answer timeouts by design (initiator, then the cross-check).
-        let t = electd::algorithm::Timing::default()
+        let t = electd::contract::algorithm::Timing::default()
             .answer_timeout
             .as_secs_f64()
             * 1e3;

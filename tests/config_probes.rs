@@ -35,7 +35,7 @@ impl Fixture {
         let dir = std::env::temp_dir().join(format!("electd-probes-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        electd::keyring::write_key_file(&dir.join("cluster.key")).unwrap();
+        electd::security::keyring::write_key_file(&dir.join("cluster.key")).unwrap();
         std::fs::write(dir.join("token"), "0123456789abcdef0123456789abcdef\n").unwrap();
         std::fs::write(
             dir.join("two-lines.token"),

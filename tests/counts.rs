@@ -12,14 +12,14 @@
 
 mod common;
 
-use electd::algorithm::{AlgorithmKind, Options, Timing};
+use electd::contract::algorithm::{AlgorithmKind, Options, Timing};
+use electd::contract::message::MessageType;
+use electd::daemon::metrics::Metrics;
 use electd::daemon::runtime::{run, RuntimeConfig, Start};
 use electd::daemon::shared::{Control, Shared};
 use electd::daemon::socket::bind_udp;
-use electd::keyring::{Key, Keyring};
-use electd::message::MessageType;
-use electd::metrics::Metrics;
 use electd::node::link::LinkConfig;
+use electd::security::keyring::{Key, Keyring};
 use electd::sim::runner::{simulate, SimulateParams};
 use electd::NodeId;
 use std::sync::Arc;

@@ -51,7 +51,7 @@ fn demo_runs_chaos_and_stops_cleanly() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(stdout.matches("http://127.0.0.1:").count(), 4, "{stdout}");
-    for kind in electd::algorithm::AlgorithmKind::available() {
+    for kind in electd::contract::algorithm::AlgorithmKind::available() {
         assert!(
             stdout.contains(&format!("{kind}: failover to node")),
             "{kind} never failed over:\n{stdout}"

@@ -14,7 +14,7 @@
 mod common;
 
 use common::{Cluster, Timing};
-use electd::algorithm::AlgorithmKind;
+use electd::contract::algorithm::AlgorithmKind;
 use electd::NodeId;
 use std::time::{Duration, Instant};
 

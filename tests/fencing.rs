@@ -1,10 +1,10 @@
-//! The fencing token (`electd::algorithm::Token`: term, then leader id) on the
+//! The fencing token (`electd::contract::algorithm::Token`: term, then leader id) on the
 //! simulator, for every algorithm: after a cold start, a leader crash, the highest id
 //! coming back with and without its disk, and a 3 + 2 partition and its heal, every
 //! live node reports the same leader and term, and every new leadership's token is above
 //! every token the cluster has seen before.
 
-use electd::algorithm::{AlgorithmKind, Token};
+use electd::contract::algorithm::{AlgorithmKind, Token};
 use electd::sim::network::NetConfig;
 use electd::sim::{Sim, SimConfig};
 use electd::NodeId;

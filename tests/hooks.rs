@@ -4,9 +4,9 @@
 
 mod http_common;
 
-use electd::algorithm::AlgorithmKind::{Bully, Raft};
+use electd::contract::algorithm::AlgorithmKind::{Bully, Raft};
+use electd::daemon::hooks::{self, Outcome};
 use electd::daemon::shared::LeaderEvent;
-use electd::hooks::{self, Outcome};
 use http_common::{shared, wait_until};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -4,14 +4,14 @@
 //! runs per datagram) never panic, are all refused with a known reason, and never
 //! change the node's leader, while the genuine leader's heartbeats keep arriving.
 
-use electd::algorithm::{AlgorithmKind, Options, Timing};
-use electd::gate::{Dropped, Gate, GateConfig};
-use electd::keyring::{Key, Keyring, KEY_LEN};
-use electd::message::{ElectionTag, Message};
+use electd::contract::algorithm::{AlgorithmKind, Options, Timing};
+use electd::contract::message::{ElectionTag, Message};
+use electd::contract::rng::Rng;
 use electd::node::link::LinkConfig;
 use electd::node::{Datagram, Node, NodeConfig};
-use electd::rng::Rng;
-use electd::wire::{Codec, Header};
+use electd::security::gate::{Dropped, Gate, GateConfig};
+use electd::security::keyring::{Key, Keyring, KEY_LEN};
+use electd::security::wire::{Codec, Header};
 use electd::NodeId;
 use std::collections::BTreeMap;
 use std::time::Duration;

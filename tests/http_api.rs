@@ -3,7 +3,7 @@
 
 mod http_common;
 
-use electd::algorithm::AlgorithmKind::{self, Bully, Raft};
+use electd::contract::algorithm::AlgorithmKind::{self, Bully, Raft};
 use electd::daemon::shared::{Control, LeaderEvent, Shared};
 use http_common::{call, get, shared, view, Server, Sse};
 use hyper::{Method, StatusCode};

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{Cluster, Timing};
-use electd::algorithm::AlgorithmKind;
+use electd::contract::algorithm::AlgorithmKind;
 use std::time::Duration;
 
 const TIMING: Timing = Timing {

@@ -10,7 +10,7 @@
 
 mod http_common;
 
-use electd::algorithm::{AlgorithmKind, Options, Timing};
+use electd::contract::algorithm::{AlgorithmKind, Options, Timing};
 use electd::daemon::runtime::{self, NetOptions, RuntimeConfig, Start};
 use electd::daemon::shared::Shared;
 use electd::daemon::socket::{bind_udp, join_multicast};

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{counter_sum, http_get, Cluster, Timing};
-use electd::algorithm::AlgorithmKind::{Bully, Raft};
+use electd::contract::algorithm::AlgorithmKind::{Bully, Raft};
 use std::time::{Duration, Instant};
 
 const TIMING: Timing = Timing {
@@ -130,9 +130,9 @@ fn a_node_that_cannot_persist_is_unhealthy_not_mute() {
         .lines()
         .filter(|l| l.contains("durable state not written"))
         .count() as u64;
-    let periods = failed_at.elapsed().as_secs() / electd::droplog::REFILL.as_secs();
+    let periods = failed_at.elapsed().as_secs() / electd::security::droplog::REFILL.as_secs();
     assert!(
-        lines >= 1 && lines <= u64::from(electd::droplog::BURST) + periods + 1,
+        lines >= 1 && lines <= u64::from(electd::security::droplog::BURST) + periods + 1,
         "{lines} lines:\n{}",
         c.log(x)
     );

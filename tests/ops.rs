@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Cluster, Timing};
-use electd::algorithm::AlgorithmKind;
+use electd::contract::algorithm::AlgorithmKind;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::os::unix::net::UnixDatagram;

@@ -7,7 +7,7 @@
 //! `electd::sim::campaign`, shared with `electd chaos`). A failure prints the seed and
 //! the command that replays it with `electd simulate`.
 
-use electd::algorithm::AlgorithmKind;
+use electd::contract::algorithm::AlgorithmKind;
 use electd::sim::campaign::{self, Violation};
 use electd::sim::chaos::{self, ChaosParams, FaultSet};
 use electd::sim::{Sim, SimConfig};

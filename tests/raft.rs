@@ -10,10 +10,10 @@
 //! clean start with one initiator every one of the N−1 peers receives one request and
 //! answers once per round, and there are two rounds with pre-vote (pre-vote, vote).
 
-use electd::algorithm::{AlgorithmKind, Options, Timing};
-use electd::message::MessageType;
+use electd::contract::algorithm::{AlgorithmKind, Options, Timing};
+use electd::contract::message::MessageType;
+use electd::contract::rng::Rng;
 use electd::node::link::LinkConfig;
-use electd::rng::Rng;
 use electd::sim::network::NetConfig;
 use electd::sim::scenario::Op;
 use electd::sim::{Sim, SimConfig};
@@ -157,8 +157,8 @@ fn simulate_reports_raft_beside_the_others() {
         assert_eq!(r.messages.total, 4 * (n as u64 - 1));
         assert_eq!(r.messages.of(MessageType::PreVote), n as u64 - 1);
     }
-    let cmp =
-        electd::compare::run(&AlgorithmKind::available(), &[4, 6], 1, |_, _| {}).expect("compare");
+    let cmp = electd::sim::compare::run(&AlgorithmKind::available(), &[4, 6], 1, |_, _| {})
+        .expect("compare");
     let raft: Vec<_> = cmp.points.iter().filter(|p| p.algorithm == RAFT).collect();
     assert_eq!(raft.len(), 2);
     for p in raft {
@@ -656,9 +656,9 @@ fn replay_one_seed() {
 
 mod rules {
     use super::*;
-    use electd::algorithm::{Algorithm, Durable, Effect, GroupConfig, Out, Timer};
     use electd::algorithms::raft::Raft;
-    use electd::message::Message;
+    use electd::contract::algorithm::{Algorithm, Durable, Effect, GroupConfig, Out, Timer};
+    use electd::contract::message::Message;
 
     fn raft(me: NodeId, options: Options) -> Raft {
         let mut r = Raft::new(GroupConfig {

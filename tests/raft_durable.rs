@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Cluster, Timing};
-use electd::algorithm::AlgorithmKind;
+use electd::contract::algorithm::AlgorithmKind;
 use std::time::{Duration, Instant};
 
 const TIMING: Timing = Timing {

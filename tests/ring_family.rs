@@ -2,10 +2,10 @@
 //! counts against the literature's formulas (computed here, sources named), and
 //! seeded property tests of recovery after crashes, restarts, loss and partitions.
 
-use electd::algorithm::{AlgorithmKind, GroupConfig, Options, Out, Timing};
-use electd::message::{Message, MessageType};
+use electd::contract::algorithm::{AlgorithmKind, GroupConfig, Options, Out, Timing};
+use electd::contract::message::{Message, MessageType};
+use electd::contract::rng::Rng;
 use electd::node::link::LinkConfig;
-use electd::rng::Rng;
 use electd::sim::network::NetConfig;
 use electd::sim::runner::{simulate, SimulateParams};
 use electd::sim::scenario::{Initiator, Op, RingOrder, Scenario};
@@ -190,7 +190,7 @@ fn hs_lockstep(ids: &[NodeId], initiator: usize) -> (u32, u64, Vec<Option<NodeId
     let mut out = Out::new();
     let collect = |from: NodeId, out: &mut Out, queue: &mut VecDeque<(NodeId, NodeId, Message)>| {
         for e in out.drain() {
-            if let electd::algorithm::Effect::Send { to, msg } = e {
+            if let electd::contract::algorithm::Effect::Send { to, msg } = e {
                 queue.push_back((from, to, msg));
             }
         }

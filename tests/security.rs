@@ -11,14 +11,14 @@
 mod common;
 
 use common::{counter_sum, Cluster, Timing};
-use electd::algorithm::{AlgorithmKind, Options, Timing as AlgoTiming};
-use electd::gate::{Dropped, Gate, GateConfig};
-use electd::keyring::{to_hex, Key, Keyring, KEY_LEN};
-use electd::message::{ElectionTag, Message};
+use electd::contract::algorithm::{AlgorithmKind, Options, Timing as AlgoTiming};
+use electd::contract::message::{ElectionTag, Message};
 use electd::node::link::LinkConfig;
 use electd::node::{Datagram, Node, NodeConfig};
-use electd::replay::MAX_FUTURE;
-use electd::wire::{Codec, Header};
+use electd::security::gate::{Dropped, Gate, GateConfig};
+use electd::security::keyring::{to_hex, Key, Keyring, KEY_LEN};
+use electd::security::replay::MAX_FUTURE;
+use electd::security::wire::{Codec, Header};
 use electd::NodeId;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -496,7 +496,7 @@ fn forged_datagrams_over_udp_are_counted_and_do_not_move_the_leader() {
         "every reason logged at least once:\n{log}"
     );
     assert!(
-        lines <= cases.len() * electd::droplog::BURST as usize,
+        lines <= cases.len() * electd::security::droplog::BURST as usize,
         "{lines} lines:\n{log}"
     );
 }
@@ -542,7 +542,7 @@ fn key_rotation_with_sighup_keeps_the_leader() {
             .collect()
     };
     let changes_before = changes(&c);
-    let new = to_hex(&electd::keyring::random_key().unwrap());
+    let new = to_hex(&electd::security::keyring::random_key().unwrap());
     let old_line = old
         .lines()
         .find(|l| !l.starts_with('#') && !l.is_empty())

@@ -7,13 +7,13 @@
 //! Three nodes run Bully over an in-memory network, every datagram through the same
 //! `Gate::seal` → `Gate::open` → `Node::handle_datagram` path as the daemon's.
 
-use electd::algorithm::{AlgorithmKind, Options, Timing, MAX_TERM_AHEAD};
-use electd::gate::{Gate, GateConfig};
-use electd::keyring::{Key, Keyring, KEY_LEN};
-use electd::message::{ElectionTag, Message};
+use electd::contract::algorithm::{AlgorithmKind, Options, Timing, MAX_TERM_AHEAD};
+use electd::contract::message::{ElectionTag, Message};
 use electd::node::link::LinkConfig;
 use electd::node::{Datagram, Node, NodeConfig};
-use electd::replay::MAX_FUTURE;
+use electd::security::gate::{Gate, GateConfig};
+use electd::security::keyring::{Key, Keyring, KEY_LEN};
+use electd::security::replay::MAX_FUTURE;
 use electd::NodeId;
 use std::collections::VecDeque;
 use std::net::SocketAddr;

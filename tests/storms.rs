@@ -13,8 +13,8 @@
 //!   N−1 COORDINATOR messages of one announcement, against N² − 1 (Bully) when every
 //!   node calls at the same instant.
 
-use electd::algorithm::AlgorithmKind;
-use electd::message::MessageType;
+use electd::contract::algorithm::AlgorithmKind;
+use electd::contract::message::MessageType;
 use electd::sim::scenario::Op;
 use electd::sim::{Sim, SimConfig};
 use std::time::Duration;

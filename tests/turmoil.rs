@@ -7,13 +7,13 @@
 //! Virtual time only: waits are conditions checked after every simulation step, with
 //! a virtual deadline.
 
-use electd::algorithm::{AlgorithmKind, Options, Timing};
+use electd::contract::algorithm::{AlgorithmKind, Options, Timing};
+use electd::daemon::metrics::Metrics;
 use electd::daemon::runtime::{incarnation_now, run, RuntimeConfig, Start};
 use electd::daemon::shared::Shared;
 use electd::daemon::socket::Transport;
-use electd::keyring::{Key, Keyring};
-use electd::metrics::Metrics;
 use electd::node::link::LinkConfig;
+use electd::security::keyring::{Key, Keyring};
 use electd::NodeId;
 use std::collections::HashMap;
 use std::future::Future;

@@ -1,7 +1,7 @@
 //! The test vectors of docs/wire.md against the real codec: every ```` ```vector ````
 //! block of the document is decoded with prost, rendered field by field as the
 //! document describes it and compared with the block's `envelope:` and `body:` lines;
-//! then it goes through a receiving node's gate ([`electd::gate::Gate`], which runs
+//! then it goes through a receiving node's gate ([`electd::security::gate::Gate`], which runs
 //! `wire`, `keyring` and `replay`) and must be accepted or dropped for the reason the
 //! block names. Accepted vectors must also be exactly what electd's own encoder
 //! produces for the decoded datagram (canonical encoding, deterministic tag).
@@ -14,10 +14,10 @@
 //! `cargo test --test wire_vectors -- --ignored --nocapture print_vectors` prints the
 //! vector blocks from their construction below (how the document's blocks were made).
 
-use electd::gate::{Gate, GateConfig};
-use electd::keyring::{Key, Keyring, KEY_LEN};
 use electd::proto::{self, envelope::Body};
-use electd::wire::{Codec, Header};
+use electd::security::gate::{Gate, GateConfig};
+use electd::security::keyring::{Key, Keyring, KEY_LEN};
+use electd::security::wire::{Codec, Header};
 use electd::NodeId;
 use hmac::{Hmac, Mac};
 use prost::Message as _;
@@ -293,8 +293,8 @@ fn the_documents_vectors_hold_against_the_codec() {
 #[test]
 #[ignore = "prints the vector blocks of docs/wire.md"]
 fn print_vectors() {
-    use electd::algorithm::AlgorithmKind;
-    use electd::message::{ElectionTag, Message};
+    use electd::contract::algorithm::AlgorithmKind;
+    use electd::contract::message::{ElectionTag, Message};
     use electd::node::Datagram;
 
     let k1 = Keyring::new(Key::new(key("k1")));

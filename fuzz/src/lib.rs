@@ -16,13 +16,13 @@
 //! Invariants checked besides "no panic": every leader a node reports is a roster
 //! member; decode∘encode is the identity on every decoded datagram.
 
-use electd::algorithm::{AlgorithmKind, Options, Timing};
-use electd::gate::{Gate, GateConfig};
-use electd::keyring::{Key, Keyring, KEY_LEN};
-use electd::message::{ElectionTag, Message};
+use electd::contract::algorithm::{AlgorithmKind, Options, Timing};
+use electd::security::gate::{Gate, GateConfig};
+use electd::security::keyring::{Key, Keyring, KEY_LEN};
+use electd::contract::message::{ElectionTag, Message};
 use electd::node::link::LinkConfig;
 use electd::node::{Datagram, Node, NodeConfig};
-use electd::wire::{Codec, Header};
+use electd::security::wire::{Codec, Header};
 use electd::NodeId;
 use std::time::Duration;
 

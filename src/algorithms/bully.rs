@@ -46,10 +46,10 @@
 //!   None of this changes the synchronous counts above: there, no leader is alive
 //!   when a cascade runs.
 
-use crate::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::bully_common::{self as common, Claim, Leadership};
 use crate::algorithms::tags::Joined;
-use crate::message::{ElectionTag, Message};
+use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::contract::message::{ElectionTag, Message};
 use crate::NodeId;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,8 +1,8 @@
 //! What the two Bully variants share: the leader/epoch bookkeeping, the announcement,
 //! and the rule for a leadership claim (COORDINATOR or a foreign heartbeat).
 
-use crate::algorithm::{Durable, LeaderLoss, Out, Timer, Timing, Token};
-use crate::message::{ElectionTag, Message};
+use crate::contract::algorithm::{Durable, LeaderLoss, Out, Timer, Timing, Token};
+use crate::contract::message::{ElectionTag, Message};
 use crate::NodeId;
 use std::collections::BTreeMap;
 

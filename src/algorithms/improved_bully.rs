@@ -29,10 +29,10 @@
 //! claimant alone, and a follower of a higher leader leaves lower claims to it; a node
 //! driving an election takes a higher node's heartbeat as the announcement.
 
-use crate::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::bully_common::{self as common, Claim, Leadership};
 use crate::algorithms::tags::Joined;
-use crate::message::{ElectionTag, Message};
+use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::contract::message::{ElectionTag, Message};
 use crate::NodeId;
 use std::collections::BTreeSet;
 

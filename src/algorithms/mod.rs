@@ -1,4 +1,4 @@
-//! The election algorithms, one file each, all behind [`crate::algorithm::Algorithm`].
+//! The election algorithms, one file each, all behind [`crate::contract::algorithm::Algorithm`].
 
 pub mod bully;
 mod bully_common;
@@ -12,7 +12,7 @@ mod tags;
 #[cfg(test)]
 mod tests;
 
-use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig};
+use crate::contract::algorithm::{Algorithm, AlgorithmKind, GroupConfig};
 
 /// Why an algorithm instance could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -60,8 +60,8 @@
 //!
 //! The term is the fencing token ([`Algorithm::term`]).
 
-use crate::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
-use crate::message::Message;
+use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::contract::message::Message;
 use crate::NodeId;
 use std::collections::BTreeSet;
 use std::time::Duration;

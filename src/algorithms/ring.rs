@@ -46,11 +46,11 @@
 //!   electing node applies that rule too when the claim's epoch is newer than its own
 //!   (the election it waits for finished without it).
 
-use crate::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::algorithms::ring_core::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
 };
-use crate::message::Message;
+use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::contract::message::Message;
 use crate::NodeId;
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! The literature assumes nobody fails during a ring election. electd keeps, per
 //! node, the set of members the reliable link gave up on (*suspected*). A message is
 //! routed to the first member in its direction that is not suspected; when the link
-//! reports a message undeliverable ([`crate::algorithm::Algorithm::on_peer_unreachable`])
+//! reports a message undeliverable ([`crate::contract::algorithm::Algorithm::on_peer_unreachable`])
 //! the peer becomes suspected and the same message goes to the next member. A suspect
 //! is trusted again as soon as anything is heard from it (`on_peer_alive`) or its id
 //! is seen in a message (it was alive when it handled that message).
@@ -22,7 +22,7 @@
 //! leader) at which its lap ends. If routing would have to skip the origin itself,
 //! the origin is gone and the message is dropped: a lap never circulates forever.
 
-use crate::algorithm::{Durable, GroupConfig, Out, Timer, Timing, Token};
+use crate::contract::algorithm::{Durable, GroupConfig, Out, Timer, Timing, Token};
 use crate::NodeId;
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! Election tags shared by the Bully family: which cascades this node has joined.
 
-use crate::message::ElectionTag;
+use crate::contract::message::ElectionTag;
 use crate::NodeId;
 use std::collections::HashMap;
 

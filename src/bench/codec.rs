@@ -3,11 +3,11 @@
 //! datagrams, timed in a loop here for the report; `benches/codec.rs` measures the same
 //! operations with criterion for rigor (`cargo bench --bench codec`).
 
-use crate::algorithm::AlgorithmKind;
-use crate::keyring::{Key, Keyring};
-use crate::message::{ElectionTag, Message};
+use crate::contract::algorithm::AlgorithmKind;
+use crate::contract::message::{ElectionTag, Message};
 use crate::node::Datagram;
-use crate::wire::{Codec, Header};
+use crate::security::keyring::{Key, Keyring};
+use crate::security::wire::{Codec, Header};
 use crate::NodeId;
 use serde::Serialize;
 use std::hint::black_box;

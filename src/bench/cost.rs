@@ -8,7 +8,7 @@
 
 use super::procs::{metric_sum, ClusterTiming, ProcCluster};
 use super::BenchOptions;
-use crate::algorithm::AlgorithmKind;
+use crate::contract::algorithm::AlgorithmKind;
 use crate::NodeId;
 use anyhow::Context;
 use serde::Serialize;

@@ -17,8 +17,8 @@
 use super::procs::{ClusterTiming, ProcCluster};
 use super::sse::Watchers;
 use super::{ms, BenchOptions, Stats};
-use crate::algorithm::AlgorithmKind;
-use crate::rng::Rng;
+use crate::contract::algorithm::AlgorithmKind;
+use crate::contract::rng::Rng;
 use crate::NodeId;
 use serde::Serialize;
 use std::time::{Duration, Instant};

@@ -3,14 +3,14 @@
 //! 64-node benchmarks. Leader changes are collected from every node's event channel
 //! (the one `/watch` serves) with the [`Instant`] they were received.
 
-use crate::algorithm::{AlgorithmKind, Options, Timing};
+use crate::contract::algorithm::{AlgorithmKind, Options, Timing};
+use crate::contract::message::MessageType;
+use crate::daemon::metrics::Metrics;
 use crate::daemon::runtime::{run, RuntimeConfig, Start};
 use crate::daemon::shared::{Control, Shared};
 use crate::daemon::socket::bind_udp;
-use crate::keyring::{Key, Keyring};
-use crate::message::MessageType;
-use crate::metrics::Metrics;
 use crate::node::link::LinkConfig;
+use crate::security::keyring::{Key, Keyring};
 use crate::NodeId;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -58,7 +58,7 @@ impl InProc {
             peers.push((id, s.local_addr()?));
             sockets.push(s);
         }
-        let keys = Keyring::new(Key::new(crate::keyring::random_key()?));
+        let keys = Keyring::new(Key::new(crate::security::keyring::random_key()?));
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let (tx, events) = mpsc::unbounded_channel();
         let mut nodes = Vec::new();

@@ -1,5 +1,5 @@
 //! Message efficiency on real UDP: for each comparison case of
-//! [`crate::formulas::cases`] and each N, N runtimes in this process over loopback
+//! [`crate::contract::formulas::cases`] and each N, N runtimes in this process over loopback
 //! sockets start passively, the lowest id is told to call an election (what `POST
 //! /admin/election` does), and once every node agrees and every election message sent
 //! has been received, the counters are read from the nodes' Prometheus registries.
@@ -14,10 +14,10 @@
 
 use super::inproc::InProc;
 use super::{ms, BenchOptions};
-use crate::algorithm::{AlgorithmKind, Timing};
+use crate::contract::algorithm::{AlgorithmKind, Timing};
+use crate::contract::formulas;
 use crate::daemon::runtime::Start;
 use crate::daemon::shared::Control;
-use crate::formulas;
 use crate::node::link::LinkConfig;
 use crate::sim::runner::{simulate, SimulateParams};
 use crate::sim::scenario::{Initiator, Scenario};

@@ -53,7 +53,7 @@ pub struct BenchOptions {
     /// Node counts of the `scale-cold` section (empty: its default plan).
     pub nodes: Vec<usize>,
     /// Algorithms of the `scale-cold` section (empty: all).
-    pub algorithms: Vec<crate::algorithm::AlgorithmKind>,
+    pub algorithms: Vec<crate::contract::algorithm::AlgorithmKind>,
 }
 
 /// The sections of a run, in order.

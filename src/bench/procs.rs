@@ -3,7 +3,7 @@
 //! token), a minimal HTTP client, and a guard that kills every process it started (by
 //! PID) when dropped.
 
-use crate::algorithm::AlgorithmKind;
+use crate::contract::algorithm::AlgorithmKind;
 use crate::NodeId;
 use anyhow::Context;
 use std::io::{Read, Write};
@@ -43,10 +43,10 @@ impl ClusterTiming {
         }
     }
 
-    /// The same settings as the nodes' [`Timing`](crate::algorithm::Timing).
-    pub fn timing(&self) -> crate::algorithm::Timing {
+    /// The same settings as the nodes' [`Timing`](crate::contract::algorithm::Timing).
+    pub fn timing(&self) -> crate::contract::algorithm::Timing {
         let ms = Duration::from_millis;
-        crate::algorithm::Timing {
+        crate::contract::algorithm::Timing {
             heartbeat: ms(self.heartbeat_ms),
             failure_timeout: ms(self.failure_ms),
             answer_timeout: ms(self.answer_ms),
@@ -112,8 +112,9 @@ impl ProcCluster {
         let dir = parent.join(format!("electd-bench-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-        crate::keyring::write_key_file(&dir.join("cluster.key")).context("write the key")?;
-        let token = crate::keyring::to_hex(&crate::keyring::random_key()?);
+        crate::security::keyring::write_key_file(&dir.join("cluster.key"))
+            .context("write the key")?;
+        let token = crate::security::keyring::to_hex(&crate::security::keyring::random_key()?);
         std::fs::write(dir.join("admin.token"), &token)?;
         // Readable by its owner only, as a deployed token should be (no warning).
         {

@@ -11,7 +11,7 @@
 
 use super::inproc::InProc;
 use super::{ms, BenchOptions, Stats};
-use crate::algorithm::{AlgorithmKind, Timing};
+use crate::contract::algorithm::{AlgorithmKind, Timing};
 use crate::daemon::runtime::Start;
 use crate::daemon::shared::Control;
 use crate::node::link::LinkConfig;
@@ -135,7 +135,7 @@ pub fn run_sim(quick: bool, log: &dyn Fn(&str)) -> anyhow::Result<Vec<SimPoint>>
         let peak_reset = reset_peak();
         let mut params = SimulateParams::new(kind, n);
         params.timing = sim_timing(n);
-        let formula = crate::formulas::cases(kind)
+        let formula = crate::contract::formulas::cases(kind)
             .into_iter()
             .find(|c| c.order == crate::sim::scenario::RingOrder::Ascending && c.exact)
             .and_then(|c| c.expected)

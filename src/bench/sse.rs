@@ -6,7 +6,7 @@
 //! leader is known to within the loopback delivery of one SSE event (well under a
 //! millisecond), where polling `/status` would add up to one polling period.
 
-use crate::algorithm::AlgorithmKind;
+use crate::contract::algorithm::AlgorithmKind;
 use crate::NodeId;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -20,8 +20,8 @@
 
 use super::procs::{http_request, ClusterTiming, ProcCluster};
 use super::{ms, BenchOptions, Stats};
-use crate::algorithm::AlgorithmKind;
-use crate::rng::Rng;
+use crate::contract::algorithm::AlgorithmKind;
+use crate::contract::rng::Rng;
 use crate::NodeId;
 use anyhow::Context;
 use serde::Serialize;

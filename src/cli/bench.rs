@@ -31,7 +31,7 @@ pub struct BenchArgs {
     pub nodes: Vec<usize>,
     /// Algorithms of the scale-cold section (comma-separated). Default: all.
     #[arg(long, value_delimiter = ',')]
-    pub algorithms: Vec<electd::algorithm::AlgorithmKind>,
+    pub algorithms: Vec<electd::contract::algorithm::AlgorithmKind>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {

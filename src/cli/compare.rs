@@ -1,7 +1,7 @@
 //! `electd compare`.
 
 use super::Format;
-use electd::algorithm::AlgorithmKind;
+use electd::contract::algorithm::AlgorithmKind;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -33,7 +33,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let runs: Vec<(AlgorithmKind, usize)> = algorithms
         .iter()
         .flat_map(|&k| {
-            let cases = electd::formulas::cases(k).len().max(1);
+            let cases = electd::contract::formulas::cases(k).len().max(1);
             nodes
                 .iter()
                 .flat_map(move |&n| std::iter::repeat_n((k, n), cases))
@@ -41,7 +41,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         .collect();
     super::simulate::check_series(&runs, args.force)?;
     let tty = std::io::stderr().is_terminal();
-    let cmp = electd::compare::run(&algorithms, &nodes, args.seed, |done, total| {
+    let cmp = electd::sim::compare::run(&algorithms, &nodes, args.seed, |done, total| {
         if tty {
             eprint!("\rcompare: {done}/{total} simulations");
             let _ = std::io::stderr().flush();

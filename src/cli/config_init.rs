@@ -1,11 +1,11 @@
 //! `electd config init`: write a complete, commented cluster configuration for N hosts
-//! (see [`electd::config_template`]). An existing file is never overwritten without
+//! (see [`electd::config::template`]). An existing file is never overwritten without
 //! `--force`; the file is checked with [`Config::parse`] for node 1 before it is
 //! written, so what is written always loads.
 
 use anyhow::{bail, Context};
+use electd::config::template::{Hosts, KeyChoice, Template};
 use electd::config::Config;
-use electd::config_template::{Hosts, KeyChoice, Template};
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -209,7 +209,7 @@ fn init(a: InitArgs) -> anyhow::Result<()> {
         if key.exists() {
             eprintln!("using the existing key {}", key.display());
         } else {
-            electd::keyring::write_key_file(&key)
+            electd::security::keyring::write_key_file(&key)
                 .with_context(|| format!("cannot write key file {}", key.display()))?;
             eprintln!(
                 "wrote a new cluster key to {} (mode 0600): copy it to every node with the config",

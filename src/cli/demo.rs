@@ -9,14 +9,14 @@
 //! everything cleanly.
 
 use anyhow::Context;
-use electd::algorithm::{AlgorithmKind, Options, Timing};
+use electd::contract::algorithm::{AlgorithmKind, Options, Timing};
+use electd::contract::message::MessageType;
+use electd::daemon::metrics::Metrics;
 use electd::daemon::runtime::{self, incarnation_now, RuntimeConfig, Start};
 use electd::daemon::shared::{Control, Shared};
 use electd::daemon::socket::bind_udp;
-use electd::keyring::{random_key, Key, Keyring};
-use electd::message::MessageType;
-use electd::metrics::Metrics;
 use electd::node::link::LinkConfig;
+use electd::security::keyring::{random_key, Key, Keyring};
 use electd::NodeId;
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};

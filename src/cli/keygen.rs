@@ -13,14 +13,14 @@ pub struct KeygenArgs {
 pub fn run(args: KeygenArgs) -> anyhow::Result<()> {
     match args.out {
         Some(path) => {
-            electd::keyring::write_key_file(&path)
+            electd::security::keyring::write_key_file(&path)
                 .map_err(|e| anyhow::anyhow!("cannot write key file {}: {e}", path.display()))?;
             eprintln!(
                 "wrote a new key to {} (mode 0600); copy it to every node and set security.key_file",
                 path.display()
             );
         }
-        None => print!("{}", electd::keyring::new_key_file()?),
+        None => print!("{}", electd::security::keyring::new_key_file()?),
     }
     Ok(())
 }

@@ -94,7 +94,7 @@ mod tests {
                 .map(|v| v.get_name().to_string())
                 .collect()
         };
-        let algorithms: Vec<String> = electd::algorithm::AlgorithmKind::ALL
+        let algorithms: Vec<String> = electd::contract::algorithm::AlgorithmKind::ALL
             .iter()
             .map(|k| k.as_str().to_string())
             .collect();
@@ -114,8 +114,8 @@ mod tests {
         assert_eq!(values("status", "format"), ["table", "json"]);
         assert_eq!(values("watch", "format"), ["text", "json"]);
         // Every value parses back to the library's own name for it.
-        for k in electd::algorithm::AlgorithmKind::ALL {
-            let parsed: electd::algorithm::AlgorithmKind = k.as_str().parse().unwrap();
+        for k in electd::contract::algorithm::AlgorithmKind::ALL {
+            let parsed: electd::contract::algorithm::AlgorithmKind = k.as_str().parse().unwrap();
             assert_eq!(parsed, k);
         }
     }

@@ -205,13 +205,13 @@ value_enum!(
 /// An algorithm on the command line. Every name of [`AlgorithmKind::ALL`] is a value
 /// (`chang-roberts`, `hirschberg-sinclair` and `_` spellings are accepted as aliases).
 ///
-/// [`AlgorithmKind::ALL`]: electd::algorithm::AlgorithmKind::ALL
+/// [`AlgorithmKind::ALL`]: electd::contract::algorithm::AlgorithmKind::ALL
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AlgorithmArg(pub electd::algorithm::AlgorithmKind);
+pub struct AlgorithmArg(pub electd::contract::algorithm::AlgorithmKind);
 
-const ALGORITHM_ARGS: [AlgorithmArg; electd::algorithm::AlgorithmKind::ALL.len()] = {
-    let all = electd::algorithm::AlgorithmKind::ALL;
-    let mut out = [AlgorithmArg(all[0]); electd::algorithm::AlgorithmKind::ALL.len()];
+const ALGORITHM_ARGS: [AlgorithmArg; electd::contract::algorithm::AlgorithmKind::ALL.len()] = {
+    let all = electd::contract::algorithm::AlgorithmKind::ALL;
+    let mut out = [AlgorithmArg(all[0]); electd::contract::algorithm::AlgorithmKind::ALL.len()];
     let mut i = 0;
     while i < all.len() {
         out[i] = AlgorithmArg(all[i]);
@@ -276,9 +276,9 @@ pub fn parse_node_counts(s: &str) -> Result<Vec<usize>, String> {
 /// available one when the list is empty (the option was not given).
 pub fn algorithms_or_all(
     list: &[AlgorithmArg],
-) -> anyhow::Result<Vec<electd::algorithm::AlgorithmKind>> {
+) -> anyhow::Result<Vec<electd::contract::algorithm::AlgorithmKind>> {
     if list.is_empty() {
-        return Ok(electd::algorithm::AlgorithmKind::available());
+        return Ok(electd::contract::algorithm::AlgorithmKind::available());
     }
     let mut out = Vec::new();
     for a in list {

@@ -11,10 +11,10 @@
 
 use anyhow::Context;
 use electd::config::Config;
+use electd::daemon::metrics::Metrics;
 use electd::daemon::runtime::{self, incarnation_now, NetOptions, RuntimeConfig};
 use electd::daemon::shared::Shared;
 use electd::daemon::socket::{bind_udp, join_multicast};
-use electd::metrics::Metrics;
 use electd::NodeId;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -108,7 +108,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     let hook_timeout = cfg.hooks.hook_timeout;
     let hooks = cfg.hooks.on_leader_change.clone().map(|cmd| {
         let mut hook_stop = stopped.clone();
-        electd::hooks::spawn_until(shared.clone(), cmd, hook_timeout, async move {
+        electd::daemon::hooks::spawn_until(shared.clone(), cmd, hook_timeout, async move {
             let _ = hook_stop.wait_for(|s| *s).await;
         })
     });
@@ -166,10 +166,10 @@ async fn reload_keys_on_sighup(
 ) {
     use electd::daemon::shared::Control;
     // A signal storm must not flood the log: lines are rate-limited per result.
-    let mut log = electd::droplog::DropLog::new();
+    let mut log = electd::security::droplog::DropLog::new();
     let start = std::time::Instant::now();
     let mut loud = |result: &'static str| {
-        log.record(result, start.elapsed()) != electd::droplog::Verdict::Quiet
+        log.record(result, start.elapsed()) != electd::security::droplog::Verdict::Quiet
     };
     while hup.recv().await.is_some() {
         let Some(path) = &path else {
@@ -183,9 +183,9 @@ async fn reload_keys_on_sighup(
             continue;
         };
         super::notify::notify_logged("RELOADING=1");
-        match electd::keyring::Keyring::load(path) {
+        match electd::security::keyring::Keyring::load(path) {
             Ok(keys) => {
-                if let Some(w) = electd::keyring::permission_warning(path) {
+                if let Some(w) = electd::security::keyring::permission_warning(path) {
                     tracing::warn!("{w}");
                 }
                 shared.metrics.key_reload("ok");

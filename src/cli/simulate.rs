@@ -1,7 +1,7 @@
 //! `electd simulate`.
 
 use super::{AlgorithmArg, FaultSetArg, Format, RingOrderArg, ScenarioArg};
-use electd::algorithm::AlgorithmKind;
+use electd::contract::algorithm::AlgorithmKind;
 use electd::sim::runner::{simulate, simulate_traced, SimulateParams};
 use electd::sim::scenario::{Initiator, Scenario};
 use electd::NodeId;

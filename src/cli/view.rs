@@ -3,8 +3,8 @@
 use anyhow::Context;
 use electd::sim::runner::{simulate_traced, SimulateParams};
 use electd::sim::scenario::Initiator;
+use electd::trace::view::{self, Trace};
 use electd::trace::{self, Header, Record};
-use electd::view::{self, Trace};
 use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 

@@ -10,7 +10,7 @@
 //! new state, never a torn one. The runtime stores the state after every step that
 //! changed it and before that step's datagrams leave the node.
 
-use crate::algorithm::{AlgorithmKind, Durable};
+use crate::contract::algorithm::{AlgorithmKind, Durable};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;

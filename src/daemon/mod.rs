@@ -2,6 +2,10 @@
 //! state it shares with the HTTP API.
 
 pub mod durable;
+pub mod hooks;
+pub mod metrics;
+#[cfg(target_os = "linux")]
+pub mod process_metrics;
 pub mod runtime;
 pub mod shared;
 pub mod socket;

@@ -9,10 +9,10 @@
 //!   `electd run` and the demo, turmoil's simulated UDP in the tests.
 //! - Every datagram goes out through [`Gate::seal`] and comes in through
 //!   [`Gate::open`] (authentication, receiver, source address, replay window; see
-//!   [`crate::gate`]). The gate outlives pause/resume, so its replay windows do too.
+//!   [`crate::security::gate`]). The gate outlives pause/resume, so its replay windows do too.
 //! - Nothing from the network is fatal: invalid datagrams are dropped and counted
 //!   (`electd_invalid_datagrams_total{reason}`) and logged at a bounded rate
-//!   ([`crate::droplog`]), send errors are counted
+//!   ([`crate::security::droplog`]), send errors are counted
 //!   (`electd_send_errors_total{kind}`) and survived; the reliable link retransmits.
 //! - Batches: after a datagram arrives, those already queued on the socket are handled
 //!   too (up to [`BATCH`]), then everything is flushed once: datagrams sent, metrics
@@ -43,18 +43,18 @@
 //!   without an address is skipped (`electd_send_errors_total{kind="no_address"}`)
 //!   and the link's verdicts work as for a dead peer.
 
-use crate::algorithm::{AlgorithmKind, Durable, Options, Timing};
 use crate::config::{Config, Security};
+use crate::contract::algorithm::{AlgorithmKind, Durable, Options, Timing};
+use crate::contract::message::Message;
 use crate::daemon::durable;
 use crate::daemon::shared::{Control, GroupView, LeaderEvent, Shared};
 use crate::daemon::socket::{send_error_kind, Transport};
-use crate::droplog::{DropLog, Verdict};
-use crate::gate::{Dropped, Gate, GateConfig};
-use crate::keyring::Keyring;
-use crate::message::Message;
 use crate::node::link::LinkConfig;
 use crate::node::{Datagram, Event, Node, NodeConfig, Time};
-use crate::wire::MAX_DATAGRAM;
+use crate::security::droplog::{DropLog, Verdict};
+use crate::security::gate::{Dropped, Gate, GateConfig};
+use crate::security::keyring::Keyring;
+use crate::security::wire::MAX_DATAGRAM;
 use crate::NodeId;
 use std::collections::HashMap;
 use std::future::Future;
@@ -718,7 +718,7 @@ impl Driver {
         }
     }
 
-    /// Log an error line of `class` at a bounded rate ([`crate::droplog`]'s buckets):
+    /// Log an error line of `class` at a bounded rate ([`crate::security::droplog`]'s buckets):
     /// a failure that repeats every batch writes a few lines a minute, with the count
     /// of the lines left out.
     fn log_error(&mut self, class: &'static str, line: &str) {

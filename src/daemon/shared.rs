@@ -10,8 +10,8 @@
 //! copies the snapshot, so a watcher sees every change exactly once, whatever the order
 //! in which the runtime calls `emit` and `publish_status`.
 
-use crate::algorithm::AlgorithmKind;
-use crate::metrics::Metrics;
+use crate::contract::algorithm::AlgorithmKind;
+use crate::daemon::metrics::Metrics;
 use crate::node::GroupStatus;
 use crate::NodeId;
 use serde::Serialize;
@@ -91,7 +91,7 @@ pub enum Control {
     Resume,
     /// Replace the keyring (`SIGHUP` re-read the key file): sign with its primary,
     /// accept every key it holds, from the next datagram on.
-    Keys(crate::keyring::Keyring),
+    Keys(crate::security::keyring::Keyring),
 }
 
 /// The health checks of a running node (the `check` label of `electd_health`):

@@ -2,7 +2,7 @@
 //! message instead of a silently ignored parameter.
 
 use super::error::ApiError;
-use crate::algorithm::AlgorithmKind;
+use crate::contract::algorithm::AlgorithmKind;
 use crate::daemon::shared::Shared;
 use axum::extract::RawQuery;
 

@@ -3,7 +3,7 @@
 use super::error::ApiError;
 use super::params::{self, Need};
 use super::App;
-use crate::algorithm::AlgorithmKind;
+use crate::contract::algorithm::AlgorithmKind;
 use crate::daemon::shared::{GroupView, Shared};
 use crate::NodeId;
 use axum::extract::{RawQuery, State};

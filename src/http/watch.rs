@@ -20,7 +20,7 @@
 use super::error::ApiError;
 use super::params::{self, Need};
 use super::App;
-use crate::algorithm::AlgorithmKind;
+use crate::contract::algorithm::AlgorithmKind;
 use crate::daemon::shared::{GroupView, LeaderEvent};
 use crate::NodeId;
 use axum::extract::{RawQuery, State};
@@ -122,9 +122,9 @@ async fn next(mut w: Watch) -> Option<(Result<Event, Infallible>, Watch)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::AlgorithmKind::Bully;
+    use crate::contract::algorithm::AlgorithmKind::Bully;
+    use crate::daemon::metrics::Metrics;
     use crate::daemon::shared::Shared;
-    use crate::metrics::Metrics;
     use std::sync::Arc;
 
     fn text(e: &Event) -> String {

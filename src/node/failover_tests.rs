@@ -3,7 +3,7 @@
 //! below by the silence its detector needs; a live higher id taking leadership back
 //! is a handover, not a failover.
 
-use crate::algorithm::AlgorithmKind;
+use crate::contract::algorithm::AlgorithmKind;
 use crate::sim::{Sim, SimConfig};
 use crate::NodeId;
 use std::time::Duration;

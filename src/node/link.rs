@@ -28,8 +28,8 @@
 //! peer restarted: its receive state is reset so its new sequence space is accepted;
 //! a lower one is a leftover of a previous life and is dropped.
 
-use crate::algorithm::AlgorithmKind;
-use crate::message::Message;
+use crate::contract::algorithm::AlgorithmKind;
+use crate::contract::message::Message;
 use crate::node::fxhash::{FxHashMap, FxHashSet};
 use crate::node::{Datagram, Time};
 use crate::NodeId;
@@ -56,7 +56,9 @@ pub struct LinkConfig {
 
 impl Default for LinkConfig {
     fn default() -> Self {
-        LinkConfig::for_failure_timeout(crate::algorithm::Timing::default().failure_timeout)
+        LinkConfig::for_failure_timeout(
+            crate::contract::algorithm::Timing::default().failure_timeout,
+        )
     }
 }
 
@@ -484,7 +486,7 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Message;
+    use crate::contract::message::Message;
 
     fn reliable(from: NodeId, seq: u64) -> Datagram {
         Datagram {
@@ -544,7 +546,7 @@ mod tests {
 
     fn election(seq: u64) -> Message {
         Message::Election {
-            tag: crate::message::ElectionTag { initiator: 1, seq },
+            tag: crate::contract::message::ElectionTag { initiator: 1, seq },
             epoch: 0,
         }
     }

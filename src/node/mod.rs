@@ -16,12 +16,12 @@ pub mod link;
 #[cfg(test)]
 mod multicast_tests;
 
-use crate::algorithm::{
+use crate::contract::algorithm::{
     Algorithm, AlgorithmKind, Durable, Effect, GroupConfig, LeaderLoss, Options, Out, Timer,
     Timing, Token, MAX_TERM_AHEAD,
 };
-use crate::message::{Message, MessageType};
-use crate::rng::Rng;
+use crate::contract::message::{Message, MessageType};
+use crate::contract::rng::Rng;
 use crate::NodeId;
 use link::{Inbound, Link, LinkConfig, LinkStats};
 use std::collections::BTreeMap;

@@ -16,7 +16,7 @@
 //!
 //! A violation carries everything needed to replay it with `electd simulate`.
 
-use crate::algorithm::AlgorithmKind;
+use crate::contract::algorithm::AlgorithmKind;
 use crate::node::link::LinkConfig;
 use crate::sim::chaos::{self, FaultSet};
 use crate::sim::scenario::Op;
@@ -124,7 +124,7 @@ pub fn check_seed(kind: AlgorithmKind, seed: u64, faults: FaultSet) -> Result<()
 
 /// How long a settled cluster must stay settled: several failure timeouts (Raft: its
 /// election timeout plays that part).
-pub fn settle_window(kind: AlgorithmKind, timing: &crate::algorithm::Timing) -> Duration {
+pub fn settle_window(kind: AlgorithmKind, timing: &crate::contract::algorithm::Timing) -> Duration {
     let f = match kind {
         AlgorithmKind::Raft => timing.election_timeout_max,
         _ => timing.failure_timeout,

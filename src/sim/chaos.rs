@@ -3,9 +3,9 @@
 //! clean network for a recovery bound derived from the timeouts. The same seed gives
 //! the same plan, so a failure replays with `electd simulate --scenario chaos --seed S`.
 
-use crate::algorithm::{AlgorithmKind, Timing};
+use crate::contract::algorithm::{AlgorithmKind, Timing};
+use crate::contract::rng::Rng;
 use crate::node::link::LinkConfig;
-use crate::rng::Rng;
 use crate::sim::network::NetConfig;
 use crate::sim::scenario::Op;
 use crate::NodeId;
@@ -116,7 +116,7 @@ pub fn recovery_bound(
     nodes: usize,
 ) -> Duration {
     use crate::algorithms::ring_core;
-    use crate::registry::Recovery;
+    use crate::contract::registry::Recovery;
     let lap = clean_net().delay_max * (4 * nodes as u32 + 8);
     match kind.info().recovery {
         Recovery::RingLaps { hops_per_member } => {

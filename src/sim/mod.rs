@@ -15,17 +15,18 @@
 
 pub mod campaign;
 pub mod chaos;
+pub mod compare;
 pub mod network;
 pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod tokens;
 
-use crate::algorithm::{AlgorithmKind, Options, Timing};
-use crate::message::MessageType;
+use crate::contract::algorithm::{AlgorithmKind, Options, Timing};
+use crate::contract::message::MessageType;
+use crate::contract::rng::Rng;
 use crate::node::link::LinkConfig;
 use crate::node::{Datagram, Event, Node, NodeConfig, Time};
-use crate::rng::Rng;
 use crate::trace::{self, Record, Recorder};
 use crate::NodeId;
 use network::{Cuts, NetConfig};

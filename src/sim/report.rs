@@ -1,8 +1,8 @@
 //! What a simulation reports: per measured election, and for a whole scenario, in the
 //! formats of `electd simulate --format table|json|csv`.
 
-use crate::algorithm::AlgorithmKind;
-use crate::message::MessageType;
+use crate::contract::algorithm::AlgorithmKind;
+use crate::contract::message::MessageType;
 use crate::NodeId;
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! `electd simulate` as a library call: build the roster, run a named scenario, report.
 
-use crate::algorithm::{AlgorithmKind, Timing};
+use crate::contract::algorithm::{AlgorithmKind, Timing};
 use crate::node::link::LinkConfig;
 use crate::sim::chaos::{self, FaultSet};
 use crate::sim::report::{MessageCounts, SimReport};

@@ -204,7 +204,9 @@ impl RingOrder {
         match self {
             RingOrder::Ascending => {}
             RingOrder::Descending => ids.reverse(),
-            RingOrder::Random => crate::rng::Rng::new(seed ^ 0x005E_ED0F_0DE5).shuffle(&mut ids),
+            RingOrder::Random => {
+                crate::contract::rng::Rng::new(seed ^ 0x005E_ED0F_0DE5).shuffle(&mut ids)
+            }
         }
         ids
     }

@@ -3,10 +3,10 @@
 //!   keeps its durable state, as a disk would);
 //! - no two nodes lead one group with the same token at the same moment.
 //!
-//! The token is ([`crate::algorithm::Token`]) the term and the leader's id, ordered
+//! The token is ([`crate::contract::algorithm::Token`]) the term and the leader's id, ordered
 //! lexicographically.
 
-use crate::algorithm::{AlgorithmKind, Token};
+use crate::contract::algorithm::{AlgorithmKind, Token};
 use crate::node::Time;
 use crate::NodeId;
 use std::collections::{BTreeMap, HashMap};

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-use electd::algorithm::AlgorithmKind;
+use electd::contract::algorithm::AlgorithmKind;
 use electd::NodeId;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -73,7 +73,7 @@ impl Cluster {
         let dir = std::env::temp_dir().join(format!("electd-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        electd::keyring::write_key_file(&dir.join("cluster.key")).unwrap();
+        electd::security::keyring::write_key_file(&dir.join("cluster.key")).unwrap();
         let algos: Vec<String> = algorithms.iter().map(|a| format!("\"{a}\"")).collect();
         let mut text = format!(
             "cluster = \"{name}\"\nalgorithms = [{}]\n\n[timing]\nheartbeat = \"{}ms\"\n\

@@ -3,9 +3,9 @@
 
 #![allow(dead_code)]
 
-use electd::algorithm::AlgorithmKind;
+use electd::contract::algorithm::AlgorithmKind;
+use electd::daemon::metrics::Metrics;
 use electd::daemon::shared::{Control, GroupView, Shared};
-use electd::metrics::Metrics;
 use electd::NodeId;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::{Bytes, Incoming};

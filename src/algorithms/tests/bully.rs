@@ -2,9 +2,9 @@
 //! course notes and slides), checked one transition at a time on a single node.
 
 use super::Bully;
-use crate::algorithm::{Algorithm, LeaderLoss, Timer};
 use crate::algorithms::tests::*;
-use crate::message::{ElectionTag, Message, MessageType};
+use crate::contract::algorithm::{Algorithm, LeaderLoss, Timer};
+use crate::contract::message::{ElectionTag, Message, MessageType};
 use crate::NodeId;
 
 const RING: [NodeId; 5] = [1, 2, 3, 4, 5];
@@ -557,7 +557,7 @@ fn after_a_heal_a_lower_leader_is_bullied_and_a_higher_one_followed() {
 /// node's heartbeat as the answer.
 mod storms {
     use super::super::*;
-    use crate::algorithm::{Effect, Timing};
+    use crate::contract::algorithm::{Effect, Timing};
 
     fn node(me: NodeId, n: NodeId) -> Bully {
         Bully::new(GroupConfig {

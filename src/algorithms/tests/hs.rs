@@ -5,9 +5,9 @@
 //! clockwise. Node 2's right neighbour is 4 and its left neighbour 5.
 
 use super::Hs;
-use crate::algorithm::{Algorithm, LeaderLoss, Timer};
 use crate::algorithms::tests::*;
-use crate::message::Message;
+use crate::contract::algorithm::{Algorithm, LeaderLoss, Timer};
+use crate::contract::message::Message;
 use crate::NodeId;
 
 const RING: [NodeId; 5] = [3, 1, 5, 2, 4];

@@ -2,9 +2,9 @@
 //! seed student report §3.2), checked one transition at a time on a single node.
 
 use super::ImprovedBully;
-use crate::algorithm::{Algorithm, LeaderLoss, Timer};
 use crate::algorithms::tests::*;
-use crate::message::{ElectionTag, Message, MessageType};
+use crate::contract::algorithm::{Algorithm, LeaderLoss, Timer};
+use crate::contract::message::{ElectionTag, Message, MessageType};
 use crate::NodeId;
 
 const RING: [NodeId; 5] = [1, 2, 3, 4, 5];

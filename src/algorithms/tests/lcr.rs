@@ -5,9 +5,9 @@
 //! The ring order is deliberately not sorted: 3 → 1 → 5 → 2 → 4 → 3 (clockwise).
 
 use super::Lcr;
-use crate::algorithm::{Algorithm, LeaderLoss, Timer};
 use crate::algorithms::tests::*;
-use crate::message::Message;
+use crate::contract::algorithm::{Algorithm, LeaderLoss, Timer};
+use crate::contract::message::Message;
 use crate::NodeId;
 
 const RING: [NodeId; 5] = [3, 1, 5, 2, 4];

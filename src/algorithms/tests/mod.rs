@@ -5,8 +5,8 @@
 //! effects of each input as an [`Fx`]: who was sent what, which timers were armed or
 //! cancelled, which leader changes were published.
 
-use crate::algorithm::{Algorithm, Effect, GroupConfig, Options, Out, Timer, Timing};
-use crate::message::Message;
+use crate::contract::algorithm::{Algorithm, Effect, GroupConfig, Options, Out, Timer, Timing};
+use crate::contract::message::Message;
 use crate::NodeId;
 
 /// The configuration of node `me` in a roster listed in ring order, with the default
@@ -155,7 +155,7 @@ impl Fx {
 /// vocabulary, forged or out-of-range fields, ids outside the roster. Each algorithm
 /// test feeds them from every roster member and from strangers.
 pub fn garbage() -> Vec<Message> {
-    use crate::message::ElectionTag;
+    use crate::contract::message::ElectionTag;
     let tag = ElectionTag {
         initiator: 999,
         seq: u64::MAX,
@@ -241,7 +241,7 @@ pub fn garbage() -> Vec<Message> {
 
 /// [`garbage`] without the message types in `own`: the vocabulary of the other
 /// algorithms (and of the node layer), which the algorithm under test must ignore.
-pub fn foreign_vocabulary(own: &[crate::message::MessageType]) -> Vec<Message> {
+pub fn foreign_vocabulary(own: &[crate::contract::message::MessageType]) -> Vec<Message> {
     garbage()
         .into_iter()
         .filter(|m| !own.contains(&m.kind()))

@@ -4,9 +4,9 @@
 //! node of a five-member roster (majority 3).
 
 use super::Raft;
-use crate::algorithm::{Algorithm, Durable, LeaderLoss, Timer};
 use crate::algorithms::tests::*;
-use crate::message::{Message, MessageType};
+use crate::contract::algorithm::{Algorithm, Durable, LeaderLoss, Timer};
+use crate::contract::message::{Message, MessageType};
 use crate::NodeId;
 
 const RING: [NodeId; 5] = [1, 2, 3, 4, 5];
@@ -559,7 +559,7 @@ fn ranked_timeouts_fire_the_highest_follower_first_and_stay_in_the_range() {
     // electd's ranked timeouts (config [raft] ranked_timeouts, on by default): each
     // follower draws from its own slot of [min, max], higher ids first, the leader it
     // follows not counted; the first slot starts half a heartbeat after the lease.
-    let t = crate::algorithm::Timing::default();
+    let t = crate::contract::algorithm::Timing::default();
     for leader in [None, Some(5), Some(3)] {
         let mut w = windows(true, leader);
         for (me, (lo, hi)) in &w {
@@ -583,7 +583,7 @@ fn ranked_timeouts_fire_the_highest_follower_first_and_stay_in_the_range() {
 #[test]
 fn without_ranking_every_follower_draws_from_the_whole_range() {
     // §5.2, the textbook: one interval for everyone.
-    let t = crate::algorithm::Timing::default();
+    let t = crate::contract::algorithm::Timing::default();
     for (me, range) in windows(false, Some(5)) {
         assert_eq!(
             range,

@@ -9,15 +9,15 @@
 //!
 //! On Linux the standard `process_*` series (CPU, memory, file descriptors, start time)
 //! are exported too, from a second registry whose only label is `node`; CPU time with
-//! microsecond resolution ([`crate::process_metrics`]).
+//! microsecond resolution ([`crate::daemon::process_metrics`]).
 //!
 //! Counting conventions are docs/architecture.md's: `messages_sent_total` counts logical messages
 //! per recipient when first sent (so the literature's counts hold), liveness traffic
 //! (`heartbeat`, `heartbeat_ack`) carries its own `type` and is excluded from the
 //! "messages per election" figures by the dashboard and the recording rules.
 
-use crate::algorithm::AlgorithmKind;
-use crate::message::MessageType;
+use crate::contract::algorithm::AlgorithmKind;
+use crate::contract::message::MessageType;
 use crate::node::{Event, Node};
 use crate::NodeId;
 use prometheus::{
@@ -110,7 +110,7 @@ impl Metrics {
             "",
             node,
             algorithms,
-            crate::algorithm::Timing::default().failure_timeout,
+            crate::contract::algorithm::Timing::default().failure_timeout,
         )
     }
 
@@ -347,7 +347,7 @@ impl Metrics {
         };
         // Zeros for every reason the wire layer can drop a datagram for, so that the
         // first invalid datagram shows up in rate() instead of starting a new series.
-        for reason in crate::gate::Dropped::reasons() {
+        for reason in crate::security::gate::Dropped::reasons() {
             m.invalid.with_label_values(&[reason]);
         }
         // Likewise every hook result, so that alerts on hook failures see the first one.
@@ -613,7 +613,9 @@ fn process_registry(cluster: &str, node: NodeId) -> Result<Registry, prometheus:
     }
     let registry = Registry::new_custom(None, Some(labels))?;
     #[cfg(target_os = "linux")]
-    registry.register(Box::new(crate::process_metrics::ProcessMetrics::for_self()))?;
+    registry.register(Box::new(
+        crate::daemon::process_metrics::ProcessMetrics::for_self(),
+    ))?;
     Ok(registry)
 }
 
@@ -627,7 +629,7 @@ fn advance(c: &IntCounter, prev: &mut u64, now: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::{Options, Timing};
+    use crate::contract::algorithm::{Options, Timing};
     use crate::node::link::LinkConfig;
     use crate::node::NodeConfig;
     use std::time::Duration;
@@ -680,7 +682,7 @@ mod tests {
             seq: 1,
             ack: 0,
             group: Some(AlgorithmKind::Bully),
-            body: Some(crate::message::Message::Resign { epoch: 1 }),
+            body: Some(crate::contract::message::Message::Resign { epoch: 1 }),
         };
         node.handle_datagram(Duration::ZERO, again.clone());
         node.handle_datagram(Duration::ZERO, again);

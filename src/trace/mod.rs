@@ -6,7 +6,9 @@
 //! demo` records them on one monotonic clock shared by all its nodes. `electd view`
 //! reads them back ([`read`]) and draws them.
 
-use crate::message::Message;
+pub mod view;
+
+use crate::contract::message::Message;
 use crate::node::{Datagram, Time};
 use crate::NodeId;
 use serde::{Deserialize, Serialize};
@@ -425,7 +427,11 @@ impl SharedRecorder {
     }
 
     /// Timers `node` is about to fire.
-    pub fn timers(&self, node: NodeId, due: &[(crate::algorithm::AlgorithmKind, &'static str)]) {
+    pub fn timers(
+        &self,
+        node: NodeId,
+        due: &[(crate::contract::algorithm::AlgorithmKind, &'static str)],
+    ) {
         if due.is_empty() {
             return;
         }
@@ -598,8 +604,8 @@ pub fn read(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::AlgorithmKind;
-    use crate::message::ElectionTag;
+    use crate::contract::algorithm::AlgorithmKind;
+    use crate::contract::message::ElectionTag;
 
     fn datagram(seq: u64, body: Option<Message>) -> Datagram {
         Datagram {

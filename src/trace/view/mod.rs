@@ -333,7 +333,7 @@ fn render_limited(traces: &[Trace], max_messages: usize) -> Result<String, ViewE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::AlgorithmKind;
+    use crate::contract::algorithm::AlgorithmKind;
     use crate::sim::runner::{simulate_traced, SimulateParams};
     use crate::sim::scenario::Scenario;
 

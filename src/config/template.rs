@@ -12,7 +12,7 @@
 //! - Timings are for a LAN or a data centre (100 ms heartbeat, 1 s failure timeout),
 //!   not the 10 ms figures of the loopback demo; the comments say how they relate.
 
-use crate::algorithm::AlgorithmKind;
+use crate::contract::algorithm::AlgorithmKind;
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -304,7 +304,7 @@ mod tests {
     #[test]
     fn every_node_of_a_base_address_roster_loads_it() {
         let d = dir("base");
-        crate::keyring::write_key_file(&d.join("electd.key")).unwrap();
+        crate::security::keyring::write_key_file(&d.join("electd.key")).unwrap();
         let t = template(
             7,
             Hosts::Base("10.0.0.250".parse().unwrap()),

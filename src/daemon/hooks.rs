@@ -77,7 +77,7 @@ pub fn spawn_until(
     let mut rx = shared.subscribe();
     tokio::spawn(async move {
         tokio::pin!(stop);
-        let mut log = crate::droplog::DropLog::new();
+        let mut log = crate::security::droplog::DropLog::new();
         loop {
             let received = tokio::select! {
                 r = rx.recv() => r,
@@ -96,7 +96,7 @@ pub fn spawn_until(
                 run_logged(&shared, &command, timeout, &event, &mut log).await;
             }
             if let Some(missed) = lagged {
-                if log.record("lagged", since_start()) != crate::droplog::Verdict::Quiet {
+                if log.record("lagged", since_start()) != crate::security::droplog::Verdict::Quiet {
                     tracing::warn!(
                         missed,
                         "leader-change hook fell behind; running it with the current state"
@@ -159,15 +159,15 @@ async fn run_logged(
     command: &str,
     timeout: Duration,
     event: &LeaderEvent,
-    log: &mut crate::droplog::DropLog,
+    log: &mut crate::security::droplog::DropLog,
 ) -> Outcome {
     let (outcome, stderr) = execute(shared, command, timeout, event).await;
     shared.metrics.hook_run(outcome.label());
     let verdict = match outcome {
-        Outcome::Ok => crate::droplog::Verdict::Log,
+        Outcome::Ok => crate::security::droplog::Verdict::Log,
         _ => log.record(outcome.label(), since_start()),
     };
-    if verdict != crate::droplog::Verdict::Quiet {
+    if verdict != crate::security::droplog::Verdict::Quiet {
         report(event, &outcome, &stderr, timeout, verdict);
     }
     outcome
@@ -195,7 +195,7 @@ pub async fn run(
         &outcome,
         &stderr,
         timeout,
-        crate::droplog::Verdict::Log,
+        crate::security::droplog::Verdict::Log,
     );
     outcome
 }
@@ -206,11 +206,11 @@ fn report(
     outcome: &Outcome,
     stderr: &str,
     timeout: Duration,
-    verdict: crate::droplog::Verdict,
+    verdict: crate::security::droplog::Verdict,
 ) {
     let algorithm = event.algorithm.as_str();
     let unlogged = match verdict {
-        crate::droplog::Verdict::Summary(n) => n,
+        crate::security::droplog::Verdict::Summary(n) => n,
         _ => 0,
     };
     match outcome {

@@ -2,7 +2,7 @@
 //! its source. Tests do not use these functions: they recompute the formulas inline,
 //! so a mistake here cannot hide a mistake in an algorithm.
 
-use crate::algorithm::AlgorithmKind;
+use crate::contract::algorithm::AlgorithmKind;
 use crate::sim::scenario::RingOrder;
 
 /// One line of the comparison: an algorithm on one ring order, with its formula.

@@ -79,9 +79,11 @@
 //! family; a one-line admin token; a Raft state file whose directory exists and is
 //! writable. [`Config::warnings`] lists what loads but deserves a warning.
 
-use crate::algorithm::{AlgorithmKind, Options, Timing};
-use crate::keyring::Keyring;
+pub mod template;
+
+use crate::contract::algorithm::{AlgorithmKind, Options, Timing};
 use crate::node::link::LinkConfig;
+use crate::security::keyring::Keyring;
 use crate::NodeId;
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -283,7 +285,7 @@ pub struct Config {
     pub security: Security,
     /// The key file (absolute), to re-read on `SIGHUP`; `None` when insecure.
     pub key_file: Option<PathBuf>,
-    /// `[security] check_source` (default true): see [`crate::gate`].
+    /// `[security] check_source` (default true): see [`crate::security::gate`].
     pub check_source: bool,
     pub hooks: Hooks,
     /// Bearer token of the admin routes (trimmed content of `admin.token_file`).
@@ -337,7 +339,7 @@ impl Config {
         if let Some(w) = self
             .key_file
             .as_deref()
-            .and_then(crate::keyring::permission_warning)
+            .and_then(crate::security::keyring::permission_warning)
         {
             out.push(w);
         }
@@ -1694,7 +1696,7 @@ listen = "0.0.0.0:7003"
         std::fs::create_dir_all(&dir).unwrap();
         let key = dir.join("k");
         let _ = std::fs::remove_file(&key);
-        crate::keyring::write_key_file(&key).unwrap();
+        crate::security::keyring::write_key_file(&key).unwrap();
         std::fs::write(dir.join("tok"), "short\n").unwrap();
         let text =
             head("[admin]\ntoken_file = \"tok\"").replace("insecure = true", "key_file = \"k\"");

@@ -9,7 +9,7 @@
 //! each timer's value from its own seeded generator and feeds the resulting inputs
 //! back. The same algorithm code therefore runs unchanged everywhere.
 
-use crate::message::Message;
+use crate::contract::message::Message;
 use crate::NodeId;
 use serde::Serialize;
 use std::fmt;
@@ -38,9 +38,9 @@ impl AlgorithmKind {
         AlgorithmKind::Raft,
     ];
 
-    /// Everything the program knows about this algorithm (see [`crate::registry`]).
-    pub fn info(self) -> &'static crate::registry::Entry {
-        &crate::registry::REGISTRY[self as usize]
+    /// Everything the program knows about this algorithm (see [`crate::contract::registry`]).
+    pub fn info(self) -> &'static crate::contract::registry::Entry {
+        &crate::contract::registry::REGISTRY[self as usize]
     }
 
     /// Name used on the CLI, in config files and as the metrics `algorithm` label.
@@ -50,13 +50,16 @@ impl AlgorithmKind {
 
     /// Every algorithm of the registry, in registry order.
     pub fn available() -> Vec<AlgorithmKind> {
-        crate::registry::REGISTRY.iter().map(|e| e.kind).collect()
+        crate::contract::registry::REGISTRY
+            .iter()
+            .map(|e| e.kind)
+            .collect()
     }
 
     /// Does the algorithm's safety argument promise "the highest live id leads"?
     /// (Bully and ring families do; Raft elects whoever wins a majority.)
     pub fn elects_highest_id(self) -> bool {
-        self.info().elects == crate::registry::Elects::HighestLiveId
+        self.info().elects == crate::contract::registry::Elects::HighestLiveId
     }
 }
 
@@ -76,7 +79,7 @@ pub struct UnknownAlgorithm {
 impl FromStr for AlgorithmKind {
     type Err = UnknownAlgorithm;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        crate::registry::by_name(s)
+        crate::contract::registry::by_name(s)
             .map(|e| e.kind)
             .ok_or_else(|| UnknownAlgorithm {
                 given: s.to_string(),

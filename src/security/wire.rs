@@ -10,7 +10,7 @@
 //!   [`WireError::reason`] is the `reason` label of `electd_invalid_datagrams_total`.
 //! - prost decodes an empty datagram as an all-default envelope; version 0, an empty
 //!   cluster, sender 0, incarnation 0 and a missing body are therefore all invalid.
-//! - Authentication (RFC 2104 HMAC-SHA256, see [`crate::keyring`]): the tag is computed
+//! - Authentication (RFC 2104 HMAC-SHA256, see [`crate::security::keyring`]): the tag is computed
 //!   over the encoded envelope with `tag` empty and `key_id` set; the receiver decodes,
 //!   clears the tag, re-encodes (prost's encoding of a given envelope is canonical) and
 //!   verifies in constant time with the key `key_id` names. Only the canonical
@@ -19,16 +19,16 @@
 //!   no two byte strings carry the same authenticated content.
 //! - Every envelope carries a [`Header`]: the receiver's roster id and a datagram
 //!   counter (both non-zero, both covered by the tag). This module only checks that
-//!   they are present; [`crate::gate`] checks that the datagram is for this node and
-//!   runs the replay window ([`crate::replay`]) over (sender, incarnation, counter).
+//!   they are present; [`crate::security::gate`] checks that the datagram is for this node and
+//!   runs the replay window ([`crate::security::replay`]) over (sender, incarnation, counter).
 //! - Sizes are bounded: a datagram above [`MAX_DATAGRAM`] bytes is `oversize`, a ring
 //!   id list longer than twice the roster is `invalid_field`.
 
-use crate::algorithm::AlgorithmKind;
-use crate::keyring::{Keyring, VerifyError};
-use crate::message::{ElectionTag, Message};
+use crate::contract::algorithm::AlgorithmKind;
+use crate::contract::message::{ElectionTag, Message};
 use crate::node::Datagram;
 use crate::proto::{self, envelope::Body};
+use crate::security::keyring::{Keyring, VerifyError};
 use crate::NodeId;
 use prost::Message as _;
 use std::collections::HashSet;
@@ -492,14 +492,14 @@ fn algorithm_to_proto(k: AlgorithmKind) -> proto::Algorithm {
 }
 
 fn algorithm_from_proto(a: proto::Algorithm) -> Option<AlgorithmKind> {
-    crate::registry::by_wire(a).map(|e| e.kind)
+    crate::contract::registry::by_wire(a).map(|e| e.kind)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keyring::{Key, KEY_LEN};
-    use crate::rng::Rng;
+    use crate::contract::rng::Rng;
+    use crate::security::keyring::{Key, KEY_LEN};
 
     const ROSTER: [NodeId; 5] = [1, 2, 3, 4, 5];
     const HDR: Header = Header { to: 1, counter: 5 };
@@ -629,7 +629,7 @@ mod tests {
     fn every_message_type_round_trips_signed_and_unsigned() {
         assert_eq!(
             every_message().len(),
-            crate::message::MessageType::ALL.len()
+            crate::contract::message::MessageType::ALL.len()
         );
         for codec in [secure(), insecure()] {
             for msg in every_message() {
@@ -881,8 +881,8 @@ mod tests {
         // A keyring accepts every key it holds.
         let both = Keyring::parse(&format!(
             "{}\n{}",
-            crate::keyring::to_hex(&[2; KEY_LEN]),
-            crate::keyring::to_hex(&[1; KEY_LEN])
+            crate::security::keyring::to_hex(&[2; KEY_LEN]),
+            crate::security::keyring::to_hex(&[1; KEY_LEN])
         ))
         .unwrap();
         let rotating = Codec::new("c", &ROSTER, Some(both));

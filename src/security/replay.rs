@@ -187,7 +187,7 @@ impl ReplayGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::Rng;
+    use crate::contract::rng::Rng;
     use std::collections::HashSet;
 
     const NOW: u64 = 1_700_000_000_000_000;

@@ -12,13 +12,13 @@
 //!   2. `unknown_sender`: a datagram claiming to come from this very node;
 //!   3. `receiver`: addressed to another node (a datagram captured on its way to one
 //!      peer and replayed to another); a datagram for the multicast group
-//!      ([`crate::wire::GROUP`]) is accepted only when multicast is configured, and this
+//!      ([`crate::security::wire::GROUP`]) is accepted only when multicast is configured, and this
 //!      node's own group datagrams (the multicast loop) come back as
 //!      [`Dropped::OwnEcho`], which is not an attack and is not counted;
 //!   4. `source` (only with `[security] check_source`): the UDP source address is not
 //!      one of the sender's roster addresses (a DNS name counts with every address it
 //!      resolved to at start; IPv4-mapped IPv6 sources compare as IPv4);
-//!   5. the replay window ([`crate::replay`]): `replay`, `stale_incarnation`,
+//!   5. the replay window ([`crate::security::replay`]): `replay`, `stale_incarnation`,
 //!      `future_incarnation` — one window per sender for the datagrams addressed to
 //!      this node and one for its group datagrams (they are numbered apart).
 //!
@@ -27,10 +27,10 @@
 //!   [`Dropped::reason`] is the `reason` label of `electd_invalid_datagrams_total`.
 //! - Sans-IO: the caller passes the source address and the clock.
 
-use crate::keyring::Keyring;
 use crate::node::Datagram;
-use crate::replay::{ReplayError, ReplayGuard};
-use crate::wire::{Codec, Header, WireError};
+use crate::security::keyring::Keyring;
+use crate::security::replay::{ReplayError, ReplayGuard};
+use crate::security::wire::{Codec, Header, WireError};
 use crate::NodeId;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -147,7 +147,7 @@ impl Gate {
         self.sources.is_some()
     }
 
-    /// Encode and sign `d` for `to` ([`crate::wire::GROUP`] for the multicast group)
+    /// Encode and sign `d` for `to` ([`crate::security::wire::GROUP`] for the multicast group)
     /// with the next counter towards `to`.
     pub fn seal(&mut self, to: NodeId, d: &Datagram) -> Result<Vec<u8>, WireError> {
         let c = self.counters.entry(to).or_insert(0);
@@ -164,7 +164,7 @@ impl Gate {
         now_us: u64,
     ) -> Result<Datagram, Dropped> {
         let (d, h) = self.codec.decode(bytes)?;
-        let for_group = h.to == crate::wire::GROUP;
+        let for_group = h.to == crate::security::wire::GROUP;
         if d.from == self.me {
             return Err(if for_group && self.group {
                 Dropped::OwnEcho
@@ -192,9 +192,9 @@ impl Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::AlgorithmKind;
-    use crate::keyring::{Key, KEY_LEN};
-    use crate::message::{ElectionTag, Message};
+    use crate::contract::algorithm::AlgorithmKind;
+    use crate::contract::message::{ElectionTag, Message};
+    use crate::security::keyring::{Key, KEY_LEN};
 
     const NOW: u64 = 1_700_000_000_000_000;
 
@@ -307,7 +307,7 @@ mod tests {
     /// is an uncounted echo; group and unicast counters are separate sequences.
     #[test]
     fn group_datagrams_are_accepted_once_and_only_with_multicast() {
-        use crate::wire::GROUP;
+        use crate::security::wire::GROUP;
         let mut s = gate(3, true);
         s.set_group(true);
         let mut r1 = gate(1, true);

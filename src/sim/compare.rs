@@ -2,8 +2,8 @@
 //! order) with a formula in the literature, beside that formula; as a table, JSON or
 //! CSV, and as an SVG plot.
 
-use crate::algorithm::AlgorithmKind;
-use crate::formulas::{self, Case};
+use crate::contract::algorithm::AlgorithmKind;
+use crate::contract::formulas::{self, Case};
 use crate::sim::runner::{simulate, SimulateError, SimulateParams};
 use crate::sim::scenario::{Initiator, Scenario};
 use plotters::prelude::*;

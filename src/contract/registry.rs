@@ -9,10 +9,10 @@
 //! (plus message variants if it brings new ones). `tests` below iterate the registry
 //! and fail when an entry is incomplete or inconsistent.
 
-use crate::algorithm::{Algorithm, AlgorithmKind, GroupConfig};
 use crate::algorithms::{bully, hs, improved_bully, lcr, raft, ring};
-use crate::formulas::{self, Case};
-use crate::message::MessageType;
+use crate::contract::algorithm::{Algorithm, AlgorithmKind, GroupConfig};
+use crate::contract::formulas::{self, Case};
+use crate::contract::message::MessageType;
 use crate::proto;
 use crate::sim::scenario::RingOrder;
 
