@@ -375,13 +375,13 @@ fn random_faults(rng: &mut Rng, ids: &[NodeId]) -> Vec<Op> {
 ///
 /// Derivation of `bound` (defaults: heartbeat H = 10 ms, failure_timeout F = 100 ms,
 /// link give-up G = 5+10+20+40 = 75 ms, per-algorithm restart bound B from
-/// `ring_core::election_bound`, timer drawn in [B, 2B]):
+/// `ring_common::election_bound`, timer drawn in [B, 2B]):
 /// 1. within G every message sent before the faults stopped is delivered or given up;
 /// 2. within 2F every node reacts: a follower of a dead leader detects it (F), a node
 ///    without leader fires its watchdog (≤ 2F), a split-brain leader hears a foreign
 ///    heartbeat (H);
 /// 3. a member wrongly suspected during the loss is trusted again at the latest when
-///    the suspicion expires, 4B after it was raised (`ring_core::SUSPICION_ROUNDS`);
+///    the suspicion expires, 4B after it was raised (`ring_common::SUSPICION_ROUNDS`);
 /// 4. an election on the clean network then finishes in < B, or is restarted within
 ///    2B. Three such rounds are budgeted: the round running when faults stopped
 ///    (its messages may be lost), one that still skipped a wrongly suspected member,
@@ -403,7 +403,7 @@ fn property(kind: AlgorithmKind, seeds: std::ops::Range<u64>) {
             AlgorithmKind::Lcr => electd::algorithms::lcr::HOPS_PER_MEMBER,
             _ => electd::algorithms::hs::HOPS_PER_MEMBER,
         };
-        let b = electd::algorithms::ring_core::election_bound(&timing, n, hops);
+        let b = electd::algorithms::ring_common::election_bound(&timing, n, hops);
         let ops = random_faults(&mut rng, &ids);
         let mut cfg = SimConfig::new(kind, n, seed);
         cfg.ids = ids.clone();

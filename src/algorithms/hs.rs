@@ -37,22 +37,22 @@
 //! Round r elects epoch r; a node starts round max(round, epoch) + 1.
 //!
 //! # Beyond the textbook (recovery after faults)
-//! - Dead neighbours are skipped in both directions ([`super::ring_core`]); a hop to
+//! - Dead neighbours are skipped in both directions ([`super::ring_common`]); a hop to
 //!   a skipped member is not counted in the time-to-live (the ring is re-formed over
 //!   live members). A probe or reply whose candidate is skipped is dropped.
-//! - Every node in a round arms a restart timer ([`super::ring_core::election_bound`],
+//! - Every node in a round arms a restart timer ([`super::ring_common::election_bound`],
 //!   10 hops per member: ≤ n/2 for the joining wave, Σ 2·2^k < 8n for the phases, n
 //!   for the terminate lap); if the round has not ended by then it starts round + 1.
 //! - A message of an older round reaching a node that is not electing means its
 //!   sender missed the last result: the node starts a new round.
 //! - A node never follows a leader lower than itself: the announcement is forwarded
 //!   and the node (whose id that round missed) starts a new round.
-//! - Split brain after a heal is resolved by [`super::ring_core::on_foreign`]; an
+//! - Split brain after a heal is resolved by [`super::ring_common::on_foreign`]; an
 //!   electing node applies that rule too when the claim's epoch is at least its
 //!   round (that round was decided without it), and a new round is numbered above
 //!   the claim's epoch so that every member joins it.
 
-use crate::algorithms::ring_core::{
+use crate::algorithms::ring_common::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
 };
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
@@ -105,7 +105,7 @@ impl Hs {
     }
 
     fn elect(&mut self, out: &mut Out) {
-        let r = self.round.max(self.lead.epoch).saturating_add(1);
+        let r = self.round.max(self.lead.highest()).saturating_add(1);
         self.join(r, out);
     }
 
@@ -115,7 +115,7 @@ impl Hs {
         self.active = true;
         self.phase = 0;
         out.election_started();
-        arm_restart(out, self.bound);
+        arm_restart(self.bound, out);
         self.send_probes(out);
     }
 
@@ -171,7 +171,7 @@ impl Hs {
         self.lead.adopt(self.me(), self.round, out);
         let msg = Message::Terminate {
             leader: self.me(),
-            epoch: self.lead.epoch,
+            epoch: self.lead.highest(),
         };
         self.route(true, self.me(), msg, out);
     }
@@ -281,7 +281,7 @@ impl Hs {
             return; // the lap is back at the leader
         }
         let lower = leader < self.me();
-        if epoch >= self.round && epoch >= self.lead.epoch && !lower {
+        if epoch >= self.round && epoch >= self.lead.highest() && !lower {
             self.round = epoch;
             self.active = false;
             out.cancel_timer(Timer::Retry);
@@ -296,7 +296,7 @@ impl Hs {
     }
 }
 
-ring_core::ring_member_with_rounds!(Hs);
+ring_common::ring_member_with_rounds!(Hs);
 
 impl Algorithm for Hs {
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
@@ -305,7 +305,7 @@ impl Algorithm for Hs {
         if call_election || self.view.len() == 1 {
             self.elect(out);
         } else {
-            arm_watchdog(out, &self.cfg.timing);
+            arm_watchdog(&self.cfg.timing, out);
         }
     }
 
@@ -330,7 +330,7 @@ impl Algorithm for Hs {
     }
 
     fn on_timer(&mut self, timer: Timer, out: &mut Out) {
-        ring_core::timer_fired(self, timer, out);
+        ring_common::timer_fired(self, timer, out);
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
@@ -358,11 +358,11 @@ impl Algorithm for Hs {
     }
 
     fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
-        ring_core::leader_lost(self, out);
+        ring_common::leader_lost(self, out);
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        ring_core::foreign_leader(self, from, epoch, out);
+        ring_common::foreign_leader(self, from, epoch, out);
     }
 
     fn call_election(&mut self, out: &mut Out) {
@@ -376,15 +376,15 @@ impl Algorithm for Hs {
     }
 
     fn term(&self) -> u64 {
-        self.lead.term()
+        self.lead.epoch()
     }
 
     fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
-        ring_core::leader_term(self, from, term, out);
+        ring_common::leader_term(self, from, term, out);
     }
 
     fn on_term_behind(&mut self, term: u64, out: &mut Out) {
-        ring_core::term_behind(self, term, out);
+        ring_common::term_behind(self, term, out);
     }
 
     fn durable(&self) -> Option<Durable> {
@@ -396,7 +396,7 @@ impl Algorithm for Hs {
     }
 
     fn state(&self) -> &'static str {
-        ring_core::state_name(self.active, self.lead.leader, self.me())
+        ring_common::state_name(self.active, self.lead.leader, self.me())
     }
 
     fn is_electing(&self) -> bool {

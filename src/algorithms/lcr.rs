@@ -34,21 +34,21 @@
 //! Round r elects epoch r; a node starts round max(round, epoch) + 1.
 //!
 //! # Beyond the textbook (recovery after faults)
-//! - Dead successors are skipped ([`super::ring_core`]); an id whose owner is
+//! - Dead successors are skipped ([`super::ring_common`]); an id whose owner is
 //!   skipped is dropped (its owner can no longer win).
-//! - Every node in a round arms a restart timer ([`super::ring_core::election_bound`],
+//! - Every node in a round arms a restart timer ([`super::ring_common::election_bound`],
 //!   3 hops per member: the joining wave, the largest id's lap, the ELECTED lap); if
 //!   the round has not ended by then it starts round + 1.
 //! - A message of an older round reaching a node that is not electing means its
 //!   sender missed the last result (e.g. it restarted): the node starts a new round.
 //! - A node never follows a leader lower than itself: the announcement is forwarded
 //!   and the node (whose id that round missed) starts a new round.
-//! - Split brain after a heal is resolved by [`super::ring_core::on_foreign`]; an
+//! - Split brain after a heal is resolved by [`super::ring_common::on_foreign`]; an
 //!   electing node applies that rule too when the claim's epoch is at least its
 //!   round (that round was decided without it), and a new round is numbered above
 //!   the claim's epoch so that every member joins it.
 
-use crate::algorithms::ring_core::{
+use crate::algorithms::ring_common::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
 };
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
@@ -92,7 +92,7 @@ impl Lcr {
 
     /// Start a new round.
     fn elect(&mut self, out: &mut Out) {
-        let r = self.round.max(self.lead.epoch).saturating_add(1);
+        let r = self.round.max(self.lead.highest()).saturating_add(1);
         self.join(r, out);
     }
 
@@ -101,7 +101,7 @@ impl Lcr {
         self.round = r;
         self.active = true;
         out.election_started();
-        arm_restart(out, self.bound);
+        arm_restart(self.bound, out);
         let msg = Message::LcrElection {
             candidate: self.me(),
             round: r,
@@ -145,7 +145,7 @@ impl Lcr {
         self.lead.adopt(self.me(), self.round, out);
         let msg = Message::LcrElected {
             leader: self.me(),
-            epoch: self.lead.epoch,
+            epoch: self.lead.highest(),
         };
         self.route(msg, out);
     }
@@ -181,7 +181,7 @@ impl Lcr {
             return; // the lap is back at the leader
         }
         let lower = leader < self.me();
-        if epoch >= self.round && epoch >= self.lead.epoch && !lower {
+        if epoch >= self.round && epoch >= self.lead.highest() && !lower {
             self.round = epoch;
             self.active = false;
             out.cancel_timer(Timer::Retry);
@@ -196,7 +196,7 @@ impl Lcr {
     }
 }
 
-ring_core::ring_member_with_rounds!(Lcr);
+ring_common::ring_member_with_rounds!(Lcr);
 
 impl Algorithm for Lcr {
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
@@ -205,7 +205,7 @@ impl Algorithm for Lcr {
         if call_election || self.view.len() == 1 {
             self.elect(out);
         } else {
-            arm_watchdog(out, &self.cfg.timing);
+            arm_watchdog(&self.cfg.timing, out);
         }
     }
 
@@ -218,7 +218,7 @@ impl Algorithm for Lcr {
     }
 
     fn on_timer(&mut self, timer: Timer, out: &mut Out) {
-        ring_core::timer_fired(self, timer, out);
+        ring_common::timer_fired(self, timer, out);
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
@@ -237,11 +237,11 @@ impl Algorithm for Lcr {
     }
 
     fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
-        ring_core::leader_lost(self, out);
+        ring_common::leader_lost(self, out);
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        ring_core::foreign_leader(self, from, epoch, out);
+        ring_common::foreign_leader(self, from, epoch, out);
     }
 
     fn call_election(&mut self, out: &mut Out) {
@@ -255,15 +255,15 @@ impl Algorithm for Lcr {
     }
 
     fn term(&self) -> u64 {
-        self.lead.term()
+        self.lead.epoch()
     }
 
     fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
-        ring_core::leader_term(self, from, term, out);
+        ring_common::leader_term(self, from, term, out);
     }
 
     fn on_term_behind(&mut self, term: u64, out: &mut Out) {
-        ring_core::term_behind(self, term, out);
+        ring_common::term_behind(self, term, out);
     }
 
     fn durable(&self) -> Option<Durable> {
@@ -275,7 +275,7 @@ impl Algorithm for Lcr {
     }
 
     fn state(&self) -> &'static str {
-        ring_core::state_name(self.active, self.lead.leader, self.me())
+        ring_common::state_name(self.active, self.lead.leader, self.me())
     }
 
     fn is_electing(&self) -> bool {

@@ -7,7 +7,7 @@ pub mod improved_bully;
 pub mod lcr;
 pub mod raft;
 pub mod ring;
-pub mod ring_core;
+pub mod ring_common;
 mod tags;
 #[cfg(test)]
 mod tests;

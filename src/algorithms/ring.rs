@@ -28,13 +28,13 @@
 //!
 //! # Beyond the textbook (recovery after faults)
 //! - A successor the link declares unreachable is skipped and the undelivered
-//!   message goes to the next member (see [`super::ring_core`]).
+//!   message goes to the next member (see [`super::ring_common`]).
 //! - The lap is also complete when it reaches *any* node already in its list (its
 //!   initiator died and was skipped): that node decides on the part of the list from
 //!   its own entry onwards, which is a full lap of the live ring, and sends the
 //!   COORDINATOR lap itself.
 //! - Every node that forwarded an ELECTION arms a restart timer
-//!   ([`super::ring_core::election_bound`], 2 hops per member); with no COORDINATOR by
+//!   ([`super::ring_common::election_bound`], 2 hops per member); with no COORDINATOR by
 //!   then it calls a new election. A node without leader that is not electing calls
 //!   one after a watchdog (`failure_timeout`).
 //! - The epoch travels in both messages (maximum over the lap); the decision is
@@ -42,11 +42,11 @@
 //!   but not adopted, so the exported term only grows.
 //! - A node never follows a leader lower than itself: a COORDINATOR naming one is
 //!   forwarded, and the node (skipped by that lap) calls an election.
-//! - Split brain after a heal is resolved by [`super::ring_core::on_foreign`]; an
+//! - Split brain after a heal is resolved by [`super::ring_common::on_foreign`]; an
 //!   electing node applies that rule too when the claim's epoch is newer than its own
 //!   (the election it waits for finished without it).
 
-use crate::algorithms::ring_core::{
+use crate::algorithms::ring_common::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
 };
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
@@ -90,11 +90,11 @@ impl Ring {
         out.election_started();
         self.participant = true;
         self.initiated = true;
-        arm_restart(out, self.bound);
+        arm_restart(self.bound, out);
         let msg = Message::RingElection {
             initiator: self.me(),
             ids: vec![self.me()],
-            epoch: self.lead.epoch,
+            epoch: self.lead.highest(),
         };
         self.route_election(msg, out);
     }
@@ -118,7 +118,7 @@ impl Ring {
             return;
         };
         let leader = ids[p..].iter().copied().max().unwrap_or(self.me());
-        let epoch = epoch.max(self.lead.epoch).saturating_add(1);
+        let epoch = epoch.max(self.lead.highest()).saturating_add(1);
         self.participant = false;
         self.initiated = false;
         out.cancel_timer(Timer::Retry);
@@ -126,7 +126,7 @@ impl Ring {
         let msg = Message::RingCoordinator {
             initiator: self.me(),
             leader,
-            epoch: self.lead.epoch,
+            epoch: self.lead.highest(),
         };
         if let Hop::To(next) = self.view.hop(true, self.me()) {
             out.send(next, msg);
@@ -152,12 +152,12 @@ impl Ring {
             out.election_started();
         }
         self.participant = true;
-        arm_restart(out, self.bound);
+        arm_restart(self.bound, out);
         ids.push(self.me());
         let msg = Message::RingElection {
             initiator,
             ids,
-            epoch: epoch.max(self.lead.epoch),
+            epoch: epoch.max(self.lead.highest()),
         };
         self.route_election(msg, out);
     }
@@ -172,7 +172,7 @@ impl Ring {
             return; // the lap is back where it started
         }
         let lower = leader < self.me();
-        if epoch >= self.lead.epoch && !lower {
+        if epoch >= self.lead.highest() && !lower {
             self.participant = false;
             self.initiated = false;
             out.cancel_timer(Timer::Retry);
@@ -181,7 +181,7 @@ impl Ring {
         self.route_coordinator(initiator, leader, epoch, out);
         if lower && !self.participant {
             // The lap that chose a lower leader skipped this live node: elect.
-            self.lead.epoch = self.lead.epoch.max(epoch);
+            self.lead.observe(epoch);
             self.elect(out);
         }
     }
@@ -220,10 +220,10 @@ impl RingMember for Ring {
         self.participant
     }
     fn running_is_newer(&self, epoch: u64) -> bool {
-        epoch <= self.lead.epoch
+        epoch <= self.lead.highest()
     }
     fn elect_above(&mut self, epoch: u64, out: &mut Out) {
-        self.lead.epoch = self.lead.epoch.max(epoch);
+        self.lead.observe(epoch);
         self.elect(out);
     }
     fn stand_down(&mut self, epoch: u64, out: &mut Out) {
@@ -242,7 +242,7 @@ impl Algorithm for Ring {
         if call_election || self.view.len() == 1 {
             self.elect(out);
         } else {
-            arm_watchdog(out, &self.cfg.timing);
+            arm_watchdog(&self.cfg.timing, out);
         }
     }
 
@@ -263,7 +263,7 @@ impl Algorithm for Ring {
     }
 
     fn on_timer(&mut self, timer: Timer, out: &mut Out) {
-        ring_core::timer_fired(self, timer, out);
+        ring_common::timer_fired(self, timer, out);
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
@@ -284,11 +284,11 @@ impl Algorithm for Ring {
     }
 
     fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
-        ring_core::leader_lost(self, out);
+        ring_common::leader_lost(self, out);
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        ring_core::foreign_leader(self, from, epoch, out);
+        ring_common::foreign_leader(self, from, epoch, out);
     }
 
     fn call_election(&mut self, out: &mut Out) {
@@ -302,15 +302,15 @@ impl Algorithm for Ring {
     }
 
     fn term(&self) -> u64 {
-        self.lead.term()
+        self.lead.epoch()
     }
 
     fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
-        ring_core::leader_term(self, from, term, out);
+        ring_common::leader_term(self, from, term, out);
     }
 
     fn on_term_behind(&mut self, term: u64, out: &mut Out) {
-        ring_core::term_behind(self, term, out);
+        ring_common::term_behind(self, term, out);
     }
 
     fn durable(&self) -> Option<Durable> {
@@ -322,7 +322,7 @@ impl Algorithm for Ring {
     }
 
     fn state(&self) -> &'static str {
-        ring_core::state_name(self.participant, self.lead.leader, self.me())
+        ring_common::state_name(self.participant, self.lead.leader, self.me())
     }
 
     fn is_electing(&self) -> bool {

@@ -105,7 +105,7 @@ pub fn clean_net() -> NetConfig {
 /// 5. Raft instead needs a randomized election timeout per round; split votes repeat a
 ///    round with probability < 1/2, so ten maximal timeouts bound it in practice.
 /// 6. The ring family restarts an unfinished election after its bound B
-///    (`ring_core::election_bound`, drawn in [B, 2B]) and forgets a wrongly suspected
+///    (`ring_common::election_bound`, drawn in [B, 2B]) and forgets a wrongly suspected
 ///    member after `SUSPICION_ROUNDS`·B; three rounds are budgeted (the one running when
 ///    faults stopped, one that still skipped a wrongly suspected member, and the one
 ///    that member triggers): G + 2F + SUSPICION_ROUNDS·B + 3·2B.
@@ -115,15 +115,15 @@ pub fn recovery_bound(
     link: &LinkConfig,
     nodes: usize,
 ) -> Duration {
-    use crate::algorithms::ring_core;
+    use crate::algorithms::ring_common;
     use crate::contract::registry::Recovery;
     let lap = clean_net().delay_max * (4 * nodes as u32 + 8);
     match kind.info().recovery {
         Recovery::RingLaps { hops_per_member } => {
-            let b = ring_core::election_bound(timing, nodes, hops_per_member);
+            let b = ring_common::election_bound(timing, nodes, hops_per_member);
             link.give_up_after()
                 + timing.failure_timeout * 2
-                + b * ring_core::SUSPICION_ROUNDS
+                + b * ring_common::SUSPICION_ROUNDS
                 + b * 6
                 + lap
         }

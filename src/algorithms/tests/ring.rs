@@ -235,7 +235,7 @@ fn nonsense_from_the_network_is_ignored() {
 
 #[test]
 fn after_a_heal_the_split_brain_rule_elects_or_follows() {
-    // Beyond the textbook (ring_core's split-brain rule, on a heartbeat from a leader
+    // Beyond the textbook (ring_common's split-brain rule, on a heartbeat from a leader
     // this node does not follow): a leader hearing a lower leader calls an election,
     // whose lap elects the highest live id, numbered above the claim; a node without a
     // leader follows a higher one; a follower of someone else leaves it to its leader.

@@ -132,30 +132,41 @@ pub fn election_bound(timing: &Timing, n: usize, hops_per_member: u32) -> Durati
 
 /// Arm the restart timer of an election (randomised in [bound, 2·bound] so that
 /// the members of a stalled election do not all restart at once).
-pub fn arm_restart(out: &mut Out, bound: Duration) {
+pub fn arm_restart(bound: Duration, out: &mut Out) {
     out.set_timer(Timer::Retry, bound, bound * 2);
 }
 
 /// Arm the watchdog of a node without leader that is not electing.
-pub fn arm_watchdog(out: &mut Out, timing: &Timing) {
-    let t = timing.failure_timeout;
+pub fn arm_watchdog(t: &Timing, out: &mut Out) {
+    let t = t.failure_timeout;
     out.set_timer(Timer::Retry, t, t * 2);
 }
 
-/// Leader belief, the fencing token held and the highest epoch seen.
+/// Leader belief and fencing token of one ring-family node (the same names as the
+/// Bully family's `Leadership`).
 #[derive(Clone, Debug, Default)]
 pub struct Leadership {
     pub leader: Option<NodeId>,
-    /// Highest epoch (round) seen in any message: a new election is numbered above it.
-    pub epoch: u64,
     /// The token last adopted (kept when the leader is lost): never decreases.
     token: Token,
+    /// Highest epoch (round) seen in any message: a new election is numbered above it.
+    seen: u64,
 }
 
 impl Leadership {
-    /// The term of the token held (the exported term).
-    pub fn term(&self) -> u64 {
+    /// The epoch of the token held (the exported term).
+    pub fn epoch(&self) -> u64 {
         self.token.term
+    }
+
+    /// Highest epoch known: a new election is numbered above it.
+    pub fn highest(&self) -> u64 {
+        self.seen.max(self.token.term)
+    }
+
+    /// Learn an epoch from any message.
+    pub fn observe(&mut self, epoch: u64) {
+        self.seen = self.seen.max(epoch);
     }
 
     /// Would following `leader` of `epoch` keep the token from going back?
@@ -166,7 +177,7 @@ impl Leadership {
     /// Follow `leader` with `epoch`, unless that token is below the one held (then
     /// only the epoch is learned). Returns whether it was adopted.
     pub fn adopt(&mut self, leader: NodeId, epoch: u64, out: &mut Out) -> bool {
-        self.epoch = self.epoch.max(epoch);
+        self.observe(epoch);
         if !self.accepts(leader, epoch) {
             return false;
         }
@@ -176,11 +187,13 @@ impl Leadership {
         true
     }
 
-    /// Forget the leader (lost or resigned); the token is kept.
-    pub fn drop_leader(&mut self, out: &mut Out) {
-        if self.leader.take().is_some() {
+    /// Forget the leader (lost or resigned); returns who it was. The token is kept.
+    pub fn lose(&mut self, out: &mut Out) -> Option<NodeId> {
+        let old = self.leader.take();
+        if old.is_some() {
             out.leader_changed(None, self.token.term);
         }
+        old
     }
 
     /// What survives a crash: the token held.
@@ -196,14 +209,15 @@ impl Leadership {
         self.token = self
             .token
             .max(Token::new(state.term, state.voted_for.unwrap_or(0)));
-        self.epoch = self.epoch.max(state.term);
+        self.observe(state.term);
     }
 }
 
-/// The leader followed sent a heartbeat with a higher term: take it.
-pub fn leader_term(a: &mut impl RingMember, from: NodeId, term: u64, out: &mut Out) {
-    if a.leader() == Some(from) && a.lead().term() < term {
-        a.lead().adopt(from, term, out);
+/// The leader followed re-announced itself with a higher epoch (seen in its
+/// heartbeat): take the new token.
+pub fn leader_term(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &mut Out) {
+    if a.leader() == Some(from) && a.lead().epoch() < epoch {
+        a.lead().adopt(from, epoch, out);
     }
 }
 
@@ -211,7 +225,7 @@ pub fn leader_term(a: &mut impl RingMember, from: NodeId, term: u64, out: &mut O
 /// it (which elects the highest live id again, with a fresh token).
 pub fn term_behind(a: &mut impl RingMember, term: u64, out: &mut Out) {
     let me = a.me();
-    a.lead().epoch = a.lead().epoch.max(term);
+    a.lead().observe(term);
     if a.leader() == Some(me) && !a.busy() {
         a.elect_above(term, out);
     }
@@ -329,7 +343,7 @@ pub fn leader_lost(a: &mut impl RingMember, out: &mut Out) {
     if let Some(old) = a.leader().filter(|&l| l != me) {
         a.view().suspect(old, bound, out);
     }
-    a.lead().drop_leader(out);
+    a.lead().lose(out);
     if !a.busy() {
         a.elect_above(0, out);
     }
@@ -346,7 +360,7 @@ pub fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &m
         // The election under way is newer than that claim, but this node must not go
         // on claiming leadership against a higher node meanwhile.
         if from > me && a.leader() == Some(me) && !a.lead().adopt(from, epoch, out) {
-            a.lead().drop_leader(out);
+            a.lead().lose(out);
         }
         return;
     }
