@@ -62,6 +62,9 @@ async fn daemon_counts_match_the_simulator_and_the_literature() {
         election_timeout_min: Duration::from_secs(20),
         election_timeout_max: Duration::from_secs(40),
     };
+    timing
+        .validate(Duration::from_millis(100), Duration::from_millis(1500))
+        .expect("the test timing keeps the relations the config enforces (link below)");
     let sockets: Vec<_> = (0..N)
         .map(|_| bind_udp("127.0.0.1:0".parse().unwrap()).unwrap())
         .collect();

@@ -49,7 +49,7 @@ impl Transport for Flaky {
 }
 
 fn cfg(id: NodeId, peers: Vec<(NodeId, SocketAddr)>) -> RuntimeConfig {
-    RuntimeConfig {
+    let cfg = RuntimeConfig {
         id,
         cluster: "health".into(),
         peers,
@@ -69,7 +69,11 @@ fn cfg(id: NodeId, peers: Vec<(NodeId, SocketAddr)>) -> RuntimeConfig {
         start: Start::Electing,
         state_file: None,
         sources: None,
-    }
+    };
+    cfg.timing
+        .validate(cfg.link.retransmit, cfg.link.give_up)
+        .expect("the test timing keeps the relations the config enforces");
+    cfg
 }
 
 fn failing(s: &Shared, check: &str) -> Option<String> {

@@ -60,6 +60,10 @@ async fn scenario() {
         coordinator_timeout: Duration::from_millis(120),
         ..Timing::default()
     };
+    let link = LinkConfig::default();
+    timing
+        .validate(link.retransmit, link.give_up)
+        .expect("the test timing keeps the relations the config enforces");
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut nodes: Vec<(Arc<Shared>, Server)> = Vec::new();
     let mut runtimes = Vec::new();
@@ -73,7 +77,7 @@ async fn scenario() {
             algorithms: vec![Bully],
             timing: timing.clone(),
             options: Options::default(),
-            link: LinkConfig::default(),
+            link: link.clone(),
             keys: None,
             incarnation: runtime::incarnation_now(),
             start: Start::Electing,

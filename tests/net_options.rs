@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn cfg(id: NodeId, peers: Vec<(NodeId, SocketAddr)>, algo: AlgorithmKind) -> RuntimeConfig {
-    RuntimeConfig {
+    let cfg = RuntimeConfig {
         id,
         cluster: "net".into(),
         peers: peers.clone(),
@@ -44,7 +44,11 @@ fn cfg(id: NodeId, peers: Vec<(NodeId, SocketAddr)>, algo: AlgorithmKind) -> Run
         // The source check stays on: a peer known by name is accepted from the address
         // its name resolves to, and group datagrams from the sender's own address.
         sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
-    }
+    };
+    cfg.timing
+        .validate(cfg.link.retransmit, cfg.link.give_up)
+        .expect("the test timing keeps the relations the config enforces");
+    cfg
 }
 
 /// The value of the first sample of `metric` whose labels contain every `labels` item.

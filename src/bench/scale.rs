@@ -135,6 +135,12 @@ pub fn run_sim(quick: bool, log: &dyn Fn(&str)) -> anyhow::Result<Vec<SimPoint>>
         let peak_reset = reset_peak();
         let mut params = SimulateParams::new(kind, n);
         params.timing = sim_timing(n);
+        // The simulator runs the link's defaults.
+        let link = LinkConfig::default();
+        params
+            .timing
+            .validate(link.retransmit, link.give_up)
+            .map_err(|e| anyhow::anyhow!("simulated timing for N={n}: {e}"))?;
         let formula = crate::contract::formulas::cases(kind)
             .into_iter()
             .find(|c| c.order == crate::sim::scenario::RingOrder::Ascending && c.exact)

@@ -81,6 +81,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     if !(args.chaos_every > 0.0 && args.down_for > 0.0) {
         anyhow::bail!("--chaos-every and --down-for must be above zero");
     }
+    let link = LinkConfig::default();
+    timing()
+        .validate(link.retransmit, link.give_up)
+        .map_err(|e| anyhow::anyhow!("the demo's timing: {e}"))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

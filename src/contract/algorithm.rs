@@ -271,6 +271,117 @@ impl Default for Timing {
     }
 }
 
+/// A timing relation that does not hold: the configuration key to change and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct TimingError {
+    /// The key to blame (`timing.heartbeat`, `transport.give_up`, …).
+    pub key: &'static str,
+    /// What is wrong, with the values involved.
+    pub message: String,
+}
+
+impl Timing {
+    /// The relations between the timing parameters and the link's `retransmit` and
+    /// `give_up` that every driver relies on; the first one broken is the error. The
+    /// configuration loader, `demo`, the bench and the tests check their timings here.
+    ///
+    /// - every duration above zero, and the Raft range not empty;
+    /// - `heartbeat` below `failure_timeout` (followers would declare a live leader lost);
+    /// - `answer_timeout` (T) above `retransmit` (one lost ELECTION or OK would make a
+    ///   node win before the retransmission arrives);
+    /// - `coordinator_timeout` (T') above 2·T + `retransmit` (Improved Bully waits T at
+    ///   the initiator and T again at the cross-check, plus a retransmission);
+    /// - `give_up` between `retransmit` and `failure_timeout` (a dead peer must be
+    ///   declared unreachable before the failure detector reacts, or ring elections
+    ///   stall on it);
+    /// - `election_timeout_min` above `heartbeat` (Raft followers would time out
+    ///   between heartbeats).
+    pub fn validate(&self, retransmit: Duration, give_up: Duration) -> Result<(), TimingError> {
+        let fail = |key: &'static str, message: String| Err(TimingError { key, message });
+        let ms = |d: Duration| humantime::format_duration(d).to_string();
+        for (key, d) in [
+            ("timing.heartbeat", self.heartbeat),
+            ("timing.failure_timeout", self.failure_timeout),
+            ("timing.answer_timeout", self.answer_timeout),
+            ("timing.coordinator_timeout", self.coordinator_timeout),
+            ("timing.election_timeout", self.election_timeout_min),
+            ("transport.retransmit", retransmit),
+        ] {
+            if d.is_zero() {
+                return fail(key, "must be above zero".into());
+            }
+        }
+        if self.election_timeout_min >= self.election_timeout_max {
+            return fail(
+                "timing.election_timeout",
+                format!(
+                    "empty range {}..{}: Raft needs a randomized timeout (lo < hi) to break split votes (§5.2)",
+                    ms(self.election_timeout_min),
+                    ms(self.election_timeout_max)
+                ),
+            );
+        }
+        if self.heartbeat >= self.failure_timeout {
+            return fail(
+                "timing.heartbeat",
+                format!(
+                    "{} is not below timing.failure_timeout ({}): followers would declare a live leader lost",
+                    ms(self.heartbeat),
+                    ms(self.failure_timeout)
+                ),
+            );
+        }
+        if self.answer_timeout <= retransmit {
+            return fail(
+                "timing.answer_timeout",
+                format!(
+                    "{} is not above transport.retransmit ({}): one lost ELECTION or OK would make a node \
+                     win before the retransmission arrives",
+                    ms(self.answer_timeout),
+                    ms(retransmit)
+                ),
+            );
+        }
+        let t_prime_min = self.answer_timeout * 2 + retransmit;
+        if self.coordinator_timeout <= t_prime_min {
+            return fail(
+                "timing.coordinator_timeout",
+                format!(
+                    "{} is not above 2 × timing.answer_timeout + transport.retransmit ({}): T' must leave \
+                     the answering node time to finish its own election",
+                    ms(self.coordinator_timeout),
+                    ms(t_prime_min)
+                ),
+            );
+        }
+        if give_up >= self.failure_timeout || give_up <= retransmit {
+            return fail(
+                "transport.give_up",
+                format!(
+                    "the link gives up on a peer after {}, not between transport.retransmit ({}) \
+                     and timing.failure_timeout ({}): a dead peer must be declared unreachable \
+                     before the failure detector reacts, or ring elections stall on it",
+                    ms(give_up),
+                    ms(retransmit),
+                    ms(self.failure_timeout)
+                ),
+            );
+        }
+        if self.election_timeout_min <= self.heartbeat {
+            return fail(
+                "timing.election_timeout",
+                format!(
+                    "{} is not above timing.heartbeat ({}): Raft followers would time out between heartbeats",
+                    ms(self.election_timeout_min),
+                    ms(self.heartbeat)
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
 /// Algorithm-specific switches (config `[raft]`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Options {
@@ -449,5 +560,96 @@ mod token_tests {
         }
         assert!(Token::new(2, 4).admits(Token::new(2, 4)), "the token held");
         assert_eq!(Token::new(3, 7).as_u64(), (3 << 32) | 7);
+    }
+}
+
+#[cfg(test)]
+mod timing_tests {
+    use super::Timing;
+    use std::time::Duration;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    /// The link's defaults for a 100 ms failure timeout (node::link).
+    fn check(t: &Timing) -> Result<(), &'static str> {
+        t.validate(MS(5), MS(75)).map_err(|e| e.key)
+    }
+
+    #[test]
+    fn the_default_timing_keeps_every_relation() {
+        assert_eq!(check(&Timing::default()), Ok(()));
+    }
+
+    #[test]
+    fn each_broken_relation_names_its_key() {
+        let d = Timing::default;
+        let cases: [(Timing, &str); 7] = [
+            (
+                Timing {
+                    heartbeat: Duration::ZERO,
+                    ..d()
+                },
+                "timing.heartbeat",
+            ),
+            (
+                Timing {
+                    election_timeout_max: MS(100),
+                    ..d()
+                },
+                "timing.election_timeout",
+            ),
+            (
+                Timing {
+                    heartbeat: MS(100),
+                    ..d()
+                },
+                "timing.heartbeat",
+            ),
+            (
+                Timing {
+                    answer_timeout: MS(5),
+                    ..d()
+                },
+                "timing.answer_timeout",
+            ),
+            // T' must exceed 2·T + retransmit = 25 ms.
+            (
+                Timing {
+                    coordinator_timeout: MS(25),
+                    ..d()
+                },
+                "timing.coordinator_timeout",
+            ),
+            (
+                Timing {
+                    failure_timeout: MS(75),
+                    ..d()
+                },
+                "transport.give_up",
+            ),
+            (
+                Timing {
+                    election_timeout_min: MS(10),
+                    ..d()
+                },
+                "timing.election_timeout",
+            ),
+        ];
+        for (t, key) in cases {
+            assert_eq!(check(&t), Err(key), "{t:?}");
+        }
+        assert_eq!(
+            Timing {
+                coordinator_timeout: MS(26),
+                ..d()
+            }
+            .validate(MS(5), MS(75)),
+            Ok(())
+        );
+        assert_eq!(
+            d().validate(MS(5), MS(5)).map_err(|e| e.key),
+            Err("transport.give_up"),
+            "give_up must be above retransmit"
+        );
     }
 }

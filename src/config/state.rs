@@ -1,0 +1,109 @@
+//! `[state]`: the file that keeps every group's fencing token (and Raft's vote) across
+//! restarts, or the explicit choice to run without it.
+
+use super::raw::RawConfig;
+use super::validate::Validator;
+use super::ConfigError;
+use crate::contract::algorithm::AlgorithmKind;
+use crate::NodeId;
+use std::path::{Path, PathBuf};
+
+impl Validator<'_> {
+    /// The state file (`{node}` substituted, absolute, writable) and `ephemeral`.
+    pub(super) fn state(
+        &self,
+        raw: &RawConfig,
+        node_id: NodeId,
+        algorithms: &[AlgorithmKind],
+    ) -> Result<(Option<PathBuf>, bool), ConfigError> {
+        // `[state] file`; `[raft] state_file` is its older spelling.
+        let (state_key, state_file) = match (&raw.state.file, &raw.raft.state_file) {
+            (Some(f), _) => ("state.file", Some(f.as_str())),
+            (None, f) => ("raft.state_file", f.as_deref()),
+        };
+        let raft_state_file = match state_file.map(str::trim) {
+            None | Some("") => None,
+            Some(p) => {
+                let path = self.path(Path::new(&p.replace("{node}", &node_id.to_string())));
+                self.check_state_file(state_key, &path)?;
+                Some(path)
+            }
+        };
+        if raw.state.file.is_some() && raw.raft.state_file.is_some() {
+            return Err(self.err(
+                "raft.state_file",
+                "set only [state] file ([raft] state_file is its older spelling)",
+            ));
+        }
+        let ephemeral = raw.state.ephemeral.unwrap_or(false);
+        if ephemeral && raft_state_file.is_some() {
+            return Err(self.err(
+                "state.ephemeral",
+                format!("ephemeral = true contradicts {state_key}: choose one"),
+            ));
+        }
+        if raft_state_file.is_none() && !ephemeral && algorithms.contains(&AlgorithmKind::Raft) {
+            return Err(self.err(
+                "state.file",
+                "raft needs durable state: without it a restarted node may vote twice in one \
+                 term and elect a second leader. Set [state] file (e.g. \
+                 \"/var/lib/electd/{node}.state\"), or [state] ephemeral = true to run without \
+                 it knowingly",
+            ));
+        }
+        Ok((raft_state_file, ephemeral))
+    }
+
+    /// The state file must be writable where it is: its directory exists and is
+    /// writable, and the path is not a directory. (A node that cannot persist its vote
+    /// must not take part: better refuse to start than run mute.)
+    fn check_state_file(&self, key: &str, path: &Path) -> Result<(), ConfigError> {
+        if path.is_dir() {
+            return Err(self.err(
+                key,
+                format!("{} is a directory; name a file in it", path.display()),
+            ));
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(self.err(
+                key,
+                format!(
+                    "{}: the directory {} does not exist (create it, writable by electd; under systemd the unit's StateDirectory does)",
+                    path.display(),
+                    dir.display()
+                ),
+            ));
+        }
+        if !writable(dir) || (path.exists() && !writable(path)) {
+            return Err(self.err(
+                key,
+                format!(
+                    "{}: not writable by this user (the state is rewritten after every vote)",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// May this process write `path` (access(2) with W_OK)?
+fn writable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: access(2) reads the NUL-terminated path and touches nothing else.
+        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        !std::fs::metadata(path).map_or(true, |m| m.permissions().readonly())
+    }
+}

@@ -1,0 +1,140 @@
+//! The validator: turns the raw sections into a [`Config`], topic by topic (the roster
+//! in `peers.rs`, `[timing]`/`[transport]` in `timing.rs`, `[security]`/`[admin]` in
+//! `security.rs`, `[state]` in `state.rs`), naming the key of every error.
+
+use super::raw::RawConfig;
+use super::{Config, ConfigError, Hooks};
+use crate::contract::algorithm::{AlgorithmKind, Options};
+use crate::NodeId;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub(super) struct Validator<'a> {
+    pub(super) file: &'a Path,
+    pub(super) base: &'a Path,
+    /// Keys set by `ELECTD_*` variables, with the variable.
+    pub(super) from_env: HashMap<String, String>,
+}
+
+impl Validator<'_> {
+    pub(super) fn err(&self, key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        let key = key.into();
+        ConfigError {
+            file: self.file.to_path_buf(),
+            var: self.from_env.get(&key).cloned(),
+            key,
+            message: message.into(),
+            at: None,
+        }
+    }
+
+    pub(super) fn duration(
+        &self,
+        key: &str,
+        v: &Option<String>,
+        default: Duration,
+    ) -> Result<Duration, ConfigError> {
+        let Some(s) = v else { return Ok(default) };
+        let d = humantime::parse_duration(s.trim())
+            .map_err(|e| self.err(key, format!("{s:?} is not a duration like \"100ms\" ({e})")))?;
+        if d.is_zero() {
+            return Err(self.err(key, "must be above zero"));
+        }
+        Ok(d)
+    }
+
+    pub(super) fn path(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.base.join(p)
+        }
+    }
+
+    /// The whole file, in the order its errors are reported: cluster, roster,
+    /// algorithms, timing and transport, security, hooks, admin, state, raft.
+    pub(super) fn validate(
+        &self,
+        raw: RawConfig,
+        node_override: Option<NodeId>,
+    ) -> Result<Config, ConfigError> {
+        let cluster = raw.cluster.clone().ok_or_else(|| {
+            self.err(
+                "cluster",
+                "missing (a name shared by every node of the cluster)",
+            )
+        })?;
+        if cluster.trim().is_empty() || cluster.len() > 64 {
+            return Err(self.err("cluster", "must be 1 to 64 characters"));
+        }
+
+        let (node_id, peers) = self.roster(&raw, node_override)?;
+
+        // Algorithms.
+        let names = raw
+            .algorithms
+            .clone()
+            .ok_or_else(|| self.err("algorithms", "missing, e.g. [\"bully\", \"raft\"]"))?;
+        if names.is_empty() {
+            return Err(self.err("algorithms", "empty: name at least one algorithm"));
+        }
+        let mut algorithms = Vec::new();
+        for name in &names {
+            let k: AlgorithmKind = name
+                .parse()
+                .map_err(|e| self.err("algorithms", format!("{e}")))?;
+            if algorithms.contains(&k) {
+                return Err(self.err("algorithms", format!("{k} is listed twice")));
+            }
+            algorithms.push(k);
+        }
+
+        let transport = self.transport(&raw, &peers, node_id)?;
+        let (key_file, security) = self.security(&raw)?;
+        let hooks = Hooks {
+            on_leader_change: raw
+                .hooks
+                .on_leader_change
+                .clone()
+                .filter(|s| !s.trim().is_empty()),
+            hook_timeout: self.duration(
+                "hooks.hook_timeout",
+                &raw.hooks.hook_timeout,
+                Duration::from_secs(5),
+            )?,
+        };
+        let (admin_token, admin_token_file) = self.admin(&raw)?;
+        let (raft_state_file, ephemeral) = self.state(&raw, node_id, &algorithms)?;
+        let od = Options::default();
+        let options = Options {
+            pre_vote: raw.raft.pre_vote.unwrap_or(od.pre_vote),
+            check_quorum: raw.raft.check_quorum.unwrap_or(od.check_quorum),
+            ranked_timeouts: raw.raft.ranked_timeouts.unwrap_or(od.ranked_timeouts),
+        };
+        Ok(Config {
+            file: self.file.to_path_buf(),
+            cluster,
+            node_id,
+            algorithms,
+            timing: transport.timing,
+            link: transport.link,
+            multicast: transport.multicast,
+            resolve_every: transport.resolve_every,
+            security,
+            key_file,
+            check_source: raw.security.check_source.unwrap_or(true),
+            hooks,
+            admin_token,
+            admin_token_file,
+            options,
+            raft_state_file,
+            ephemeral,
+            peers,
+        })
+    }
+}
+
+pub(super) fn ms(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
