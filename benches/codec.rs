@@ -1,11 +1,17 @@
 //! Criterion benchmark of the wire codec: encode (protobuf + HMAC-SHA256 tag) and
 //! decode (parse, canonical check, tag verification, validation) of the typical
-//! datagrams `electd bench` reports on (`electd::bench::codec::samples`).
+//! datagrams `electd bench` reports on (the same samples: `src/bench/codec.rs`, part of
+//! the binary, included here).
 //!
 //! `cargo bench --bench codec`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use electd::bench::codec::{codec, samples, HEADER};
+#[path = "../src/bench/codec.rs"]
+// Its report-only parts and unit tests are unused here.
+#[allow(dead_code, unused_imports)]
+mod bench_codec;
+
+use bench_codec::{codec, samples, HEADER};
 use std::hint::black_box;
 
 fn codec_benches(c: &mut Criterion) {

@@ -16,7 +16,6 @@
 //! - [`http`]: the HTTP API.
 
 pub mod algorithms;
-pub mod bench;
 pub mod config;
 pub mod contract;
 pub mod daemon;
@@ -24,6 +23,8 @@ pub mod http;
 pub mod node;
 pub mod security;
 pub mod sim;
+#[doc(hidden)]
+pub mod testkit;
 pub mod trace;
 /// A node id from the roster; 0 is reserved (never a valid id).
 pub type NodeId = u32;

@@ -1,5 +1,6 @@
 //! The `electd` binary: parses the command line and dispatches.
 
+mod bench;
 mod cli;
 
 use clap::Parser;

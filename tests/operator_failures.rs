@@ -110,7 +110,7 @@ fn a_node_that_cannot_persist_is_unhealthy_not_mute() {
     let failed_at = Instant::now();
     c.kill(raft_leader);
     let body = wait_for("/healthz to fail on the node that cannot persist", || {
-        match electd::bench::procs::http_request(http, "GET", "/healthz", None) {
+        match electd::http::client::http_request(http, "GET", "/healthz", None) {
             Some((503, body)) => Some(body),
             _ => None,
         }
@@ -172,7 +172,7 @@ fn stopping_with_a_hook_backlog_runs_the_release_and_orphans_nothing() {
     });
     // Ten pause/resume cycles: twenty changes, twenty seconds of hook runs if each ran.
     let post = |path: &str| {
-        electd::bench::procs::http_request(http, "POST", path, Some(token)).map(|r| r.0)
+        electd::http::client::http_request(http, "POST", path, Some(token)).map(|r| r.0)
     };
     for _ in 0..10 {
         assert_eq!(post("/admin/pause"), Some(200));

@@ -267,7 +267,7 @@ fn an_insecure_node_survives_sighup_and_logs_json_lines() {
     // The process' CPU time is exported with sub-second resolution (a node that has just
     // started has used a fraction of a second, which whole seconds would show as 0).
     let metrics = c.metrics(1).expect("/metrics");
-    let cpu = electd::bench::procs::metric_sum(&metrics, "process_cpu_seconds_total", &[]);
+    let cpu = electd::http::client::metric_sum(&metrics, "process_cpu_seconds_total", &[]);
     assert!(
         cpu > 0.0 && cpu.fract() != 0.0,
         "process_cpu_seconds_total {cpu}"

@@ -3,12 +3,12 @@
 //! datagrams, timed in a loop here for the report; `benches/codec.rs` measures the same
 //! operations with criterion for rigor (`cargo bench --bench codec`).
 
-use crate::contract::algorithm::AlgorithmKind;
-use crate::contract::message::{ElectionTag, Message};
-use crate::node::Datagram;
-use crate::security::keyring::{Key, Keyring};
-use crate::security::wire::{Codec, Header};
-use crate::NodeId;
+use electd::contract::algorithm::AlgorithmKind;
+use electd::contract::message::{ElectionTag, Message};
+use electd::node::Datagram;
+use electd::security::keyring::{Key, Keyring};
+use electd::security::wire::{Codec, Header};
+use electd::NodeId;
 use serde::Serialize;
 use std::hint::black_box;
 use std::time::{Duration, Instant};

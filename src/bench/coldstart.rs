@@ -3,7 +3,7 @@
 //! failure_timeout 100 ms, answer 10 ms); then SIGKILL of the leader.
 //!
 //! - N = 8, 16, 32, 64: separate `electd run` processes on 127.0.0.1
-//!   ([`super::procs`]); time from the last process started to every node naming the
+//!   (`electd::testkit::procs`); time from the last process started to every node naming the
 //!   same leader (seen on the nodes' `/watch` streams), then from SIGKILL of that
 //!   leader to the survivors' agreement.
 //! - N = 128, 256: runtimes in this process ([`super::inproc`]), each with its own
@@ -17,15 +17,16 @@
 //! carries the reason (`missed`), which the report prints in bold.
 
 use super::inproc::InProc;
-use super::procs::{http_request, metric_sum, ClusterTiming, ProcCluster};
 use super::sse::Watchers;
 use super::{ms, BenchOptions};
-use crate::contract::algorithm::{AlgorithmKind, Timing};
-use crate::contract::message::MessageType;
-use crate::daemon::runtime::Start;
-use crate::daemon::shared::Control;
-use crate::node::link::LinkConfig;
-use crate::NodeId;
+use electd::contract::algorithm::{AlgorithmKind, Timing};
+use electd::contract::message::MessageType;
+use electd::daemon::runtime::Start;
+use electd::daemon::shared::Control;
+use electd::http::client::{http_request, metric_sum};
+use electd::node::link::LinkConfig;
+use electd::testkit::procs::{ClusterTiming, ProcCluster};
+use electd::NodeId;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 

@@ -6,11 +6,12 @@
 //! from `/metrics`, over the window). The leader of a group sends the heartbeats, so
 //! leaders and followers are reported apart.
 
-use super::procs::{metric_sum, ClusterTiming, ProcCluster};
 use super::BenchOptions;
-use crate::contract::algorithm::AlgorithmKind;
-use crate::NodeId;
 use anyhow::Context;
+use electd::contract::algorithm::AlgorithmKind;
+use electd::http::client::metric_sum;
+use electd::testkit::procs::{ClusterTiming, ProcCluster};
+use electd::NodeId;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -14,12 +14,12 @@
 //! three heartbeats plus a random fraction of one, so the action falls at a random
 //! phase of the heartbeat period, as a real crash does.
 
-use super::procs::{ClusterTiming, ProcCluster};
 use super::sse::Watchers;
 use super::{ms, BenchOptions, Stats};
-use crate::contract::algorithm::AlgorithmKind;
-use crate::contract::rng::Rng;
-use crate::NodeId;
+use electd::contract::algorithm::AlgorithmKind;
+use electd::contract::rng::Rng;
+use electd::testkit::procs::{ClusterTiming, ProcCluster};
+use electd::NodeId;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -61,12 +61,6 @@ impl FailoverResults {
             per_mode: plan(quick).1,
             runs: Vec::new(),
         }
-    }
-
-    pub fn run(&self, algorithm: AlgorithmKind, mode: &str) -> Option<&FailoverRun> {
-        self.runs
-            .iter()
-            .find(|r| r.algorithm == algorithm && r.mode == mode)
     }
 }
 

@@ -3,15 +3,15 @@
 //! 64-node benchmarks. Leader changes are collected from every node's event channel
 //! (the one `/watch` serves) with the [`Instant`] they were received.
 
-use crate::contract::algorithm::{AlgorithmKind, Options, Timing};
-use crate::contract::message::MessageType;
-use crate::daemon::metrics::Metrics;
-use crate::daemon::runtime::{run, RuntimeConfig, Start};
-use crate::daemon::shared::{Control, Shared};
-use crate::daemon::socket::bind_udp;
-use crate::node::link::LinkConfig;
-use crate::security::keyring::{Key, Keyring};
-use crate::NodeId;
+use electd::contract::algorithm::{AlgorithmKind, Options, Timing};
+use electd::contract::message::MessageType;
+use electd::daemon::metrics::Metrics;
+use electd::daemon::runtime::{run, RuntimeConfig, Start};
+use electd::daemon::shared::{Control, Shared};
+use electd::daemon::socket::bind_udp;
+use electd::node::link::LinkConfig;
+use electd::security::keyring::{Key, Keyring};
+use electd::NodeId;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -61,7 +61,7 @@ impl InProc {
             peers.push((id, s.local_addr()?));
             sockets.push(s);
         }
-        let keys = Keyring::new(Key::new(crate::security::keyring::random_key()?));
+        let keys = Keyring::new(Key::new(electd::security::keyring::random_key()?));
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let (tx, events) = mpsc::unbounded_channel();
         let mut nodes = Vec::new();
@@ -76,7 +76,7 @@ impl InProc {
                 options: Options::default(),
                 link: link.clone(),
                 keys: Some(keys.clone()),
-                incarnation: crate::daemon::runtime::incarnation_now() + u64::from(id),
+                incarnation: electd::daemon::runtime::incarnation_now() + u64::from(id),
                 start,
                 state_file: None,
                 sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
@@ -182,7 +182,7 @@ impl InProc {
         for s in &self.nodes {
             let text = s.metrics.encode();
             let m = |name: &str, labels: &[(&str, &str)]| {
-                super::procs::metric_sum(&text, name, labels) as u64
+                electd::http::client::metric_sum(&text, name, labels) as u64
             };
             for t in MessageType::ALL {
                 let l = [("algorithm", kind), ("type", t.as_str())];

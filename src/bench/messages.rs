@@ -1,10 +1,10 @@
 //! Message efficiency on real UDP: for each comparison case of
-//! [`crate::contract::formulas::cases`] and each N, N runtimes in this process over loopback
+//! [`electd::contract::formulas::cases`] and each N, N runtimes in this process over loopback
 //! sockets start passively, the lowest id is told to call an election (what `POST
 //! /admin/election` does), and once every node agrees and every election message sent
 //! has been received, the counters are read from the nodes' Prometheus registries.
 //!
-//! The same election is simulated ([`crate::sim::runner::simulate`], same roster
+//! The same election is simulated ([`electd::sim::runner::simulate`], same roster
 //! order, same initiator) and the closed form of the literature is computed: on a
 //! clean network both ratios must be 1.00 wherever the formula is exact. Acks,
 //! retransmissions and bytes come from the same counters (`acks = datagrams −
@@ -14,14 +14,14 @@
 
 use super::inproc::InProc;
 use super::{ms, BenchOptions};
-use crate::contract::algorithm::{AlgorithmKind, Timing};
-use crate::contract::formulas;
-use crate::daemon::runtime::Start;
-use crate::daemon::shared::Control;
-use crate::node::link::LinkConfig;
-use crate::sim::runner::{simulate, SimulateParams};
-use crate::sim::scenario::{Initiator, Scenario};
-use crate::NodeId;
+use electd::contract::algorithm::{AlgorithmKind, Timing};
+use electd::contract::formulas;
+use electd::daemon::runtime::Start;
+use electd::daemon::shared::Control;
+use electd::node::link::LinkConfig;
+use electd::sim::runner::{simulate, SimulateParams};
+use electd::sim::scenario::{Initiator, Scenario};
+use electd::NodeId;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 

@@ -23,7 +23,7 @@ pub mod failover;
 pub mod inproc;
 pub mod messages;
 pub mod plot;
-pub mod procs;
+
 pub mod report;
 pub mod scale;
 pub mod sse;
@@ -53,7 +53,7 @@ pub struct BenchOptions {
     /// Node counts of the `scale-cold` section (empty: its default plan).
     pub nodes: Vec<usize>,
     /// Algorithms of the `scale-cold` section (empty: all).
-    pub algorithms: Vec<crate::contract::algorithm::AlgorithmKind>,
+    pub algorithms: Vec<electd::contract::algorithm::AlgorithmKind>,
 }
 
 /// The sections of a run, in order.

@@ -4,7 +4,7 @@ use super::failover::FailoverResults;
 use super::messages::MessageResults;
 use super::scale::SimPoint;
 use super::Stats;
-use crate::contract::algorithm::AlgorithmKind;
+use electd::contract::algorithm::AlgorithmKind;
 use plotters::prelude::*;
 use std::path::Path;
 

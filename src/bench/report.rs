@@ -2,7 +2,7 @@
 //! `results.json`.
 
 use super::{plot, Results, Target};
-use crate::contract::algorithm::AlgorithmKind;
+use electd::contract::algorithm::AlgorithmKind;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -22,7 +22,7 @@ pub fn p99_target(kind: AlgorithmKind) -> Option<f64> {
 /// randomized timeouts: the minimum of the survivors' timeouts, whose median lies at
 /// ln 2 / s of the range above its start for s survivors).
 pub fn model_median(kind: AlgorithmKind, r: &Results) -> f64 {
-    use crate::contract::registry::Recovery;
+    use electd::contract::registry::Recovery;
     let t = &r.failover.timing;
     let f = t.failure_ms as f64;
     let hb = t.heartbeat_ms as f64;

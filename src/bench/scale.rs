@@ -11,12 +11,12 @@
 
 use super::inproc::InProc;
 use super::{ms, BenchOptions, Stats};
-use crate::contract::algorithm::{AlgorithmKind, Timing};
-use crate::daemon::runtime::Start;
-use crate::daemon::shared::Control;
-use crate::node::link::LinkConfig;
-use crate::sim::runner::{simulate, SimulateParams};
-use crate::NodeId;
+use electd::contract::algorithm::{AlgorithmKind, Timing};
+use electd::daemon::runtime::Start;
+use electd::daemon::shared::Control;
+use electd::node::link::LinkConfig;
+use electd::sim::runner::{simulate, SimulateParams};
+use electd::NodeId;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -141,9 +141,9 @@ pub fn run_sim(quick: bool, log: &dyn Fn(&str)) -> anyhow::Result<Vec<SimPoint>>
             .timing
             .validate(link.retransmit, link.give_up)
             .map_err(|e| anyhow::anyhow!("simulated timing for N={n}: {e}"))?;
-        let formula = crate::contract::formulas::cases(kind)
+        let formula = electd::contract::formulas::cases(kind)
             .into_iter()
-            .find(|c| c.order == crate::sim::scenario::RingOrder::Ascending && c.exact)
+            .find(|c| c.order == electd::sim::scenario::RingOrder::Ascending && c.exact)
             .and_then(|c| c.expected)
             .map(|f| f(n as u64));
         let cpu0 = thread_cpu();

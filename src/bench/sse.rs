@@ -6,11 +6,11 @@
 //! leader is known to within the loopback delivery of one SSE event (well under a
 //! millisecond), where polling `/status` would add up to one polling period.
 
-use crate::contract::algorithm::AlgorithmKind;
-use crate::NodeId;
+use electd::contract::algorithm::AlgorithmKind;
+use electd::http::client::read_events;
+use electd::NodeId;
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -156,28 +156,6 @@ impl Watchers {
                 .0;
         }
     }
-
-    /// Wait until the streams of `nodes` are open.
-    pub fn wait_connected(&self, nodes: &[NodeId], deadline: Instant) -> bool {
-        let (m, cv) = &*self.shared;
-        let mut s = m.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if nodes
-                .iter()
-                .all(|id| s.get(id).is_some_and(|v| v.connected))
-            {
-                return true;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            s = cv
-                .wait_timeout(s, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-    }
 }
 
 fn agreement(s: &State, nodes: &[NodeId], kind: AlgorithmKind) -> Option<(NodeId, Instant)> {
@@ -197,83 +175,6 @@ fn agreement(s: &State, nodes: &[NodeId], kind: AlgorithmKind) -> Option<(NodeId
         return None;
     }
     Some((l, last?))
-}
-
-/// Read the server-sent events of `GET path` from `addr` until the stream ends or
-/// `on_event` returns false; `on_event` gets each event's whole text (`event:` and
-/// `data:` lines). Err if the stream could not be opened (connection refused, not 200)
-/// or, with `idle`, when nothing (not even the server's 15 s keep-alive comment)
-/// arrived for that long. Shared by the bench's [`Watchers`] and `electd watch`.
-pub fn read_events(
-    addr: SocketAddr,
-    path: &str,
-    connect_timeout: Duration,
-    idle: Option<Duration>,
-    mut on_event: impl FnMut(&str) -> bool,
-) -> std::io::Result<()> {
-    let mut s = TcpStream::connect_timeout(&addr, connect_timeout)?;
-    s.set_nodelay(true)?;
-    s.set_read_timeout(idle)?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
-    )?;
-    let mut r = BufReader::new(s);
-    let mut line = String::new();
-    r.read_line(&mut line)?;
-    if !line.starts_with("HTTP/1.1 200") {
-        return Err(std::io::Error::other(format!(
-            "{path}: {}",
-            line.trim_end()
-        )));
-    }
-    let mut chunked = false;
-    loop {
-        line.clear();
-        if r.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if l.to_ascii_lowercase()
-            .starts_with("transfer-encoding: chunked")
-        {
-            chunked = true;
-        }
-    }
-    let mut pending = String::new();
-    loop {
-        // One chunk (or whatever arrived, without chunked encoding).
-        if chunked {
-            line.clear();
-            if r.read_line(&mut line)? == 0 {
-                return Ok(());
-            }
-            let Ok(n) = usize::from_str_radix(line.trim(), 16) else {
-                return Ok(());
-            };
-            if n == 0 {
-                return Ok(());
-            }
-            let mut buf = vec![0u8; n + 2];
-            r.read_exact(&mut buf)?;
-            pending.push_str(&String::from_utf8_lossy(&buf[..n]));
-        } else {
-            line.clear();
-            if r.read_line(&mut line)? == 0 {
-                return Ok(());
-            }
-            pending.push_str(&line);
-        }
-        while let Some(end) = pending.find("\n\n") {
-            let event: String = pending.drain(..end + 2).collect();
-            if !on_event(&event) {
-                return Ok(());
-            }
-        }
-    }
 }
 
 #[cfg(test)]

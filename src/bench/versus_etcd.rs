@@ -18,12 +18,13 @@
 //! Without an `etcd` binary on PATH the section is skipped with a loud message
 //! (`scripts/system-etcd.sh` installs Debian's etcd-server).
 
-use super::procs::{http_request, ClusterTiming, ProcCluster};
 use super::{ms, BenchOptions, Stats};
-use crate::contract::algorithm::AlgorithmKind;
-use crate::contract::rng::Rng;
-use crate::NodeId;
 use anyhow::Context;
+use electd::contract::algorithm::AlgorithmKind;
+use electd::contract::rng::Rng;
+use electd::http::client::http_request;
+use electd::testkit::procs::{ClusterTiming, ProcCluster};
+use electd::NodeId;
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! `electd bench [--quick] [--out DIR]`: run the benchmark suite and write
 //! DIR/report.md, DIR/results.json and the SVG plots (see `electd::bench`).
 
-use electd::bench::{self, BenchOptions};
+use crate::bench::{self, BenchOptions};
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]

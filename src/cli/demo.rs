@@ -52,7 +52,7 @@ pub struct DemoArgs {
 /// The timing `electd bench` measures failover with, so that the demo's live failover
 /// figures (table and `electd_failover_seconds`) compare with the bench's.
 fn timing() -> Timing {
-    electd::bench::procs::ClusterTiming::failover().timing()
+    electd::testkit::procs::ClusterTiming::failover().timing()
 }
 
 /// The file_sd JSON for nodes `(id, http address)` of cluster `demo`.

@@ -14,8 +14,7 @@
 //!   leader of a group. A node that goes away is reported and reconnected to.
 
 use super::AlgorithmArg;
-use electd::bench::procs::http_request_within;
-use electd::bench::sse::read_events;
+use electd::http::client::{http_request_within, read_events};
 use electd::NodeId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -27,6 +27,7 @@
 //! commands on its control channel: they never hold anything the election waits for.
 
 mod admin;
+pub mod client;
 mod error;
 mod params;
 mod read;

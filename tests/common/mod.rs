@@ -1,17 +1,17 @@
 //! A cluster of real `electd run` processes on 127.0.0.1 for the integration tests:
-//! free ports, one shared config file, `/status` over a minimal HTTP client, and a
-//! guard that kills every process it started (by PID) when dropped, even when the
-//! test fails.
+//! the bench's harness ([`electd::testkit::procs::ProcCluster`], reached through
+//! `Deref`) with the tests' config (timing in milliseconds, no admin token) and
+//! methods that fail the test instead of returning errors.
 
 #![allow(dead_code)]
 
 use electd::contract::algorithm::AlgorithmKind;
+use electd::testkit::procs::{fresh_dir, ProcCluster};
 use electd::NodeId;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::ops::{Deref, DerefMut};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Timing section of the config, as TOML text.
@@ -42,40 +42,29 @@ impl Timing {
     }
 }
 
-pub struct Node {
-    pub id: NodeId,
-    pub udp: SocketAddr,
-    pub http: SocketAddr,
-    child: Option<Child>,
-}
-
 /// The processes of one test cluster (see the module documentation).
-pub struct Cluster {
-    pub dir: PathBuf,
-    pub config: PathBuf,
-    pub nodes: Vec<Node>,
+pub struct Cluster(ProcCluster);
+
+impl Deref for Cluster {
+    type Target = ProcCluster;
+    fn deref(&self) -> &ProcCluster {
+        &self.0
+    }
 }
 
-/// A free UDP and a free TCP port, held bound in `held` until every port of the
-/// cluster is handed out (released ports could be handed out twice).
-fn free_pair(held: &mut Vec<Box<dyn std::any::Any>>) -> (SocketAddr, SocketAddr) {
-    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind udp");
-    let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind tcp");
-    let addrs = (udp.local_addr().unwrap(), tcp.local_addr().unwrap());
-    held.push(Box::new(udp));
-    held.push(Box::new(tcp));
-    addrs
+impl DerefMut for Cluster {
+    fn deref_mut(&mut self) -> &mut ProcCluster {
+        &mut self.0
+    }
 }
 
 impl Cluster {
     /// Write a config for `n` nodes (ids 1..=n) running `algorithms`, with a fresh key.
     pub fn new(name: &str, n: NodeId, algorithms: &[AlgorithmKind], t: &Timing) -> Cluster {
         let dir = std::env::temp_dir().join(format!("electd-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        electd::security::keyring::write_key_file(&dir.join("cluster.key")).unwrap();
+        fresh_dir(&dir).expect("prepare the cluster directory");
         let algos: Vec<String> = algorithms.iter().map(|a| format!("\"{a}\"")).collect();
-        let mut text = format!(
+        let head = format!(
             "cluster = \"{name}\"\nalgorithms = [{}]\n\n[timing]\nheartbeat = \"{}ms\"\n\
              failure_timeout = \"{}ms\"\nanswer_timeout = \"{}ms\"\ncoordinator_timeout = \"{}ms\"\n\n\
              [transport]\nretransmit = \"{}ms\"\nmax_attempts = {}\n\n[security]\nkey_file = \"cluster.key\"\n",
@@ -87,23 +76,8 @@ impl Cluster {
             t.retransmit_ms,
             t.max_attempts
         );
-        let mut nodes = Vec::new();
-        let mut held = Vec::new();
-        for id in 1..=n {
-            let (udp, http) = free_pair(&mut held);
-            text.push_str(&format!(
-                "\n[[peer]]\nid = {id}\naddr = \"{udp}\"\nhttp = \"{http}\"\n"
-            ));
-            nodes.push(Node {
-                id,
-                udp,
-                http,
-                child: None,
-            });
-        }
-        let config = dir.join("electd.toml");
-        std::fs::write(&config, text).unwrap();
-        Cluster { dir, config, nodes }
+        let exe = Path::new(env!("CARGO_BIN_EXE_electd"));
+        Cluster(ProcCluster::with_config(exe, dir, n, &head, None).expect("write the config"))
     }
 
     /// Append TOML (e.g. a `[raft]` table) to the config; call before starting nodes.
@@ -114,106 +88,23 @@ impl Cluster {
         std::fs::write(&self.config, text).unwrap();
     }
 
-    fn node(&mut self, id: NodeId) -> &mut Node {
-        self.nodes.iter_mut().find(|n| n.id == id).expect("node id")
-    }
-
     pub fn start(&mut self, id: NodeId) {
-        self.start_with_env(id, &[]);
+        self.0.start(id).expect("spawn electd run");
     }
 
     /// Start node `id` with extra environment variables (e.g. `ELECTD_*` overrides).
     pub fn start_with_env(&mut self, id: NodeId, env: &[(&str, &str)]) {
-        let log = std::fs::File::create(self.dir.join(format!("node{id}.log"))).unwrap();
-        let config = self.config.clone();
-        // Durable state as shipped (raft refuses to run without): one file per node in
-        // the cluster's directory, unless the test configures its own.
-        let text = std::fs::read_to_string(&config).unwrap_or_default();
-        let state = (!text.contains("state_file") && !text.contains("[state]"))
-            .then(|| self.dir.join("{node}.state").display().to_string());
-        let child = Command::new(env!("CARGO_BIN_EXE_electd"))
-            .arg("run")
-            .arg("--config")
-            .arg(&config)
-            .arg("--node-id")
-            .arg(id.to_string())
-            .env("ELECTD_LOG", "warn")
-            .envs(state.iter().map(|s| ("ELECTD_STATE_FILE", s.as_str())))
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("spawn electd run");
-        self.node(id).child = Some(child);
+        self.0.start_with_env(id, env).expect("spawn electd run");
     }
 
     pub fn start_all(&mut self) {
-        for id in self.ids() {
-            self.start(id);
-        }
-    }
-
-    pub fn ids(&self) -> Vec<NodeId> {
-        self.nodes.iter().map(|n| n.id).collect()
-    }
-
-    pub fn live(&self) -> Vec<NodeId> {
-        self.nodes
-            .iter()
-            .filter(|n| n.child.is_some())
-            .map(|n| n.id)
-            .collect()
-    }
-
-    /// Send `sig` (e.g. `libc::SIGHUP`) to node `id` if it runs.
-    pub fn signal(&mut self, id: NodeId, sig: i32) {
-        if let Some(c) = self.node(id).child.as_ref() {
-            // SAFETY: plain kill(2) on the PID of a child this test started and has not reaped.
-            unsafe {
-                libc::kill(c.id() as libc::pid_t, sig);
-            }
-        }
-    }
-
-    /// SIGKILL, then reap.
-    pub fn kill(&mut self, id: NodeId) {
-        if let Some(mut c) = self.node(id).child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.0.start_all().expect("spawn electd run");
     }
 
     /// SIGTERM, then wait up to `within` for the exit; returns the exit code.
     pub fn terminate(&mut self, id: NodeId, within: Duration) -> Option<i32> {
-        let mut c = self.node(id).child.take()?;
-        // SAFETY: plain kill(2) on the PID of a child this test started and has not reaped.
-        unsafe {
-            libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + within;
-        loop {
-            if let Ok(Some(status)) = c.try_wait() {
-                return status.code();
-            }
-            if Instant::now() > deadline {
-                let _ = c.kill();
-                let _ = c.wait();
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    pub fn status(&self, id: NodeId) -> Option<Value> {
-        let n = self.nodes.iter().find(|n| n.id == id)?;
-        let body = http_get(n.http, "/status")?;
-        serde_json::from_str(&body).ok()
-    }
-
-    pub fn metrics(&self, id: NodeId) -> Option<String> {
-        let n = self.nodes.iter().find(|n| n.id == id)?;
-        http_get(n.http, "/metrics")
+        self.0.terminate(id);
+        self.0.wait_exit(id, within)?.code()
     }
 
     /// Per algorithm, the leader all live nodes agree on (not electing), if they do.
@@ -270,30 +161,12 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(2));
         }
     }
-
-    pub fn log(&self, id: NodeId) -> String {
-        std::fs::read_to_string(self.dir.join(format!("node{id}.log"))).unwrap_or_default()
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        for n in &mut self.nodes {
-            if let Some(mut c) = n.child.take() {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-        }
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
 }
 
 /// `GET path` over HTTP/1.1 with `Connection: close`; the body if the status is 200.
-/// (The client of `electd bench`, shared.)
+/// (The client of `electd status` and `electd bench`, shared.)
 pub fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
-    match electd::bench::procs::http_request(addr, "GET", path, None)? {
+    match electd::http::client::http_request(addr, "GET", path, None)? {
         (200, body) => Some(body),
         _ => None,
     }
@@ -302,4 +175,4 @@ pub fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
 /// Sum of a Prometheus counter over the series whose labels contain every `labels`
 /// pair (text exposition format).
 #[allow(unused_imports)]
-pub use electd::bench::procs::metric_sum as counter_sum;
+pub use electd::http::client::metric_sum as counter_sum;

@@ -1,15 +1,17 @@
-//! A cluster of real `electd run` processes on 127.0.0.1 for the failover and cost
-//! benchmarks: free ports, one shared config file (with a generated key and admin
-//! token), a minimal HTTP client, and a guard that kills every process it started (by
-//! PID) when dropped.
+//! A cluster of real `electd run` processes on 127.0.0.1, the one harness of the
+//! bench (failover, cost, cold start, etcd comparison) and the process-level tests:
+//! free ports, one shared config file with a generated key, durable state per node,
+//! the node's log in a file, `/status` and `/metrics` over [`crate::http::client`],
+//! and a guard that kills every process it started (by PID) when dropped, even when a
+//! test fails (the directory is then kept for inspection).
 
 use crate::contract::algorithm::AlgorithmKind;
+use crate::http::client::http_request;
 use crate::NodeId;
 use anyhow::Context;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// The `[timing]` and `[transport]` settings of a bench cluster, in milliseconds.
@@ -71,20 +73,26 @@ impl ClusterTiming {
     }
 }
 
-struct Proc {
-    id: NodeId,
-    udp: SocketAddr,
-    http: SocketAddr,
+/// One node of a [`ProcCluster`]: its roster entry and its process, if running.
+pub struct Proc {
+    pub id: NodeId,
+    /// UDP address in the roster (a test may rewrite it before writing its own config).
+    pub udp: SocketAddr,
+    /// HTTP API address.
+    pub http: SocketAddr,
     child: Option<Child>,
 }
 
 /// See the module documentation.
 pub struct ProcCluster {
     exe: PathBuf,
-    dir: PathBuf,
-    config: PathBuf,
-    token: String,
-    nodes: Vec<Proc>,
+    /// The cluster's directory: config, key, logs (`node<ID>.log`), state files.
+    pub dir: PathBuf,
+    /// The config file every node runs with.
+    pub config: PathBuf,
+    /// Bearer token of the admin routes, when the config sets one.
+    token: Option<String>,
+    pub nodes: Vec<Proc>,
 }
 
 /// A free UDP and a free TCP port on 127.0.0.1, held bound in `held` until the
@@ -99,8 +107,17 @@ fn free_pair(held: &mut Vec<Box<dyn std::any::Any>>) -> std::io::Result<(SocketA
     Ok(addrs)
 }
 
+/// Make `dir` empty (removing what a previous run left) and write a fresh
+/// `cluster.key` in it.
+pub fn fresh_dir(dir: &Path) -> anyhow::Result<()> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    crate::security::keyring::write_key_file(&dir.join("cluster.key")).context("write the key")
+}
+
 impl ProcCluster {
-    /// Write the config of `n` nodes (ids 1..=n) under a fresh directory in `parent`.
+    /// The bench's cluster: the config of `n` nodes (ids 1..=n) with timing `t` and an
+    /// admin token, under a fresh directory in `parent`.
     pub fn new(
         exe: &Path,
         parent: &Path,
@@ -110,10 +127,7 @@ impl ProcCluster {
         t: &ClusterTiming,
     ) -> anyhow::Result<ProcCluster> {
         let dir = parent.join(format!("electd-bench-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-        crate::security::keyring::write_key_file(&dir.join("cluster.key"))
-            .context("write the key")?;
+        fresh_dir(&dir)?;
         let token = crate::security::keyring::to_hex(&crate::security::keyring::random_key()?);
         std::fs::write(dir.join("admin.token"), &token)?;
         // Readable by its owner only, as a deployed token should be (no warning).
@@ -125,7 +139,7 @@ impl ProcCluster {
             )?;
         }
         let algos: Vec<String> = algorithms.iter().map(|a| format!("\"{a}\"")).collect();
-        let mut text = format!(
+        let head = format!(
             "cluster = \"bench-{name}\"\nalgorithms = [{}]\n\n[timing]\nheartbeat = \"{}ms\"\n\
              failure_timeout = \"{}ms\"\nanswer_timeout = \"{}ms\"\ncoordinator_timeout = \"{}ms\"\n\
              election_timeout = \"{}ms..{}ms\"\n\n[transport]\nretransmit = \"{}ms\"\n{}\n\
@@ -142,6 +156,20 @@ impl ProcCluster {
                 .map(|n| format!("max_attempts = {n}\n"))
                 .unwrap_or_default()
         );
+        Self::with_config(exe, dir, n, &head, Some(token))
+    }
+
+    /// A cluster of `n` nodes (ids 1..=n) in `dir` (prepared by [`fresh_dir`]): `head`
+    /// (everything but the roster) and one `[[peer]]` per node on free loopback ports
+    /// become `dir/electd.toml`. `token`: the admin token `head` configures, if any.
+    pub fn with_config(
+        exe: &Path,
+        dir: PathBuf,
+        n: NodeId,
+        head: &str,
+        token: Option<String>,
+    ) -> anyhow::Result<ProcCluster> {
+        let mut text = head.to_string();
         let mut nodes = Vec::new();
         let mut held = Vec::new();
         for id in 1..=n {
@@ -157,7 +185,7 @@ impl ProcCluster {
             });
         }
         let config = dir.join("electd.toml");
-        std::fs::write(&config, text)?;
+        std::fs::write(&config, text).with_context(|| format!("write {}", config.display()))?;
         Ok(ProcCluster {
             exe: exe.to_path_buf(),
             dir,
@@ -175,11 +203,20 @@ impl ProcCluster {
         self.nodes
             .iter_mut()
             .find(|n| n.id == id)
-            .with_context(|| format!("no node {id} in the bench cluster"))
+            .with_context(|| format!("no node {id} in the cluster"))
     }
 
     pub fn ids(&self) -> Vec<NodeId> {
         self.nodes.iter().map(|n| n.id).collect()
+    }
+
+    /// The nodes whose process runs (started and not killed or reaped).
+    pub fn live(&self) -> Vec<NodeId> {
+        self.nodes
+            .iter()
+            .filter(|n| n.child.is_some())
+            .map(|n| n.id)
+            .collect()
     }
 
     pub fn http(&self, id: NodeId) -> Option<SocketAddr> {
@@ -195,7 +232,17 @@ impl ProcCluster {
     }
 
     pub fn start(&mut self, id: NodeId) -> anyhow::Result<()> {
+        self.start_with_env(id, &[])
+    }
+
+    /// Start node `id` with extra environment variables (e.g. `ELECTD_*` overrides).
+    /// Durable state as shipped (raft refuses to run without): one file per node in
+    /// the cluster's directory, unless the config names its own.
+    pub fn start_with_env(&mut self, id: NodeId, env: &[(&str, &str)]) -> anyhow::Result<()> {
         let log = std::fs::File::create(self.dir.join(format!("node{id}.log")))?;
+        let text = std::fs::read_to_string(&self.config).unwrap_or_default();
+        let state = (!text.contains("state_file") && !text.contains("[state]"))
+            .then(|| self.dir.join("{node}.state").display().to_string());
         let child = Command::new(&self.exe)
             .arg("run")
             .arg("--config")
@@ -203,8 +250,8 @@ impl ProcCluster {
             .arg("--node-id")
             .arg(id.to_string())
             .env("ELECTD_LOG", "warn")
-            // Durable state as shipped (raft refuses to run without): one file per node.
-            .env("ELECTD_STATE_FILE", self.dir.join("{node}.state"))
+            .envs(state.iter().map(|s| ("ELECTD_STATE_FILE", s.as_str())))
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -221,6 +268,16 @@ impl ProcCluster {
         Ok(())
     }
 
+    /// Send `sig` (e.g. `libc::SIGHUP`) to node `id` if it runs.
+    pub fn signal(&self, id: NodeId, sig: i32) {
+        if let Some(pid) = self.pid(id) {
+            // SAFETY: kill(2) on the PID of a child this cluster started and has not reaped.
+            unsafe {
+                libc::kill(pid as libc::pid_t, sig);
+            }
+        }
+    }
+
     /// SIGKILL, then reap.
     pub fn kill(&mut self, id: NodeId) {
         if let Ok(n) = self.node_mut(id) {
@@ -231,43 +288,49 @@ impl ProcCluster {
         }
     }
 
-    /// Send SIGTERM; the child stays registered until [`ProcCluster::reap`].
+    /// Send SIGTERM; the child stays registered until [`ProcCluster::reap`] or
+    /// [`ProcCluster::wait_exit`].
     pub fn terminate(&mut self, id: NodeId) {
-        if let Some(pid) = self.pid(id) {
-            // SAFETY: kill(2) on the PID of a child this cluster started and has not reaped.
-            unsafe {
-                libc::kill(pid as libc::pid_t, libc::SIGTERM);
-            }
-        }
+        self.signal(id, libc::SIGTERM);
     }
 
-    /// Wait up to `within` for a terminated node to exit (SIGKILL after that);
-    /// returns whether it exited by itself.
-    pub fn reap(&mut self, id: NodeId, within: Duration) -> bool {
-        let Ok(n) = self.node_mut(id) else {
-            return false;
-        };
-        let Some(mut c) = n.child.take() else {
-            return true;
-        };
+    /// Wait up to `within` for node `id`'s process to exit and return how it exited;
+    /// `None` (after a SIGKILL) when it did not, or when it was not running.
+    pub fn wait_exit(&mut self, id: NodeId, within: Duration) -> Option<ExitStatus> {
+        let mut c = self.node_mut(id).ok()?.child.take()?;
         let deadline = Instant::now() + within;
         loop {
-            if let Ok(Some(_)) = c.try_wait() {
-                return true;
+            if let Ok(Some(status)) = c.try_wait() {
+                return Some(status);
             }
             if Instant::now() > deadline {
                 let _ = c.kill();
                 let _ = c.wait();
-                return false;
+                return None;
             }
             std::thread::sleep(Duration::from_millis(2));
         }
     }
 
+    /// Wait up to `within` for a terminated node to exit (SIGKILL after that);
+    /// returns whether it exited by itself (true when it was not running).
+    pub fn reap(&mut self, id: NodeId, within: Duration) -> bool {
+        match self.node(id) {
+            None => false,
+            Some(n) if n.child.is_none() => true,
+            Some(_) => self.wait_exit(id, within).is_some(),
+        }
+    }
+
+    /// What node `id`'s process wrote to its log (stderr).
+    pub fn log(&self, id: NodeId) -> String {
+        std::fs::read_to_string(self.dir.join(format!("node{id}.log"))).unwrap_or_default()
+    }
+
     /// The last line node `id`'s process wrote to its log (stderr), if any.
     pub fn last_log_line(&self, id: NodeId) -> Option<String> {
-        let text = std::fs::read_to_string(self.dir.join(format!("node{id}.log"))).ok()?;
-        text.lines()
+        self.log(id)
+            .lines()
             .rev()
             .find(|l| !l.trim().is_empty())
             .map(str::to_string)
@@ -279,16 +342,27 @@ impl ProcCluster {
 
     /// `POST /admin/<what>` with the cluster's token; true on 2xx.
     pub fn admin(&self, id: NodeId, what: &str) -> bool {
-        let Some(addr) = self.http(id) else {
+        let (Some(addr), Some(token)) = (self.http(id), self.token.as_deref()) else {
             return false;
         };
-        http_request(addr, "POST", &format!("/admin/{what}"), Some(&self.token))
+        http_request(addr, "POST", &format!("/admin/{what}"), Some(token))
             .is_some_and(|(code, _)| (200..300).contains(&code))
     }
 
+    /// `GET path` on node `id`: the body if the status is 200.
     pub fn get(&self, id: NodeId, path: &str) -> Option<String> {
         let (code, body) = http_request(self.http(id)?, "GET", path, None)?;
         (code == 200).then_some(body)
+    }
+
+    /// Node `id`'s `/status`, parsed.
+    pub fn status(&self, id: NodeId) -> Option<serde_json::Value> {
+        serde_json::from_str(&self.get(id, "/status")?).ok()
+    }
+
+    /// Node `id`'s `/metrics` text.
+    pub fn metrics(&self, id: NodeId) -> Option<String> {
+        self.get(id, "/metrics")
     }
 
     /// Wait until node `id` answers `/healthz`.
@@ -312,113 +386,9 @@ impl Drop for ProcCluster {
                 let _ = c.wait();
             }
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// One HTTP/1.1 request with `Connection: close`: (status code, de-chunked body).
-pub fn http_request(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-) -> Option<(u16, String)> {
-    http_request_within(
-        addr,
-        method,
-        path,
-        token,
-        Duration::from_millis(500),
-        Duration::from_secs(5),
-    )
-}
-
-/// [`http_request`] with explicit connect and read timeouts.
-pub fn http_request_within(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    connect: Duration,
-    read: Duration,
-) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&addr, connect).ok()?;
-    s.set_read_timeout(Some(read)).ok()?;
-    s.set_write_timeout(Some(read)).ok()?;
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).ok()?;
-    let (head, body) = buf.split_once("\r\n\r\n")?;
-    let code: u16 = head.split_whitespace().nth(1)?.parse().ok()?;
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(body)
-    } else {
-        body.to_string()
-    };
-    Some((code, body))
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if n == 0 || rest.len() < n {
-            break;
+        // A failing test keeps the directory (config, logs) for inspection.
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
         }
-        out.push_str(&rest[..n]);
-        body = rest[n..].trim_start_matches("\r\n");
-    }
-    out
-}
-
-/// Sum of a Prometheus series over the lines whose labels contain every `labels`
-/// pair (text exposition format; series without labels match when `labels` is empty).
-pub fn metric_sum(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
-    text.lines()
-        .filter(|l| {
-            l.starts_with(name) && matches!(l.as_bytes().get(name.len()), Some(b'{') | Some(b' '))
-        })
-        .filter(|l| {
-            labels
-                .iter()
-                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn metric_sum_matches_name_and_labels() {
-        let text = "electd_bytes_sent_total{node=\"1\"} 120\n\
-                    electd_bytes_sent_total_x{node=\"1\"} 5\n\
-                    electd_messages_sent_total{algorithm=\"bully\",node=\"1\",type=\"ok\"} 3\n\
-                    electd_messages_sent_total{algorithm=\"bully\",node=\"1\",type=\"election\"} 4\n";
-        assert_eq!(metric_sum(text, "electd_bytes_sent_total", &[]), 120.0);
-        assert_eq!(metric_sum(text, "electd_messages_sent_total", &[]), 7.0);
-        assert_eq!(
-            metric_sum(text, "electd_messages_sent_total", &[("type", "ok")]),
-            3.0
-        );
-    }
-
-    #[test]
-    fn dechunks() {
-        assert_eq!(dechunk("3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"), "abcde");
     }
 }

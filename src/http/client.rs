@@ -1,0 +1,194 @@
+//! The client side of electd's own HTTP API, small and blocking: one request with
+//! `Connection: close` ([`http_request`]), the server-sent events of `/watch`
+//! ([`read_events`]) and a Prometheus text-format reader ([`metric_sum`]). `electd
+//! status` and `electd watch`, `electd bench` and the process-level tests all use it;
+//! the HTTP API's own tests use an independent client (hyper) on purpose, so that the
+//! server is not only checked against this parser.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// One HTTP/1.1 request with `Connection: close`: (status code, de-chunked body).
+pub fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+) -> Option<(u16, String)> {
+    http_request_within(
+        addr,
+        method,
+        path,
+        token,
+        Duration::from_millis(500),
+        Duration::from_secs(5),
+    )
+}
+
+/// [`http_request`] with explicit connect and read timeouts.
+pub fn http_request_within(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    connect: Duration,
+    read: Duration,
+) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, connect).ok()?;
+    s.set_read_timeout(Some(read)).ok()?;
+    s.set_write_timeout(Some(read)).ok()?;
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let (head, body) = buf.split_once("\r\n\r\n")?;
+    let code: u16 = head.split_whitespace().nth(1)?.parse().ok()?;
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    Some((code, body))
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Sum of a Prometheus series over the lines whose labels contain every `labels`
+/// pair (text exposition format; series without labels match when `labels` is empty).
+pub fn metric_sum(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|l| {
+            l.starts_with(name) && matches!(l.as_bytes().get(name.len()), Some(b'{') | Some(b' '))
+        })
+        .filter(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Read the server-sent events of `GET path` from `addr` until the stream ends or
+/// `on_event` returns false; `on_event` gets each event's whole text (`event:` and
+/// `data:` lines). Err if the stream could not be opened (connection refused, not 200)
+/// or, with `idle`, when nothing (not even the server's 15 s keep-alive comment)
+/// arrived for that long. Used by `electd watch` and the bench's `/watch` readers.
+pub fn read_events(
+    addr: SocketAddr,
+    path: &str,
+    connect_timeout: Duration,
+    idle: Option<Duration>,
+    mut on_event: impl FnMut(&str) -> bool,
+) -> std::io::Result<()> {
+    let mut s = TcpStream::connect_timeout(&addr, connect_timeout)?;
+    s.set_nodelay(true)?;
+    s.set_read_timeout(idle)?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+    )?;
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    if !line.starts_with("HTTP/1.1 200") {
+        return Err(std::io::Error::other(format!(
+            "{path}: {}",
+            line.trim_end()
+        )));
+    }
+    let mut chunked = false;
+    loop {
+        line.clear();
+        if r.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if l.to_ascii_lowercase()
+            .starts_with("transfer-encoding: chunked")
+        {
+            chunked = true;
+        }
+    }
+    let mut pending = String::new();
+    loop {
+        // One chunk (or whatever arrived, without chunked encoding).
+        if chunked {
+            line.clear();
+            if r.read_line(&mut line)? == 0 {
+                return Ok(());
+            }
+            let Ok(n) = usize::from_str_radix(line.trim(), 16) else {
+                return Ok(());
+            };
+            if n == 0 {
+                return Ok(());
+            }
+            let mut buf = vec![0u8; n + 2];
+            r.read_exact(&mut buf)?;
+            pending.push_str(&String::from_utf8_lossy(&buf[..n]));
+        } else {
+            line.clear();
+            if r.read_line(&mut line)? == 0 {
+                return Ok(());
+            }
+            pending.push_str(&line);
+        }
+        while let Some(end) = pending.find("\n\n") {
+            let event: String = pending.drain(..end + 2).collect();
+            if !on_event(&event) {
+                return Ok(());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_sum_matches_name_and_labels() {
+        let text = "electd_bytes_sent_total{node=\"1\"} 120\n\
+                    electd_bytes_sent_total_x{node=\"1\"} 5\n\
+                    electd_messages_sent_total{algorithm=\"bully\",node=\"1\",type=\"ok\"} 3\n\
+                    electd_messages_sent_total{algorithm=\"bully\",node=\"1\",type=\"election\"} 4\n";
+        assert_eq!(metric_sum(text, "electd_bytes_sent_total", &[]), 120.0);
+        assert_eq!(metric_sum(text, "electd_messages_sent_total", &[]), 7.0);
+        assert_eq!(
+            metric_sum(text, "electd_messages_sent_total", &[("type", "ok")]),
+            3.0
+        );
+    }
+
+    #[test]
+    fn dechunks() {
+        assert_eq!(dechunk("3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"), "abcde");
+    }
+}
