@@ -5,10 +5,13 @@
 //!
 //! `cargo bench --bench codec`
 
+// criterion_group! defines an undocumented public function.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 #[path = "../src/bench/codec.rs"]
 // Its report-only parts and unit tests are unused here.
-#[allow(dead_code, unused_imports)]
+#[allow(dead_code, unused_imports, unreachable_pub)]
 mod bench_codec;
 
 use bench_codec::{codec, samples, HEADER};

@@ -63,6 +63,7 @@ enum State {
     Leader,
 }
 
+/// One node's state in Garcia-Molina's Bully algorithm (see the module documentation).
 #[derive(Debug)]
 pub struct Bully {
     cfg: GroupConfig,
@@ -75,6 +76,7 @@ pub struct Bully {
 }
 
 impl Bully {
+    /// A node of group `cfg`, not yet started.
     pub fn new(cfg: GroupConfig) -> Self {
         Bully {
             higher: cfg.higher(),

@@ -11,7 +11,7 @@ const ELECTION_TIMERS: [Timer; 3] = [Timer::Answer, Timer::Coordinator, Timer::R
 
 /// How to answer a leadership claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Claim {
+pub(super) enum Claim {
     /// A lower id claims to lead while this node is alive: call an election (bully it).
     Bully,
     /// A claim below the token this node holds (an old announcement reordered or
@@ -27,7 +27,7 @@ pub enum Claim {
 
 /// Leader belief and fencing token of one Bully-family node.
 #[derive(Debug, Default)]
-pub struct Leadership {
+pub(super) struct Leadership {
     pub leader: Option<NodeId>,
     /// The token last adopted (kept when the leader is lost): never decreases.
     token: Token,
@@ -41,22 +41,22 @@ pub struct Leadership {
 
 impl Leadership {
     /// The epoch of the token held (the exported term).
-    pub fn epoch(&self) -> u64 {
+    pub(super) fn epoch(&self) -> u64 {
         self.token.term
     }
 
     /// Highest epoch known: a new leadership takes one above it.
-    pub fn highest(&self) -> u64 {
+    pub(super) fn highest(&self) -> u64 {
         self.seen.max(self.token.term)
     }
 
     /// Learn an epoch from any message (ELECTION carries the sender's).
-    pub fn observe(&mut self, epoch: u64) {
+    pub(super) fn observe(&mut self, epoch: u64) {
         self.seen = self.seen.max(epoch);
     }
 
     /// What survives a crash: the token held.
-    pub fn durable(&self) -> Durable {
+    pub(super) fn durable(&self) -> Durable {
         Durable {
             term: self.token.term,
             voted_for: (self.token.leader != 0).then_some(self.token.leader),
@@ -64,7 +64,7 @@ impl Leadership {
     }
 
     /// Stored state of a previous life (never moves the token back).
-    pub fn restore(&mut self, state: Durable) {
+    pub(super) fn restore(&mut self, state: Durable) {
         let token = Token::new(state.term, state.voted_for.unwrap_or(0));
         self.token = self.token.max(token);
         self.observe(state.term);
@@ -72,7 +72,7 @@ impl Leadership {
 
     /// Classify a claim by `leader` with `epoch`; `settled` is true when this node is a
     /// plain follower (not electing, not leading).
-    pub fn claim(&mut self, me: NodeId, leader: NodeId, epoch: u64, settled: bool) -> Claim {
+    pub(super) fn claim(&mut self, me: NodeId, leader: NodeId, epoch: u64, settled: bool) -> Claim {
         self.observe(epoch);
         if leader < me {
             return Claim::Bully;
@@ -95,7 +95,7 @@ impl Leadership {
     /// COORDINATOR stale at the claimant and at whoever follows it: the leader has to
     /// take a new epoch above the claim (returns true: call an election), as when told
     /// its term is behind.
-    pub fn answer_lower(
+    pub(super) fn answer_lower(
         &mut self,
         me: NodeId,
         from: NodeId,
@@ -116,7 +116,7 @@ impl Leadership {
 
     /// Become leader: a new epoch above every one seen, COORDINATOR to every other
     /// roster member.
-    pub fn announce(&mut self, me: NodeId, tag: ElectionTag, out: &mut Out) {
+    pub(super) fn announce(&mut self, me: NodeId, tag: ElectionTag, out: &mut Out) {
         self.token = Token::new(self.highest().saturating_add(1), me);
         self.leader = Some(me);
         cancel_election_timers(out);
@@ -130,7 +130,7 @@ impl Leadership {
 
     /// Follow `leader` of `epoch`; the caller checked with [`Leadership::claim`] that
     /// the token does not go back.
-    pub fn follow(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
+    pub(super) fn follow(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
         self.observe(epoch);
         self.token = self.token.max(Token::new(epoch, leader));
         self.leader = Some(leader);
@@ -140,7 +140,7 @@ impl Leadership {
 
     /// The leader followed re-announced itself with a higher epoch (seen in its
     /// heartbeat): take the new token.
-    pub fn leader_term(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
+    pub(super) fn leader_term(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
         let token = Token::new(epoch, from);
         if self.leader == Some(from) && token.term > self.token.term {
             self.observe(epoch);
@@ -150,7 +150,7 @@ impl Leadership {
     }
 
     /// Forget the leader (reported lost); returns who it was. The token is kept.
-    pub fn lose(&mut self, out: &mut Out) -> Option<NodeId> {
+    pub(super) fn lose(&mut self, out: &mut Out) -> Option<NodeId> {
         let old = self.leader.take();
         if old.is_some() {
             out.leader_changed(None, self.token.term);
@@ -159,14 +159,20 @@ impl Leadership {
     }
 }
 
-pub fn cancel_election_timers(out: &mut Out) {
+pub(super) fn cancel_election_timers(out: &mut Out) {
     for t in ELECTION_TIMERS {
         out.cancel_timer(t);
     }
 }
 
 /// Send ELECTION to every higher id and wait T for answers.
-pub fn send_elections(higher: &[NodeId], tag: ElectionTag, epoch: u64, t: &Timing, out: &mut Out) {
+pub(super) fn send_elections(
+    higher: &[NodeId],
+    tag: ElectionTag,
+    epoch: u64,
+    t: &Timing,
+    out: &mut Out,
+) {
     for &h in higher {
         out.send(h, Message::Election { tag, epoch });
     }
@@ -178,7 +184,7 @@ pub fn send_elections(higher: &[NodeId], tag: ElectionTag, epoch: u64, t: &Timin
 /// cascade already under way, makes its own election unnecessary, and at a cold start
 /// of many nodes the elections are spread instead of all called in the same instant.
 /// The highest id has nobody to ask and announces at once (returns true).
-pub fn listen_before_electing(higher: &[NodeId], t: &Timing, out: &mut Out) -> bool {
+pub(super) fn listen_before_electing(higher: &[NodeId], t: &Timing, out: &mut Out) -> bool {
     if higher.is_empty() {
         return true;
     }
@@ -189,7 +195,13 @@ pub fn listen_before_electing(higher: &[NodeId], t: &Timing, out: &mut Out) -> b
 /// A leader asked by a lower node's election (`tag`) answers with its current
 /// leadership, unchanged (same epoch), to the members of that cascade only, instead of
 /// announcing a new epoch to everyone: its leadership did not change.
-pub fn reassert(me: NodeId, lead: &Leadership, tag: ElectionTag, to: &[NodeId], out: &mut Out) {
+pub(super) fn reassert(
+    me: NodeId,
+    lead: &Leadership,
+    tag: ElectionTag,
+    to: &[NodeId],
+    out: &mut Out,
+) {
     let msg = Message::Coordinator {
         leader: me,
         epoch: lead.epoch(),
@@ -202,7 +214,12 @@ pub fn reassert(me: NodeId, lead: &Leadership, tag: ElectionTag, to: &[NodeId], 
 
 /// The members a cascade `tag` reached (every id from its initiator up, and `from`),
 /// this node excepted.
-pub fn cascade_members(ring: &[NodeId], me: NodeId, from: NodeId, tag: ElectionTag) -> Vec<NodeId> {
+pub(super) fn cascade_members(
+    ring: &[NodeId],
+    me: NodeId,
+    from: NodeId,
+    tag: ElectionTag,
+) -> Vec<NodeId> {
     ring.iter()
         .copied()
         .filter(|&n| n != me && (n >= tag.initiator || n == from))
@@ -211,14 +228,14 @@ pub fn cascade_members(ring: &[NodeId], me: NodeId, from: NodeId, tag: ElectionT
 
 /// A node that starts without calling an election still calls one if no leader shows
 /// up within [F, 2F] (F = failure timeout): nobody is left without a leader forever.
-pub fn arm_watchdog(t: &Timing, out: &mut Out) {
+pub(super) fn arm_watchdog(t: &Timing, out: &mut Out) {
     out.set_timer(Timer::Retry, t.failure_timeout, t.failure_timeout * 2);
 }
 
 /// After losing the leader `old`: should this node call an election at once? On a
 /// graceful resignation only the highest id below the resigning leader does (the others
 /// wait under a watchdog of T + T'); on silence everybody does, as in the textbook.
-pub fn calls_at_once(why: LeaderLoss, old: Option<NodeId>, higher: &[NodeId]) -> bool {
+pub(super) fn calls_at_once(why: LeaderLoss, old: Option<NodeId>, higher: &[NodeId]) -> bool {
     match (why, old) {
         (LeaderLoss::Resigned, Some(old)) => higher.iter().all(|&h| h >= old),
         _ => true,
@@ -226,7 +243,7 @@ pub fn calls_at_once(why: LeaderLoss, old: Option<NodeId>, higher: &[NodeId]) ->
 }
 
 /// The watchdog of a node that lets the successor of a resigning leader go first.
-pub fn arm_successor_watchdog(t: &Timing, out: &mut Out) {
+pub(super) fn arm_successor_watchdog(t: &Timing, out: &mut Out) {
     let wait = t.answer_timeout + t.coordinator_timeout;
     out.set_timer(Timer::Retry, wait, wait * 2);
 }

@@ -63,6 +63,7 @@ use std::time::Duration;
 /// Sequential hops of one round per member (see the module documentation).
 pub const HOPS_PER_MEMBER: u32 = 10;
 
+/// One node's state in Hirschberg–Sinclair (see the module documentation).
 #[derive(Debug)]
 pub struct Hs {
     cfg: GroupConfig,
@@ -86,6 +87,7 @@ fn ttl(phase: u32) -> u64 {
 }
 
 impl Hs {
+    /// A node of group `cfg`, not yet started.
     pub fn new(cfg: GroupConfig) -> Self {
         Hs {
             view: RingView::new(&cfg),

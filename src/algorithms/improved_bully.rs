@@ -48,6 +48,7 @@ enum State {
     Leader,
 }
 
+/// One node's state in the Improved Bully algorithm (see the module documentation).
 #[derive(Debug)]
 pub struct ImprovedBully {
     cfg: GroupConfig,
@@ -60,6 +61,7 @@ pub struct ImprovedBully {
 }
 
 impl ImprovedBully {
+    /// A node of group `cfg`, not yet started.
     pub fn new(cfg: GroupConfig) -> Self {
         ImprovedBully {
             higher: cfg.higher(),

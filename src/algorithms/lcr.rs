@@ -59,6 +59,7 @@ use std::time::Duration;
 /// Sequential hops of one round per member (join wave, winning lap, ELECTED lap).
 pub const HOPS_PER_MEMBER: u32 = 3;
 
+/// One node's state in Chang–Roberts (LCR) (see the module documentation).
 #[derive(Debug)]
 pub struct Lcr {
     cfg: GroupConfig,
@@ -74,6 +75,7 @@ pub struct Lcr {
 }
 
 impl Lcr {
+    /// A node of group `cfg`, not yet started.
     pub fn new(cfg: GroupConfig) -> Self {
         Lcr {
             view: RingView::new(&cfg),

@@ -17,13 +17,18 @@ use crate::contract::algorithm::{Algorithm, AlgorithmKind, GroupConfig};
 /// Why an algorithm instance could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BuildError {
+    /// This node's id is not one of the roster's.
     #[error("node {me} is not in the roster {ring:?}")]
     NotInRoster {
+        /// This node's id.
         me: crate::NodeId,
+        /// The roster given.
         ring: Vec<crate::NodeId>,
     },
+    /// An id appears twice in the roster.
     #[error("roster lists node {0} twice")]
     DuplicateId(crate::NodeId),
+    /// Id 0 in the roster.
     #[error("node id 0 is reserved (ids start at 1)")]
     ZeroId,
 }

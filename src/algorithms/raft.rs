@@ -96,6 +96,7 @@ pub struct Raft {
 }
 
 impl Raft {
+    /// A node of group `cfg`, not yet started.
     pub fn new(cfg: GroupConfig) -> Self {
         Raft {
             cfg,

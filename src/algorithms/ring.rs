@@ -57,6 +57,7 @@ use std::time::Duration;
 /// Sequential hops of one election per member: an ELECTION lap and a COORDINATOR lap.
 pub const HOPS_PER_MEMBER: u32 = 2;
 
+/// One node's state in the ring algorithm (see the module documentation).
 #[derive(Debug)]
 pub struct Ring {
     cfg: GroupConfig,
@@ -70,6 +71,7 @@ pub struct Ring {
 }
 
 impl Ring {
+    /// A node of group `cfg`, not yet started.
     pub fn new(cfg: GroupConfig) -> Self {
         Ring {
             view: RingView::new(&cfg),

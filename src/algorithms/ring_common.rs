@@ -51,6 +51,7 @@ pub struct RingView {
 }
 
 impl RingView {
+    /// The ring of group `cfg`, nobody suspected.
     pub fn new(cfg: &GroupConfig) -> Self {
         RingView {
             me: cfg.me,
@@ -65,10 +66,12 @@ impl RingView {
         self.ring.len()
     }
 
+    /// No members at all.
     pub fn is_empty(&self) -> bool {
         self.ring.is_empty()
     }
 
+    /// Is `id` a roster member?
     pub fn contains(&self, id: NodeId) -> bool {
         self.ring.contains(&id)
     }
@@ -146,6 +149,7 @@ pub fn arm_watchdog(t: &Timing, out: &mut Out) {
 /// Bully family's `Leadership`).
 #[derive(Clone, Debug, Default)]
 pub struct Leadership {
+    /// The leader followed (this node's own id when it leads).
     pub leader: Option<NodeId>,
     /// The token last adopted (kept when the leader is lost): never decreases.
     token: Token,
@@ -268,9 +272,13 @@ pub fn on_foreign(me: NodeId, leader: Option<NodeId>, from: NodeId) -> Foreign {
 
 /// What the handlers shared by the ring family need from an algorithm.
 pub trait RingMember {
+    /// This node's id.
     fn me(&self) -> NodeId;
+    /// Its view of the ring.
     fn view(&mut self) -> &mut RingView;
+    /// Its leader belief and token.
     fn lead(&mut self) -> &mut Leadership;
+    /// The leader it follows.
     fn leader(&self) -> Option<NodeId>;
     /// Restart bound of one election.
     fn bound(&self) -> Duration;

@@ -7,14 +7,14 @@ use std::collections::HashMap;
 /// Remembers, per initiator, the newest election tag this node took part in, so each
 /// cascade is joined once (bounded by the roster size).
 #[derive(Debug, Default)]
-pub struct Joined {
+pub(super) struct Joined {
     newest: HashMap<NodeId, u64>,
     next_seq: u64,
     incarnation: u64,
 }
 
 impl Joined {
-    pub fn new(incarnation: u64) -> Self {
+    pub(super) fn new(incarnation: u64) -> Self {
         Joined {
             newest: HashMap::new(),
             next_seq: 0,
@@ -27,7 +27,7 @@ impl Joined {
     /// boot counters (the simulator: 1, 2, …; up to 4 096 elections per life) and for
     /// the daemon's unix-microsecond incarnations (which fit until the year 2112 and
     /// grow by far more than the elections of one life between two boots).
-    pub fn fresh(&mut self, me: NodeId) -> ElectionTag {
+    pub(super) fn fresh(&mut self, me: NodeId) -> ElectionTag {
         self.next_seq += 1;
         let tag = ElectionTag {
             initiator: me,
@@ -41,7 +41,7 @@ impl Joined {
     }
 
     /// Record `tag`; true if it is new (not joined before).
-    pub fn join(&mut self, tag: ElectionTag) -> bool {
+    pub(super) fn join(&mut self, tag: ElectionTag) -> bool {
         let newest = self.newest.entry(tag.initiator).or_insert(0);
         if tag.seq > *newest {
             *newest = tag.seq;

@@ -1,5 +1,5 @@
 //! `electd bench [--quick] [--out DIR]`: run the benchmark suite and write
-//! DIR/report.md, DIR/results.json and the SVG plots (see `electd::bench`).
+//! DIR/report.md, DIR/results.json and the SVG plots (see `src/bench/mod.rs`).
 
 use crate::bench::{self, BenchOptions};
 use std::path::PathBuf;

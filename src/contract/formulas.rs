@@ -8,7 +8,9 @@ use crate::sim::scenario::RingOrder;
 /// One line of the comparison: an algorithm on one ring order, with its formula.
 #[derive(Clone, Debug)]
 pub struct Case {
+    /// The algorithm counted.
     pub algorithm: AlgorithmKind,
+    /// The ring order (ids placed ascending, descending or at random).
     pub order: RingOrder,
     /// Short label for tables and the plot legend.
     pub label: String,

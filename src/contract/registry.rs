@@ -32,10 +32,16 @@ pub enum Elects {
 pub enum Recovery {
     /// Detection by the failure detector, then a cascade of answer waits
     /// (`answer_rounds` answer timeouts T before the winner announces itself).
-    Cascade { answer_rounds: u32 },
+    Cascade {
+        /// Answer timeouts T waited before the winner announces itself.
+        answer_rounds: u32,
+    },
     /// Detection, then laps around the logical ring; an unfinished election is
     /// restarted after a bound of `hops_per_member` hops per member.
-    RingLaps { hops_per_member: u32 },
+    RingLaps {
+        /// Hops per member in the restart bound.
+        hops_per_member: u32,
+    },
     /// Randomized election timeouts (no separate detector).
     RandomizedTimeout,
 }
@@ -51,6 +57,7 @@ pub struct FailoverTarget {
 
 /// Everything the program knows about one algorithm.
 pub struct Entry {
+    /// The algorithm this entry describes.
     pub kind: AlgorithmKind,
     /// Name on the CLI, in config files and as the metrics `algorithm` label.
     pub name: &'static str,
@@ -64,13 +71,16 @@ pub struct Entry {
     pub wire: proto::Algorithm,
     /// Builds one instance (the roster is checked by `algorithms::build`).
     pub build: fn(GroupConfig) -> Box<dyn Algorithm>,
+    /// Whom it elects.
     pub elects: Elects,
+    /// How it recovers from a leader's failure (its recovery bound).
     pub recovery: Recovery,
     /// Message types the algorithm sends in elections (liveness traffic and RESIGN,
     /// which every algorithm may use, are listed apart in [`COMMON_TYPES`]).
     pub message_types: &'static [MessageType],
     /// The literature's message counts (`compare`, the report).
     pub cases: fn() -> Vec<Case>,
+    /// What the benchmark expects of its failover.
     pub failover_target: FailoverTarget,
 }
 

@@ -3,12 +3,14 @@
 
 use std::time::Duration;
 
+/// The generator (xoshiro256**); equal seeds give equal sequences on every platform.
 #[derive(Clone, Debug)]
 pub struct Rng {
     s: [u64; 4],
 }
 
 impl Rng {
+    /// A generator seeded with `seed` (expanded by SplitMix64).
     pub fn new(seed: u64) -> Self {
         let mut x = seed;
         let mut next = || {
@@ -23,6 +25,7 @@ impl Rng {
         }
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
         let t = self.s[1] << 17;

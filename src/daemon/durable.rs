@@ -42,7 +42,7 @@ struct File {
 }
 
 /// Read the state of a previous life; a missing file is an empty state.
-pub fn load(path: &Path) -> Result<Vec<(AlgorithmKind, Durable)>, DurableError> {
+pub(crate) fn load(path: &Path) -> Result<Vec<(AlgorithmKind, Durable)>, DurableError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -76,7 +76,7 @@ pub fn load(path: &Path) -> Result<Vec<(AlgorithmKind, Durable)>, DurableError> 
 }
 
 /// Replace the file with `states`, atomically and durably.
-pub fn store(path: &Path, states: &[(AlgorithmKind, Durable)]) -> Result<(), DurableError> {
+pub(crate) fn store(path: &Path, states: &[(AlgorithmKind, Durable)]) -> Result<(), DurableError> {
     let io = |source| DurableError::Io {
         path: path.into(),
         source,

@@ -375,6 +375,7 @@ impl Metrics {
         Ok(m)
     }
 
+    /// The Prometheus registry every series is in (what `/metrics` encodes).
     pub fn registry(&self) -> &Registry {
         &self.registry
     }

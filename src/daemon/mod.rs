@@ -1,11 +1,15 @@
 //! The daemon: the tokio runtime around one [`crate::node::Node`], its socket, and the
 //! state it shares with the HTTP API.
 
-pub mod durable;
+#[allow(missing_docs)] // the docs of its public fields and variants are still owed
+pub(crate) mod durable;
+#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod hooks;
 pub mod metrics;
 #[cfg(target_os = "linux")]
-pub mod process_metrics;
+pub(crate) mod process_metrics;
+#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod runtime;
+#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod shared;
 pub mod socket;

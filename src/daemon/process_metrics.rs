@@ -16,7 +16,7 @@ use std::sync::Mutex;
 const CPU: &str = "process_cpu_seconds_total";
 
 /// See the module documentation.
-pub struct ProcessMetrics {
+pub(crate) struct ProcessMetrics {
     inner: prometheus::process_collector::ProcessCollector,
     cpu: Counter,
     /// Serialises the read-and-advance of `cpu` (two scrapes at once would add twice).
@@ -24,7 +24,7 @@ pub struct ProcessMetrics {
 }
 
 impl ProcessMetrics {
-    pub fn for_self() -> ProcessMetrics {
+    pub(crate) fn for_self() -> ProcessMetrics {
         ProcessMetrics {
             inner: prometheus::process_collector::ProcessCollector::for_self(),
             cpu: Counter::with_opts(Opts::new(
@@ -38,7 +38,7 @@ impl ProcessMetrics {
 }
 
 /// User plus system CPU time of this process so far, in seconds (microsecond resolution).
-pub fn cpu_seconds() -> Option<f64> {
+pub(crate) fn cpu_seconds() -> Option<f64> {
     // SAFETY: getrusage writes one plain struct we own; RUSAGE_SELF is always valid.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {

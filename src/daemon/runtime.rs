@@ -207,7 +207,7 @@ pub enum RuntimeError {
     #[error("cannot build the node: {0}")]
     Build(#[from] crate::algorithms::BuildError),
     #[error("cannot read or write the durable state ([state] file): {0}")]
-    Durable(#[from] crate::daemon::durable::DurableError),
+    Durable(#[from] durable::DurableError),
 }
 
 /// Drive the node over `socket` until `shutdown` completes (see the module

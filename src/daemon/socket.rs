@@ -42,6 +42,7 @@ pub trait Transport: Send + Sync + 'static {
         buf: &'a mut [u8],
     ) -> impl Future<Output = io::Result<(usize, SocketAddr)>> + Send + 'a;
 
+    /// The address the socket is bound to.
     fn local_addr(&self) -> io::Result<SocketAddr>;
 
     /// Receive a datagram already queued, without waiting: `None` when none is (or
@@ -82,6 +83,7 @@ impl Transport for tokio::net::UdpSocket {
 /// Effective kernel buffer of one direction of a socket, against what was requested.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BufferSize {
+    /// What electd asked for.
     pub requested: usize,
     /// As the kernel reports it (Linux doubles the value set, for its bookkeeping).
     pub effective: usize,

@@ -59,7 +59,7 @@ fn gone() -> ApiError {
 }
 
 /// Call an election in one group (`?algorithm=A`) or in every group.
-pub async fn election(
+pub(super) async fn election(
     State(app): State<App>,
     headers: HeaderMap,
     query: RawQuery,
@@ -118,7 +118,7 @@ async fn set_paused(app: &App, paused: bool) -> Result<Response, ApiError> {
 }
 
 /// Stop all election traffic (the node simulates a crash).
-pub async fn pause(
+pub(super) async fn pause(
     State(app): State<App>,
     headers: HeaderMap,
     query: RawQuery,
@@ -129,7 +129,7 @@ pub async fn pause(
 }
 
 /// Resume traffic after a pause.
-pub async fn resume(
+pub(super) async fn resume(
     State(app): State<App>,
     headers: HeaderMap,
     query: RawQuery,

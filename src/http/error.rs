@@ -7,23 +7,29 @@ use axum::Json;
 /// An HTTP error answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
+    /// The HTTP status.
     pub status: StatusCode,
+    /// The `error` text of the JSON body.
     pub message: String,
 }
 
 impl ApiError {
+    /// An answer with `status` and `message`.
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
         ApiError {
             status,
             message: message.into(),
         }
     }
+    /// 400: a malformed request.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
+    /// 404: no such thing (e.g. an algorithm this node does not run).
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, message)
     }
+    /// 503: not available now (paused, not the leader…).
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, message)
     }
@@ -47,7 +53,7 @@ impl IntoResponse for ApiError {
 }
 
 /// Answer for a route that does not exist.
-pub async fn not_found(uri: Uri) -> ApiError {
+pub(super) async fn not_found(uri: Uri) -> ApiError {
     ApiError::not_found(format!(
         "no route {}; routes: /metrics /healthz /readyz /status /leader /is-leader /watch \
          /admin/election /admin/pause /admin/resume",
@@ -56,7 +62,7 @@ pub async fn not_found(uri: Uri) -> ApiError {
 }
 
 /// Answer for a route asked with a method it does not take: 405, JSON, `Allow`.
-pub async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> Response {
     let allow = if uri.path().starts_with("/admin/") {
         "POST"
     } else {

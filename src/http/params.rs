@@ -8,7 +8,7 @@ use axum::extract::RawQuery;
 
 /// Does the route need a group when the node runs several?
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Need {
+pub(super) enum Need {
     /// One group: `algorithm` may be left out only if the node runs exactly one.
     One,
     /// `algorithm` optional; absent means every group.
@@ -19,7 +19,7 @@ pub enum Need {
 
 /// Parse `?algorithm=A` (the only parameter any route takes) for `need`.
 /// `Ok(None)` means "every group" (only with [`Need::Any`] or [`Need::Nothing`]).
-pub fn algorithm(
+pub(super) fn algorithm(
     query: &RawQuery,
     shared: &Shared,
     need: Need,

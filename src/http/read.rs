@@ -14,7 +14,7 @@ use serde::Serialize;
 
 const PAUSED: &str = "paused: the node simulates a crash (POST /admin/resume)";
 
-pub async fn metrics(State(app): State<App>, query: RawQuery) -> Response {
+pub(super) async fn metrics(State(app): State<App>, query: RawQuery) -> Response {
     if let Err(e) = params::algorithm(&query, &app.shared, Need::Nothing) {
         return e.into_response();
     }
@@ -34,7 +34,7 @@ pub async fn metrics(State(app): State<App>, query: RawQuery) -> Response {
 /// 200 `ok` while every health check passes; 503 `paused` while paused; 503 with
 /// JSON `{"error", "failing": {check: why}}` while a check fails (the node cannot send,
 /// cannot persist its state, or has peers its socket cannot reach).
-pub async fn healthz(State(app): State<App>, query: RawQuery) -> Response {
+pub(super) async fn healthz(State(app): State<App>, query: RawQuery) -> Response {
     if let Err(e) = params::algorithm(&query, &app.shared, Need::Nothing) {
         return e.into_response();
     }
@@ -72,7 +72,7 @@ fn unhealthy(shared: &Shared) -> Option<Response> {
 
 /// Readiness: healthy (as `/healthz`), not paused, and every group knows its leader.
 /// 200 `ready`; 503 otherwise with the reason.
-pub async fn readyz(State(app): State<App>, query: RawQuery) -> Response {
+pub(super) async fn readyz(State(app): State<App>, query: RawQuery) -> Response {
     if let Err(e) = params::algorithm(&query, &app.shared, Need::Nothing) {
         return e.into_response();
     }
@@ -111,7 +111,7 @@ struct Status {
     groups: Vec<GroupView>,
 }
 
-pub async fn status(
+pub(super) async fn status(
     State(app): State<App>,
     query: RawQuery,
 ) -> Result<Json<impl Serialize>, ApiError> {
@@ -164,14 +164,17 @@ fn one(app: &App, query: &RawQuery) -> Result<AlgorithmKind, ApiError> {
         .ok_or_else(|| ApiError::bad_request("missing parameter ?algorithm="))
 }
 
-pub async fn leader(State(app): State<App>, query: RawQuery) -> Result<Response, ApiError> {
+pub(super) async fn leader(State(app): State<App>, query: RawQuery) -> Result<Response, ApiError> {
     let kind = one(&app, &query)?;
     Ok(Json(view(&app.shared, kind)?).into_response())
 }
 
 /// 200 when this node leads the group and is not paused, 503 otherwise, so that a
 /// load balancer health check sends traffic to the leader only.
-pub async fn is_leader(State(app): State<App>, query: RawQuery) -> Result<Response, ApiError> {
+pub(super) async fn is_leader(
+    State(app): State<App>,
+    query: RawQuery,
+) -> Result<Response, ApiError> {
     let kind = one(&app, &query)?;
     let v = view(&app.shared, kind)?;
     let code = if v.is_leader && !v.paused {

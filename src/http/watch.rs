@@ -65,7 +65,7 @@ struct Watch {
     pending: VecDeque<Event>,
 }
 
-pub async fn watch(
+pub(super) async fn watch(
     State(app): State<App>,
     query: RawQuery,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {

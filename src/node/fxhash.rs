@@ -5,7 +5,7 @@
 use std::hash::{BuildHasher, Hasher};
 
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FxBuild;
+pub(super) struct FxBuild;
 
 impl BuildHasher for FxBuild {
     type Hasher = FxHasher;
@@ -15,7 +15,7 @@ impl BuildHasher for FxBuild {
 }
 
 #[derive(Clone, Copy, Debug)]
-pub struct FxHasher(u64);
+pub(super) struct FxHasher(u64);
 
 const K: u64 = 0x517c_c1b7_2722_0a95;
 
@@ -45,5 +45,5 @@ impl Hasher for FxHasher {
     }
 }
 
-pub type FxHashMap<K, V> = std::collections::HashMap<K, V, FxBuild>;
-pub type FxHashSet<K> = std::collections::HashSet<K, FxBuild>;
+pub(super) type FxHashMap<K, V> = std::collections::HashMap<K, V, FxBuild>;
+pub(super) type FxHashSet<K> = std::collections::HashSet<K, FxBuild>;

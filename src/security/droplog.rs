@@ -65,6 +65,7 @@ impl Bucket {
 }
 
 impl DropLog {
+    /// A log that has printed nothing yet.
     pub fn new() -> DropLog {
         DropLog::default()
     }

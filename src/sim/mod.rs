@@ -20,7 +20,7 @@ pub mod network;
 pub mod report;
 pub mod runner;
 pub mod scenario;
-pub mod tokens;
+pub(crate) mod tokens;
 
 use crate::contract::algorithm::{AlgorithmKind, Options, Timing};
 use crate::contract::message::MessageType;

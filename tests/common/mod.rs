@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Timing section of the config, as TOML text.
-pub struct Timing {
+pub(crate) struct Timing {
     pub heartbeat_ms: u64,
     pub failure_ms: u64,
     pub answer_ms: u64,
@@ -29,7 +29,7 @@ impl Timing {
     /// heartbeat), then a Bully cascade (T + T' per level, three levels at most before
     /// the winner announces, each possibly retransmitted once), plus the link's
     /// give-up time for messages to the dead node.
-    pub fn failover_bound(&self) -> Duration {
+    pub(crate) fn failover_bound(&self) -> Duration {
         let give_up: u64 = (1..=self.max_attempts)
             .map(|a| self.retransmit_ms << (a - 1).min(3))
             .sum();
@@ -43,7 +43,7 @@ impl Timing {
 }
 
 /// The processes of one test cluster (see the module documentation).
-pub struct Cluster(ProcCluster);
+pub(crate) struct Cluster(ProcCluster);
 
 impl Deref for Cluster {
     type Target = ProcCluster;
@@ -60,7 +60,7 @@ impl DerefMut for Cluster {
 
 impl Cluster {
     /// Write a config for `n` nodes (ids 1..=n) running `algorithms`, with a fresh key.
-    pub fn new(name: &str, n: NodeId, algorithms: &[AlgorithmKind], t: &Timing) -> Cluster {
+    pub(crate) fn new(name: &str, n: NodeId, algorithms: &[AlgorithmKind], t: &Timing) -> Cluster {
         let dir = std::env::temp_dir().join(format!("electd-{name}-{}", std::process::id()));
         fresh_dir(&dir).expect("prepare the cluster directory");
         let algos: Vec<String> = algorithms.iter().map(|a| format!("\"{a}\"")).collect();
@@ -81,34 +81,34 @@ impl Cluster {
     }
 
     /// Append TOML (e.g. a `[raft]` table) to the config; call before starting nodes.
-    pub fn append_config(&self, toml: &str) {
+    pub(crate) fn append_config(&self, toml: &str) {
         let mut text = std::fs::read_to_string(&self.config).unwrap();
         text.push('\n');
         text.push_str(toml);
         std::fs::write(&self.config, text).unwrap();
     }
 
-    pub fn start(&mut self, id: NodeId) {
+    pub(crate) fn start(&mut self, id: NodeId) {
         self.0.start(id).expect("spawn electd run");
     }
 
     /// Start node `id` with extra environment variables (e.g. `ELECTD_*` overrides).
-    pub fn start_with_env(&mut self, id: NodeId, env: &[(&str, &str)]) {
+    pub(crate) fn start_with_env(&mut self, id: NodeId, env: &[(&str, &str)]) {
         self.0.start_with_env(id, env).expect("spawn electd run");
     }
 
-    pub fn start_all(&mut self) {
+    pub(crate) fn start_all(&mut self) {
         self.0.start_all().expect("spawn electd run");
     }
 
     /// SIGTERM, then wait up to `within` for the exit; returns the exit code.
-    pub fn terminate(&mut self, id: NodeId, within: Duration) -> Option<i32> {
+    pub(crate) fn terminate(&mut self, id: NodeId, within: Duration) -> Option<i32> {
         self.0.terminate(id);
         self.0.wait_exit(id, within)?.code()
     }
 
     /// Per algorithm, the leader all live nodes agree on (not electing), if they do.
-    pub fn agreement(&self) -> Result<BTreeMap<String, NodeId>, String> {
+    pub(crate) fn agreement(&self) -> Result<BTreeMap<String, NodeId>, String> {
         let live = self.live();
         let mut seen: BTreeMap<String, Vec<Option<u64>>> = BTreeMap::new();
         for &id in &live {
@@ -142,7 +142,7 @@ impl Cluster {
 
     /// Wait until every group agrees and `ok` accepts the leaders, or fail after
     /// `within`. Returns the leaders and how long it took.
-    pub fn wait_agreement(
+    pub(crate) fn wait_agreement(
         &self,
         within: Duration,
         ok: impl Fn(&BTreeMap<String, NodeId>) -> bool,
@@ -165,7 +165,7 @@ impl Cluster {
 
 /// `GET path` over HTTP/1.1 with `Connection: close`; the body if the status is 200.
 /// (The client of `electd status` and `electd bench`, shared.)
-pub fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
+pub(crate) fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
     match electd::http::client::http_request(addr, "GET", path, None)? {
         (200, body) => Some(body),
         _ => None,
@@ -175,4 +175,4 @@ pub fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
 /// Sum of a Prometheus counter over the series whose labels contain every `labels`
 /// pair (text exposition format).
 #[allow(unused_imports)]
-pub use electd::http::client::metric_sum as counter_sum;
+pub(crate) use electd::http::client::metric_sum as counter_sum;

@@ -18,9 +18,9 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
 /// Deadline of every wait in these tests.
-pub const DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(10);
 
-pub fn shared(
+pub(crate) fn shared(
     node: NodeId,
     algorithms: &[AlgorithmKind],
     token: Option<&str>,
@@ -36,7 +36,7 @@ pub fn shared(
     (Arc::new(s), rx)
 }
 
-pub fn view(algorithm: AlgorithmKind, leader: Option<NodeId>, term: u64) -> GroupView {
+pub(crate) fn view(algorithm: AlgorithmKind, leader: Option<NodeId>, term: u64) -> GroupView {
     GroupView {
         algorithm,
         state: if leader.is_some() {
@@ -52,14 +52,14 @@ pub fn view(algorithm: AlgorithmKind, leader: Option<NodeId>, term: u64) -> Grou
     }
 }
 
-pub struct Server {
+pub(crate) struct Server {
     pub addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     pub task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl Server {
-    pub async fn start(shared: Arc<Shared>) -> Server {
+    pub(crate) async fn start(shared: Arc<Shared>) -> Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -76,7 +76,7 @@ impl Server {
     }
 
     /// Ask for a graceful shutdown and wait for the server to finish.
-    pub async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
         }
@@ -88,14 +88,14 @@ impl Server {
     }
 }
 
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: StatusCode,
     pub headers: hyper::HeaderMap,
     pub body: String,
 }
 
 impl Reply {
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
     }
@@ -127,7 +127,12 @@ async fn open(
 }
 
 /// One request; `auth` is the whole `Authorization` header value.
-pub async fn call(addr: SocketAddr, method: Method, path: &str, auth: Option<&str>) -> Reply {
+pub(crate) async fn call(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    auth: Option<&str>,
+) -> Reply {
     let res = open(addr, method, path, auth).await;
     let status = res.status();
     let headers = res.headers().clone();
@@ -143,12 +148,12 @@ pub async fn call(addr: SocketAddr, method: Method, path: &str, auth: Option<&st
     }
 }
 
-pub async fn get(addr: SocketAddr, path: &str) -> Reply {
+pub(crate) async fn get(addr: SocketAddr, path: &str) -> Reply {
     call(addr, Method::GET, path, None).await
 }
 
 /// A server-sent events client.
-pub struct Sse {
+pub(crate) struct Sse {
     pub status: StatusCode,
     pub content_type: String,
     body: Incoming,
@@ -157,19 +162,19 @@ pub struct Sse {
 
 /// One SSE event: its `event:` name and `data:` line.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SseEvent {
+pub(crate) struct SseEvent {
     pub event: String,
     pub data: String,
 }
 
 impl SseEvent {
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("{e}: {:?}", self.data))
     }
 }
 
 impl Sse {
-    pub async fn open(addr: SocketAddr, path: &str) -> Sse {
+    pub(crate) async fn open(addr: SocketAddr, path: &str) -> Sse {
         let res = open(addr, Method::GET, path, None).await;
         Sse {
             status: res.status(),
@@ -186,7 +191,7 @@ impl Sse {
 
     /// The next event (comments skipped), or None when the stream ends; panics
     /// after [`DEADLINE`].
-    pub async fn next(&mut self) -> Option<SseEvent> {
+    pub(crate) async fn next(&mut self) -> Option<SseEvent> {
         tokio::time::timeout(DEADLINE, self.next_inner())
             .await
             .expect("SSE event before the deadline")
@@ -227,7 +232,7 @@ impl Sse {
 
 /// Wait until `check` holds, polling every few milliseconds, or panic after
 /// [`DEADLINE`] with `what`.
-pub async fn wait_until<F: FnMut() -> bool>(what: &str, mut check: F) {
+pub(crate) async fn wait_until<F: FnMut() -> bool>(what: &str, mut check: F) {
     let start = tokio::time::Instant::now();
     while !check() {
         assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");

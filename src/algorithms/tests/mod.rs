@@ -11,7 +11,7 @@ use crate::NodeId;
 
 /// The configuration of node `me` in a roster listed in ring order, with the default
 /// timing and options and boot counter 1.
-pub fn cfg(me: NodeId, ring: &[NodeId]) -> GroupConfig {
+pub(super) fn cfg(me: NodeId, ring: &[NodeId]) -> GroupConfig {
     GroupConfig {
         me,
         ring: ring.to_vec(),
@@ -22,32 +22,32 @@ pub fn cfg(me: NodeId, ring: &[NodeId]) -> GroupConfig {
 }
 
 /// Run one input against `alg` and return the effects it produced.
-pub fn step<A: Algorithm + ?Sized>(alg: &mut A, input: impl FnOnce(&mut A, &mut Out)) -> Fx {
+pub(super) fn step<A: Algorithm + ?Sized>(alg: &mut A, input: impl FnOnce(&mut A, &mut Out)) -> Fx {
     let mut out = Out::new();
     input(alg, &mut out);
     Fx(out.drain().collect())
 }
 
 /// Shorthands for the inputs of the [`Algorithm`] trait.
-pub fn start<A: Algorithm + ?Sized>(alg: &mut A, call_election: bool) -> Fx {
+pub(super) fn start<A: Algorithm + ?Sized>(alg: &mut A, call_election: bool) -> Fx {
     step(alg, |a, out| a.on_start(call_election, out))
 }
 
-pub fn deliver<A: Algorithm + ?Sized>(alg: &mut A, from: NodeId, msg: Message) -> Fx {
+pub(super) fn deliver<A: Algorithm + ?Sized>(alg: &mut A, from: NodeId, msg: Message) -> Fx {
     step(alg, |a, out| a.on_message(from, msg, out))
 }
 
-pub fn fire<A: Algorithm + ?Sized>(alg: &mut A, timer: Timer) -> Fx {
+pub(super) fn fire<A: Algorithm + ?Sized>(alg: &mut A, timer: Timer) -> Fx {
     step(alg, |a, out| a.on_timer(timer, out))
 }
 
 /// The effects of one input.
 #[derive(Debug, Clone)]
-pub struct Fx(pub Vec<Effect>);
+pub(super) struct Fx(pub Vec<Effect>);
 
 impl Fx {
     /// Point-to-point sends, in order.
-    pub fn sends(&self) -> Vec<(NodeId, Message)> {
+    pub(super) fn sends(&self) -> Vec<(NodeId, Message)> {
         self.0
             .iter()
             .filter_map(|e| match e {
@@ -58,7 +58,7 @@ impl Fx {
     }
 
     /// Messages sent to `to`.
-    pub fn sent_to(&self, to: NodeId) -> Vec<Message> {
+    pub(super) fn sent_to(&self, to: NodeId) -> Vec<Message> {
         self.sends()
             .into_iter()
             .filter(|(t, _)| *t == to)
@@ -67,12 +67,12 @@ impl Fx {
     }
 
     /// Recipients of point-to-point sends, in order.
-    pub fn recipients(&self) -> Vec<NodeId> {
+    pub(super) fn recipients(&self) -> Vec<NodeId> {
         self.sends().into_iter().map(|(t, _)| t).collect()
     }
 
     /// Broadcast messages, in order.
-    pub fn broadcasts(&self) -> Vec<Message> {
+    pub(super) fn broadcasts(&self) -> Vec<Message> {
         self.0
             .iter()
             .filter_map(|e| match e {
@@ -83,7 +83,7 @@ impl Fx {
     }
 
     /// Every message put on the wire (sends and broadcasts).
-    pub fn messages(&self) -> Vec<Message> {
+    pub(super) fn messages(&self) -> Vec<Message> {
         self.0
             .iter()
             .filter_map(|e| match e {
@@ -94,14 +94,17 @@ impl Fx {
     }
 
     /// Was `timer` armed (set or re-armed) by this input?
-    pub fn armed(&self, timer: Timer) -> bool {
+    pub(super) fn armed(&self, timer: Timer) -> bool {
         self.0
             .iter()
             .any(|e| matches!(e, Effect::SetTimer { timer: t, .. } if *t == timer))
     }
 
     /// The `[min, max]` range `timer` was last armed with.
-    pub fn armed_range(&self, timer: Timer) -> Option<(std::time::Duration, std::time::Duration)> {
+    pub(super) fn armed_range(
+        &self,
+        timer: Timer,
+    ) -> Option<(std::time::Duration, std::time::Duration)> {
         self.0.iter().rev().find_map(|e| match e {
             Effect::SetTimer { timer: t, min, max } if *t == timer => Some((*min, *max)),
             _ => None,
@@ -109,7 +112,7 @@ impl Fx {
     }
 
     /// Was `timer` cancelled by this input (and not armed again after)?
-    pub fn cancelled(&self, timer: Timer) -> bool {
+    pub(super) fn cancelled(&self, timer: Timer) -> bool {
         let mut last = None;
         for e in &self.0 {
             match e {
@@ -122,7 +125,7 @@ impl Fx {
     }
 
     /// Published leader changes `(leader, term)`, in order.
-    pub fn leader_changes(&self) -> Vec<(Option<NodeId>, u64)> {
+    pub(super) fn leader_changes(&self) -> Vec<(Option<NodeId>, u64)> {
         self.0
             .iter()
             .filter_map(|e| match e {
@@ -133,20 +136,20 @@ impl Fx {
     }
 
     /// The last leader published by this input, if it published one.
-    pub fn new_leader(&self) -> Option<Option<NodeId>> {
+    pub(super) fn new_leader(&self) -> Option<Option<NodeId>> {
         self.leader_changes().last().map(|(l, _)| *l)
     }
 
-    pub fn started_election(&self) -> bool {
+    pub(super) fn started_election(&self) -> bool {
         self.0.iter().any(|e| matches!(e, Effect::ElectionStarted))
     }
 
     /// No message on the wire and no leader change (timers may move).
-    pub fn is_quiet(&self) -> bool {
+    pub(super) fn is_quiet(&self) -> bool {
         self.messages().is_empty() && self.leader_changes().is_empty()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 }
@@ -154,7 +157,7 @@ impl Fx {
 /// Messages that make no sense for the algorithm under test: other algorithms'
 /// vocabulary, forged or out-of-range fields, ids outside the roster. Each algorithm
 /// test feeds them from every roster member and from strangers.
-pub fn garbage() -> Vec<Message> {
+pub(super) fn garbage() -> Vec<Message> {
     use crate::contract::message::ElectionTag;
     let tag = ElectionTag {
         initiator: 999,
@@ -241,7 +244,7 @@ pub fn garbage() -> Vec<Message> {
 
 /// [`garbage`] without the message types in `own`: the vocabulary of the other
 /// algorithms (and of the node layer), which the algorithm under test must ignore.
-pub fn foreign_vocabulary(own: &[crate::contract::message::MessageType]) -> Vec<Message> {
+pub(super) fn foreign_vocabulary(own: &[crate::contract::message::MessageType]) -> Vec<Message> {
     garbage()
         .into_iter()
         .filter(|m| !own.contains(&m.kind()))
@@ -251,7 +254,7 @@ pub fn foreign_vocabulary(own: &[crate::contract::message::MessageType]) -> Vec<
 /// Start `alg` with `call_election` and return the effects of the input that called
 /// the election: `on_start` itself, or — for a node that defers its first election by
 /// a random delay (cold-start jitter) — the timer it armed for it.
-pub fn start_electing<A: Algorithm + ?Sized>(alg: &mut A) -> Fx {
+pub(super) fn start_electing<A: Algorithm + ?Sized>(alg: &mut A) -> Fx {
     let fx = start(alg, true);
     if fx.started_election() {
         return fx;
