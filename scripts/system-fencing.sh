@@ -23,32 +23,16 @@
 # target/release/electd, built if missing), KEEP=1 keeps the work dir.
 set -euo pipefail
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-    echo "!!! system-fencing.sh: SKIPPED, NOT RUN: needs root (network namespaces, nft)."
-    echo "!!! Run it as root: sudo scripts/system-fencing.sh"
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-    exit 0
-fi
-
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+NAME=system-fencing
+. "$ROOT/scripts/lib/netns.sh"
+netns_require_root
 TOK="python3 $ROOT/scripts/fencing_tokens.py"
-need=()
-command -v ip >/dev/null || need+=(iproute2)
-command -v nft >/dev/null || need+=(nftables)
-command -v curl >/dev/null || need+=(curl)
-if [ "${#need[@]}" -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
-fi
-command -v python3 >/dev/null || { echo "system-fencing: python3 is required" >&2; exit 2; }
-if [ -z "${ELECTD:-}" ]; then
-    ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/release/electd"
-    (cd "$ROOT" && cargo build --release --quiet --bin electd)
-fi
+netns_tools
+netns_electd
 
 N=5
 P="fencing-fc$$"                # namespace prefix (unique per run)
-SW="$P-sw"
 NET=10.232.0
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/electd-fencing.XXXXXX")
 export ADDRS="$WORK/addrs" TOKENS="$WORK/tokens.json"
@@ -67,51 +51,12 @@ export ELECTD_TIMING_HEARTBEAT=${HB}ms ELECTD_TIMING_FAILURE_TIMEOUT=${FT}ms \
     ELECTD_TIMING_ELECTION_TIMEOUT=${EMIN}ms..${EMAX}ms ELECTD_TRANSPORT_RETRANSMIT=${RETX}ms \
     ELECTD_TRANSPORT_MAX_ATTEMPTS=$ATTEMPTS
 
-log() { printf '\n[%s +%ss] %s\n' "$(date +%T)" "$((SECONDS - T0))" "$*"; }
-ns() { echo "$P-$1"; }
-
-stop_pid() { # stop one process we started (by PID): SIGTERM, bounded wait, SIGKILL
-    local pid=$1 i
-    kill "$pid" 2>/dev/null || return 0
-    for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
-
-cleanup() {
-    local id n
-    for id in "${!PID[@]}"; do stop_pid "${PID[$id]}"; done
-    for n in "${NSES[@]}"; do ip netns del "$n" 2>/dev/null || true; done
-    if [ "$STATUS" -ne 0 ]; then
-        for f in "$WORK"/n*.log; do
-            [ -f "$f" ] || continue
-            echo "---- tail of $f"; tail -n 15 "$f"
-        done
-        echo "system-fencing: FAILED"
-    fi
-    if [ "${KEEP:-0}" = 1 ] || [ "$STATUS" -ne 0 ]; then
-        echo "work dir kept: $WORK"
-    else
-        rm -rf "$WORK"
-    fi
-}
-trap cleanup EXIT
+trap netns_cleanup EXIT
 trap 'exit 130' INT TERM
 
-log "creating $N namespaces on a private bridge ($NET.0/24, inside the namespaces only)"
-ip netns add "$SW"; NSES+=("$SW")
-ip -n "$SW" link add br0 type bridge
-ip -n "$SW" link set br0 up
+netns_bridge $N "$NET"
 peers=()
 for i in $(seq $N); do
-    n=$(ns "$i")
-    ip netns add "$n"; NSES+=("$n")
-    ip link add eth0 netns "$n" type veth peer name "p$i" netns "$SW"
-    ip -n "$SW" link set "p$i" master br0 up
-    ip -n "$n" addr add "$NET.$i/24" dev eth0
-    ip -n "$n" link set eth0 up
-    ip -n "$n" link set lo up
-    echo "$i $n $NET.$i" >>"$ADDRS"
     peers+=("$NET.$i")
     mkdir -p "$WORK/state-$i"
 done

@@ -24,17 +24,6 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-missing=()
-command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
-command -v curl >/dev/null || missing+=(curl)
-python3 -c 'import yaml' 2>/dev/null || missing+=(python3-yaml)
-if [ "${#missing[@]}" -gt 0 ]; then
-    [ "$(id -u)" -eq 0 ] || { echo "system-grafana: needs ${missing[*]}; run as root to install" >&2; exit 2; }
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-for tool in prometheus promtool python3 curl; do
-    command -v "$tool" >/dev/null || { echo "system-grafana: $tool is required" >&2; exit 2; }
-done
 if [ -z "${ELECTD:-}" ]; then
     (cd "$ROOT" && cargo build --quiet --release --bin electd)
     ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/release/electd"
@@ -45,44 +34,13 @@ TOLERANCE=0.20
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/electd-grafana.XXXXXX")
 PIDS=()
 STATUS=1
+NAME=system-grafana
+STOP_SIGNAL=INT   # the demo cleans up on Ctrl-C
+. "$ROOT/scripts/lib/prometheus.sh"
+trap prom_cleanup EXIT
+prom_tools $(python3 -c 'import yaml' 2>/dev/null || echo python3-yaml)
 
-log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
-stop_pid() { # stop one process we started (SIGINT first: the demo cleans up on Ctrl-C)
-    local pid=$1 i
-    kill -INT "$pid" 2>/dev/null || return 0
-    for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
-
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
-    if [ "$STATUS" -ne 0 ]; then
-        for f in "$WORK"/*.log; do
-            [ -f "$f" ] || continue
-            echo "---- tail of $f"; tail -n 30 "$f"
-        done
-    fi
-    if [ "${KEEP:-0}" = 1 ] || [ "$STATUS" -ne 0 ]; then
-        echo "work dir kept: $WORK"
-    else
-        rm -rf "$WORK"
-    fi
-}
-trap cleanup EXIT
-
-wait_for() { # bounded: retry `cmd` every 0.5 s for at most $1 seconds
-    local secs=$1 what=$2; shift 2
-    local tries=$((secs * 2)) i
-    for i in $(seq "$tries"); do
-        if "$@"; then return 0; fi
-        sleep 0.5
-    done
-    log "timed out after ${secs}s waiting for: $what"
-    return 1
-}
 
 # ---------------------------------------------------------------- static checks
 log "lint: dashboard, datasource provisioning, alerts, rules"
@@ -124,7 +82,6 @@ PIDS+=($!)
 wait_for 20 "the demo's file_sd file" test -s "$SD"
 log "demo running; file_sd: $SD"
 
-PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat >"$WORK/prometheus.yml" <<YAML
 global:
   scrape_interval: 1s
@@ -138,18 +95,8 @@ scrape_configs:
     file_sd_configs:
       - files: ["$SD"]
 YAML
-promtool check config "$WORK/prometheus.yml"
-prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
-    --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >"$WORK/prometheus.log" 2>&1 &
-PIDS+=($!)
-PROM="http://127.0.0.1:$PROM_PORT"
 STARTED=$(date +%s)
-prom_value() { # instant query -> first value, or empty
-    curl -fsS --data-urlencode "query=$1" "$PROM/api/v1/query" 2>/dev/null |
-        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
-}
-prom_ready() { curl -fsS "$PROM/-/ready" >/dev/null 2>&1; }
-wait_for 30 "Prometheus ready" prom_ready
+prom_start "$WORK/prometheus.yml"
 five() { [ "$(prom_value 'count(electd_build_info{cluster="demo"})')" = 5 ]; }
 wait_for 30 "Prometheus scraping the demo's 5 nodes through file_sd" five
 log "Prometheus on $PROM scrapes the demo"

@@ -31,33 +31,16 @@
 #      KEEP=1 keeps the work dir.
 set -euo pipefail
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-    echo "!!! system-netns.sh: SKIPPED, NOT RUN: needs root (network namespaces, nft)."
-    echo "!!! Run it as root: sudo scripts/system-netns.sh"
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-    exit 0
-fi
-
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+NAME=system-netns
+. "$ROOT/scripts/lib/netns.sh"
+netns_require_root
 POLL="python3 $ROOT/scripts/netns_poll.py"
-need=()
-command -v ip >/dev/null || need+=(iproute2)
-command -v nft >/dev/null || need+=(nftables)
-command -v curl >/dev/null || need+=(curl)
-if [ "${#need[@]}" -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
-fi
-command -v python3 >/dev/null || { echo "system-netns: python3 is required" >&2; exit 2; }
-if [ -z "${ELECTD:-}" ]; then
-    ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/release/electd"
-    # Always build: a no-op when up to date, and never a stale binary after a change.
-    (cd "$ROOT" && cargo build --release --quiet --bin electd)
-fi
+netns_tools
+netns_electd
 
 N=5
 P="electd-nt$$"                 # namespace prefix (unique per run)
-SW="$P-sw"
 NET=10.231.0
 GROUP=239.255.70.1:5740
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/electd-netns.XXXXXX")
@@ -83,57 +66,13 @@ export ELECTD_TIMING_HEARTBEAT=${HB}ms ELECTD_TIMING_FAILURE_TIMEOUT=${FT}ms \
     ELECTD_TRANSPORT_MAX_ATTEMPTS=$ATTEMPTS ELECTD_TRANSPORT_RESOLVE_EVERY=2s \
     ELECTD_STATE_FILE="$WORK/{node}.state"
 
-log() { printf '\n[%s +%ss] %s\n' "$(date +%T)" "$((SECONDS - T0))" "$*"; }
-ns() { echo "$P-$1"; }
 ip_of() { awk -v id="$1" '$1 == id { print $3 }' "$ADDRS"; }
 
-stop_pid() { # stop one process we started (by PID): SIGTERM, bounded wait, SIGKILL
-    local pid=$1 i
-    kill "$pid" 2>/dev/null || return 0
-    for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
-
-cleanup() {
-    local id n
-    for id in "${!PID[@]}"; do stop_pid "${PID[$id]}"; done
-    for n in "${NSES[@]}"; do
-        ip netns del "$n" 2>/dev/null || true
-        rm -rf "/etc/netns/$n"
-    done
-    if [ "$STATUS" -ne 0 ]; then
-        for f in "$WORK"/n*.log; do
-            [ -f "$f" ] || continue
-            echo "---- tail of $f"; tail -n 15 "$f"
-        done
-        echo "system-netns: FAILED"
-    fi
-    if [ "${KEEP:-0}" = 1 ] || [ "$STATUS" -ne 0 ]; then
-        echo "work dir kept: $WORK"
-    else
-        rm -rf "$WORK"
-    fi
-}
-trap cleanup EXIT
+trap netns_cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---- topology
-log "creating $N namespaces on a private bridge ($NET.0/24, inside the namespaces only)"
-ip netns add "$SW"; NSES+=("$SW")
-ip -n "$SW" link add br0 type bridge mcast_snooping 0
-ip -n "$SW" link set br0 up
-for i in $(seq $N); do
-    n=$(ns "$i")
-    ip netns add "$n"; NSES+=("$n")
-    mkdir -p "/etc/netns/$n"
-    ip link add eth0 netns "$n" type veth peer name "p$i" netns "$SW"
-    ip -n "$SW" link set "p$i" master br0 up
-    ip -n "$n" addr add "$NET.$i/24" dev eth0
-    ip -n "$n" link set eth0 up
-    ip -n "$n" link set lo up
-    echo "$i $n $NET.$i" >>"$ADDRS"
-done
+netns_bridge $N "$NET" mcast_snooping 0
 
 write_hosts() { # every namespace resolves every node name to its current address
     local i n

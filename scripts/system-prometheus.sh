@@ -22,17 +22,6 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-# Install what is missing (Debian's prometheus package brings promtool), as root.
-missing=()
-command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
-command -v curl >/dev/null || missing+=(curl)
-if [ "${#missing[@]}" -gt 0 ]; then
-    [ "$(id -u)" -eq 0 ] || { echo "system-prometheus: needs ${missing[*]}; run as root to install" >&2; exit 2; }
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-for tool in prometheus promtool python3 curl; do
-    command -v "$tool" >/dev/null || { echo "system-prometheus: $tool is required" >&2; exit 2; }
-done
 if [ -z "${ELECTD:-}" ]; then
     (cd "$ROOT" && cargo build --quiet --bin electd)
     ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/debug/electd"
@@ -42,45 +31,12 @@ CLUSTER=systest
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/electd-prom.XXXXXX")
 PIDS=()
 STATUS=1
+NAME=system-prometheus
+. "$ROOT/scripts/lib/prometheus.sh"
+trap prom_cleanup EXIT
+prom_tools
 
-log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
-stop_pid() { # kill one process we started, wait for it (bounded), then SIGKILL
-    local pid=$1 i
-    kill "$pid" 2>/dev/null || return 0
-    for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
-
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
-    if [ "$STATUS" -ne 0 ]; then
-        for f in "$WORK"/*.log; do
-            [ -f "$f" ] || continue
-            echo "---- tail of $f"; tail -n 20 "$f"
-        done
-    fi
-    if [ "${KEEP:-0}" = 1 ] || [ "$STATUS" -ne 0 ]; then
-        echo "work dir kept: $WORK"
-    else
-        rm -rf "$WORK"
-    fi
-}
-trap cleanup EXIT
-
-# Bounded wait: retry `cmd` every 0.2 s for at most $1 seconds.
-wait_for() {
-    local secs=$1 what=$2; shift 2
-    local tries=$((secs * 5)) i
-    for i in $(seq "$tries"); do
-        if "$@"; then return 0; fi
-        sleep 0.2
-    done
-    log "timed out after ${secs}s waiting for: $what"
-    return 1
-}
 
 free_ports() { # $1 TCP then $1 UDP ports free right now
     python3 - "$1" <<'PY'
@@ -201,18 +157,8 @@ YAML
         printf '      - targets: ["%s"]\n        labels: { cluster: %s, node: "%d" }\n' "${HTTP[$i]}" "$CLUSTER" "$i"
     done
 } >"$WORK/prometheus.yml"
-promtool check config "$WORK/prometheus.yml"
-prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
-    --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >"$WORK/prometheus.log" 2>&1 &
-PIDS+=($!)
 PROM_STARTED=$(date +%s)
-PROM="http://127.0.0.1:$PROM_PORT"
-prom_value() { # instant query -> first value, or empty
-    curl -fsS --data-urlencode "query=$1" "$PROM/api/v1/query" 2>/dev/null |
-        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
-}
-prom_ready() { curl -fsS "$PROM/-/ready" >/dev/null 2>&1; }
-wait_for 30 "Prometheus ready" prom_ready
+prom_start "$WORK/prometheus.yml" "$PROM_PORT"
 all_up() { [ "$(prom_value "sum(up{job=\"electd\"})")" = "$N" ]; }
 wait_for 30 "Prometheus scraping all $N nodes" all_up
 # Two more scrapes, so that every counter has a sample before the failovers.
