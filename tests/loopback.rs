@@ -11,14 +11,7 @@ use common::{Cluster, Timing};
 use electd::contract::algorithm::AlgorithmKind;
 use std::time::Duration;
 
-const TIMING: Timing = Timing {
-    heartbeat_ms: 20,
-    failure_ms: 200,
-    answer_ms: 50,
-    coordinator_ms: 150,
-    retransmit_ms: 10,
-    max_attempts: 4,
-};
+const TIMING: Timing = Timing::LOOPBACK;
 
 /// Scheduling slack for a loaded 2-core test machine (five processes plus HTTP polls).
 const SLACK: Duration = Duration::from_secs(1);

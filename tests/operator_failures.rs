@@ -8,14 +8,7 @@ use common::{counter_sum, http_get, Cluster, Timing};
 use electd::contract::algorithm::AlgorithmKind::{Bully, Raft};
 use std::time::{Duration, Instant};
 
-const TIMING: Timing = Timing {
-    heartbeat_ms: 20,
-    failure_ms: 200,
-    answer_ms: 50,
-    coordinator_ms: 150,
-    retransmit_ms: 10,
-    max_attempts: 4,
-};
+const TIMING: Timing = Timing::LOOPBACK;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 

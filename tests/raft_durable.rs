@@ -9,14 +9,7 @@ use common::{Cluster, Timing};
 use electd::contract::algorithm::AlgorithmKind;
 use std::time::{Duration, Instant};
 
-const TIMING: Timing = Timing {
-    heartbeat_ms: 20,
-    failure_ms: 200,
-    answer_ms: 50,
-    coordinator_ms: 150,
-    retransmit_ms: 10,
-    max_attempts: 4,
-};
+const TIMING: Timing = Timing::LOOPBACK;
 
 fn raft_term(c: &Cluster, id: u32) -> Option<u64> {
     let s = c.status(id)?;

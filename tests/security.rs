@@ -402,14 +402,7 @@ fn extreme_values_from_an_authenticated_peer_do_not_panic() {
 // ---------------------------------------------------------------------------------
 // Real processes.
 
-const TIMING: Timing = Timing {
-    heartbeat_ms: 20,
-    failure_ms: 200,
-    answer_ms: 50,
-    coordinator_ms: 150,
-    retransmit_ms: 10,
-    max_attempts: 4,
-};
+const TIMING: Timing = Timing::LOOPBACK;
 
 fn cluster_key(c: &Cluster) -> Keyring {
     Keyring::load(&c.dir.join("cluster.key")).unwrap()

@@ -25,6 +25,17 @@ pub(crate) struct Timing {
 }
 
 impl Timing {
+    /// The usual timing of the process tests: heartbeat 20 ms, failure timeout 200 ms,
+    /// room for a loaded 2-core machine.
+    pub(crate) const LOOPBACK: Timing = Timing {
+        heartbeat_ms: 20,
+        failure_ms: 200,
+        answer_ms: 50,
+        coordinator_ms: 150,
+        retransmit_ms: 10,
+        max_attempts: 4,
+    };
+
     /// Worst case from a leader crash to agreement: detection (failure timeout + one
     /// heartbeat), then a Bully cascade (T + T' per level, three levels at most before
     /// the winner announces, each possibly retransmitted once), plus the link's
