@@ -9,6 +9,11 @@
 //! Expected counts are computed here from the protocol, not taken from a run: on a
 //! clean start with one initiator every one of the N−1 peers receives one request and
 //! answers once per round, and there are two rounds with pre-vote (pre-vote, vote).
+//!
+//! # Why one file of ~740 lines of code
+//! One test binary for every property of Raft election on the simulator (the paper's
+//! rules, the fault campaign, restarts and hand-overs), sharing the same helpers; the
+//! unit tests of its state machine are in `src/algorithms/tests/raft.rs`.
 
 use electd::contract::algorithm::{AlgorithmKind, Options, Timing};
 use electd::contract::message::MessageType;

@@ -1,5 +1,10 @@
 //! The report: targets with verdicts, `report.md` (Markdown tables, SVG plots) and
 //! `results.json`.
+//!
+//! # Why one file of ~710 lines of code
+//! Every section of `report.md` is written here from one `Results`, with the same
+//! table helpers and the targets' verdicts beside the text that explains them, so that
+//! a figure and its explanation change together; the plots are in `plot.rs`.
 
 use super::{plot, Results, Target};
 use electd::contract::algorithm::AlgorithmKind;

@@ -42,6 +42,12 @@
 //!   the peer unreachable (a pod recreated with a new IP is found again). A peer
 //!   without an address is skipped (`electd_send_errors_total{kind="no_address"}`)
 //!   and the link's verdicts work as for a dead peer.
+//!
+//! # Why one file of ~820 lines of code
+//! It is the one task of the contract above: the `select!` loop and the steps of a
+//! batch (receive, flush, sync, publish, emit) share the `Driver`'s state and their
+//! order is the contract. The socket, durable state, metrics, hooks and the shared
+//! snapshot are in their own files.
 
 use crate::config::{Config, Security};
 use crate::contract::algorithm::{AlgorithmKind, Durable, Options, Timing};

@@ -8,6 +8,13 @@
 //! [`Duration`] since an origin the driver chooses; no clock is read here. Timer
 //! ranges are resolved with the node's own seeded generator, so a run is a function of
 //! its seeds and inputs.
+//!
+//! # Why one file of ~750 lines of code
+//! `Node` is one state machine: every method reads or writes the same groups, link and
+//! deadline table, and the order of its steps is the behaviour. What stands on its own
+//! is apart (the reliable link in `link.rs`, the hasher in `fxhash.rs`, the tests in
+//! `*_tests.rs`); cutting `impl Node` across files would separate each input's
+//! handling from the tables it changes.
 
 #[cfg(test)]
 mod failover_tests;

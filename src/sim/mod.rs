@@ -12,6 +12,12 @@
 //! is zero: the synchronous model of the literature. [`Op::Pause`] stops a node for a
 //! while (a stopped process, a long GC or VM pause: it resumes with its backlog), and
 //! [`Op::Slow`] raises its cost per input for a while (a starved CPU).
+//!
+//! # Why one file of ~850 lines of code
+//! The event loop, the per-node inbox and processing cost, and the fault operations
+//! all act on one `Sim` and one event queue, in an order that makes runs replayable;
+//! they stay together. The network model, scenarios, chaos campaign, comparison,
+//! reports and the token watcher are in their own files.
 
 pub mod campaign;
 pub mod chaos;
