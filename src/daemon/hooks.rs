@@ -42,13 +42,18 @@ const STDERR_TAIL: usize = 2048;
 /// How a run ended (the `result` label).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
+    /// The command exited with status 0.
     Ok,
+    /// It exited with another status (or was killed by a signal).
     Failed(ExitStatus),
+    /// It ran longer than `hook_timeout` and was killed.
     Timeout,
+    /// It could not be started (the message says why).
     Error(String),
 }
 
 impl Outcome {
+    /// The `result` label of `electd_hook_runs_total`.
     pub fn label(&self) -> &'static str {
         match self {
             Outcome::Ok => "ok",

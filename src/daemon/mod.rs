@@ -1,9 +1,7 @@
 //! The daemon: the tokio runtime around one [`crate::node::Node`], its socket, and the
 //! state it shares with the HTTP API.
 
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub(crate) mod durable;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod hooks;
 pub mod metrics;
 #[cfg(target_os = "linux")]

@@ -38,14 +38,24 @@ use std::net::SocketAddr;
 /// Why [`Gate::open`] refused a datagram.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Dropped {
+    /// Refused by the codec (size, encoding, version, cluster, tag, fields).
     #[error("{0}")]
     Wire(#[from] WireError),
+    /// A datagram claiming this node as its sender.
     #[error("datagram claims to come from this node ({0})")]
     FromSelf(NodeId),
+    /// A datagram addressed to another node.
     #[error("datagram for node {0}, not this one")]
     Receiver(NodeId),
+    /// The UDP source is not the sender's roster address (`check_source`).
     #[error("datagram from node {from} arrived from {addr}, not its roster address")]
-    Source { from: NodeId, addr: SocketAddr },
+    Source {
+        /// The sender the datagram names.
+        from: NodeId,
+        /// Where it came from.
+        addr: SocketAddr,
+    },
+    /// Refused by the replay windows.
     #[error("{0}")]
     Replay(#[from] ReplayError),
     /// This node's own multicast datagram, looped back by the network stack.
@@ -83,8 +93,11 @@ impl Dropped {
 /// Everything the gate is built from.
 #[derive(Clone, Debug)]
 pub struct GateConfig {
+    /// This node's id (the receiver every datagram must name).
     pub me: NodeId,
+    /// The cluster name every datagram must carry.
     pub cluster: String,
+    /// The roster: the only senders accepted.
     pub roster: Vec<NodeId>,
     /// `None`: the explicit `insecure` mode.
     pub keys: Option<Keyring>,
@@ -110,6 +123,7 @@ fn canonical(a: SocketAddr) -> (std::net::IpAddr, u16) {
 }
 
 impl Gate {
+    /// A gate for `cfg`, with empty replay windows.
     pub fn new(cfg: GateConfig) -> Gate {
         Gate {
             me: cfg.me,
@@ -139,10 +153,12 @@ impl Gate {
         self.codec.set_keys(keys);
     }
 
+    /// Are datagrams sealed and checked with a keyring (not `insecure`)?
     pub fn is_authenticated(&self) -> bool {
         self.codec.is_authenticated()
     }
 
+    /// Is the UDP source address checked against the roster?
     pub fn checks_source(&self) -> bool {
         self.sources.is_some()
     }

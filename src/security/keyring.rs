@@ -29,6 +29,7 @@ pub const TAG_LEN: usize = 32;
 /// One 32-byte key and its id.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Key {
+    /// The key's id, derived from its bytes: datagrams name the key that tagged them.
     pub id: u32,
     bytes: [u8; KEY_LEN],
 }
@@ -41,6 +42,7 @@ impl fmt::Debug for Key {
 }
 
 impl Key {
+    /// The key of these bytes (its id computed from them).
     pub fn new(bytes: [u8; KEY_LEN]) -> Key {
         let digest = Sha256::digest(bytes);
         let id = u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]).max(1);
@@ -56,14 +58,26 @@ impl Key {
 /// Why a key file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
+    /// The file could not be read.
     #[error("cannot read key file: {0}")]
     Io(#[from] std::io::Error),
+    /// A line that is not one key.
     #[error("line {line}: expected 64 hex digits (32 bytes), {what}")]
-    Malformed { line: usize, what: String },
+    Malformed {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// No key at all.
     #[error("the key file holds no key")]
     Empty,
+    /// The same key twice.
     #[error("line {line}: the same key is listed twice")]
-    Duplicate { line: usize },
+    Duplicate {
+        /// 1-based line number of the second one.
+        line: usize,
+    },
 }
 
 /// Keys to verify with; the first signs (see the module documentation).
@@ -73,6 +87,7 @@ pub struct Keyring {
 }
 
 impl Keyring {
+    /// A keyring of one key, used to seal and to check.
     pub fn new(primary: Key) -> Keyring {
         Keyring {
             keys: vec![primary],
@@ -103,22 +118,27 @@ impl Keyring {
         Ok(Keyring { keys })
     }
 
+    /// Read a key file (one key per line; the first seals, every one checks).
     pub fn load(path: &Path) -> Result<Keyring, KeyError> {
         Keyring::parse(&std::fs::read_to_string(path)?)
     }
 
+    /// The key that seals outgoing datagrams.
     pub fn primary(&self) -> &Key {
         &self.keys[0]
     }
 
+    /// The key with id `id`, if the ring holds it.
     pub fn get(&self, id: u32) -> Option<&Key> {
         self.keys.iter().find(|k| k.id == id)
     }
 
+    /// How many keys it holds.
     pub fn len(&self) -> usize {
         self.keys.len()
     }
 
+    /// Holds no key (never, for a loaded ring).
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }

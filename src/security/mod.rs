@@ -6,11 +6,7 @@
 //! that must never panic on input from the network (docs/security.md).
 
 pub mod droplog;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod gate;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod keyring;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod replay;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod wire;

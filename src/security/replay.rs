@@ -40,15 +40,24 @@ pub const MAX_FUTURE: u64 = 10 * 1_000_000;
 /// Why the guard refused a datagram (the `reason` labels are stable).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ReplayError {
+    /// The datagram's counter was seen before or fell behind the window.
     #[error("counter {0} already seen or older than the replay window")]
     Replay(u64),
+    /// The sender restarted since: this datagram is from an earlier life.
     #[error("incarnation {got} is older than the sender's current {current}")]
-    StaleIncarnation { got: u64, current: u64 },
+    StaleIncarnation {
+        /// The datagram's incarnation.
+        got: u64,
+        /// The sender's current incarnation, as this node knows it.
+        current: u64,
+    },
+    /// An incarnation (microseconds since the epoch) too far in the future.
     #[error("incarnation {0} is more than 10 s ahead of the local clock")]
     FutureIncarnation(u64),
 }
 
 impl ReplayError {
+    /// The `reason` label of `electd_invalid_datagrams_total`.
     pub fn reason(&self) -> &'static str {
         match self {
             ReplayError::Replay(_) => "replay",
@@ -57,6 +66,7 @@ impl ReplayError {
         }
     }
 
+    /// Every [`ReplayError::reason`].
     pub const REASONS: [&'static str; 3] = ["replay", "stale_incarnation", "future_incarnation"];
 }
 
@@ -127,6 +137,7 @@ pub struct ReplayGuard {
 }
 
 impl ReplayGuard {
+    /// A guard that has seen nothing.
     pub fn new() -> ReplayGuard {
         ReplayGuard::default()
     }

@@ -58,24 +58,34 @@ pub struct Header {
 /// Why a datagram was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
+    /// Larger than the largest datagram electd sends.
     #[error("datagram larger than {MAX_DATAGRAM} bytes")]
     Oversize,
+    /// Zero bytes.
     #[error("empty datagram")]
     Empty,
+    /// Not a (canonically encoded) protobuf envelope.
     #[error("not a protobuf envelope")]
     Decode,
+    /// Another wire version.
     #[error("wire version {0} (this node speaks {WIRE_VERSION})")]
     Version(u32),
+    /// Another cluster's name.
     #[error("datagram of another cluster")]
     Cluster,
+    /// A sender id outside the roster.
     #[error("sender {0} is not in the roster")]
     UnknownSender(u32),
+    /// Tagged with a key this node does not hold.
     #[error("key id {0:#010x} is not in the keyring")]
     NoKey(u32),
+    /// The HMAC tag is missing or wrong.
     #[error("missing or wrong authentication tag")]
     BadTag,
+    /// The algorithm field is unknown or missing.
     #[error("unknown or missing algorithm")]
     Algorithm,
+    /// A field out of its range (named).
     #[error("invalid field {0}")]
     InvalidField(&'static str),
 }
@@ -135,6 +145,7 @@ impl Codec {
         self.keys = keys;
     }
 
+    /// Does this codec make and check tags (not `insecure`)?
     pub fn is_authenticated(&self) -> bool {
         self.keys.is_some()
     }
