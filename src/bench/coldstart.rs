@@ -19,7 +19,7 @@
 use super::inproc::InProc;
 use super::sse::Watchers;
 use super::{ms, BenchOptions};
-use electd::contract::algorithm::{AlgorithmKind, Timing};
+use electd::contract::algorithm::AlgorithmKind;
 use electd::contract::message::MessageType;
 use electd::daemon::runtime::Start;
 use electd::daemon::shared::Control;
@@ -283,17 +283,13 @@ fn beliefs(w: &Watchers, ids: &[NodeId]) -> String {
 }
 
 async fn one_process(kind: AlgorithmKind, n: usize, t: &ClusterTiming) -> anyhow::Result<ColdRow> {
-    let timing = Timing {
-        heartbeat: Duration::from_millis(t.heartbeat_ms),
-        failure_timeout: Duration::from_millis(t.failure_ms),
-        answer_timeout: Duration::from_millis(t.answer_ms),
-        coordinator_timeout: Duration::from_millis(t.coordinator_ms),
-        election_timeout_min: Duration::from_millis(t.election_min_ms),
-        election_timeout_max: Duration::from_millis(t.election_max_ms),
-    };
+    let timing = t.timing();
     let rcv0 = udp_rcvbuf_errors();
     let ids: Vec<NodeId> = (1..=n as NodeId).collect();
     let link = LinkConfig::for_failure_timeout(timing.failure_timeout);
+    timing
+        .validate(link.retransmit, link.give_up)
+        .map_err(|e| anyhow::anyhow!("cold-start timing: {e}"))?;
     let mut c = InProc::start(&ids, kind, &timing, &link, Start::Electing).await?;
     let started = Instant::now();
     let mut row = ColdRow {

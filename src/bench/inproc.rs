@@ -51,9 +51,6 @@ impl InProc {
         link: &LinkConfig,
         start: Start,
     ) -> anyhow::Result<InProc> {
-        timing
-            .validate(link.retransmit, link.give_up)
-            .map_err(|e| anyhow::anyhow!("bench cluster timing: {e}"))?;
         let mut sockets = Vec::with_capacity(ids.len());
         let mut peers = Vec::with_capacity(ids.len());
         for &id in ids {

@@ -133,6 +133,9 @@ async fn point(case: &formulas::Case, n: usize, seed: u64) -> anyhow::Result<Mes
     sp.scenario = Scenario::Startup;
     sp.seed = seed;
     let sim = simulate(&sp)?;
+    // Not an operating configuration, so not `Timing::validate`d: the first
+    // retransmission (300 ms) comes after the answer timeout (200 ms) on purpose, so
+    // that a clean loopback election counts only first sends.
     let link = LinkConfig {
         retransmit: Duration::from_millis(300),
         rto_min: Duration::from_millis(300),

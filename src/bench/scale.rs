@@ -229,8 +229,12 @@ async fn udp_point(
     timing: &Timing,
 ) -> anyhow::Result<UdpPoint> {
     let ids: Vec<NodeId> = (1..=n as NodeId).collect();
+    let link = LinkConfig::default();
+    timing
+        .validate(link.retransmit, link.give_up)
+        .map_err(|e| anyhow::anyhow!("scale timing: {e}"))?;
     let booted = Instant::now();
-    let mut c = InProc::start(&ids, kind, timing, &LinkConfig::default(), Start::Electing).await?;
+    let mut c = InProc::start(&ids, kind, timing, &link, Start::Electing).await?;
     let first = c
         .wait_agreement(&ids, booted + Duration::from_secs(30))
         .await;
