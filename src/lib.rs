@@ -28,7 +28,6 @@ pub mod security;
 pub mod sim;
 #[doc(hidden)]
 pub mod testkit;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod trace;
 /// A node id from the roster; 0 is reserved (never a valid id).
 pub type NodeId = u32;

@@ -41,13 +41,16 @@ pub struct Header {
     pub algorithms: Vec<String>,
     /// Node ids, in ring order.
     pub nodes: Vec<NodeId>,
+    /// The simulator's scenario, when it was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<String>,
+    /// The simulator's seed: the run replays from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
 }
 
 impl Header {
+    /// The header of a trace recorded by `source` on `clock` (no scenario or seed).
     pub fn new(source: &str, clock: &str, algorithms: Vec<String>, nodes: Vec<NodeId>) -> Self {
         Header {
             format: FORMAT.into(),
@@ -62,7 +65,10 @@ impl Header {
     }
 }
 
-/// One event. `t` is nanoseconds since the start of the run on the trace's clock.
+/// One event. `t` is nanoseconds since the start of the run on the trace's clock; the
+/// other fields are named in each variant's documentation (docs/trace.md is the
+/// format's reference).
+#[allow(missing_docs)] // the fields are the format's, documented per variant above them
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "ev", rename_all = "snake_case")]
 pub enum Record {
@@ -72,7 +78,8 @@ pub enum Record {
     Send(Msg),
     /// The reliable link sent a message again (same `seq`), not acked in time.
     Retransmit(Msg),
-    /// A pure link acknowledgement (no body; not drawn, not an election message).
+    /// A pure link acknowledgement of sequence `ack` from `from` to `to` (no body; not
+    /// drawn, not an election message).
     Ack {
         t: u64,
         from: NodeId,
@@ -106,7 +113,7 @@ pub enum Record {
         leader: Option<NodeId>,
         term: u64,
     },
-    /// `node` started (or restarted with a new incarnation).
+    /// `node` started (or restarted with a new `incarnation`).
     Start {
         t: u64,
         node: NodeId,
@@ -124,7 +131,8 @@ pub enum Record {
     },
     /// Every cut removed.
     Heal { t: u64 },
-    /// The network's random faults changed.
+    /// The network's random faults changed: the probabilities of `loss`, `duplicate`
+    /// and `reorder` from now on.
     Net {
         t: u64,
         loss: f64,
@@ -146,21 +154,31 @@ pub enum Record {
 /// A message on the network (see [`Record::Send`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Msg {
+    /// When it left, in nanoseconds since the start.
     pub t: u64,
+    /// This datagram's id in the trace (its `deliver` or `drop` names it).
     pub id: u64,
+    /// The algorithm (group) it belongs to.
     pub alg: Name,
+    /// Sender.
     pub from: NodeId,
+    /// Receiver.
     pub to: NodeId,
+    /// The message type (`election`, `ok`, `request_vote`, …).
     #[serde(rename = "type")]
     pub kind: Name,
+    /// The number that orders its election ([`token`]).
     pub token: u64,
     /// Link sequence (0: unreliable, never retransmitted).
     pub seq: u64,
+    /// The sender's incarnation.
     pub incarnation: u64,
+    /// Every field of the message, as text.
     pub body: String,
 }
 
 impl Record {
+    /// Its `t`.
     pub fn time(&self) -> u64 {
         match self {
             Record::Send(m) | Record::Retransmit(m) => m.t,
@@ -242,6 +260,7 @@ impl Recorder {
         }
     }
 
+    /// Keep `r`, unless the limit is reached (then count it as left out).
     pub fn push(&mut self, r: Record) {
         if self.records.len() < self.limit {
             self.records.push(r);
@@ -307,10 +326,12 @@ impl Recorder {
         self.states.retain(|k, _| k.0 != node);
     }
 
+    /// Records kept so far.
     pub fn len(&self) -> usize {
         self.records.len()
     }
 
+    /// Nothing recorded yet.
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
@@ -361,6 +382,7 @@ fn flight(from: NodeId, to: NodeId, d: &Datagram) -> Option<Flight> {
 }
 
 impl SharedRecorder {
+    /// A recorder of at most `limit` records whose clock starts now.
     pub fn new(limit: usize) -> Self {
         SharedRecorder {
             origin: std::time::Instant::now(),
@@ -532,20 +554,32 @@ pub fn write(mut w: impl Write, header: &Header, records: &[Record]) -> std::io:
 /// A trace that cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
+    /// The file could not be read.
     #[error("cannot read: {0}")]
     Io(#[from] std::io::Error),
+    /// No header line.
     #[error("empty file: a trace starts with a header line")]
     Empty,
+    /// The first line is not a header.
     #[error("line 1 is not an electd trace header: {0}")]
     Header(String),
+    /// A header of another format.
     #[error("line 1: format {0:?} is not {FORMAT:?}")]
     Format(String),
+    /// A newer version of the format.
     #[error(
         "line 1: trace version {0} is newer than this electd reads ({VERSION}); use a newer electd"
     )]
     Version(u32),
+    /// A record that does not parse.
     #[error("line {line}: {msg}")]
-    Line { line: usize, msg: String },
+    Line {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        msg: String,
+    },
+    /// More records than a reader keeps.
     #[error("more than {0} records: {1}")]
     TooLarge(usize, &'static str),
 }

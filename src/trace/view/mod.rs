@@ -27,15 +27,19 @@ const SCRIPT: &str = include_str!("view.js");
 pub struct Trace {
     /// Where it came from (shown in the page).
     pub label: String,
+    /// Its header.
     pub header: Header,
+    /// Its records, in file order.
     pub records: Vec<Record>,
 }
 
 /// A page cannot be made from these traces.
 #[derive(Debug, thiserror::Error)]
 pub enum ViewError {
+    /// Nothing to draw.
     #[error("no trace given")]
     NoTrace,
+    /// More messages than a page draws smoothly (held, limit).
     #[error(
         "the traces hold {0} messages; a view draws at most {1} smoothly. \
          Record fewer nodes, a shorter run or fewer algorithms (view them in several pages)"
