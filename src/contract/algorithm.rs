@@ -20,15 +20,22 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AlgorithmKind {
+    /// Garcia-Molina's Bully algorithm (1982).
     Bully,
+    /// The Improved Bully algorithm (Soundarabai et al., 2014).
     ImprovedBully,
+    /// The ring algorithm (an election lap, then a coordinator lap).
     Ring,
+    /// Chang and Roberts' ring election (LCR, 1979).
     Lcr,
+    /// Hirschberg and Sinclair's bidirectional ring election (1980).
     Hs,
+    /// Raft's leader election (Ongaro and Ousterhout, 2014).
     Raft,
 }
 
 impl AlgorithmKind {
+    /// Every algorithm, in the registry's order.
     pub const ALL: [AlgorithmKind; 6] = [
         AlgorithmKind::Bully,
         AlgorithmKind::ImprovedBully,
@@ -73,6 +80,7 @@ impl fmt::Display for AlgorithmKind {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown algorithm {given:?}; expected one of: {}", AlgorithmKind::ALL.map(|k| k.as_str()).join(", "))]
 pub struct UnknownAlgorithm {
+    /// The name given.
     pub given: String,
 }
 
@@ -123,25 +131,34 @@ pub enum LeaderLoss {
 pub enum Effect {
     /// One logical message to one peer.
     Send {
+        /// The peer.
         to: NodeId,
+        /// The message.
         msg: Message,
     },
     /// The same message to every other roster member (alive or not); counted once per
     /// recipient. The transport may use multicast for it.
     Broadcast {
+        /// The message.
         msg: Message,
     },
     /// Arm `timer` to fire after a delay the driver picks uniformly in `[min, max]`.
     SetTimer {
+        /// Which timer.
         timer: Timer,
+        /// Shortest delay.
         min: Duration,
+        /// Longest delay.
         max: Duration,
     },
+    /// Disarm `timer`.
     CancelTimer(Timer),
     /// This node's belief about the leader or its term changed; (`term`, `leader`) is
     /// the fencing [`Token`].
     LeaderChanged {
+        /// The leader now believed (`None`: none known).
         leader: Option<NodeId>,
+        /// The term of the token held.
         term: u64,
     },
     /// This node started (or joined as a candidate) an election.
@@ -156,15 +173,19 @@ pub struct Out {
 }
 
 impl Out {
+    /// An empty buffer.
     pub fn new() -> Self {
         Self::default()
     }
+    /// [`Effect::Send`].
     pub fn send(&mut self, to: NodeId, msg: Message) {
         self.effects.push(Effect::Send { to, msg });
     }
+    /// [`Effect::Broadcast`].
     pub fn broadcast(&mut self, msg: Message) {
         self.effects.push(Effect::Broadcast { msg });
     }
+    /// [`Effect::SetTimer`].
     pub fn set_timer(&mut self, timer: Timer, min: Duration, max: Duration) {
         self.effects.push(Effect::SetTimer { timer, min, max });
     }
@@ -172,18 +193,23 @@ impl Out {
     pub fn set_timer_exact(&mut self, timer: Timer, after: Duration) {
         self.set_timer(timer, after, after);
     }
+    /// [`Effect::CancelTimer`].
     pub fn cancel_timer(&mut self, timer: Timer) {
         self.effects.push(Effect::CancelTimer(timer));
     }
+    /// [`Effect::LeaderChanged`].
     pub fn leader_changed(&mut self, leader: Option<NodeId>, term: u64) {
         self.effects.push(Effect::LeaderChanged { leader, term });
     }
+    /// [`Effect::ElectionStarted`].
     pub fn election_started(&mut self) {
         self.effects.push(Effect::ElectionStarted);
     }
+    /// Take the effects, in the order they were pushed.
     pub fn drain(&mut self) -> std::vec::Drain<'_, Effect> {
         self.effects.drain(..)
     }
+    /// No effect pushed (or all drained).
     pub fn is_empty(&self) -> bool {
         self.effects.is_empty()
     }
@@ -211,12 +237,14 @@ impl Out {
 /// term, hooks get `ELECTD_TERM` and `ELECTD_LEADER`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Token {
+    /// The term (epoch, round) of the leadership; compared first.
     pub term: u64,
     /// The leader of that term (0: none known yet).
     pub leader: NodeId,
 }
 
 impl Token {
+    /// The token of `leader` in `term`.
     pub fn new(term: u64, leader: NodeId) -> Token {
         Token { term, leader }
     }
@@ -255,6 +283,7 @@ pub struct Timing {
     pub coordinator_timeout: Duration,
     /// Raft election timeout range (randomized, §5.2: e.g. 150–300 ms).
     pub election_timeout_min: Duration,
+    /// Upper end of that range.
     pub election_timeout_max: Duration,
 }
 
@@ -432,7 +461,9 @@ pub struct GroupConfig {
     /// Every roster member including `me`, in logical ring order (ring algorithms send
     /// to the next entry, wrapping). Bully-family code only looks at the ids.
     pub ring: Vec<NodeId>,
+    /// The cluster's timing.
     pub timing: Timing,
+    /// The algorithm switches (`[raft]`).
     pub options: Options,
     /// Boot counter of this node; election tags and epochs of a restarted node must
     /// not collide with those of its previous life.
@@ -454,6 +485,7 @@ impl GroupConfig {
     pub fn my_position(&self) -> usize {
         self.ring.iter().position(|&p| p == self.me).unwrap_or(0)
     }
+    /// A majority of the roster (Raft's quorum).
     pub fn majority(&self) -> usize {
         self.ring.len() / 2 + 1
     }

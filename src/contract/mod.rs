@@ -8,7 +8,6 @@
 //! types, the literature's count [`formulas`]); [`rng`] is the seeded generator that
 //! keeps every driver of the same code deterministic.
 
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod algorithm;
 pub mod formulas;
 #[allow(missing_docs)] // the docs of its public fields and variants are still owed
