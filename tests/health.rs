@@ -5,19 +5,17 @@
 
 mod http_common;
 
-use electd::contract::algorithm::{AlgorithmKind, Options, Timing};
-use electd::daemon::runtime::{self, RuntimeConfig, Start};
+use electd::contract::algorithm::AlgorithmKind;
+use electd::daemon::runtime::{self, RuntimeConfig};
 use electd::daemon::shared::Shared;
 use electd::daemon::socket::{bind_udp, Transport};
-use electd::node::link::LinkConfig;
 use electd::NodeId;
-use http_common::{shared, wait_until};
+use http_common::{runtime_config, shared, wait_until};
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A UDP socket whose sends fail while `broken` is set, as when the route is gone.
 struct Flaky {
@@ -49,31 +47,7 @@ impl Transport for Flaky {
 }
 
 fn cfg(id: NodeId, peers: Vec<(NodeId, SocketAddr)>) -> RuntimeConfig {
-    let cfg = RuntimeConfig {
-        id,
-        cluster: "health".into(),
-        peers,
-        algorithms: vec![AlgorithmKind::Bully],
-        timing: Timing {
-            heartbeat: Duration::from_millis(10),
-            failure_timeout: Duration::from_millis(200),
-            answer_timeout: Duration::from_millis(40),
-            coordinator_timeout: Duration::from_millis(120),
-            election_timeout_min: Duration::from_millis(100),
-            election_timeout_max: Duration::from_millis(200),
-        },
-        options: Options::default(),
-        link: LinkConfig::default(),
-        keys: None,
-        incarnation: runtime::incarnation_now(),
-        start: Start::Electing,
-        state_file: None,
-        sources: None,
-    };
-    cfg.timing
-        .validate(cfg.link.retransmit, cfg.link.give_up)
-        .expect("the test timing keeps the relations the config enforces");
-    cfg
+    runtime_config(id, "health", peers, vec![AlgorithmKind::Bully], None)
 }
 
 fn failing(s: &Shared, check: &str) -> Option<String> {

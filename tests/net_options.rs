@@ -10,45 +10,21 @@
 
 mod http_common;
 
-use electd::contract::algorithm::{AlgorithmKind, Options, Timing};
-use electd::daemon::runtime::{self, NetOptions, RuntimeConfig, Start};
+use electd::contract::algorithm::AlgorithmKind;
+use electd::daemon::runtime::{self, NetOptions, RuntimeConfig};
 use electd::daemon::shared::Shared;
 use electd::daemon::socket::{bind_udp, join_multicast};
-use electd::node::link::LinkConfig;
 use electd::NodeId;
-use http_common::{shared, wait_until};
+use http_common::{runtime_config, shared, wait_until};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 fn cfg(id: NodeId, peers: Vec<(NodeId, SocketAddr)>, algo: AlgorithmKind) -> RuntimeConfig {
-    let cfg = RuntimeConfig {
-        id,
-        cluster: "net".into(),
-        peers: peers.clone(),
-        algorithms: vec![algo],
-        timing: Timing {
-            heartbeat: Duration::from_millis(10),
-            failure_timeout: Duration::from_millis(200),
-            answer_timeout: Duration::from_millis(40),
-            coordinator_timeout: Duration::from_millis(120),
-            election_timeout_min: Duration::from_millis(100),
-            election_timeout_max: Duration::from_millis(200),
-        },
-        options: Options::default(),
-        link: LinkConfig::default(),
-        keys: None,
-        incarnation: runtime::incarnation_now(),
-        start: Start::Electing,
-        state_file: None,
-        // The source check stays on: a peer known by name is accepted from the address
-        // its name resolves to, and group datagrams from the sender's own address.
-        sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
-    };
-    cfg.timing
-        .validate(cfg.link.retransmit, cfg.link.give_up)
-        .expect("the test timing keeps the relations the config enforces");
-    cfg
+    // The source check stays on: a peer known by name is accepted from the address
+    // its name resolves to, and group datagrams from the sender's own address.
+    let sources = Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect());
+    runtime_config(id, "net", peers, vec![algo], sources)
 }
 
 /// The value of the first sample of `metric` whose labels contain every `labels` item.

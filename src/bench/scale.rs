@@ -197,14 +197,8 @@ pub fn run_udp(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Vec<Ud
         .enable_all()
         .build()?;
     let (n, failovers, algorithms) = udp_plan(opts.quick);
-    let timing = Timing {
-        heartbeat: Duration::from_millis(10),
-        failure_timeout: Duration::from_millis(100),
-        answer_timeout: Duration::from_millis(10),
-        coordinator_timeout: Duration::from_millis(50),
-        election_timeout_min: Duration::from_millis(100),
-        election_timeout_max: Duration::from_millis(200),
-    };
+    // The failover bench's setting (heartbeat 10 ms, failure_timeout 100 ms, …).
+    let timing = electd::testkit::procs::ClusterTiming::failover().timing();
     let mut out = Vec::new();
     for kind in algorithms {
         let p = rt.block_on(udp_point(kind, n, failovers, &timing))?;

@@ -3,9 +3,11 @@
 
 #![allow(dead_code)]
 
-use electd::contract::algorithm::AlgorithmKind;
+use electd::contract::algorithm::{AlgorithmKind, Options, Timing};
 use electd::daemon::metrics::Metrics;
+use electd::daemon::runtime::{self, RuntimeConfig, Start};
 use electd::daemon::shared::{Control, GroupView, Shared};
+use electd::node::link::LinkConfig;
 use electd::NodeId;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::{Bytes, Incoming};
@@ -16,6 +18,44 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
+
+/// The runtime config of node `id` in a test cluster of real runtimes on loopback:
+/// `algorithms` over `peers`, heartbeat 10 ms, failure timeout 200 ms, the link's
+/// defaults, no key, no state file; `sources` as in `RuntimeConfig`. The timing is
+/// checked with `Timing::validate`, as the config loader would.
+pub(crate) fn runtime_config(
+    id: NodeId,
+    cluster: &str,
+    peers: Vec<(NodeId, SocketAddr)>,
+    algorithms: Vec<AlgorithmKind>,
+    sources: Option<std::collections::HashMap<NodeId, Vec<SocketAddr>>>,
+) -> RuntimeConfig {
+    let cfg = RuntimeConfig {
+        id,
+        cluster: cluster.into(),
+        peers,
+        algorithms,
+        timing: Timing {
+            heartbeat: Duration::from_millis(10),
+            failure_timeout: Duration::from_millis(200),
+            answer_timeout: Duration::from_millis(40),
+            coordinator_timeout: Duration::from_millis(120),
+            election_timeout_min: Duration::from_millis(100),
+            election_timeout_max: Duration::from_millis(200),
+        },
+        options: Options::default(),
+        link: LinkConfig::default(),
+        keys: None,
+        incarnation: runtime::incarnation_now(),
+        start: Start::Electing,
+        state_file: None,
+        sources,
+    };
+    cfg.timing
+        .validate(cfg.link.retransmit, cfg.link.give_up)
+        .expect("the test timing keeps the relations the config enforces");
+    cfg
+}
 
 /// Deadline of every wait in these tests.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(10);
