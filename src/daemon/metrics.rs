@@ -9,7 +9,7 @@
 //!
 //! On Linux the standard `process_*` series (CPU, memory, file descriptors, start time)
 //! are exported too, from a second registry whose only label is `node`; CPU time with
-//! microsecond resolution ([`crate::daemon::process_metrics`]).
+//! microsecond resolution (`daemon/process_metrics.rs`).
 //!
 //! Counting conventions are docs/architecture.md's: `messages_sent_total` counts logical messages
 //! per recipient when first sent (so the literature's counts hold), liveness traffic

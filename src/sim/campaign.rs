@@ -6,7 +6,7 @@
 //!   ring families. Raft with fewer than a majority of the roster alive must instead
 //!   have no leader. The cluster must then stay settled: no node changes its leader or
 //!   term for [`SETTLE_TIMEOUTS`] failure timeouts (`stays-settled`).
-//! - Token safety (every algorithm, [`crate::sim::tokens`]): the fencing token a node
+//! - Token safety (every algorithm, `sim/tokens.rs`): the fencing token a node
 //!   adopts never goes back, and no two nodes lead one group with the same token at
 //!   the same moment, over the whole run, faults included (`token-safety`).
 //! - Election safety (Raft, Ongaro & Ousterhout 2014 §5.2): at most one leader per
