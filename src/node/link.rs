@@ -83,28 +83,46 @@ impl LinkConfig {
     }
 }
 
-/// Round-trip estimate of one peer (RFC 6298).
+/// Round-trip estimate of one peer (RFC 6298). The smoothed round trip and its
+/// variation are kept as nanoseconds (24 bytes instead of 48: one per peer on every
+/// node, millions in a large simulation) and computed as [`Duration`]s, so the
+/// arithmetic is exactly the one on durations.
 #[derive(Clone, Copy, Debug, Default)]
 struct Rtt {
-    /// Smoothed round trip and its variation; `None` before the first sample.
-    srtt: Option<(Duration, Duration)>,
+    srtt_ns: u64,
+    var_ns: u64,
     /// Doublings of the RTO since the last valid sample.
     backoff: u32,
+    /// A sample was taken (`srtt_ns` and `var_ns` are meaningful).
+    sampled: bool,
 }
 
 impl Rtt {
+    /// Smoothed round trip and its variation; `None` before the first sample.
+    fn srtt(&self) -> Option<(Duration, Duration)> {
+        self.sampled.then(|| {
+            (
+                Duration::from_nanos(self.srtt_ns),
+                Duration::from_nanos(self.var_ns),
+            )
+        })
+    }
     fn sample(&mut self, r: Duration) {
-        self.srtt = Some(match self.srtt {
+        let (srtt, var) = match self.srtt() {
             None => (r, r / 2),
             Some((srtt, var)) => {
                 let dev = srtt.abs_diff(r);
                 ((srtt * 7 + r) / 8, (var * 3 + dev) / 4)
             }
-        });
+        };
+        // Saturating: a round trip is never 584 years.
+        self.srtt_ns = heap_ns(srtt);
+        self.var_ns = heap_ns(var);
+        self.sampled = true;
         self.backoff = 0;
     }
     fn base(&self, cfg: &LinkConfig) -> Duration {
-        match self.srtt {
+        match self.srtt() {
             None => cfg.retransmit,
             Some((srtt, var)) => cfg.clamp(srtt + var * 4),
         }
