@@ -46,6 +46,9 @@ pub struct Phase {
     pub delivery_failures: u64,
     /// Growth of the kernel's `Udp: RcvbufErrors` during the phase (machine-wide).
     pub udp_rcvbuf_errors: u64,
+    /// Failover: what was still under way when the leader was taken down (nodes
+    /// electing or following another leader); the time then measures that election.
+    pub under_way: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -241,9 +244,13 @@ fn processes(
     let survivors: Vec<NodeId> = all.iter().copied().filter(|&i| i != leader).collect();
     let before = proc_counts(&c, &survivors, kind);
     let rcv1 = udp_rcvbuf_errors();
+    let under_way = super::failover::election_under_way(&c, &survivors, leader);
     let t0 = Instant::now();
     c.kill(leader);
-    let mut p = Phase::default();
+    let mut p = Phase {
+        under_way,
+        ..Phase::default()
+    };
     let agreed = w.wait_agreement(&survivors, t0 + FAILOVER_WITHIN);
     // Counters once the election traffic is over (acks, late retransmissions).
     std::thread::sleep(Duration::from_millis(timing.failure_ms));
@@ -321,11 +328,15 @@ async fn one_process(kind: AlgorithmKind, n: usize, t: &ClusterTiming) -> anyhow
     // The paused leader's counters stay frozen: the delta is the survivors'.
     let before = counts(&c);
     let rcv1 = udp_rcvbuf_errors();
+    let quiet = c.settled_on(leader);
     let t0 = Instant::now();
     c.command(leader, Control::Pause).await;
     let agreed = c.wait_agreement(&survivors, t0 + FAILOVER_WITHIN).await;
     tokio::time::sleep(timing.failure_timeout).await;
-    let mut p = Phase::default();
+    let mut p = Phase {
+        under_way: (!quiet).then(|| "not every node followed the leader quietly".to_string()),
+        ..Phase::default()
+    };
     fill(&mut p, before, counts(&c), rcv1);
     match agreed {
         Some((l, at)) => {
@@ -401,6 +412,16 @@ pub fn markdown(r: &ColdResults) -> String {
             fail.join(" | ")
         );
     }
+    let flagged: Vec<String> = r.rows.iter().filter_map(|row| flag(row, t)).collect();
+    if !flagged.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nFlagged failovers (not a failover time of the detector; each with its cause):\n"
+        );
+        for f in flagged {
+            let _ = writeln!(s, "- {f}");
+        }
+    }
     let missed: Vec<&ColdRow> = r.rows.iter().filter(|r| r.missed.is_some()).collect();
     if !missed.is_empty() {
         let _ = writeln!(s, "\nMissed:\n");
@@ -417,6 +438,38 @@ pub fn markdown(r: &ColdResults) -> String {
     }
     s.push('\n');
     s
+}
+
+/// Why a row's failover time is not a failover of the detector, if it is not: the
+/// take-down fell into an election under way, or it is below the detection limit.
+pub fn flag(row: &ColdRow, t: &ClusterTiming) -> Option<String> {
+    let f = row.failover.as_ref()?;
+    let took = f.agreed_ms?;
+    let limit = super::detection_limit_ms(
+        row.algorithm,
+        t.failure_ms,
+        t.election_min_ms,
+        t.heartbeat_ms,
+    );
+    let what = format!(
+        "{} N={} ({}) {took:.0} ms",
+        row.algorithm, row.nodes, row.mode
+    );
+    match &f.under_way {
+        Some(b) => Some(format!(
+            "{what}: the leader was taken down during an election still under way ({b}){}",
+            if took < limit {
+                format!(", hence below the detection limit {limit:.0} ms")
+            } else {
+                String::new()
+            }
+        )),
+        None if took < limit => Some(format!(
+            "{what}: below the detection limit {limit:.0} ms with every node following the \
+             leader just before: unexplained"
+        )),
+        None => None,
+    }
 }
 
 /// The issue's targets, for the rows that ran.
@@ -572,5 +625,47 @@ mod tests {
         assert_eq!(a, AlgorithmKind::available());
         let (p, i, a) = plan(false, &[64, 256], &[AlgorithmKind::Bully]);
         assert_eq!((p, i, a), (vec![64], vec![256], vec![AlgorithmKind::Bully]));
+    }
+}
+
+#[cfg(test)]
+mod flag_tests {
+    use super::*;
+
+    fn row(kind: AlgorithmKind, took: f64, under_way: Option<&str>) -> ColdRow {
+        ColdRow {
+            algorithm: kind,
+            nodes: 16,
+            mode: "processes",
+            cold: Phase::default(),
+            failover: Some(Phase {
+                agreed_ms: Some(took),
+                under_way: under_way.map(str::to_string),
+                ..Phase::default()
+            }),
+            missed: None,
+        }
+    }
+
+    #[test]
+    fn failovers_below_the_limit_or_into_an_election_are_flagged() {
+        let t = ClusterTiming::failover();
+        let limit = (t.failure_ms - t.heartbeat_ms) as f64;
+        // The committed report's improved-bully 32 ms at N=16: below the limit.
+        let f = flag(&row(AlgorithmKind::ImprovedBully, 32.0, None), &t).unwrap();
+        assert!(f.contains("below the detection limit") && f.contains("unexplained"));
+        let f = flag(
+            &row(AlgorithmKind::ImprovedBully, 32.0, Some("node 3 electing")),
+            &t,
+        )
+        .unwrap();
+        assert!(f.contains("node 3 electing") && f.contains("below the detection limit"));
+        // Into an election under way, though slower than the limit: still flagged.
+        assert!(flag(&row(AlgorithmKind::Bully, limit + 30.0, Some("x")), &t).is_some());
+        // An ordinary failover is not.
+        assert_eq!(
+            flag(&row(AlgorithmKind::Bully, limit + 30.0, None), &t),
+            None
+        );
     }
 }

@@ -15,7 +15,7 @@
 //! phase of the heartbeat period, as a real crash does.
 
 use super::sse::Watchers;
-use super::{ms, BenchOptions, Stats};
+use super::{detection_limit_ms, ms, BenchOptions, Flagged, Stats};
 use electd::contract::algorithm::AlgorithmKind;
 use electd::contract::rng::Rng;
 use electd::testkit::procs::{ClusterTiming, ProcCluster};
@@ -33,8 +33,11 @@ pub const NODES: NodeId = 5;
 pub struct FailoverRun {
     pub algorithm: AlgorithmKind,
     pub mode: &'static str,
-    /// Action-to-agreement times, in order of measurement.
+    /// Action-to-agreement times, in order of measurement (the flagged ones left out).
     pub samples_ms: Vec<f64>,
+    /// Samples kept out of `stats`, each with its cause: below the detection limit
+    /// (SIGKILL and pause), an action into an election under way, no agreement.
+    pub flagged: Vec<Flagged>,
     pub stats: Stats,
     /// `stats` divided by `failure_timeout`.
     pub ratio: Stats,
@@ -157,9 +160,11 @@ fn measure(
     let all = c.ids();
     let hb = Duration::from_millis(t.heartbeat_ms);
     let mut samples = Vec::with_capacity(count);
+    let mut flagged = Vec::new();
+    let limit = detection_limit_ms(kind, t.failure_ms, t.election_min_ms, t.heartbeat_ms);
     let (mut timeouts, mut recoveries_failed) = (0, 0);
     let mut attempts = 0;
-    while samples.len() + timeouts < count {
+    while samples.len() + flagged.len() < count {
         attempts += 1;
         if attempts > count * 3 {
             anyhow::bail!("failover {kind} {mode}: the cluster does not settle between actions");
@@ -175,6 +180,9 @@ fn measure(
             continue;
         }
         let survivors: Vec<NodeId> = all.iter().copied().filter(|&i| i != leader).collect();
+        // What the survivors were doing just before the action: an election under way
+        // then explains a failover faster than the detector allows.
+        let busy = election_under_way(c, &survivors, leader);
         let t0 = Instant::now();
         match mode {
             "sigkill" => c.kill(leader),
@@ -186,8 +194,37 @@ fn measure(
             _ => c.terminate(leader),
         }
         match w.wait_agreement(&survivors, t0 + Duration::from_secs(5)) {
-            Some((_, at)) => samples.push(ms(at.saturating_duration_since(t0))),
-            None => timeouts += 1,
+            Some((_, at)) => {
+                let took = ms(at.saturating_duration_since(t0));
+                // A take-down into an election under way measures that election, not
+                // a failover: flagged whatever its time.
+                if let Some(b) = &busy {
+                    flagged.push(Flagged {
+                        ms: Some(took),
+                        cause: format!("the {mode} fell into an election under way ({b})"),
+                    });
+                } else if mode != "sigterm" && took < limit {
+                    flagged.push(Flagged {
+                        ms: Some(took),
+                        cause: format!(
+                            "below the detection limit {limit:.0} ms, though no survivor was \
+                             electing just before the action: unexplained"
+                        ),
+                    });
+                } else {
+                    samples.push(took);
+                }
+            }
+            None => {
+                timeouts += 1;
+                flagged.push(Flagged {
+                    ms: None,
+                    cause: match &busy {
+                        Some(b) => format!("no agreement within 5 s; an election was under way at the action ({b})"),
+                        None => "no agreement among the survivors within 5 s".into(),
+                    },
+                });
+            }
         }
         // Bring the old leader back.
         match mode {
@@ -216,7 +253,36 @@ fn measure(
         ratio: stats.scaled(t.failure_ms as f64),
         stats,
         samples_ms: samples,
+        flagged,
         timeouts,
         recoveries_failed,
     })
+}
+
+/// Survivors that were electing, or named another leader than `leader`, just before
+/// the action (from their `/status`), described; `None` when all followed `leader`
+/// quietly.
+pub(crate) fn election_under_way(
+    c: &ProcCluster,
+    survivors: &[NodeId],
+    leader: NodeId,
+) -> Option<String> {
+    let mut busy = Vec::new();
+    for &id in survivors {
+        let Some(status) = c.get(id, "/status") else {
+            busy.push(format!("node {id} did not answer /status"));
+            continue;
+        };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&status) else {
+            continue;
+        };
+        for g in v["groups"].as_array().into_iter().flatten() {
+            if g["electing"].as_bool() == Some(true) {
+                busy.push(format!("node {id} electing"));
+            } else if g["leader"].as_u64() != Some(u64::from(leader)) {
+                busy.push(format!("node {id} followed {}", g["leader"]));
+            }
+        }
+    }
+    (!busy.is_empty()).then(|| busy.join(", "))
 }

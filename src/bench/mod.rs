@@ -120,6 +120,42 @@ impl Stats {
     }
 }
 
+/// A sample kept out of the statistics, with its cause: a time below what the
+/// detector allows (see [`detection_limit_ms`]), an action that fell into an election
+/// already under way, or a round that never agreed (`ms` is then `None`). The report
+/// lists every one; none is averaged in silently.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Flagged {
+    pub ms: Option<f64>,
+    pub cause: String,
+}
+
+impl Flagged {
+    /// `12.3 ms (cause)`, or `never agreed (cause)`.
+    pub fn describe(&self) -> String {
+        match self.ms {
+            Some(ms) => format!("{ms:.1} ms ({})", self.cause),
+            None => format!("never agreed ({})", self.cause),
+        }
+    }
+}
+
+/// The least a failover after a crash can take (ms): a follower's detector (the
+/// failure timeout, or Raft's election timeout from `election_min`) is armed by the
+/// last heartbeat it heard, which left at most one heartbeat period before the crash.
+pub fn detection_limit_ms(
+    kind: electd::contract::algorithm::AlgorithmKind,
+    failure_ms: u64,
+    election_min_ms: u64,
+    heartbeat_ms: u64,
+) -> f64 {
+    let detector = match kind.info().recovery {
+        electd::contract::registry::Recovery::RandomizedTimeout => election_min_ms,
+        _ => failure_ms,
+    };
+    detector.saturating_sub(heartbeat_ms) as f64
+}
+
 /// One target of the issue, with its verdict.
 #[derive(Clone, Debug, Serialize)]
 pub struct Target {

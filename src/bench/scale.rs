@@ -10,7 +10,7 @@
 //! of the whole process so far, and says so (`peak_reset: false`).
 
 use super::inproc::InProc;
-use super::{ms, BenchOptions, Stats};
+use super::{detection_limit_ms, ms, BenchOptions, Flagged, Stats};
 use electd::contract::algorithm::{AlgorithmKind, Timing};
 use electd::daemon::runtime::Start;
 use electd::daemon::shared::Control;
@@ -54,6 +54,9 @@ pub struct UdpPoint {
     pub failover_ms: Vec<f64>,
     pub failover: Stats,
     pub timeouts: usize,
+    /// Pauses kept out of `failover`, with their cause (below the detection limit,
+    /// into an election under way, no agreement).
+    pub flagged: Vec<Flagged>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -234,7 +237,14 @@ async fn udp_point(
         .await;
     let first_leader_ms = first.map(|(_, at)| ms(at.saturating_duration_since(booted)));
     let mut samples = Vec::new();
+    let mut flagged = Vec::new();
     let mut timeouts = 0;
+    let limit = detection_limit_ms(
+        kind,
+        ms(timing.failure_timeout) as u64,
+        ms(timing.election_timeout_min) as u64,
+        ms(timing.heartbeat) as u64,
+    );
     for _ in 0..failovers {
         let Some((leader, _)) = c
             .wait_agreement(&ids, Instant::now() + Duration::from_secs(10))
@@ -246,14 +256,43 @@ async fn udp_point(
         // Let the first heartbeats land: the followers' failure detectors are armed.
         tokio::time::sleep(timing.heartbeat * 3).await;
         let survivors: Vec<NodeId> = ids.iter().copied().filter(|&i| i != leader).collect();
+        // Every node named the leader and none was electing just before the pause:
+        // otherwise the pause fell into an election, which the time would measure.
+        let quiet = c.settled_on(leader);
         let t0 = Instant::now();
         c.command(leader, Control::Pause).await;
         match c
             .wait_agreement(&survivors, t0 + Duration::from_secs(10))
             .await
         {
-            Some((_, at)) => samples.push(ms(at.saturating_duration_since(t0))),
-            None => timeouts += 1,
+            Some((_, at)) => {
+                let took = ms(at.saturating_duration_since(t0));
+                if !quiet {
+                    flagged.push(Flagged {
+                        ms: Some(took),
+                        cause: "the pause fell into an election under way (not every node \
+                                followed the leader quietly)"
+                            .into(),
+                    });
+                } else if took < limit {
+                    flagged.push(Flagged {
+                        ms: Some(took),
+                        cause: format!(
+                            "below the detection limit {limit:.0} ms with every node settled \
+                             before the pause: unexplained"
+                        ),
+                    });
+                } else {
+                    samples.push(took);
+                }
+            }
+            None => {
+                timeouts += 1;
+                flagged.push(Flagged {
+                    ms: None,
+                    cause: "no agreement among the survivors within 10 s".into(),
+                });
+            }
         }
         c.command(leader, Control::Resume).await;
     }
@@ -265,5 +304,6 @@ async fn udp_point(
         failover: Stats::of(&samples),
         failover_ms: samples,
         timeouts,
+        flagged,
     })
 }

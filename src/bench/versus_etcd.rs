@@ -52,9 +52,9 @@ pub struct PollRun {
     /// Extra election rounds (split votes) summed over the rounds, and per 1,000.
     pub split_votes: u64,
     pub split_votes_per_1000: f64,
-    /// Samples below the detection limit (E − heartbeat): impossible for a heartbeat
-    /// detector, so they are flagged and kept out of `stats`.
-    pub below_limit: Vec<f64>,
+    /// Samples kept out of `stats`, with their cause: below the detection limit
+    /// (E − heartbeat, impossible for a heartbeat detector) or no agreement.
+    pub flagged: Vec<super::Flagged>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -162,13 +162,26 @@ fn measure(
             Some((took, term)) => {
                 let t = ms(took);
                 if t < limit_ms {
-                    below.push(t);
+                    below.push(super::Flagged {
+                        ms: Some(t),
+                        cause: format!(
+                            "below the detection limit {limit_ms:.0} ms although every member \
+                             named leader {leader} at term {term0} just before the kill (agreed \
+                             at term {term}): unexplained"
+                        ),
+                    });
                 } else {
                     samples.push(t);
                 }
                 split_votes += term.saturating_sub(term0).saturating_sub(1);
             }
-            None => timeouts += 1,
+            None => {
+                timeouts += 1;
+                below.push(super::Flagged {
+                    ms: None,
+                    cause: "no agreement among the survivors within 5 s".into(),
+                });
+            }
         }
         c.restart(leader)?;
         if done % 5 == 0 {
@@ -184,7 +197,7 @@ fn measure(
         timeouts,
         split_votes,
         split_votes_per_1000: split_votes as f64 * 1000.0 / rounds.max(1) as f64,
-        below_limit: below,
+        flagged: below,
     })
 }
 
@@ -426,14 +439,14 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusEtcd
     }
     for r in &runs {
         log(&format!(
-            "  {:<8} median {:.2}×E p90 {:.2}×E max {:.2}×E timeouts {} split votes {} below limit {}",
+            "  {:<8} median {:.2}×E p90 {:.2}×E max {:.2}×E timeouts {} split votes {} flagged {}",
             r.system,
             r.ratio.median,
             r.ratio.p90,
             r.ratio.max,
             r.timeouts,
             r.split_votes,
-            r.below_limit.len()
+            r.flagged.len()
         ));
     }
     Ok(VersusEtcd {

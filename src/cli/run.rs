@@ -47,7 +47,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the tokio runtime")?;
-    rt.block_on(serve(cfg))
+    // The daemon runs as a task on the workers, not on this thread: the worker that
+    // polls the socket then handles the datagram itself, instead of waking a second
+    // thread for every datagram and timer (half the idle CPU of a node, see
+    // docs/bench/idle/README.md).
+    rt.block_on(async {
+        match tokio::spawn(serve(cfg)).await {
+            Ok(r) => r,
+            Err(e) => Err(anyhow::anyhow!("the daemon task failed: {e}")),
+        }
+    })
 }
 
 async fn serve(cfg: Config) -> anyhow::Result<()> {

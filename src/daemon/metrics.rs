@@ -58,6 +58,8 @@ struct Exported {
     leaderless: HashMap<AlgorithmKind, f64>,
     group_retransmissions: HashMap<AlgorithmKind, u64>,
     group_failures: HashMap<AlgorithmKind, u64>,
+    /// Last (leader, is_leader, has_leader, term) set per group.
+    gauges: HashMap<AlgorithmKind, [i64; 4]>,
 }
 
 /// The registry and every metric of one node.
@@ -430,44 +432,52 @@ impl Metrics {
                 }
             }
             let l = [a.as_str()];
-            advance(
-                &self.elections_started.with_label_values(&l),
+            // A labelled child is looked up (label hashing, a lock) only when its
+            // value changed: a node syncs after every datagram and timer.
+            advance_vec(
+                &self.elections_started,
+                &l,
                 ex.started.entry(a).or_insert(0),
                 stats.elections_started,
             );
-            advance(
-                &self.elections_won.with_label_values(&l),
+            advance_vec(
+                &self.elections_won,
+                &l,
                 ex.won.entry(a).or_insert(0),
                 stats.elections_won,
             );
-            advance(
-                &self.leader_changes.with_label_values(&l),
+            advance_vec(
+                &self.leader_changes,
+                &l,
                 ex.changes.entry(a).or_insert(0),
                 stats.leader_changes,
             );
-            advance(
-                &self.group_retransmissions.with_label_values(&l),
+            advance_vec(
+                &self.group_retransmissions,
+                &l,
                 ex.group_retransmissions.entry(a).or_insert(0),
                 stats.retransmissions,
             );
-            advance(
-                &self.group_delivery_failures.with_label_values(&l),
+            advance_vec(
+                &self.group_delivery_failures,
+                &l,
                 ex.group_failures.entry(a).or_insert(0),
                 stats.delivery_failures,
             );
             if let Some(st) = node.group_status(a) {
-                self.leader
-                    .with_label_values(&l)
-                    .set(st.leader.map(i64::from).unwrap_or(-1));
-                self.is_leader
-                    .with_label_values(&l)
-                    .set(i64::from(st.leader == Some(node.id())));
-                self.has_leader
-                    .with_label_values(&l)
-                    .set(i64::from(st.leader.is_some()));
-                self.term
-                    .with_label_values(&l)
-                    .set(st.term.min(i64::MAX as u64) as i64);
+                let now = [
+                    st.leader.map(i64::from).unwrap_or(-1),
+                    i64::from(st.leader == Some(node.id())),
+                    i64::from(st.leader.is_some()),
+                    st.term.min(i64::MAX as u64) as i64,
+                ];
+                if ex.gauges.get(&a) != Some(&now) {
+                    self.leader.with_label_values(&l).set(now[0]);
+                    self.is_leader.with_label_values(&l).set(now[1]);
+                    self.has_leader.with_label_values(&l).set(now[2]);
+                    self.term.with_label_values(&l).set(now[3]);
+                    ex.gauges.insert(a, now);
+                }
             }
         }
         let link = node.link_stats();
@@ -618,6 +628,13 @@ fn process_registry(cluster: &str, node: NodeId) -> Result<Registry, prometheus:
         crate::daemon::process_metrics::ProcessMetrics::for_self(),
     ))?;
     Ok(registry)
+}
+
+fn advance_vec(c: &IntCounterVec, labels: &[&str], prev: &mut u64, now: u64) {
+    if now > *prev {
+        c.with_label_values(labels).inc_by(now - *prev);
+        *prev = now;
+    }
 }
 
 fn advance(c: &IntCounter, prev: &mut u64, now: u64) {
