@@ -360,7 +360,7 @@ impl Node {
                 .min_by_key(|(_, t)| t.2)
                 .map(|(i, _)| i);
             let Some(i) = due else { break };
-            let (g, slot, _) = self.timers.swap_remove(i);
+            let (g, slot, deadline) = self.timers.swap_remove(i);
             let g = g as usize;
             match slot {
                 Slot::Algo(timer) => {
@@ -375,7 +375,18 @@ impl Node {
                             leader: self.id,
                         };
                         self.broadcast(g, now, msg);
-                        self.arm(g, Slot::Heartbeat, now + self.timing.heartbeat);
+                        // The next beat is due one period after this one was due, not
+                        // after it fired: a runtime that wakes a little late (timer
+                        // granularity, a busy batch) must not stretch every period and
+                        // eat the failure detector's margin. After a long stall (a
+                        // paused process) it resumes one period from now, no burst.
+                        let next = deadline + self.timing.heartbeat;
+                        let next = if next > now {
+                            next
+                        } else {
+                            now + self.timing.heartbeat
+                        };
+                        self.arm(g, Slot::Heartbeat, next);
                     }
                 }
                 Slot::Detector => {

@@ -229,3 +229,32 @@ fn peers_the_link_gives_up_on_are_reported_once() {
     assert_eq!(gone, vec![1, 2, 3]);
     assert_eq!(leader.drain_unreachable().count(), 0);
 }
+
+/// A runtime that wakes late (timer granularity, a long batch) must not stretch the
+/// heartbeat period: the next beat is due one period after the previous one was due.
+/// After a stall longer than a period the beat resumes one period later, in one send.
+#[test]
+fn late_wakeups_do_not_stretch_the_heartbeat_period() {
+    let hb = Timing::default().heartbeat;
+    let late = hb / 3;
+    let (mut leader, _) = leader_after_one_heartbeat(3, true);
+    // The first beat fired exactly on time at `hb`; fire the next ones late.
+    for k in 2..=10u32 {
+        let due = leader.poll_timeout().expect("the heartbeat timer is armed");
+        assert_eq!(due, hb * k, "beat {k} is due on the period's grid");
+        leader.handle_timeout(due + late);
+        let (_, multi) = drain(&mut leader);
+        assert_eq!(multi.iter().filter(|d| is_heartbeat(d)).count(), 1);
+    }
+    // A stall of five periods: one beat, then the grid restarts from the wakeup.
+    let due = leader.poll_timeout().expect("armed");
+    let woke = due + hb * 5;
+    leader.handle_timeout(woke);
+    let (_, multi) = drain(&mut leader);
+    assert_eq!(
+        multi.iter().filter(|d| is_heartbeat(d)).count(),
+        1,
+        "no burst"
+    );
+    assert_eq!(leader.poll_timeout(), Some(woke + hb));
+}
