@@ -148,6 +148,8 @@ struct RawConfig {
     state: RawState,
     #[serde(default)]
     peer: Vec<RawPeer>,
+    /// `[policy]`, parsed by [`crate::policy::parse`].
+    policy: Option<toml::Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -216,6 +218,8 @@ struct RawPeer {
     addr: String,
     http: String,
     listen: Option<String>,
+    /// 0..=255, 0 = never leader (see [`crate::policy`]).
+    priority: Option<i64>,
 }
 
 /// One roster entry.
@@ -628,6 +632,20 @@ impl Validator<'_> {
         Ok(d)
     }
 
+    /// `[policy]` and the peers' `priority` keys.
+    fn policy(
+        &self,
+        table: Option<&toml::Value>,
+        peers: &[RawPeer],
+    ) -> Result<crate::policy::Policy, ConfigError> {
+        let prio: Vec<(usize, NodeId, Option<i64>)> = peers
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (i, NodeId::try_from(p.id).unwrap_or(0), p.priority))
+            .collect();
+        crate::policy::parse(table, &prio).map_err(|e| self.err(e.key, e.message))
+    }
+
     fn addr(&self, key: &str, s: &str) -> Result<SocketAddr, ConfigError> {
         let a = self.addrs(key, s)?[0];
         if a.port() == 0 {
@@ -949,6 +967,8 @@ impl Validator<'_> {
 
         self.check_families(&peers, node_id, raw.security.check_source.unwrap_or(true))?;
 
+        let policy = self.policy(raw.policy.as_ref(), &raw.peer)?;
+
         // Algorithms.
         let names = raw
             .algorithms
@@ -966,6 +986,9 @@ impl Validator<'_> {
             }
             algorithms.push(k);
         }
+        policy
+            .check(&algorithms)
+            .map_err(|e| self.err(e.key, e.message))?;
 
         // Timing and transport.
         let d = Timing::default();
@@ -1256,6 +1279,7 @@ impl Validator<'_> {
             pre_vote: raw.raft.pre_vote.unwrap_or(od.pre_vote),
             check_quorum: raw.raft.check_quorum.unwrap_or(od.check_quorum),
             ranked_timeouts: raw.raft.ranked_timeouts.unwrap_or(od.ranked_timeouts),
+            policy,
         };
         Ok(Config {
             file: self.file.to_path_buf(),

@@ -24,6 +24,7 @@ pub mod keyring;
 pub mod message;
 pub mod metrics;
 pub mod node;
+pub mod policy;
 #[cfg(target_os = "linux")]
 pub mod process_metrics;
 pub mod registry;

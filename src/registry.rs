@@ -72,6 +72,11 @@ pub struct Entry {
     /// The literature's message counts (`compare`, the report).
     pub cases: fn() -> Vec<Case>,
     pub failover_target: FailoverTarget,
+    /// Does it implement `[policy] preempt = false` and `preempt_delay` (a node ranked
+    /// above a healthy leader holds back)? Raft never preempts whatever the switch
+    /// (a returning node follows the leader whose lease it hears), so it counts as
+    /// implementing it. Priorities (the ranking) every algorithm implements.
+    pub policy_preempt: bool,
 }
 
 /// Message types any algorithm may send besides its own.
@@ -115,6 +120,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.10,
             p99: Some(1.30),
         },
+        policy_preempt: true,
     },
     Entry {
         kind: AlgorithmKind::ImprovedBully,
@@ -146,6 +152,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.20,
             p99: None,
         },
+        policy_preempt: true,
     },
     Entry {
         kind: AlgorithmKind::Ring,
@@ -174,6 +181,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.10,
             p99: Some(1.30),
         },
+        policy_preempt: false,
     },
     Entry {
         kind: AlgorithmKind::Lcr,
@@ -220,6 +228,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.10,
             p99: Some(1.30),
         },
+        policy_preempt: false,
     },
     Entry {
         kind: AlgorithmKind::Hs,
@@ -260,6 +269,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.10,
             p99: Some(1.30),
         },
+        policy_preempt: false,
     },
     Entry {
         kind: AlgorithmKind::Raft,
@@ -292,6 +302,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.25,
             p99: None,
         },
+        policy_preempt: true,
     },
 ];
 

@@ -156,7 +156,9 @@ impl Hs {
     }
 
     fn win(&mut self, out: &mut Out) {
-        if self.won == self.round {
+        // A never-leader (priority 0) whose probes came back: no eligible member is
+        // alive; the restart timer tries again.
+        if self.won == self.round || !self.cfg.eligible() {
             return;
         }
         if !self.lead.accepts(self.me(), self.round) {
@@ -209,7 +211,7 @@ impl Hs {
         if candidate == self.me() {
             // The probe went all the way round: no larger id anywhere.
             self.win(out);
-        } else if candidate > self.me() {
+        } else if self.cfg.outranks(candidate, self.me()) {
             let msg = if u64::from(hops) < ttl(phase) {
                 Message::Probe {
                     candidate,
@@ -280,7 +282,7 @@ impl Hs {
         if leader == self.me() {
             return; // the lap is back at the leader
         }
-        let lower = leader < self.me();
+        let lower = self.cfg.outranks(self.me(), leader) && self.cfg.eligible();
         if epoch >= self.round && epoch >= self.lead.epoch && !lower {
             self.round = epoch;
             self.active = false;

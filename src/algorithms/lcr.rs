@@ -130,7 +130,9 @@ impl Lcr {
     }
 
     fn win(&mut self, out: &mut Out) {
-        if self.won == self.round {
+        // A never-leader (priority 0) whose id came back: no eligible member is alive;
+        // the restart timer tries again.
+        if self.won == self.round || !self.cfg.eligible() {
             return;
         }
         if !self.lead.accepts(self.me(), self.round) {
@@ -166,7 +168,7 @@ impl Lcr {
         }
         if candidate == self.me() {
             self.win(out);
-        } else if candidate > self.me() {
+        } else if self.cfg.outranks(candidate, self.me()) {
             self.route(Message::LcrElection { candidate, round }, out);
         }
         // A smaller id is swallowed.
@@ -180,7 +182,7 @@ impl Lcr {
         if leader == self.me() {
             return; // the lap is back at the leader
         }
-        let lower = leader < self.me();
+        let lower = self.cfg.outranks(self.me(), leader) && self.cfg.eligible();
         if epoch >= self.round && epoch >= self.lead.epoch && !lower {
             self.round = epoch;
             self.active = false;

@@ -117,7 +117,13 @@ impl Ring {
         let Some(p) = ids.iter().position(|&x| x == self.me()) else {
             return;
         };
-        let leader = ids[p..].iter().copied().max().unwrap_or(self.me());
+        let policy = &self.cfg.options.policy;
+        let leader = policy.best(ids[p..].iter().copied()).unwrap_or(self.me());
+        if !policy.eligible(leader) {
+            // Every live member is a never-leader (priority 0): nobody to announce;
+            // the restart timer tries again.
+            return;
+        }
         let epoch = epoch.max(self.lead.epoch).saturating_add(1);
         self.participant = false;
         self.initiated = false;
@@ -144,7 +150,7 @@ impl Ring {
             self.lap_complete(&ids, epoch, out);
             return;
         }
-        if self.initiated && initiator < self.me() {
+        if self.initiated && self.cfg.outranks(self.me(), initiator) {
             // Extinction: this node's own, higher election carries the result.
             return;
         }
@@ -171,7 +177,7 @@ impl Ring {
         if initiator == self.me() {
             return; // the lap is back where it started
         }
-        let lower = leader < self.me();
+        let lower = self.cfg.outranks(self.me(), leader) && self.cfg.eligible();
         if epoch >= self.lead.epoch && !lower {
             self.participant = false;
             self.initiated = false;
@@ -203,6 +209,9 @@ impl Ring {
 impl RingMember for Ring {
     fn me(&self) -> NodeId {
         self.cfg.me
+    }
+    fn cfg(&self) -> &GroupConfig {
+        &self.cfg
     }
     fn view(&mut self) -> &mut RingView {
         &mut self.view

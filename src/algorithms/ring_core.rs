@@ -237,15 +237,18 @@ pub enum Foreign {
 ///   leads, has no leader, or follows a leader also lower than itself (it was skipped
 ///   by the lap that chose them) calls an election, whose lap elects the highest live
 ///   id. The caller numbers that election above the claimant's epoch.
-pub fn on_foreign(me: NodeId, leader: Option<NodeId>, from: NodeId) -> Foreign {
+///
+/// "Higher" and "lower" are by rank (eligible, priority, id): by id without priorities.
+pub fn on_foreign(cfg: &GroupConfig, leader: Option<NodeId>, from: NodeId) -> Foreign {
+    let me = cfg.me;
     let free = leader.is_none() || leader == Some(me);
-    if from > me {
+    if cfg.outranks(from, me) || !cfg.options.policy.eligible(me) {
         if free {
             Foreign::Follow
         } else {
             Foreign::Ignore
         }
-    } else if free || leader.is_some_and(|l| l < me) {
+    } else if free || leader.is_some_and(|l| cfg.outranks(me, l)) {
         Foreign::Elect
     } else {
         Foreign::Ignore
@@ -255,6 +258,7 @@ pub fn on_foreign(me: NodeId, leader: Option<NodeId>, from: NodeId) -> Foreign {
 /// What the handlers shared by the ring family need from an algorithm.
 pub trait RingMember {
     fn me(&self) -> NodeId;
+    fn cfg(&self) -> &GroupConfig;
     fn view(&mut self) -> &mut RingView;
     fn lead(&mut self) -> &mut Leadership;
     fn leader(&self) -> Option<NodeId>;
@@ -288,6 +292,9 @@ macro_rules! ring_member_with_rounds {
         impl RingMember for $t {
             fn me(&self) -> NodeId {
                 self.cfg.me
+            }
+            fn cfg(&self) -> &GroupConfig {
+                &self.cfg
             }
             fn view(&mut self) -> &mut RingView {
                 &mut self.view
@@ -345,12 +352,13 @@ pub fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &m
     if a.busy() && a.running_is_newer(epoch) {
         // The election under way is newer than that claim, but this node must not go
         // on claiming leadership against a higher node meanwhile.
-        if from > me && a.leader() == Some(me) && !a.lead().adopt(from, epoch, out) {
+        if a.cfg().outranks(from, me) && a.leader() == Some(me) && !a.lead().adopt(from, epoch, out)
+        {
             a.lead().drop_leader(out);
         }
         return;
     }
-    match on_foreign(me, a.leader(), from) {
+    match on_foreign(a.cfg(), a.leader(), from) {
         Foreign::Elect => a.elect_above(epoch, out),
         // Following it would take the token back (it came back without its state):
         // an election numbered above both makes it leader with a fresh token.

@@ -685,6 +685,7 @@ impl Node {
                     Slot::Algo(Timer::Heartbeat) => "heartbeat",
                     Slot::Algo(Timer::Quorum) => "quorum",
                     Slot::Algo(Timer::Suspicion) => "suspicion",
+                    Slot::Algo(Timer::Preempt) => "preempt",
                     Slot::Heartbeat => "heartbeat",
                     Slot::Detector => "failure_detector",
                 };
