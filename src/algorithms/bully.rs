@@ -180,10 +180,10 @@ impl Algorithm for Bully {
         self.hold.reset();
         if call_election {
             if !self.hold.textbook() {
-                // Without preemption even the top node listens first: a live leader
-                // heard meanwhile is followed.
-                let h = self.cfg.timing.heartbeat;
-                out.set_timer(Timer::Retry, h, h * 2);
+                // Without preemption even the top node listens first, for as long as a
+                // follower waits for a silent leader ([F, 2F]): a live leader heard
+                // meanwhile is followed.
+                common::arm_watchdog(&self.cfg.timing, out);
             } else if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
                 self.elect(None, out);
             }
@@ -197,10 +197,12 @@ impl Algorithm for Bully {
             Message::Election { tag, epoch } if self.cfg.outranks(self.me(), from) => {
                 // A leader whose epoch nobody has passed still leads unchanged.
                 let unchanged = self.state == State::Leader && epoch <= self.lead.epoch();
-                // Holding back behind a live leader that outranks the caller: that
-                // leader answers the cascade; this node does not take over.
+                // Holding back, listening for a leader (restarted) or behind a live
+                // leader that outranks the caller (which answers the cascade): answer
+                // OK but call no cascade; this node does not take over. (A listening
+                // node calls its own election when its watchdog fires.)
                 let held = self.holding()
-                    && self.lead.leader.is_some_and(|l| {
+                    && self.lead.leader.is_none_or(|l| {
                         self.cfg.outranks(self.me(), l) && self.cfg.outranks(l, from)
                     });
                 self.lead.observe(epoch);
@@ -249,7 +251,8 @@ impl Algorithm for Bully {
             (Timer::Coordinator, State::AwaitingCoordinator) => self.elect(None, out),
             (Timer::Retry, State::Follower) if self.lead.leader.is_none() => self.elect(None, out),
             (Timer::Preempt, State::Follower) => {
-                if self.hold.fired(&self.cfg, self.lead.leader) {
+                let take_over = self.hold.fired(&self.cfg, self.lead.leader);
+                if take_over {
                     self.elect(None, out);
                 }
             }

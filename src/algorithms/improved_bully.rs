@@ -195,10 +195,10 @@ impl Algorithm for ImprovedBully {
         self.hold.reset();
         if call_election {
             if !self.hold.textbook() {
-                // Without preemption even the top node listens first: a live leader
-                // heard meanwhile is followed.
-                let h = self.cfg.timing.heartbeat;
-                out.set_timer(Timer::Retry, h, h * 2);
+                // Without preemption even the top node listens first, for as long as a
+                // follower waits for a silent leader ([F, 2F]): a live leader heard
+                // meanwhile is followed.
+                common::arm_watchdog(&self.cfg.timing, out);
             } else if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
                 self.elect(None, out);
             }
@@ -231,7 +231,10 @@ impl Algorithm for ImprovedBully {
                     },
                 );
                 // Raise the election flag: someone runs an election; do not start one.
-                if self.state == State::Follower {
+                // (Holding back while listening for a leader after a restart: answer,
+                // but wait for the leader's heartbeat under the watchdog; a caller that
+                // finds no leader hands the election over with YOU_ARE_COORDINATOR.)
+                if self.state == State::Follower && !self.holding() {
                     self.state = State::Flagged;
                     out.cancel_timer(Timer::Retry);
                     out.set_timer_exact(Timer::Coordinator, self.cfg.timing.coordinator_timeout);
@@ -281,7 +284,8 @@ impl Algorithm for ImprovedBully {
             (Timer::Coordinator, State::Handing | State::Flagged) => self.elect(None, out),
             (Timer::Retry, State::Follower) if self.lead.leader.is_none() => self.elect(None, out),
             (Timer::Preempt, State::Follower) => {
-                if self.hold.fired(&self.cfg, self.lead.leader) {
+                let take_over = self.hold.fired(&self.cfg, self.lead.leader);
+                if take_over {
                     self.elect(None, out);
                 }
             }
