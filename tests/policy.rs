@@ -2,6 +2,7 @@
 //! preemption and `preempt_delay`, for every algorithm that implements them.
 
 use electd::algorithm::{AlgorithmKind, Options};
+use electd::config::Config;
 use electd::policy::{Policy, Preempt};
 use electd::sim::{Sim, SimConfig};
 use electd::NodeId;
@@ -197,4 +198,113 @@ fn raft_a_never_leader_never_stands() {
         assert_ne!(leader, 5, "{what}");
         assert_eq!(s.live_ids().len(), 3);
     }
+}
+
+// ---- Configuration ----
+
+fn config(name: &str, algorithms: &str, extra: &str, prio: [&str; 2]) -> Result<Config, String> {
+    let dir = std::env::temp_dir().join(format!("electd-policy-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let text = format!(
+        "cluster = \"c\"\nalgorithms = [{algorithms}]\nnode_id = 2\n\n[security]\ninsecure = true\n\
+         [state]\nephemeral = true\n\n{extra}\n\n\
+         [[peer]]\nid = 1\naddr = \"127.0.0.1:7001\"\nhttp = \"127.0.0.1:8001\"\n{}\n\n\
+         [[peer]]\nid = 2\naddr = \"127.0.0.1:7002\"\nhttp = \"127.0.0.1:8002\"\n{}\n",
+        prio[0], prio[1]
+    );
+    let path = dir.join("electd.toml");
+    std::fs::write(&path, text).expect("write");
+    let r = Config::load(&path, Vec::new(), None).map_err(|e| e.to_string());
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
+#[test]
+fn config_without_policy_is_the_textbook() {
+    let c = config("default", "\"bully\", \"ring\", \"raft\"", "", ["", ""]).expect("load");
+    assert_eq!(c.options.policy, Policy::default());
+    for kind in AlgorithmKind::ALL {
+        assert!(c.options.policy.preempt_for(kind).is_textbook());
+    }
+}
+
+#[test]
+fn config_reads_priorities_and_policy_tables() {
+    let c = config(
+        "full",
+        "\"bully\", \"raft\"",
+        "[policy]\npreempt = false\n[policy.bully]\npreempt = true\npreempt_delay = \"30s\"",
+        ["priority = 0", "priority = 250"],
+    )
+    .expect("load");
+    let p = &c.options.policy;
+    assert!(!p.eligible(1) && p.eligible(2) && p.outranks(2, 1));
+    assert_eq!(
+        p.preempt_for(AlgorithmKind::Bully).after(),
+        Some(Duration::from_secs(30))
+    );
+    assert_eq!(p.preempt_for(AlgorithmKind::Raft).after(), None);
+}
+
+#[test]
+fn config_errors_name_the_key() {
+    let cases = [
+        (
+            "prio",
+            "\"bully\"",
+            "",
+            ["priority = 300", ""],
+            "peer[0].priority",
+        ),
+        (
+            "nobody",
+            "\"bully\"",
+            "",
+            ["priority = 0", "priority = 0"],
+            "never leader",
+        ),
+        (
+            "badkey",
+            "\"bully\"",
+            "[policy]\nweight = 1",
+            ["", ""],
+            "policy.weight",
+        ),
+        (
+            "badalg",
+            "\"bully\"",
+            "[policy.paxos]\npreempt = false",
+            ["", ""],
+            "policy.paxos",
+        ),
+        (
+            "delay",
+            "\"bully\"",
+            "[policy]\npreempt = false\npreempt_delay = \"5s\"",
+            ["", ""],
+            "preempt_delay needs preempt = true",
+        ),
+        // The ring family ranks by priority but does not implement holding back yet:
+        // refused, not ignored.
+        (
+            "ring",
+            "\"ring\"",
+            "[policy]\npreempt = false",
+            ["", ""],
+            "policy.ring",
+        ),
+    ];
+    for (name, algorithms, extra, prio, want) in cases {
+        let err = config(name, algorithms, extra, prio).expect_err(name);
+        assert!(err.contains(want), "{name}: {err}");
+    }
+    // The ring family with the textbook switch for it alone is accepted.
+    config(
+        "ring-ok",
+        "\"bully\", \"ring\"",
+        "[policy]\npreempt = false\n[policy.ring]\npreempt = true",
+        ["", ""],
+    )
+    .expect("ring with its own textbook override");
 }
