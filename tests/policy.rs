@@ -308,3 +308,47 @@ fn config_errors_name_the_key() {
     )
     .expect("ring with its own textbook override");
 }
+
+// ---- Chaos ----
+
+/// Under the full chaos campaign's faults (crashes, restarts, loss, partitions,
+/// duplication, reordering, pauses) a never-leader never claims leadership, in any
+/// algorithm; and once the faults stop the cluster still elects an eligible leader.
+#[test]
+fn a_never_leader_never_leads_under_the_chaos_campaign() {
+    use electd::node::link::LinkConfig;
+    use electd::sim::chaos::{self, FaultSet};
+    for kind in AlgorithmKind::ALL {
+        for seed in 0..6u64 {
+            let n = 5;
+            // The highest id never leads; the lowest has the highest priority.
+            let policy = with_priorities(&[(5, 0), (1, 200)]);
+            let mut cfg = SimConfig::new(kind, n, seed);
+            cfg.net = chaos::clean_net();
+            cfg.options = Options {
+                policy,
+                ..Options::default()
+            };
+            let bound = chaos::recovery_bound(kind, &cfg.timing, &LinkConfig::default(), n);
+            let ops = chaos::plan(seed, &cfg.ids, &FaultSet::Full.params(), bound);
+            let mut s = Sim::new(cfg).expect("sim");
+            s.run_ops(&ops).expect("ops");
+            assert!(!s.claims.is_empty(), "{kind} seed {seed}: nobody ever led");
+            let bad: Vec<_> = s.claims.iter().filter(|c| c.node == 5).collect();
+            assert!(
+                bad.is_empty(),
+                "{kind} seed {seed}: the never-leader claimed leadership: {bad:?}\n{}",
+                chaos::describe(&ops)
+            );
+            // Faults stopped: an eligible live node leads (Raft: if a majority lives).
+            let live = s.live_ids();
+            if kind == AlgorithmKind::Raft && live.len() < n / 2 + 1 {
+                continue;
+            }
+            if live.iter().any(|&id| id != 5) {
+                let leader = settle(&mut s, &format!("{kind} seed {seed} after chaos"));
+                assert_ne!(leader, 5, "{kind} seed {seed}");
+            }
+        }
+    }
+}
