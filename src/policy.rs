@@ -107,8 +107,7 @@ impl Policy {
 
 impl Policy {
     /// Refuse switches an enabled algorithm does not implement (rather than ignore
-    /// them): the ring family implements priorities but not `preempt = false` or
-    /// `preempt_delay` yet.
+    /// them; see `registry::Entry::policy_preempt`).
     pub fn check(&self, algorithms: &[AlgorithmKind]) -> Result<(), PolicyError> {
         for &kind in algorithms {
             if !kind.info().policy_preempt && !self.preempt_for(kind).is_textbook() {

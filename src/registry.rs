@@ -73,9 +73,10 @@ pub struct Entry {
     pub cases: fn() -> Vec<Case>,
     pub failover_target: FailoverTarget,
     /// Does it implement `[policy] preempt = false` and `preempt_delay` (a node ranked
-    /// above a healthy leader holds back)? Raft never preempts whatever the switch
-    /// (a returning node follows the leader whose lease it hears), so it counts as
-    /// implementing it. Priorities (the ranking) every algorithm implements.
+    /// above a healthy leader holds back)? A switch it does not implement is refused
+    /// by the configuration. Raft never preempts whatever the switch (a returning node
+    /// follows the leader whose lease it hears), so it counts as implementing it.
+    /// Priorities (the ranking) every algorithm implements.
     pub policy_preempt: bool,
 }
 
@@ -181,7 +182,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.10,
             p99: Some(1.30),
         },
-        policy_preempt: false,
+        policy_preempt: true,
     },
     Entry {
         kind: AlgorithmKind::Lcr,
@@ -228,7 +229,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.10,
             p99: Some(1.30),
         },
-        policy_preempt: false,
+        policy_preempt: true,
     },
     Entry {
         kind: AlgorithmKind::Hs,
@@ -269,7 +270,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.10,
             p99: Some(1.30),
         },
-        policy_preempt: false,
+        policy_preempt: true,
     },
     Entry {
         kind: AlgorithmKind::Raft,

@@ -285,28 +285,14 @@ fn config_errors_name_the_key() {
             ["", ""],
             "preempt_delay needs preempt = true",
         ),
-        // The ring family ranks by priority but does not implement holding back yet:
-        // refused, not ignored.
-        (
-            "ring",
-            "\"ring\"",
-            "[policy]\npreempt = false",
-            ["", ""],
-            "policy.ring",
-        ),
     ];
     for (name, algorithms, extra, prio, want) in cases {
         let err = config(name, algorithms, extra, prio).expect_err(name);
         assert!(err.contains(want), "{name}: {err}");
     }
-    // The ring family with the textbook switch for it alone is accepted.
-    config(
-        "ring-ok",
-        "\"bully\", \"ring\"",
-        "[policy]\npreempt = false\n[policy.ring]\npreempt = true",
-        ["", ""],
-    )
-    .expect("ring with its own textbook override");
+    // Every algorithm implements the switches: no preemption for all is accepted.
+    let all = "\"bully\", \"improved-bully\", \"ring\", \"lcr\", \"hs\", \"raft\"";
+    config("all", all, "[policy]\npreempt = false", ["", ""]).expect("every algorithm");
 }
 
 // ---- Chaos ----

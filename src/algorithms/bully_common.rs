@@ -252,12 +252,22 @@ pub fn arm_successor_watchdog(t: &Timing, out: &mut Out) {
 /// `preempt_delay` it arms [`Timer::Preempt`] when it starts following a lower-ranked
 /// leader and calls its election when that fires; without preemption it never does.
 /// Leaders still resolve a split brain by rank: a holding-back node is never a leader.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Holdback {
     /// `None`: never take over; `Some(d)`: after following for `d`.
     after: Option<Duration>,
     /// The delay passed: take over from now on (until this node leads or restarts).
     ready: bool,
+}
+
+impl Default for Holdback {
+    /// The textbook: take over at once.
+    fn default() -> Self {
+        Holdback {
+            after: Some(Duration::ZERO),
+            ready: false,
+        }
+    }
 }
 
 impl Holdback {
@@ -283,19 +293,20 @@ impl Holdback {
         self.ready = false;
     }
 
-    /// This node started following `leader`: arm the delay if it ranks below.
-    pub fn following(&self, cfg: &GroupConfig, leader: NodeId, out: &mut Out) {
+    /// This node started following a leader; `below`: that leader ranks below this
+    /// node. Arms the delay if so.
+    pub fn following(&self, below: bool, out: &mut Out) {
         if let Some(d) = self.after {
-            if self.holding() && cfg.outranks(cfg.me, leader) {
+            if self.holding() && below {
                 out.set_timer_exact(Timer::Preempt, d);
             }
         }
     }
 
     /// [`Timer::Preempt`] fired: take over from now on. Returns whether to call an
-    /// election now (the leader followed still ranks below this node).
-    pub fn fired(&mut self, cfg: &GroupConfig, leader: Option<NodeId>) -> bool {
+    /// election now (`below`: the leader followed still ranks below this node).
+    pub fn fired(&mut self, below: bool) -> bool {
         self.ready = true;
-        leader.is_some_and(|l| cfg.outranks(cfg.me, l))
+        below
     }
 }

@@ -87,11 +87,15 @@ fn ttl(phase: u32) -> u64 {
 
 impl Hs {
     pub fn new(cfg: GroupConfig) -> Self {
+        let hold = crate::algorithms::bully_common::Holdback::new(
+            &cfg,
+            crate::algorithm::AlgorithmKind::Hs,
+        );
         Hs {
             view: RingView::new(&cfg),
             bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),
             cfg,
-            lead: Leadership::default(),
+            lead: Leadership::with_hold(hold),
             round: 0,
             active: false,
             phase: 0,
@@ -282,12 +286,16 @@ impl Hs {
         if leader == self.me() {
             return; // the lap is back at the leader
         }
-        let lower = self.cfg.outranks(self.me(), leader) && self.cfg.eligible();
+        let lower = self.cfg.outranks(self.me(), leader)
+            && self.cfg.eligible()
+            && !(self.lead.hold.holding() && !self.active);
         if epoch >= self.round && epoch >= self.lead.epoch && !lower {
             self.round = epoch;
             self.active = false;
             out.cancel_timer(Timer::Retry);
             self.lead.adopt(leader, epoch, out);
+            let below = self.cfg.outranks(self.me(), leader);
+            self.lead.hold.following(below, out);
         }
         self.route(true, leader, Message::Terminate { leader, epoch }, out);
         if lower && !self.active {
@@ -304,7 +312,10 @@ impl Algorithm for Hs {
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.lead.leader = None;
         self.active = false;
-        if call_election || self.view.len() == 1 {
+        self.lead.hold.reset();
+        // Holding back (no preemption, or a delay), a (re)started node listens first
+        // under the watchdog: a live leader heard meanwhile is followed.
+        if (call_election && self.lead.hold.textbook()) || self.view.len() == 1 {
             self.elect(out);
         } else {
             arm_watchdog(out, &self.cfg.timing);

@@ -181,7 +181,8 @@ impl ImprovedBully {
             Claim::Follow => {
                 self.state = State::Follower;
                 self.lead.follow(leader, epoch, out);
-                self.hold.following(&self.cfg, leader, out);
+                let below = self.cfg.outranks(self.me(), leader);
+                self.hold.following(below, out);
             }
             Claim::Bully | Claim::Stale | Claim::Keep => {}
         }
@@ -284,7 +285,11 @@ impl Algorithm for ImprovedBully {
             (Timer::Coordinator, State::Handing | State::Flagged) => self.elect(None, out),
             (Timer::Retry, State::Follower) if self.lead.leader.is_none() => self.elect(None, out),
             (Timer::Preempt, State::Follower) => {
-                let take_over = self.hold.fired(&self.cfg, self.lead.leader);
+                let below = self
+                    .lead
+                    .leader
+                    .is_some_and(|l| self.cfg.outranks(self.me(), l));
+                let take_over = self.hold.fired(below);
                 if take_over {
                     self.elect(None, out);
                 }

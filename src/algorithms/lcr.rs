@@ -75,11 +75,15 @@ pub struct Lcr {
 
 impl Lcr {
     pub fn new(cfg: GroupConfig) -> Self {
+        let hold = crate::algorithms::bully_common::Holdback::new(
+            &cfg,
+            crate::algorithm::AlgorithmKind::Lcr,
+        );
         Lcr {
             view: RingView::new(&cfg),
             bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),
             cfg,
-            lead: Leadership::default(),
+            lead: Leadership::with_hold(hold),
             round: 0,
             active: false,
             won: 0,
@@ -182,12 +186,16 @@ impl Lcr {
         if leader == self.me() {
             return; // the lap is back at the leader
         }
-        let lower = self.cfg.outranks(self.me(), leader) && self.cfg.eligible();
+        let lower = self.cfg.outranks(self.me(), leader)
+            && self.cfg.eligible()
+            && !(self.lead.hold.holding() && !self.active);
         if epoch >= self.round && epoch >= self.lead.epoch && !lower {
             self.round = epoch;
             self.active = false;
             out.cancel_timer(Timer::Retry);
             self.lead.adopt(leader, epoch, out);
+            let below = self.cfg.outranks(self.me(), leader);
+            self.lead.hold.following(below, out);
         }
         self.route(Message::LcrElected { leader, epoch }, out);
         if lower && !self.active {
@@ -204,7 +212,10 @@ impl Algorithm for Lcr {
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.lead.leader = None;
         self.active = false;
-        if call_election || self.view.len() == 1 {
+        self.lead.hold.reset();
+        // Holding back (no preemption, or a delay), a (re)started node listens first
+        // under the watchdog: a live leader heard meanwhile is followed.
+        if (call_election && self.lead.hold.textbook()) || self.view.len() == 1 {
             self.elect(out);
         } else {
             arm_watchdog(out, &self.cfg.timing);

@@ -71,11 +71,15 @@ pub struct Ring {
 
 impl Ring {
     pub fn new(cfg: GroupConfig) -> Self {
+        let hold = crate::algorithms::bully_common::Holdback::new(
+            &cfg,
+            crate::algorithm::AlgorithmKind::Ring,
+        );
         Ring {
             view: RingView::new(&cfg),
             bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),
             cfg,
-            lead: Leadership::default(),
+            lead: Leadership::with_hold(hold),
             participant: false,
             initiated: false,
         }
@@ -177,12 +181,16 @@ impl Ring {
         if initiator == self.me() {
             return; // the lap is back where it started
         }
-        let lower = self.cfg.outranks(self.me(), leader) && self.cfg.eligible();
+        let lower = self.cfg.outranks(self.me(), leader)
+            && self.cfg.eligible()
+            && !(self.lead.hold.holding() && !self.participant);
         if epoch >= self.lead.epoch && !lower {
             self.participant = false;
             self.initiated = false;
             out.cancel_timer(Timer::Retry);
             self.lead.adopt(leader, epoch, out);
+            let below = self.cfg.outranks(self.me(), leader);
+            self.lead.hold.following(below, out);
         }
         self.route_coordinator(initiator, leader, epoch, out);
         if lower && !self.participant {
@@ -248,7 +256,10 @@ impl Algorithm for Ring {
         self.lead.leader = None;
         self.participant = false;
         self.initiated = false;
-        if call_election || self.view.len() == 1 {
+        self.lead.hold.reset();
+        // Holding back (no preemption, or a delay), a (re)started node listens first
+        // under the watchdog: a live leader heard meanwhile is followed.
+        if (call_election && self.lead.hold.textbook()) || self.view.len() == 1 {
             self.elect(out);
         } else {
             arm_watchdog(out, &self.cfg.timing);

@@ -146,6 +146,8 @@ pub fn arm_watchdog(out: &mut Out, timing: &Timing) {
 #[derive(Clone, Debug, Default)]
 pub struct Leadership {
     pub leader: Option<NodeId>,
+    /// `[policy] preempt` / `preempt_delay` (the textbook unless set at build).
+    pub hold: crate::algorithms::bully_common::Holdback,
     /// Highest epoch (round) seen in any message: a new election is numbered above it.
     pub epoch: u64,
     /// The token last adopted (kept when the leader is lost): never decreases.
@@ -153,6 +155,14 @@ pub struct Leadership {
 }
 
 impl Leadership {
+    /// No leader, no token yet, with the preemption switches of the group.
+    pub fn with_hold(hold: crate::algorithms::bully_common::Holdback) -> Self {
+        Leadership {
+            hold,
+            ..Leadership::default()
+        }
+    }
+
     /// The term of the token held (the exported term).
     pub fn term(&self) -> u64 {
         self.token.term
@@ -239,10 +249,19 @@ pub enum Foreign {
 ///   id. The caller numbers that election above the claimant's epoch.
 ///
 /// "Higher" and "lower" are by rank (eligible, priority, id): by id without priorities.
-pub fn on_foreign(cfg: &GroupConfig, leader: Option<NodeId>, from: NodeId) -> Foreign {
+///
+/// A node holding back (`[policy] preempt = false`, or its `preempt_delay` not yet
+/// passed) and not leading treats a lower claimant like a higher one.
+pub fn on_foreign(
+    cfg: &GroupConfig,
+    leader: Option<NodeId>,
+    from: NodeId,
+    holding: bool,
+) -> Foreign {
     let me = cfg.me;
     let free = leader.is_none() || leader == Some(me);
-    if cfg.outranks(from, me) || !cfg.options.policy.eligible(me) {
+    let holding = holding && leader != Some(me);
+    if cfg.outranks(from, me) || !cfg.options.policy.eligible(me) || holding {
         if free {
             Foreign::Follow
         } else {
@@ -282,6 +301,13 @@ pub fn timer_fired(a: &mut impl RingMember, timer: Timer, out: &mut Out) {
     }
     if timer == Timer::Retry && (a.busy() || a.leader().is_none()) {
         a.elect_above(0, out);
+    }
+    if timer == Timer::Preempt {
+        let me = a.me();
+        let below = a.leader().is_some_and(|l| a.cfg().outranks(me, l));
+        if a.lead().hold.fired(below) && !a.busy() {
+            a.elect_above(0, out);
+        }
     }
 }
 
@@ -358,7 +384,8 @@ pub fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &m
         }
         return;
     }
-    match on_foreign(a.cfg(), a.leader(), from) {
+    let holding = a.lead().hold.holding();
+    match on_foreign(a.cfg(), a.leader(), from, holding) {
         Foreign::Elect => a.elect_above(epoch, out),
         // Following it would take the token back (it came back without its state):
         // an election numbered above both makes it leader with a fresh token.
@@ -370,6 +397,8 @@ pub fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &m
         Foreign::Follow => {
             a.stand_down(epoch, out);
             a.lead().adopt(from, epoch, out);
+            let below = a.cfg().outranks(me, from);
+            a.lead().hold.following(below, out);
         }
         Foreign::Ignore => {}
     }
