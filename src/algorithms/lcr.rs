@@ -188,7 +188,7 @@ impl Lcr {
         }
         let lower = self.cfg.outranks(self.me(), leader)
             && self.cfg.eligible()
-            && !(self.lead.hold.holding() && !self.active);
+            && (self.active || !self.lead.hold.holding());
         if epoch >= self.round && epoch >= self.lead.epoch && !lower {
             self.round = epoch;
             self.active = false;

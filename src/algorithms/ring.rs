@@ -183,7 +183,7 @@ impl Ring {
         }
         let lower = self.cfg.outranks(self.me(), leader)
             && self.cfg.eligible()
-            && !(self.lead.hold.holding() && !self.participant);
+            && (self.participant || !self.lead.hold.holding());
         if epoch >= self.lead.epoch && !lower {
             self.participant = false;
             self.initiated = false;
