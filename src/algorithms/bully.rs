@@ -46,9 +46,11 @@
 //!   None of this changes the synchronous counts above: there, no leader is alive
 //!   when a cascade runs.
 
-use crate::algorithms::bully_common::{self as common, Claim, Leadership};
+use crate::algorithms::bully_common::{self as common, Claim, Holdback, Leadership};
 use crate::algorithms::tags::Joined;
-use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::contract::algorithm::{
+    Algorithm, AlgorithmKind, Durable, GroupConfig, LeaderLoss, Out, Timer,
+};
 use crate::contract::message::{ElectionTag, Message};
 use crate::NodeId;
 
@@ -73,6 +75,7 @@ pub struct Bully {
     /// The cascade this node is currently part of.
     tag: ElectionTag,
     joined: Joined,
+    hold: Holdback,
 }
 
 impl Bully {
@@ -81,6 +84,7 @@ impl Bully {
         Bully {
             higher: cfg.higher(),
             joined: Joined::new(cfg.incarnation),
+            hold: Holdback::new(&cfg, AlgorithmKind::Bully),
             cfg,
             state: State::Follower,
             lead: Leadership::default(),
@@ -102,8 +106,7 @@ impl Bully {
         out.election_started();
         common::cancel_election_timers(out);
         if self.higher.is_empty() {
-            self.state = State::Leader;
-            self.lead.announce(self.me(), self.tag, out);
+            self.win(out);
             return;
         }
         self.state = State::Electing;
@@ -116,15 +119,39 @@ impl Bully {
         );
     }
 
-    /// Someone claims leadership with `epoch` (COORDINATOR or a foreign heartbeat).
-    /// A plain follower of a leader above this node.
-    fn following_higher(&self) -> bool {
-        self.state == State::Follower && self.lead.leader.is_some_and(|l| l > self.me())
+    /// Nobody ranked above answered: announce, unless this node may never lead
+    /// (priority 0), which waits under the watchdog for an eligible node instead.
+    fn win(&mut self, out: &mut Out) {
+        if !self.cfg.eligible() {
+            self.state = State::Follower;
+            common::cancel_election_timers(out);
+            common::arm_watchdog(&self.cfg.timing, out);
+            return;
+        }
+        self.state = State::Leader;
+        self.hold.reset();
+        self.lead.announce(self.me(), self.tag, out);
     }
 
+    /// A plain follower of a leader ranked above this node.
+    fn following_higher(&self) -> bool {
+        self.state == State::Follower
+            && self
+                .lead
+                .leader
+                .is_some_and(|l| self.cfg.outranks(l, self.me()))
+    }
+
+    /// A plain follower holding back (no preemption, or its delay not yet passed).
+    fn holding(&self) -> bool {
+        self.state == State::Follower && self.hold.holding()
+    }
+
+    /// Someone claims leadership with `epoch` (COORDINATOR or a foreign heartbeat).
     fn on_claim(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
         let settled = self.state == State::Follower;
-        match self.lead.claim(self.me(), leader, epoch, settled) {
+        let below = self.cfg.outranks(self.me(), leader) && !self.holding();
+        match self.lead.claim(below, leader, epoch, settled) {
             // A leader answers a lower claimant below its token with its unchanged
             // COORDINATOR, to it alone, once per claimed epoch (its heartbeats win
             // over the claimant's followers), and does not announce again to
@@ -143,6 +170,8 @@ impl Bully {
             Claim::Follow => {
                 self.state = State::Follower;
                 self.lead.follow(leader, epoch, out);
+                let below = self.cfg.outranks(self.me(), leader);
+                self.hold.following(below, out);
             }
             Claim::Bully | Claim::Stale | Claim::Keep => {}
         }
@@ -153,8 +182,14 @@ impl Algorithm for Bully {
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.state = State::Follower;
         self.lead.leader = None;
+        self.hold.reset();
         if call_election {
-            if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
+            if !self.hold.textbook() {
+                // Without preemption even the top node listens first, for as long as a
+                // follower waits for a silent leader ([F, 2F]): a live leader heard
+                // meanwhile is followed.
+                common::arm_watchdog(&self.cfg.timing, out);
+            } else if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
                 self.elect(None, out);
             }
         } else {
@@ -164,9 +199,17 @@ impl Algorithm for Bully {
 
     fn on_message(&mut self, from: NodeId, msg: Message, out: &mut Out) {
         match msg {
-            Message::Election { tag, epoch } if from < self.me() => {
+            Message::Election { tag, epoch } if self.cfg.outranks(self.me(), from) => {
                 // A leader whose epoch nobody has passed still leads unchanged.
                 let unchanged = self.state == State::Leader && epoch <= self.lead.epoch();
+                // Holding back, listening for a leader (restarted) or behind a live
+                // leader that outranks the caller (which answers the cascade): answer
+                // OK but call no cascade; this node does not take over. (A listening
+                // node calls its own election when its watchdog fires.)
+                let held = self.holding()
+                    && self.lead.leader.is_none_or(|l| {
+                        self.cfg.outranks(self.me(), l) && self.cfg.outranks(l, from)
+                    });
                 self.lead.observe(epoch);
                 out.send(
                     from,
@@ -177,9 +220,11 @@ impl Algorithm for Bully {
                 );
                 if unchanged {
                     if self.joined.join(tag) {
-                        let to = common::cascade_members(&self.cfg.ring, self.me(), from, tag);
+                        let to = common::cascade_members(&self.cfg, from, tag);
                         common::reassert(self.me(), &self.lead, tag, &to, out);
                     }
+                } else if held {
+                    self.joined.join(tag);
                 } else if self.joined.join(tag) && !self.electing() {
                     self.elect(Some(tag), out);
                 }
@@ -187,7 +232,9 @@ impl Algorithm for Bully {
             // Only an answer to this node's current cascade: a late OK of an abandoned
             // one must not make it wait T' for nobody.
             Message::Ok { tag, .. }
-                if from > self.me() && self.state == State::Electing && tag == self.tag =>
+                if self.cfg.outranks(from, self.me())
+                    && self.state == State::Electing
+                    && tag == self.tag =>
             {
                 self.state = State::AwaitingCoordinator;
                 out.cancel_timer(Timer::Answer);
@@ -204,13 +251,20 @@ impl Algorithm for Bully {
     fn on_timer(&mut self, timer: Timer, out: &mut Out) {
         match (timer, self.state) {
             // Nobody higher answered within T: this node is the highest alive.
-            (Timer::Answer, State::Electing) => {
-                self.state = State::Leader;
-                self.lead.announce(self.me(), self.tag, out);
-            }
+            (Timer::Answer, State::Electing) => self.win(out),
             // A higher node answered but never announced: it died; start over.
             (Timer::Coordinator, State::AwaitingCoordinator) => self.elect(None, out),
             (Timer::Retry, State::Follower) if self.lead.leader.is_none() => self.elect(None, out),
+            (Timer::Preempt, State::Follower) => {
+                let below = self
+                    .lead
+                    .leader
+                    .is_some_and(|l| self.cfg.outranks(self.me(), l));
+                let take_over = self.hold.fired(below);
+                if take_over {
+                    self.elect(None, out);
+                }
+            }
             _ => {}
         }
     }
@@ -227,7 +281,7 @@ impl Algorithm for Bully {
         if self.electing() {
             return;
         }
-        if common::calls_at_once(why, old, &self.higher) {
+        if common::calls_at_once(why, old, &self.higher, &self.cfg) {
             self.elect(None, out);
         } else {
             common::arm_successor_watchdog(&self.cfg.timing, out);
@@ -237,7 +291,7 @@ impl Algorithm for Bully {
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
         // Electing, a higher node's heartbeat is the answer (it is alive and leads:
         // its OK and COORDINATOR may be late or lost).
-        let answer = self.electing() && from > self.me();
+        let answer = self.electing() && self.cfg.outranks(from, self.me());
         if !self.electing() || answer {
             self.on_claim(from, epoch, out);
         }
@@ -265,7 +319,7 @@ impl Algorithm for Bully {
         // A live leader above the claimant answers it with its COORDINATOR (this node,
         // leading, or the higher leader it follows, which hears the claim too).
         matches!(self.state, State::Leader | State::Follower)
-            && self.lead.leader.is_some_and(|l| l > from)
+            && self.lead.leader.is_some_and(|l| self.cfg.outranks(l, from))
     }
 
     fn on_term_behind(&mut self, term: u64, out: &mut Out) {

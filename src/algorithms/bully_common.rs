@@ -1,10 +1,11 @@
 //! What the two Bully variants share: the leader/epoch bookkeeping, the announcement,
 //! and the rule for a leadership claim (COORDINATOR or a foreign heartbeat).
 
-use crate::contract::algorithm::{Durable, LeaderLoss, Out, Timer, Timing, Token};
+use crate::contract::algorithm::{Durable, GroupConfig, LeaderLoss, Out, Timer, Timing, Token};
 use crate::contract::message::{ElectionTag, Message};
 use crate::NodeId;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// The timers of an election attempt; all are cancelled once a leader is known.
 const ELECTION_TIMERS: [Timer; 3] = [Timer::Answer, Timer::Coordinator, Timer::Retry];
@@ -70,11 +71,18 @@ impl Leadership {
         self.observe(state.term);
     }
 
-    /// Classify a claim by `leader` with `epoch`; `settled` is true when this node is a
-    /// plain follower (not electing, not leading).
-    pub(super) fn claim(&mut self, me: NodeId, leader: NodeId, epoch: u64, settled: bool) -> Claim {
+    /// Classify a claim by `leader` with `epoch`; `below` is true when the claimant
+    /// ranks below this node (and this node does not hold back, see [`Holdback`]);
+    /// `settled` is true when this node is a plain follower (not electing, not leading).
+    pub(super) fn claim(
+        &mut self,
+        below: bool,
+        leader: NodeId,
+        epoch: u64,
+        settled: bool,
+    ) -> Claim {
         self.observe(epoch);
-        if leader < me {
+        if below {
             return Claim::Bully;
         }
         let token = Token::new(epoch, leader);
@@ -212,17 +220,15 @@ pub(super) fn reassert(
     }
 }
 
-/// The members a cascade `tag` reached (every id from its initiator up, and `from`),
-/// this node excepted.
-pub(super) fn cascade_members(
-    ring: &[NodeId],
-    me: NodeId,
-    from: NodeId,
-    tag: ElectionTag,
-) -> Vec<NodeId> {
-    ring.iter()
+/// The members a cascade `tag` reached (every member ranked from its initiator up, and
+/// `from`), this node excepted.
+pub(super) fn cascade_members(cfg: &GroupConfig, from: NodeId, tag: ElectionTag) -> Vec<NodeId> {
+    cfg.ring
+        .iter()
         .copied()
-        .filter(|&n| n != me && (n >= tag.initiator || n == from))
+        .filter(|&n| {
+            n != cfg.me && (n == tag.initiator || cfg.outranks(n, tag.initiator) || n == from)
+        })
         .collect()
 }
 
@@ -235,9 +241,16 @@ pub(super) fn arm_watchdog(t: &Timing, out: &mut Out) {
 /// After losing the leader `old`: should this node call an election at once? On a
 /// graceful resignation only the highest id below the resigning leader does (the others
 /// wait under a watchdog of T + T'); on silence everybody does, as in the textbook.
-pub(super) fn calls_at_once(why: LeaderLoss, old: Option<NodeId>, higher: &[NodeId]) -> bool {
+pub(super) fn calls_at_once(
+    why: LeaderLoss,
+    old: Option<NodeId>,
+    higher: &[NodeId],
+    cfg: &GroupConfig,
+) -> bool {
     match (why, old) {
-        (LeaderLoss::Resigned, Some(old)) => higher.iter().all(|&h| h >= old),
+        (LeaderLoss::Resigned, Some(old)) => {
+            higher.iter().all(|&h| h == old || cfg.outranks(h, old))
+        }
         _ => true,
     }
 }
@@ -246,4 +259,72 @@ pub(super) fn calls_at_once(why: LeaderLoss, old: Option<NodeId>, higher: &[Node
 pub(super) fn arm_successor_watchdog(t: &Timing, out: &mut Out) {
     let wait = t.answer_timeout + t.coordinator_timeout;
     out.set_timer(Timer::Retry, wait, wait * 2);
+}
+
+/// The preemption switches at one Bully-family node (`[policy] preempt`,
+/// `preempt_delay`). With the defaults (preempt at once) it never holds back and the
+/// textbook rules apply unchanged.
+///
+/// Otherwise a node that is not electing treats a leadership claim from a node ranked
+/// below it like one from above: it follows (it *holds back*) instead of bullying. With
+/// `preempt_delay` it arms [`Timer::Preempt`] when it starts following a lower-ranked
+/// leader and calls its election when that fires; without preemption it never does.
+/// Leaders still resolve a split brain by rank: a holding-back node is never a leader.
+#[derive(Clone, Debug)]
+pub struct Holdback {
+    /// `None`: never take over; `Some(d)`: after following for `d`.
+    after: Option<Duration>,
+    /// The delay passed: take over from now on (until this node leads or restarts).
+    ready: bool,
+}
+
+impl Default for Holdback {
+    /// The textbook: take over at once.
+    fn default() -> Self {
+        Holdback {
+            after: Some(Duration::ZERO),
+            ready: false,
+        }
+    }
+}
+
+impl Holdback {
+    pub fn new(cfg: &GroupConfig, kind: crate::contract::algorithm::AlgorithmKind) -> Self {
+        Holdback {
+            after: cfg.options.policy.preempt_for(kind).after(),
+            ready: false,
+        }
+    }
+
+    /// The textbook: take over at once.
+    pub fn textbook(&self) -> bool {
+        self.after == Some(Duration::ZERO)
+    }
+
+    /// Does this node hold back now (instead of taking over from a lower leader)?
+    pub fn holding(&self) -> bool {
+        !self.textbook() && !self.ready
+    }
+
+    /// Back to holding (on a restart, or once this node leads).
+    pub fn reset(&mut self) {
+        self.ready = false;
+    }
+
+    /// This node started following a leader; `below`: that leader ranks below this
+    /// node. Arms the delay if so.
+    pub fn following(&self, below: bool, out: &mut Out) {
+        if let Some(d) = self.after {
+            if self.holding() && below {
+                out.set_timer_exact(Timer::Preempt, d);
+            }
+        }
+    }
+
+    /// [`Timer::Preempt`] fired: take over from now on. Returns whether to call an
+    /// election now (`below`: the leader followed still ranks below this node).
+    pub fn fired(&mut self, below: bool) -> bool {
+        self.ready = true;
+        below
+    }
 }

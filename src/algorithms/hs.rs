@@ -89,11 +89,15 @@ fn ttl(phase: u32) -> u64 {
 impl Hs {
     /// A node of group `cfg`, not yet started.
     pub fn new(cfg: GroupConfig) -> Self {
+        let hold = crate::algorithms::bully_common::Holdback::new(
+            &cfg,
+            crate::contract::algorithm::AlgorithmKind::Hs,
+        );
         Hs {
             view: RingView::new(&cfg),
             bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),
             cfg,
-            lead: Leadership::default(),
+            lead: Leadership::with_hold(hold),
             round: 0,
             active: false,
             phase: 0,
@@ -158,7 +162,9 @@ impl Hs {
     }
 
     fn win(&mut self, out: &mut Out) {
-        if self.won == self.round {
+        // A never-leader (priority 0) whose probes came back: no eligible member is
+        // alive; the restart timer tries again.
+        if self.won == self.round || !self.cfg.eligible() {
             return;
         }
         if !self.lead.accepts(self.me(), self.round) {
@@ -211,7 +217,7 @@ impl Hs {
         if candidate == self.me() {
             // The probe went all the way round: no larger id anywhere.
             self.win(out);
-        } else if candidate > self.me() {
+        } else if self.cfg.outranks(candidate, self.me()) {
             let msg = if u64::from(hops) < ttl(phase) {
                 Message::Probe {
                     candidate,
@@ -282,12 +288,16 @@ impl Hs {
         if leader == self.me() {
             return; // the lap is back at the leader
         }
-        let lower = leader < self.me();
+        let lower = self.cfg.outranks(self.me(), leader)
+            && self.cfg.eligible()
+            && (self.active || !self.lead.hold.holding());
         if epoch >= self.round && epoch >= self.lead.highest() && !lower {
             self.round = epoch;
             self.active = false;
             out.cancel_timer(Timer::Retry);
             self.lead.adopt(leader, epoch, out);
+            let below = self.cfg.outranks(self.me(), leader);
+            self.lead.hold.following(below, out);
         }
         self.route(true, leader, Message::Terminate { leader, epoch }, out);
         if lower && !self.active {
@@ -304,7 +314,10 @@ impl Algorithm for Hs {
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.lead.leader = None;
         self.active = false;
-        if call_election || self.view.len() == 1 {
+        self.lead.hold.reset();
+        // Holding back (no preemption, or a delay), a (re)started node listens first
+        // under the watchdog: a live leader heard meanwhile is followed.
+        if (call_election && self.lead.hold.textbook()) || self.view.len() == 1 {
             self.elect(out);
         } else {
             arm_watchdog(&self.cfg.timing, out);

@@ -29,9 +29,11 @@
 //! claimant alone, and a follower of a higher leader leaves lower claims to it; a node
 //! driving an election takes a higher node's heartbeat as the announcement.
 
-use crate::algorithms::bully_common::{self as common, Claim, Leadership};
+use crate::algorithms::bully_common::{self as common, Claim, Holdback, Leadership};
 use crate::algorithms::tags::Joined;
-use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::contract::algorithm::{
+    Algorithm, AlgorithmKind, Durable, GroupConfig, LeaderLoss, Out, Timer,
+};
 use crate::contract::message::{ElectionTag, Message};
 use crate::NodeId;
 use std::collections::BTreeSet;
@@ -58,6 +60,7 @@ pub struct ImprovedBully {
     tag: ElectionTag,
     responders: BTreeSet<NodeId>,
     joined: Joined,
+    hold: Holdback,
 }
 
 impl ImprovedBully {
@@ -66,6 +69,7 @@ impl ImprovedBully {
         ImprovedBully {
             higher: cfg.higher(),
             joined: Joined::new(cfg.incarnation),
+            hold: Holdback::new(&cfg, AlgorithmKind::ImprovedBully),
             cfg,
             state: State::Follower,
             lead: Leadership::default(),
@@ -114,7 +118,8 @@ impl ImprovedBully {
     /// Every higher id answered, or T passed.
     fn conclude(&mut self, out: &mut Out) {
         out.cancel_timer(Timer::Answer);
-        match self.responders.iter().next_back().copied() {
+        let policy = &self.cfg.options.policy;
+        match policy.best(self.responders.iter().copied()) {
             None => self.win(out),
             Some(highest) => {
                 self.state = State::Handing;
@@ -130,19 +135,38 @@ impl ImprovedBully {
         }
     }
 
+    /// Nobody ranked above answered: announce, unless this node may never lead
+    /// (priority 0), which waits under the watchdog for an eligible node instead.
     fn win(&mut self, out: &mut Out) {
+        if !self.cfg.eligible() {
+            self.state = State::Follower;
+            common::cancel_election_timers(out);
+            common::arm_watchdog(&self.cfg.timing, out);
+            return;
+        }
         self.state = State::Leader;
+        self.hold.reset();
         self.lead.announce(self.me(), self.tag, out);
+    }
+
+    /// A plain follower holding back (no preemption, or its delay not yet passed).
+    fn holding(&self) -> bool {
+        self.state == State::Follower && self.hold.holding()
     }
 
     /// A plain follower of a leader above this node.
     fn following_higher(&self) -> bool {
-        self.state == State::Follower && self.lead.leader.is_some_and(|l| l > self.me())
+        self.state == State::Follower
+            && self
+                .lead
+                .leader
+                .is_some_and(|l| self.cfg.outranks(l, self.me()))
     }
 
     fn on_claim(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
         let settled = self.state == State::Follower;
-        match self.lead.claim(self.me(), leader, epoch, settled) {
+        let below = self.cfg.outranks(self.me(), leader) && !self.holding();
+        match self.lead.claim(below, leader, epoch, settled) {
             // A leader answers a lower claimant below its token with its unchanged
             // COORDINATOR, to it alone, once per claimed epoch (its heartbeats win
             // over the claimant's followers), and does not announce again to
@@ -161,6 +185,8 @@ impl ImprovedBully {
             Claim::Follow => {
                 self.state = State::Follower;
                 self.lead.follow(leader, epoch, out);
+                let below = self.cfg.outranks(self.me(), leader);
+                self.hold.following(below, out);
             }
             Claim::Bully | Claim::Stale | Claim::Keep => {}
         }
@@ -171,8 +197,14 @@ impl Algorithm for ImprovedBully {
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.state = State::Follower;
         self.lead.leader = None;
+        self.hold.reset();
         if call_election {
-            if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
+            if !self.hold.textbook() {
+                // Without preemption even the top node listens first, for as long as a
+                // follower waits for a silent leader ([F, 2F]): a live leader heard
+                // meanwhile is followed.
+                common::arm_watchdog(&self.cfg.timing, out);
+            } else if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
                 self.elect(None, out);
             }
         } else {
@@ -182,7 +214,18 @@ impl Algorithm for ImprovedBully {
 
     fn on_message(&mut self, from: NodeId, msg: Message, out: &mut Out) {
         match msg {
-            Message::Election { tag, epoch } if from < self.me() => {
+            // Holding back behind a live leader that outranks the caller: stay silent,
+            // so that the caller hands the election to that leader (the highest that
+            // answered), which re-asserts itself; this node does not take over.
+            Message::Election { epoch, .. }
+                if self.holding()
+                    && self.lead.leader.is_some_and(|l| {
+                        self.cfg.outranks(self.me(), l) && self.cfg.outranks(l, from)
+                    }) =>
+            {
+                self.lead.observe(epoch);
+            }
+            Message::Election { tag, epoch } if self.cfg.outranks(self.me(), from) => {
                 self.lead.observe(epoch);
                 self.joined.join(tag);
                 out.send(
@@ -193,7 +236,10 @@ impl Algorithm for ImprovedBully {
                     },
                 );
                 // Raise the election flag: someone runs an election; do not start one.
-                if self.state == State::Follower {
+                // (Holding back while listening for a leader after a restart: answer,
+                // but wait for the leader's heartbeat under the watchdog; a caller that
+                // finds no leader hands the election over with YOU_ARE_COORDINATOR.)
+                if self.state == State::Follower && !self.holding() {
                     self.state = State::Flagged;
                     out.cancel_timer(Timer::Retry);
                     out.set_timer_exact(Timer::Coordinator, self.cfg.timing.coordinator_timeout);
@@ -201,7 +247,9 @@ impl Algorithm for ImprovedBully {
             }
             // The responder's id is taken from the authenticated sender, not the body.
             Message::Ok { tag, .. }
-                if from > self.me() && self.state == State::Electing && tag == self.tag =>
+                if self.cfg.outranks(from, self.me())
+                    && self.state == State::Electing
+                    && tag == self.tag =>
             {
                 self.responders.insert(from);
                 if self.responders.len() == self.higher.len() {
@@ -210,15 +258,15 @@ impl Algorithm for ImprovedBully {
             }
             // A leader whose epoch nobody has passed still leads unchanged.
             Message::YouAreCoordinator { tag, epoch }
-                if from < self.me()
+                if self.cfg.outranks(self.me(), from)
                     && self.state == State::Leader
                     && epoch <= self.lead.epoch() =>
             {
                 self.joined.join(tag);
-                let flagged = common::cascade_members(&self.cfg.ring, self.me(), from, tag);
+                let flagged = common::cascade_members(&self.cfg, from, tag);
                 common::reassert(self.me(), &self.lead, tag, &flagged, out);
             }
-            Message::YouAreCoordinator { tag, epoch } if from < self.me() => {
+            Message::YouAreCoordinator { tag, epoch } if self.cfg.outranks(self.me(), from) => {
                 self.lead.observe(epoch);
                 // Already cross-checking this election: the announcement will come.
                 // Otherwise cross-check (a leader re-announces, un-flagging everyone).
@@ -240,6 +288,16 @@ impl Algorithm for ImprovedBully {
             (Timer::Answer, State::Electing) => self.conclude(out),
             (Timer::Coordinator, State::Handing | State::Flagged) => self.elect(None, out),
             (Timer::Retry, State::Follower) if self.lead.leader.is_none() => self.elect(None, out),
+            (Timer::Preempt, State::Follower) => {
+                let below = self
+                    .lead
+                    .leader
+                    .is_some_and(|l| self.cfg.outranks(self.me(), l));
+                let take_over = self.hold.fired(below);
+                if take_over {
+                    self.elect(None, out);
+                }
+            }
             _ => {}
         }
     }
@@ -255,7 +313,7 @@ impl Algorithm for ImprovedBully {
         if self.electing() {
             return;
         }
-        if common::calls_at_once(why, old, &self.higher) {
+        if common::calls_at_once(why, old, &self.higher, &self.cfg) {
             self.elect(None, out);
         } else {
             common::arm_successor_watchdog(&self.cfg.timing, out);
@@ -264,7 +322,7 @@ impl Algorithm for ImprovedBully {
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
         // Driving an election, a higher node's heartbeat is the awaited answer.
-        let answer = self.driving() && from > self.me();
+        let answer = self.driving() && self.cfg.outranks(from, self.me());
         if !self.driving() || answer {
             self.on_claim(from, epoch, out);
         }
@@ -292,7 +350,7 @@ impl Algorithm for ImprovedBully {
         // A live leader above the claimant answers it with its COORDINATOR (this node,
         // leading, or the higher leader it follows, which hears the claim too).
         matches!(self.state, State::Leader | State::Follower)
-            && self.lead.leader.is_some_and(|l| l > from)
+            && self.lead.leader.is_some_and(|l| self.cfg.outranks(l, from))
     }
 
     fn on_term_behind(&mut self, term: u64, out: &mut Out) {

@@ -77,11 +77,15 @@ pub struct Lcr {
 impl Lcr {
     /// A node of group `cfg`, not yet started.
     pub fn new(cfg: GroupConfig) -> Self {
+        let hold = crate::algorithms::bully_common::Holdback::new(
+            &cfg,
+            crate::contract::algorithm::AlgorithmKind::Lcr,
+        );
         Lcr {
             view: RingView::new(&cfg),
             bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),
             cfg,
-            lead: Leadership::default(),
+            lead: Leadership::with_hold(hold),
             round: 0,
             active: false,
             won: 0,
@@ -132,7 +136,9 @@ impl Lcr {
     }
 
     fn win(&mut self, out: &mut Out) {
-        if self.won == self.round {
+        // A never-leader (priority 0) whose id came back: no eligible member is alive;
+        // the restart timer tries again.
+        if self.won == self.round || !self.cfg.eligible() {
             return;
         }
         if !self.lead.accepts(self.me(), self.round) {
@@ -168,7 +174,7 @@ impl Lcr {
         }
         if candidate == self.me() {
             self.win(out);
-        } else if candidate > self.me() {
+        } else if self.cfg.outranks(candidate, self.me()) {
             self.route(Message::LcrElection { candidate, round }, out);
         }
         // A smaller id is swallowed.
@@ -182,12 +188,16 @@ impl Lcr {
         if leader == self.me() {
             return; // the lap is back at the leader
         }
-        let lower = leader < self.me();
+        let lower = self.cfg.outranks(self.me(), leader)
+            && self.cfg.eligible()
+            && (self.active || !self.lead.hold.holding());
         if epoch >= self.round && epoch >= self.lead.highest() && !lower {
             self.round = epoch;
             self.active = false;
             out.cancel_timer(Timer::Retry);
             self.lead.adopt(leader, epoch, out);
+            let below = self.cfg.outranks(self.me(), leader);
+            self.lead.hold.following(below, out);
         }
         self.route(Message::LcrElected { leader, epoch }, out);
         if lower && !self.active {
@@ -204,7 +214,10 @@ impl Algorithm for Lcr {
     fn on_start(&mut self, call_election: bool, out: &mut Out) {
         self.lead.leader = None;
         self.active = false;
-        if call_election || self.view.len() == 1 {
+        self.lead.hold.reset();
+        // Holding back (no preemption, or a delay), a (re)started node listens first
+        // under the watchdog: a live leader heard meanwhile is followed.
+        if (call_election && self.lead.hold.textbook()) || self.view.len() == 1 {
             self.elect(out);
         } else {
             arm_watchdog(&self.cfg.timing, out);

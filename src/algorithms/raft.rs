@@ -160,7 +160,7 @@ impl Raft {
             .cfg
             .ring
             .iter()
-            .filter(|&&p| p > self.me() && Some(p) != self.leader)
+            .filter(|&&p| self.cfg.outranks(p, self.me()) && Some(p) != self.leader)
             .count() as u32;
         let margin = if after_lease {
             (self.cfg.timing.heartbeat / 2).min(width / 2)
@@ -214,6 +214,11 @@ impl Raft {
     /// Start a campaign: pre-vote first if enabled and `pre`, else a real election.
     fn campaign(&mut self, pre: bool, out: &mut Out) {
         if self.role == Role::Leader {
+            return;
+        }
+        if !self.cfg.eligible() {
+            // Never leader (priority 0): it votes, but never stands.
+            self.arm_election(out);
             return;
         }
         if !matches!(self.role, Role::PreCandidate | Role::Candidate) {

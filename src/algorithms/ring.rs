@@ -73,11 +73,15 @@ pub struct Ring {
 impl Ring {
     /// A node of group `cfg`, not yet started.
     pub fn new(cfg: GroupConfig) -> Self {
+        let hold = crate::algorithms::bully_common::Holdback::new(
+            &cfg,
+            crate::contract::algorithm::AlgorithmKind::Ring,
+        );
         Ring {
             view: RingView::new(&cfg),
             bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),
             cfg,
-            lead: Leadership::default(),
+            lead: Leadership::with_hold(hold),
             participant: false,
             initiated: false,
         }
@@ -119,7 +123,13 @@ impl Ring {
         let Some(p) = ids.iter().position(|&x| x == self.me()) else {
             return;
         };
-        let leader = ids[p..].iter().copied().max().unwrap_or(self.me());
+        let policy = &self.cfg.options.policy;
+        let leader = policy.best(ids[p..].iter().copied()).unwrap_or(self.me());
+        if !policy.eligible(leader) {
+            // Every live member is a never-leader (priority 0): nobody to announce;
+            // the restart timer tries again.
+            return;
+        }
         let epoch = epoch.max(self.lead.highest()).saturating_add(1);
         self.participant = false;
         self.initiated = false;
@@ -146,7 +156,7 @@ impl Ring {
             self.lap_complete(&ids, epoch, out);
             return;
         }
-        if self.initiated && initiator < self.me() {
+        if self.initiated && self.cfg.outranks(self.me(), initiator) {
             // Extinction: this node's own, higher election carries the result.
             return;
         }
@@ -173,12 +183,16 @@ impl Ring {
         if initiator == self.me() {
             return; // the lap is back where it started
         }
-        let lower = leader < self.me();
+        let lower = self.cfg.outranks(self.me(), leader)
+            && self.cfg.eligible()
+            && (self.participant || !self.lead.hold.holding());
         if epoch >= self.lead.highest() && !lower {
             self.participant = false;
             self.initiated = false;
             out.cancel_timer(Timer::Retry);
             self.lead.adopt(leader, epoch, out);
+            let below = self.cfg.outranks(self.me(), leader);
+            self.lead.hold.following(below, out);
         }
         self.route_coordinator(initiator, leader, epoch, out);
         if lower && !self.participant {
@@ -205,6 +219,9 @@ impl Ring {
 impl RingMember for Ring {
     fn me(&self) -> NodeId {
         self.cfg.me
+    }
+    fn cfg(&self) -> &GroupConfig {
+        &self.cfg
     }
     fn view(&mut self) -> &mut RingView {
         &mut self.view
@@ -241,7 +258,10 @@ impl Algorithm for Ring {
         self.lead.leader = None;
         self.participant = false;
         self.initiated = false;
-        if call_election || self.view.len() == 1 {
+        self.lead.hold.reset();
+        // Holding back (no preemption, or a delay), a (re)started node listens first
+        // under the watchdog: a live leader heard meanwhile is followed.
+        if (call_election && self.lead.hold.textbook()) || self.view.len() == 1 {
             self.elect(out);
         } else {
             arm_watchdog(&self.cfg.timing, out);

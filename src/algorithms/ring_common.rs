@@ -151,6 +151,8 @@ pub fn arm_watchdog(t: &Timing, out: &mut Out) {
 pub struct Leadership {
     /// The leader followed (this node's own id when it leads).
     pub leader: Option<NodeId>,
+    /// `[policy] preempt` / `preempt_delay` (the textbook unless set at build).
+    pub hold: crate::algorithms::bully_common::Holdback,
     /// The token last adopted (kept when the leader is lost): never decreases.
     token: Token,
     /// Highest epoch (round) seen in any message: a new election is numbered above it.
@@ -158,6 +160,14 @@ pub struct Leadership {
 }
 
 impl Leadership {
+    /// No leader, no token yet, with the preemption switches of the group.
+    pub fn with_hold(hold: crate::algorithms::bully_common::Holdback) -> Self {
+        Leadership {
+            hold,
+            ..Leadership::default()
+        }
+    }
+
     /// The epoch of the token held (the exported term).
     pub fn epoch(&self) -> u64 {
         self.token.term
@@ -255,15 +265,27 @@ pub enum Foreign {
 ///   leads, has no leader, or follows a leader also lower than itself (it was skipped
 ///   by the lap that chose them) calls an election, whose lap elects the highest live
 ///   id. The caller numbers that election above the claimant's epoch.
-pub fn on_foreign(me: NodeId, leader: Option<NodeId>, from: NodeId) -> Foreign {
+///
+/// "Higher" and "lower" are by rank (eligible, priority, id): by id without priorities.
+///
+/// A node holding back (`[policy] preempt = false`, or its `preempt_delay` not yet
+/// passed) and not leading treats a lower claimant like a higher one.
+pub fn on_foreign(
+    cfg: &GroupConfig,
+    leader: Option<NodeId>,
+    from: NodeId,
+    holding: bool,
+) -> Foreign {
+    let me = cfg.me;
     let free = leader.is_none() || leader == Some(me);
-    if from > me {
+    let holding = holding && leader != Some(me);
+    if cfg.outranks(from, me) || !cfg.options.policy.eligible(me) || holding {
         if free {
             Foreign::Follow
         } else {
             Foreign::Ignore
         }
-    } else if free || leader.is_some_and(|l| l < me) {
+    } else if free || leader.is_some_and(|l| cfg.outranks(me, l)) {
         Foreign::Elect
     } else {
         Foreign::Ignore
@@ -274,6 +296,8 @@ pub fn on_foreign(me: NodeId, leader: Option<NodeId>, from: NodeId) -> Foreign {
 pub trait RingMember {
     /// This node's id.
     fn me(&self) -> NodeId;
+    /// Its group configuration (roster, timing, policy).
+    fn cfg(&self) -> &GroupConfig;
     /// Its view of the ring.
     fn view(&mut self) -> &mut RingView;
     /// Its leader belief and token.
@@ -301,6 +325,13 @@ pub fn timer_fired(a: &mut impl RingMember, timer: Timer, out: &mut Out) {
     if timer == Timer::Retry && (a.busy() || a.leader().is_none()) {
         a.elect_above(0, out);
     }
+    if timer == Timer::Preempt {
+        let me = a.me();
+        let below = a.leader().is_some_and(|l| a.cfg().outranks(me, l));
+        if a.lead().hold.fired(below) && !a.busy() {
+            a.elect_above(0, out);
+        }
+    }
 }
 
 /// [`RingMember`] for an algorithm that numbers its election rounds (LCR, HS): fields
@@ -310,6 +341,9 @@ macro_rules! ring_member_with_rounds {
         impl RingMember for $t {
             fn me(&self) -> NodeId {
                 self.cfg.me
+            }
+            fn cfg(&self) -> &GroupConfig {
+                &self.cfg
             }
             fn view(&mut self) -> &mut RingView {
                 &mut self.view
@@ -367,12 +401,14 @@ pub fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &m
     if a.busy() && a.running_is_newer(epoch) {
         // The election under way is newer than that claim, but this node must not go
         // on claiming leadership against a higher node meanwhile.
-        if from > me && a.leader() == Some(me) && !a.lead().adopt(from, epoch, out) {
+        if a.cfg().outranks(from, me) && a.leader() == Some(me) && !a.lead().adopt(from, epoch, out)
+        {
             a.lead().lose(out);
         }
         return;
     }
-    match on_foreign(me, a.leader(), from) {
+    let holding = a.lead().hold.holding();
+    match on_foreign(a.cfg(), a.leader(), from, holding) {
         Foreign::Elect => a.elect_above(epoch, out),
         // Following it would take the token back (it came back without its state):
         // an election numbered above both makes it leader with a fresh token.
@@ -384,6 +420,8 @@ pub fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &m
         Foreign::Follow => {
             a.stand_down(epoch, out);
             a.lead().adopt(from, epoch, out);
+            let below = a.cfg().outranks(me, from);
+            a.lead().hold.following(below, out);
         }
         Foreign::Ignore => {}
     }

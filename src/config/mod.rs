@@ -80,6 +80,7 @@
 //! writable. [`Config::warnings`] lists what loads but deserves a warning.
 
 mod peers;
+mod policy;
 mod raw;
 mod security;
 mod state;

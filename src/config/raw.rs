@@ -28,6 +28,8 @@ pub(super) struct RawConfig {
     pub(super) state: RawState,
     #[serde(default)]
     pub(super) peer: Vec<RawPeer>,
+    /// `[policy]`, parsed by [`crate::contract::policy::parse`].
+    pub(super) policy: Option<toml::Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -96,6 +98,8 @@ pub(super) struct RawPeer {
     pub(super) addr: String,
     pub(super) http: String,
     pub(super) listen: Option<String>,
+    /// 0..=255, 0 = never leader (see [`crate::contract::policy`]).
+    pub(super) priority: Option<i64>,
 }
 
 /// Parse `text`, apply the environment and deserialize; the validator that names

@@ -70,6 +70,7 @@ impl Validator<'_> {
         }
 
         let (node_id, peers) = self.roster(&raw, node_override)?;
+        let policy = self.policy(raw.policy.as_ref(), &raw.peer)?;
 
         // Algorithms.
         let names = raw
@@ -89,6 +90,9 @@ impl Validator<'_> {
             }
             algorithms.push(k);
         }
+        policy
+            .check(&algorithms)
+            .map_err(|e| self.err(e.key, e.message))?;
 
         let transport = self.transport(&raw, &peers, node_id)?;
         let (key_file, security) = self.security(&raw)?;
@@ -111,6 +115,7 @@ impl Validator<'_> {
             pre_vote: raw.raft.pre_vote.unwrap_or(od.pre_vote),
             check_quorum: raw.raft.check_quorum.unwrap_or(od.check_quorum),
             ranked_timeouts: raw.raft.ranked_timeouts.unwrap_or(od.ranked_timeouts),
+            policy,
         };
         Ok(Config {
             file: self.file.to_path_buf(),

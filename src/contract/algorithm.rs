@@ -115,6 +115,9 @@ pub enum Timer {
     /// Ring family: forget the members suspected dead, so that a member wrongly
     /// suspected during message loss is tried again.
     Suspicion,
+    /// Policy: a node following a lower-ranked leader takes over when this fires
+    /// (`[policy] preempt_delay`).
+    Preempt,
 }
 
 /// Why the driver says the leader is gone.
@@ -423,6 +426,9 @@ pub struct Options {
     /// range chosen by their rank (higher ids first, the current leader skipped)
     /// instead of uniformly from the whole range (§5.2). Off = the textbook.
     pub ranked_timeouts: bool,
+    /// Priorities and preemption (config `[[peer]] priority`, `[policy]`); the default
+    /// is the textbook.
+    pub policy: crate::contract::policy::Policy,
 }
 
 impl Default for Options {
@@ -431,6 +437,7 @@ impl Default for Options {
             pre_vote: true,
             check_quorum: true,
             ranked_timeouts: true,
+            policy: crate::contract::policy::Policy::default(),
         }
     }
 }
@@ -471,11 +478,27 @@ pub struct GroupConfig {
 }
 
 impl GroupConfig {
-    /// Ids greater than `me`, ascending.
+    /// Members ranked above `me` (by (eligible, priority, id): the ids greater than
+    /// `me` without priorities), lowest rank first; never-leader members excluded (they
+    /// never answer as candidates).
     pub fn higher(&self) -> Vec<NodeId> {
-        let mut v: Vec<NodeId> = self.ring.iter().copied().filter(|&p| p > self.me).collect();
-        v.sort_unstable();
+        let p = &self.options.policy;
+        let mut v: Vec<NodeId> = self
+            .ring
+            .iter()
+            .copied()
+            .filter(|&x| p.eligible(x) && p.outranks(x, self.me))
+            .collect();
+        v.sort_unstable_by_key(|&x| p.rank(x));
         v
+    }
+    /// Does `a` rank above `b` (eligible, priority, id)?
+    pub fn outranks(&self, a: NodeId, b: NodeId) -> bool {
+        self.options.policy.outranks(a, b)
+    }
+    /// May this node ever lead (priority above 0)?
+    pub fn eligible(&self) -> bool {
+        self.options.policy.eligible(self.me)
     }
     /// Every roster id except `me`.
     pub fn others(&self) -> impl Iterator<Item = NodeId> + '_ {

@@ -82,6 +82,12 @@ pub struct Entry {
     pub cases: fn() -> Vec<Case>,
     /// What the benchmark expects of its failover.
     pub failover_target: FailoverTarget,
+    /// Does it implement `[policy] preempt = false` and `preempt_delay` (a node ranked
+    /// above a healthy leader holds back)? A switch it does not implement is refused
+    /// by the configuration. Raft never preempts whatever the switch (a returning node
+    /// follows the leader whose lease it hears), so it counts as implementing it.
+    /// Priorities (the ranking) every algorithm implements.
+    pub policy_preempt: bool,
 }
 
 /// Message types any algorithm may send besides its own.
@@ -125,6 +131,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.10,
             p99: Some(1.30),
         },
+        policy_preempt: true,
     },
     Entry {
         kind: AlgorithmKind::ImprovedBully,
@@ -156,6 +163,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.20,
             p99: None,
         },
+        policy_preempt: true,
     },
     Entry {
         kind: AlgorithmKind::Ring,
@@ -184,6 +192,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.10,
             p99: Some(1.30),
         },
+        policy_preempt: true,
     },
     Entry {
         kind: AlgorithmKind::Lcr,
@@ -230,6 +239,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.10,
             p99: Some(1.30),
         },
+        policy_preempt: true,
     },
     Entry {
         kind: AlgorithmKind::Hs,
@@ -270,6 +280,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.10,
             p99: Some(1.30),
         },
+        policy_preempt: true,
     },
     Entry {
         kind: AlgorithmKind::Raft,
@@ -302,6 +313,7 @@ pub static REGISTRY: [Entry; 6] = [
             median: 1.25,
             p99: None,
         },
+        policy_preempt: true,
     },
 ];
 

@@ -224,11 +224,14 @@ pub struct Node {
     events: Vec<Event>,
     out: Out,
     invalid: BTreeMap<&'static str, u64>,
+    /// Priorities and preemption (the ranking of the members).
+    policy: crate::contract::policy::Policy,
 }
 
 impl Node {
     /// Build a node; nothing happens until [`Node::start`].
     pub fn new(cfg: NodeConfig) -> Result<Node, crate::algorithms::BuildError> {
+        let policy_of_config = cfg.options.policy.clone();
         let mut groups = Vec::with_capacity(cfg.algorithms.len());
         for &kind in &cfg.algorithms {
             let gc = GroupConfig {
@@ -273,6 +276,7 @@ impl Node {
             events: Vec::new(),
             out: Out::new(),
             invalid: BTreeMap::new(),
+            policy: policy_of_config,
         })
     }
 
@@ -514,7 +518,7 @@ impl Node {
                 if grp.leader == Some(self.id)
                     && Token::new(term, leader) > Token::new(grp.term, grp.holder)
                 {
-                    if grp.kind.elects_highest_id() && leader > self.id {
+                    if grp.kind.elects_highest_id() && self.policy.outranks(leader, self.id) {
                         grp.algo.on_foreign_leader(leader, term, &mut self.out);
                     } else {
                         grp.algo.on_term_behind(term, &mut self.out);
@@ -718,6 +722,7 @@ impl Node {
                     Slot::Algo(Timer::Heartbeat) => "heartbeat",
                     Slot::Algo(Timer::Quorum) => "quorum",
                     Slot::Algo(Timer::Suspicion) => "suspicion",
+                    Slot::Algo(Timer::Preempt) => "preempt",
                     Slot::Heartbeat => "heartbeat",
                     Slot::Detector => "failure_detector",
                 };

@@ -596,3 +596,102 @@ mod storms {
         );
     }
 }
+
+// ---- Policy: priorities and preemption (off by default) ----
+
+fn with_policy(me: NodeId, policy: crate::contract::policy::Policy) -> Bully {
+    let mut c = cfg(me, &RING);
+    c.options.policy = policy;
+    Bully::new(c)
+}
+
+fn priorities(pairs: &[(NodeId, u8)]) -> crate::contract::policy::Policy {
+    crate::contract::policy::Policy {
+        priority: pairs.iter().copied().collect(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn an_election_goes_to_the_members_ranked_above_not_the_higher_ids() {
+    // 1 has the highest priority, 5 never leads: node 3 asks 1 and 4 (4 outranks 3 by
+    // id at equal priority), lowest rank first.
+    let mut b = with_policy(3, priorities(&[(1, 200), (5, 0)]));
+    let fx = start_electing(&mut b);
+    assert_eq!(fx.recipients(), vec![4, 1]);
+}
+
+#[test]
+fn a_never_leader_that_nobody_answers_does_not_announce() {
+    let mut b = with_policy(5, priorities(&[(5, 0)]));
+    start_electing(&mut b);
+    let fx = fire(&mut b, Timer::Answer);
+    assert_eq!(coordinator_of(&fx), None, "{fx:?}");
+    assert!(fx.leader_changes().is_empty());
+    assert!(fx.armed(Timer::Retry), "waits under the watchdog");
+    assert_eq!(b.leader(), None);
+}
+
+#[test]
+fn without_preemption_a_lower_leaders_coordinator_is_followed_not_bullied() {
+    let policy = crate::contract::policy::Policy {
+        preempt: crate::contract::policy::Preempt {
+            preempt: false,
+            delay: std::time::Duration::ZERO,
+        },
+        ..Default::default()
+    };
+    let mut b = with_policy(5, policy);
+    let fx = start(&mut b, true);
+    assert!(
+        fx.sends().is_empty(),
+        "listens first, even the top node: {fx:?}"
+    );
+    assert!(fx.armed(Timer::Retry));
+    let tag = ElectionTag {
+        initiator: 4,
+        seq: 1,
+    };
+    let fx = deliver(
+        &mut b,
+        4,
+        Message::Coordinator {
+            leader: 4,
+            epoch: 3,
+            tag,
+        },
+    );
+    assert_eq!(fx.leader_changes(), vec![(Some(4), 3)]);
+    assert!(
+        fx.sends().is_empty(),
+        "no cascade against the leader: {fx:?}"
+    );
+    // An ELECTION of a node below that leader is answered, but joins no cascade.
+    let fx = deliver(
+        &mut b,
+        2,
+        Message::Election {
+            tag: ElectionTag {
+                initiator: 2,
+                seq: 1,
+            },
+            epoch: 3,
+        },
+    );
+    assert_eq!(fx.recipients(), vec![2]);
+    assert!(!b.is_electing());
+    // Textbook control: the same COORDINATOR makes a preempting node bully it (the
+    // top node announces itself above the claimed epoch).
+    let mut t = node(5);
+    let _ = start(&mut t, false);
+    let fx = deliver(
+        &mut t,
+        4,
+        Message::Coordinator {
+            leader: 4,
+            epoch: 3,
+            tag,
+        },
+    );
+    assert_eq!(coordinator_of(&fx), Some((5, 4)), "{fx:?}");
+}

@@ -427,3 +427,24 @@ fn after_a_heal_a_lower_leader_is_bullied_and_a_higher_one_followed() {
     assert!(fx.messages().is_empty());
     assert_eq!(b.state(), "follower");
 }
+
+// ---- Policy: priorities (off by default) ----
+
+#[test]
+fn the_highest_ranked_responder_is_told_it_is_coordinator_not_the_highest_id() {
+    // Node 3 has the highest priority: the initiator 2 asks 4, 5 and 3 (everyone ranked
+    // above it) and hands the election to 3.
+    let mut c = cfg(2, &RING);
+    c.options.policy.priority = [(3, 200)].into_iter().collect();
+    let mut b = ImprovedBully::new(c);
+    let fx = start_electing(&mut b);
+    let tag = election_tag(&fx);
+    assert_eq!(fx.recipients(), vec![4, 5, 3]);
+    assert!(deliver(&mut b, 5, ok(5, tag)).is_quiet());
+    assert!(deliver(&mut b, 3, ok(3, tag)).is_quiet());
+    let fx = deliver(&mut b, 4, ok(4, tag));
+    match &fx.sent_to(3)[..] {
+        [Message::YouAreCoordinator { tag: t, .. }] => assert_eq!(*t, tag),
+        other => panic!("expected YOU_ARE_COORDINATOR to 3, got {other:?}"),
+    }
+}

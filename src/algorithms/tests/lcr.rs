@@ -202,3 +202,42 @@ fn nonsense_from_the_network_is_ignored() {
     let _ = fire(&mut l, Timer::Retry);
     let _ = deliver(&mut l, 4, elected(5, u64::MAX));
 }
+
+// ---- Policy: priorities (off by default) ----
+
+#[test]
+fn a_candidate_is_forwarded_by_rank_and_a_never_leader_is_swallowed() {
+    // Node 1 has the highest priority, node 5 never leads: at node 2 (in a round), the
+    // candidate 1 outranks it and is forwarded; 5 is swallowed although its id is larger.
+    let mut c = cfg(2, &RING);
+    c.options.policy.priority = [(1, 200), (5, 0)].into_iter().collect();
+    let mut l = Lcr::new(c);
+    let fx = start_electing(&mut l);
+    let round = match fx.sends()[..] {
+        [(_, Message::LcrElection { round, .. })] => round,
+        ref other => panic!("own id on the wire, got {other:?}"),
+    };
+    let fx = deliver(&mut l, 5, id(5, round));
+    assert!(
+        fx.sends().is_empty(),
+        "the never-leader is swallowed: {fx:?}"
+    );
+    let fx = deliver(&mut l, 5, id(1, round));
+    assert_eq!(fx.sends(), vec![(4, id(1, round))], "{fx:?}");
+}
+
+#[test]
+fn a_never_leader_whose_id_comes_back_does_not_announce() {
+    let mut c = cfg(2, &RING);
+    c.options.policy.priority = [(2, 0)].into_iter().collect();
+    let mut l = Lcr::new(c);
+    let fx = start_electing(&mut l);
+    let round = match fx.sends()[..] {
+        [(_, Message::LcrElection { round, .. })] => round,
+        ref other => panic!("own id on the wire, got {other:?}"),
+    };
+    let fx = deliver(&mut l, 5, id(2, round));
+    assert!(fx.leader_changes().is_empty(), "{fx:?}");
+    assert!(fx.sends().is_empty(), "no ELECTED: {fx:?}");
+    assert_eq!(l.leader(), None);
+}
