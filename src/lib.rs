@@ -16,7 +16,6 @@
 //! - [`http`]: the HTTP API.
 
 pub mod algorithms;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod config;
 pub mod contract;
 pub mod daemon;
