@@ -23,7 +23,6 @@ pub mod http;
 #[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod node;
 pub mod security;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod sim;
 #[doc(hidden)]
 pub mod testkit;
