@@ -8,6 +8,5 @@ pub mod metrics;
 pub(crate) mod process_metrics;
 #[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod runtime;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod shared;
 pub mod socket;
