@@ -91,7 +91,7 @@ impl SimConfig {
 /// A simulation failed to set up or to run a scenario step.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    /// An algorithm could not be built with this configuration.
+    /// An algorithm could not be built with this roster.
     #[error(transparent)]
     Build(#[from] crate::algorithms::BuildError),
     /// A scenario op names a node that is not in the roster.
