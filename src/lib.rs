@@ -20,7 +20,6 @@ pub mod config;
 pub mod contract;
 pub mod daemon;
 pub mod http;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod node;
 pub mod security;
 pub mod sim;

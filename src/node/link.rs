@@ -168,6 +168,8 @@ impl PeerIn {
 /// module documentation); per-peer sequences never reach it.
 pub const BROADCAST_SEQ: u64 = 1 << 63;
 
+/// The reliable link of one node to all its peers (see the module documentation):
+/// sequences, acks, retransmission timers and the duplicate windows.
 #[derive(Debug)]
 pub struct Link {
     me: NodeId,
@@ -183,29 +185,40 @@ pub struct Link {
     inbound_broadcast: FxHashMap<NodeId, PeerIn>,
     given_up: FxHashSet<NodeId>,
     rtt: FxHashMap<NodeId, Rtt>,
+    /// What the link has done so far (exported as metrics).
     pub stats: LinkStats,
 }
 
 /// Counters of the link (acks and retransmissions are counted apart from messages).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LinkStats {
+    /// Every datagram built: first sends, acks and retransmissions.
     pub datagrams_sent: u64,
+    /// Acks sent for reliable datagrams received (duplicates are acked again).
     pub acks_sent: u64,
+    /// Reliable messages sent again after their retransmission timeout.
     pub retransmissions: u64,
+    /// Messages given up on (unacknowledged for `give_up`): peer unreachable.
     pub delivery_failures: u64,
+    /// Reliable datagrams received again and dropped (their ack was resent).
     pub duplicates_dropped: u64,
+    /// Datagrams of a peer's previous life (lower incarnation), dropped.
     pub stale_dropped: u64,
 }
 
 /// A message the link gave up on.
 #[derive(Debug)]
 pub struct Undeliverable {
+    /// The peer that did not acknowledge.
     pub peer: NodeId,
+    /// The group that sent the message.
     pub group: AlgorithmKind,
+    /// The message, for the group to handle the failure.
     pub msg: Message,
 }
 
 impl Link {
+    /// The link of node `me` in its boot `incarnation`, with no peer heard from yet.
     pub fn new(me: NodeId, incarnation: u64, cfg: LinkConfig) -> Self {
         Link {
             me,
@@ -223,6 +236,7 @@ impl Link {
         }
     }
 
+    /// The settings the link was built with.
     pub fn config(&self) -> &LinkConfig {
         &self.cfg
     }

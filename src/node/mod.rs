@@ -43,25 +43,35 @@ pub type Time = Duration;
 /// A datagram in domain form (the wire module encodes it as one protobuf envelope).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Datagram {
+    /// The sending node.
     pub from: NodeId,
+    /// The sender's boot id: a higher one means it restarted, a lower one is a leftover
+    /// of a previous life.
     pub incarnation: u64,
     /// Link sequence of a reliable body, 0 for unreliable ones.
     pub seq: u64,
     /// Sequence acknowledged, 0 for none.
     pub ack: u64,
+    /// The group (algorithm) the body belongs to; `None` for a bare ack.
     pub group: Option<AlgorithmKind>,
+    /// The message; `None` for a bare ack.
     pub body: Option<Message>,
 }
 
 /// Everything a node is built from.
 #[derive(Clone, Debug)]
 pub struct NodeConfig {
+    /// This node's id, a member of `ring`.
     pub id: NodeId,
     /// Every roster id including this node's, in logical ring order.
     pub ring: Vec<NodeId>,
+    /// The groups to run, one per algorithm (no duplicates).
     pub algorithms: Vec<AlgorithmKind>,
+    /// Heartbeat, failure timeout and election timeouts of every group.
     pub timing: Timing,
+    /// Raft switches (pre-vote, check-quorum, ranked timeouts).
     pub options: Options,
+    /// Reliable-link settings.
     pub link: LinkConfig,
     /// Boot id; must grow across restarts of the same node.
     pub incarnation: u64,
@@ -72,20 +82,32 @@ pub struct NodeConfig {
 /// What happened at a node, for observers (metrics, hooks, `/watch`, the simulator).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
+    /// The node's belief about a group's leader changed (or the same leader took a new
+    /// term).
     LeaderChanged {
+        /// The group.
         group: AlgorithmKind,
+        /// The new leader, `None` when the group has none.
         leader: Option<NodeId>,
+        /// The term (epoch, round) of that leadership.
         term: u64,
+        /// When the change happened.
         at: Time,
     },
+    /// The node started (or joined) an election in a group.
     ElectionStarted {
+        /// The group.
         group: AlgorithmKind,
+        /// When it started.
         at: Time,
     },
     /// The node learned a leader after an election it took part in.
     ElectionFinished {
+        /// The group.
         group: AlgorithmKind,
+        /// From the start of the election to the leader adopted.
         duration: Duration,
+        /// This node is the leader elected.
         won: bool,
     },
     /// A failover at this node: it followed `from` (another node), then adopted a
@@ -99,10 +121,16 @@ pub enum Event {
     /// election that cleared its belief), `phases` splits `total` at that moment;
     /// when it adopted `to` directly there are no phases.
     Failover {
+        /// The group.
         group: AlgorithmKind,
+        /// The leader followed before.
         from: NodeId,
+        /// The leader adopted.
         to: NodeId,
+        /// Last datagram heard from `from` → `to` adopted.
         total: Duration,
+        /// Where `total` splits into detection and election, when this node declared `from`
+        /// lost first.
         phases: Option<FailoverPhases>,
     },
 }
@@ -119,17 +147,26 @@ pub struct FailoverPhases {
 /// Per-group counters (the metrics module exports these).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GroupStats {
+    /// Messages sent, by type (index: `MessageType as usize`); broadcasts count one per
+    /// recipient.
     pub sent: [u64; MessageType::ALL.len()],
+    /// Messages received and handed to the group, by type (same index).
     pub received: [u64; MessageType::ALL.len()],
+    /// Elections this node started or joined.
     pub elections_started: u64,
+    /// Times this node became the group's leader.
     pub elections_won: u64,
+    /// Changes of this node's leader belief (including to none).
     pub leader_changes: u64,
+    /// Duration of the last election this node took part in that ended with a leader.
     pub last_election: Option<Duration>,
     /// The link's retransmissions and delivery failures of this group's messages.
     pub retransmissions: u64,
+    /// Of this group's messages, those the link gave up on (peer unreachable).
     pub delivery_failures: u64,
     /// Failovers this node experienced ([`Event::Failover`]) and the last one's total.
     pub failovers: u64,
+    /// The `total` of the last failover.
     pub last_failover: Option<Duration>,
     /// Time without a leader since the node started, up to the last leader change;
     /// [`Node::leaderless`] adds the period still under way.
@@ -137,9 +174,11 @@ pub struct GroupStats {
 }
 
 impl GroupStats {
+    /// Messages of type `t` sent.
     pub fn sent_of(&self, t: MessageType) -> u64 {
         self.sent[t as usize]
     }
+    /// Messages of type `t` received.
     pub fn received_of(&self, t: MessageType) -> u64 {
         self.received[t as usize]
     }
@@ -156,13 +195,19 @@ impl GroupStats {
 /// A read-only view of one group for `/status` and the demo table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupStatus {
+    /// The group.
     pub algorithm: AlgorithmKind,
+    /// The algorithm's state name (`follower`, `electing`, `leader`, …).
     pub state: &'static str,
+    /// The leader this node believes in, if any.
     pub leader: Option<NodeId>,
+    /// The term (epoch, round) of that leadership.
     pub term: u64,
     /// When the current leader belief was formed.
     pub since: Time,
+    /// An election is in progress at this node.
     pub electing: bool,
+    /// Duration of the last election this node took part in that ended with a leader.
     pub last_election: Option<Duration>,
 }
 
@@ -276,6 +321,7 @@ impl Node {
         })
     }
 
+    /// This node's id.
     pub fn id(&self) -> NodeId {
         self.id
     }
@@ -600,6 +646,8 @@ impl Node {
         std::mem::take(&mut self.transmits)
     }
 
+    /// The events produced since the last call, for the driver's observers (metrics,
+    /// hooks, `/watch`).
     pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
         self.events.drain(..)
     }
@@ -609,6 +657,7 @@ impl Node {
         self.events.clear();
     }
 
+    /// A snapshot of every group's state, in configuration order.
     pub fn status(&self) -> Vec<GroupStatus> {
         self.groups
             .iter()
@@ -624,14 +673,17 @@ impl Node {
             .collect()
     }
 
+    /// The snapshot of group `kind`, if the node runs it.
     pub fn group_status(&self, kind: AlgorithmKind) -> Option<GroupStatus> {
         self.status().into_iter().find(|s| s.algorithm == kind)
     }
 
+    /// The leader group `kind` believes in (`None` also for a group not run).
     pub fn leader(&self, kind: AlgorithmKind) -> Option<NodeId> {
         self.group_index(kind).and_then(|g| self.groups[g].leader)
     }
 
+    /// Is an election in progress in group `kind` (false for a group not run)?
     pub fn is_electing(&self, kind: AlgorithmKind) -> bool {
         self.group_index(kind)
             .map(|g| self.groups[g].algo.is_electing())
@@ -650,14 +702,17 @@ impl Node {
         })
     }
 
+    /// Counters of group `kind`, if the node runs it.
     pub fn group_stats(&self, kind: AlgorithmKind) -> Option<&GroupStats> {
         self.group_index(kind).map(|g| &self.groups[g].stats)
     }
 
+    /// The groups this node runs, in configuration order.
     pub fn algorithms(&self) -> impl Iterator<Item = AlgorithmKind> + '_ {
         self.groups.iter().map(|g| g.kind)
     }
 
+    /// Counters of the reliable link (shared by every group).
     pub fn link_stats(&self) -> &LinkStats {
         &self.link.stats
     }
