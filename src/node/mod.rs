@@ -160,7 +160,7 @@ pub struct GroupStats {
     pub leader_changes: u64,
     /// Duration of the last election this node took part in that ended with a leader.
     pub last_election: Option<Duration>,
-    /// The link's retransmissions and delivery failures of this group's messages.
+    /// The link's retransmissions of this group's messages.
     pub retransmissions: u64,
     /// Of this group's messages, those the link gave up on (peer unreachable).
     pub delivery_failures: u64,
