@@ -96,7 +96,7 @@ pub enum TemplateError {
 
 impl Template {
     /// The host of every node, in node id order (node id = index + 1).
-    pub fn host_list(&self) -> Result<Vec<String>, TemplateError> {
+    pub(crate) fn host_list(&self) -> Result<Vec<String>, TemplateError> {
         let n = self.nodes;
         if n == 0 || n > 1000 {
             return Err(TemplateError::Nodes(n));

@@ -168,7 +168,7 @@ pub fn incarnation_now() -> u64 {
 }
 
 /// The wall clock in unix microseconds (0 before 1970).
-pub fn unix_micros() -> u64 {
+pub(crate) fn unix_micros() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))

@@ -42,7 +42,7 @@ pub struct GroupView {
 
 impl GroupView {
     /// Convert a node status; `origin_unix` is the unix time of the driver's time origin.
-    pub fn from_status(s: &GroupStatus, origin_unix: f64) -> Self {
+    pub(crate) fn from_status(s: &GroupStatus, origin_unix: f64) -> Self {
         GroupView {
             algorithm: s.algorithm,
             state: s.state,
@@ -274,7 +274,7 @@ impl Shared {
 }
 
 /// Current unix time in milliseconds (0 if the clock is before 1970).
-pub fn unix_ms() -> u64 {
+pub(crate) fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)

@@ -242,7 +242,7 @@ impl Link {
     }
 
     /// The retransmission timeout a new message to `peer` would get now.
-    pub fn rto(&self, peer: NodeId) -> Duration {
+    pub(crate) fn rto(&self, peer: NodeId) -> Duration {
         self.rtt
             .get(&peer)
             .copied()
@@ -260,7 +260,7 @@ impl Link {
     /// datagram counted). Liveness types go without sequence; reliable ones get the
     /// next broadcast sequence and one pending entry (ack, retransmission by unicast,
     /// verdict) per recipient.
-    pub fn send_to_all(
+    pub(crate) fn send_to_all(
         &mut self,
         now: Time,
         to: &[NodeId],
@@ -401,7 +401,7 @@ impl Link {
     }
 
     /// Earliest retransmission deadline, if any message is unacknowledged.
-    pub fn next_deadline(&mut self) -> Option<Time> {
+    pub(crate) fn next_deadline(&mut self) -> Option<Time> {
         while let Some(Reverse((_, peer, seq))) = self.retx.peek() {
             if self.unacked.contains_key(&(*peer, *seq)) {
                 break;
@@ -413,7 +413,7 @@ impl Link {
 
     /// Retransmit what is due; messages past their last attempt come back as
     /// [`Undeliverable`].
-    pub fn on_timeout(
+    pub(crate) fn on_timeout(
         &mut self,
         now: Time,
         transmit: &mut Vec<(NodeId, Datagram)>,
@@ -463,7 +463,7 @@ impl Link {
     }
 
     /// Number of messages waiting for an ack.
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.unacked.len()
     }
 
@@ -471,7 +471,7 @@ impl Link {
     /// failure detector declared `peer` lost: waiting out the retry budget would only
     /// delay the election by it). Returned in sending order; counted as delivery
     /// failures, and `peer` counts as given up until it is heard from again.
-    pub fn abandon(&mut self, peer: NodeId, group: AlgorithmKind) -> Vec<Undeliverable> {
+    pub(crate) fn abandon(&mut self, peer: NodeId, group: AlgorithmKind) -> Vec<Undeliverable> {
         let mut seqs: Vec<u64> = self
             .unacked
             .iter()

@@ -175,11 +175,11 @@ pub struct GroupStats {
 
 impl GroupStats {
     /// Messages of type `t` sent.
-    pub fn sent_of(&self, t: MessageType) -> u64 {
+    pub(crate) fn sent_of(&self, t: MessageType) -> u64 {
         self.sent[t as usize]
     }
     /// Messages of type `t` received.
-    pub fn received_of(&self, t: MessageType) -> u64 {
+    pub(crate) fn received_of(&self, t: MessageType) -> u64 {
         self.received[t as usize]
     }
     /// Election messages sent (liveness traffic excluded), the literature's count.
@@ -588,7 +588,7 @@ impl Node {
 
     /// Make every group's failure detector report the leader lost now (the simulator's
     /// "this node detects the crash" step).
-    pub fn force_leader_lost(&mut self, now: Time) {
+    pub(crate) fn force_leader_lost(&mut self, now: Time) {
         for g in 0..self.groups.len() {
             self.groups[g]
                 .algo
@@ -619,18 +619,18 @@ impl Node {
     /// per recipient (a COORDINATOR to 4 peers counts 4 messages) and the link counts 1
     /// datagram. Reliable ones carry a broadcast sequence: acked by each recipient,
     /// retransmitted by unicast to those that did not ack (see [`link`]).
-    pub fn set_multicast(&mut self, on: bool) {
+    pub(crate) fn set_multicast(&mut self, on: bool) {
         self.multicast = on;
     }
 
     /// Datagrams for every other member (one multicast send each).
-    pub fn drain_multicasts(&mut self) -> std::vec::Drain<'_, Datagram> {
+    pub(crate) fn drain_multicasts(&mut self) -> std::vec::Drain<'_, Datagram> {
         self.multicasts.drain(..)
     }
 
     /// Peers the reliable link declared unreachable since the last call (each once),
     /// e.g. for the driver to look their address up again.
-    pub fn drain_unreachable(&mut self) -> std::vec::Drain<'_, NodeId> {
+    pub(crate) fn drain_unreachable(&mut self) -> std::vec::Drain<'_, NodeId> {
         self.unreachable.drain(..)
     }
 
@@ -642,7 +642,7 @@ impl Node {
     /// The datagrams to put on the wire, by value: the node keeps no buffer, so a
     /// burst (a broadcast to a large roster) does not pin its memory for the node's
     /// life (the simulator holds thousands of nodes).
-    pub fn take_transmits(&mut self) -> Vec<(NodeId, Datagram)> {
+    pub(crate) fn take_transmits(&mut self) -> Vec<(NodeId, Datagram)> {
         std::mem::take(&mut self.transmits)
     }
 
@@ -684,7 +684,7 @@ impl Node {
     }
 
     /// Is an election in progress in group `kind` (false for a group not run)?
-    pub fn is_electing(&self, kind: AlgorithmKind) -> bool {
+    pub(crate) fn is_electing(&self, kind: AlgorithmKind) -> bool {
         self.group_index(kind)
             .map(|g| self.groups[g].algo.is_electing())
             .unwrap_or(false)
@@ -703,7 +703,7 @@ impl Node {
     }
 
     /// Counters of group `kind`, if the node runs it.
-    pub fn group_stats(&self, kind: AlgorithmKind) -> Option<&GroupStats> {
+    pub(crate) fn group_stats(&self, kind: AlgorithmKind) -> Option<&GroupStats> {
         self.group_index(kind).map(|g| &self.groups[g].stats)
     }
 
@@ -713,12 +713,12 @@ impl Node {
     }
 
     /// Counters of the reliable link (shared by every group).
-    pub fn link_stats(&self) -> &LinkStats {
+    pub(crate) fn link_stats(&self) -> &LinkStats {
         &self.link.stats
     }
 
     /// Messages the link still waits an ack for.
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.link.in_flight()
     }
 
@@ -734,7 +734,7 @@ impl Node {
 
     /// The timers due at `now` as (group, timer name), in no particular order: what
     /// [`Node::handle_timeout`] is about to fire, for drivers that record a trace.
-    pub fn due_timers(&self, now: Time) -> Vec<(AlgorithmKind, &'static str)> {
+    pub(crate) fn due_timers(&self, now: Time) -> Vec<(AlgorithmKind, &'static str)> {
         self.timers
             .iter()
             .filter(|t| t.2 <= now)

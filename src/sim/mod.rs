@@ -303,12 +303,12 @@ impl Sim {
     }
 
     /// Stop recording and hand the trace back.
-    pub fn take_trace(&mut self) -> Option<Recorder> {
+    pub(crate) fn take_trace(&mut self) -> Option<Recorder> {
         self.trace.take().map(|b| *b)
     }
 
     /// Append a record to the trace being recorded (none: nothing happens).
-    pub fn trace_record(&mut self, r: impl FnOnce(u64) -> Record) {
+    pub(crate) fn trace_record(&mut self, r: impl FnOnce(u64) -> Record) {
         if let Some(t) = self.trace.as_mut() {
             t.push(r(trace::ns(self.now)));
         }
@@ -582,7 +582,7 @@ impl Sim {
     }
 
     /// Replace the network's faults from now on (datagrams in flight keep their fate).
-    pub fn set_net(&mut self, net: NetConfig) {
+    pub(crate) fn set_net(&mut self, net: NetConfig) {
         self.net = net;
     }
 
@@ -656,7 +656,7 @@ impl Sim {
     }
 
     /// Start measuring an election.
-    pub fn begin_measure(&mut self, label: &str) {
+    pub(crate) fn begin_measure(&mut self, label: &str) {
         self.measure = Some((
             label.to_string(),
             self.now,

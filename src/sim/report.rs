@@ -20,7 +20,7 @@ pub struct MessageCounts {
 impl MessageCounts {
     /// Count the election messages of a per-type send counter (indexed by
     /// `MessageType as usize`), leaving liveness traffic out.
-    pub fn from_sent(sent: &[u64; MessageType::ALL.len()]) -> Self {
+    pub(crate) fn from_sent(sent: &[u64; MessageType::ALL.len()]) -> Self {
         let mut by_type = BTreeMap::new();
         let mut total = 0;
         for t in MessageType::ALL {
