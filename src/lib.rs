@@ -16,15 +16,12 @@
 //! - [`http`]: the HTTP API.
 
 pub mod algorithms;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod config;
 pub mod contract;
 pub mod daemon;
 pub mod http;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod node;
 pub mod security;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod sim;
 #[doc(hidden)]
 pub mod testkit;

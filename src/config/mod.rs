@@ -110,10 +110,12 @@ use std::time::Duration;
 /// operator has to change.
 #[derive(Debug, thiserror::Error)]
 pub struct ConfigError {
+    /// The configuration file the error is about.
     pub file: PathBuf,
     /// The key (`timing.heartbeat`, `peer[2].addr`, `ELECTD_NODE_ID`, …), or `-` for
     /// the whole file.
     pub key: String,
+    /// What is wrong and, where it helps, what is expected instead.
     pub message: String,
     /// The environment variable that set `key`, when the value came from one.
     pub var: Option<String>,
@@ -142,6 +144,7 @@ impl std::fmt::Display for ConfigError {
 /// One roster entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Peer {
+    /// The node id (`[[peer]] id`, never 0, unique in the roster).
     pub id: NodeId,
     /// UDP address the others send to, as resolved when the file was loaded. For a DNS
     /// name that did not resolve (yet) it is the unspecified address with the port
@@ -175,6 +178,7 @@ impl Peer {
 /// How datagrams are authenticated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Security {
+    /// Every datagram is tagged and checked with the keys of the `key_file`.
     Keyring(Keyring),
     /// `insecure = true`: no tags are made or checked.
     Insecure,
@@ -183,7 +187,10 @@ pub enum Security {
 /// Leader-change hook settings (run by the hooks module).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hooks {
+    /// `[hooks] on_leader_change`: the command run (through `/bin/sh -c`) on every
+    /// leader change; `None`: no hook.
     pub on_leader_change: Option<String>,
+    /// `[hooks] hook_timeout`: a run still going after this is killed.
     pub hook_timeout: Duration,
 }
 
@@ -192,25 +199,34 @@ pub struct Hooks {
 pub struct Config {
     /// The file it came from (for messages).
     pub file: PathBuf,
+    /// The cluster name (1 to 64 characters); every datagram carries it and one of
+    /// another cluster is dropped.
     pub cluster: String,
+    /// This node's id, a member of [`Config::peers`].
     pub node_id: NodeId,
+    /// The algorithms run, each as an independent group (no duplicates).
     pub algorithms: Vec<AlgorithmKind>,
+    /// `[timing]`: heartbeat, failure timeout and election timeouts, validated.
     pub timing: Timing,
+    /// `[transport]`: the reliable link's retransmission settings.
     pub link: LinkConfig,
     /// Multicast group for broadcasts (see `daemon::runtime`), `None` for unicast.
     pub multicast: Option<SocketAddr>,
     /// Period of DNS re-resolution of peer names (`transport.resolve_every`, 30 s).
     pub resolve_every: Duration,
+    /// `[security]`: the keyring, or insecure.
     pub security: Security,
     /// The key file (absolute), to re-read on `SIGHUP`; `None` when insecure.
     pub key_file: Option<PathBuf>,
     /// `[security] check_source` (default true): see [`crate::security::gate`].
     pub check_source: bool,
+    /// `[hooks]`: the leader-change hook.
     pub hooks: Hooks,
     /// Bearer token of the admin routes (trimmed content of `admin.token_file`).
     pub admin_token: Option<String>,
     /// `admin.token_file` (absolute), for the permission warning.
     pub admin_token_file: Option<PathBuf>,
+    /// `[raft]`: pre-vote, check-quorum and ranked timeouts.
     pub options: Options,
     /// `[state] file`: where every algorithm's fencing token (and Raft's vote) is kept
     /// across restarts (`{node}` substituted).
@@ -228,6 +244,7 @@ impl Config {
             .expect("validated: node_id is in the roster")
     }
 
+    /// The roster entry of `id`, if it is a member.
     pub fn peer(&self, id: NodeId) -> Option<&Peer> {
         self.peers.iter().find(|p| p.id == id)
     }

@@ -19,7 +19,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 /// How the security section is written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyChoice {
+    /// `key_file = "…"` with this path (the file itself is not written).
     KeyFile(String),
+    /// `insecure = true`: unauthenticated datagrams (tests and labs only).
     Insecure,
 }
 
@@ -35,40 +37,66 @@ pub enum Hosts {
 /// The parameters of `electd config init`.
 #[derive(Clone, Debug)]
 pub struct Template {
+    /// Roster size N (1 ..= 1000); the ids are 1 ..= N.
     pub nodes: usize,
+    /// The cluster name (1 to 64 characters, no quotes).
     pub cluster: String,
+    /// The algorithms every node runs (at least one).
     pub algorithms: Vec<AlgorithmKind>,
+    /// Where the nodes are.
     pub hosts: Hosts,
+    /// The UDP port of every node (election traffic).
     pub udp_port: u16,
+    /// The HTTP API port of every node.
     pub http_port: u16,
+    /// How the security section is written.
     pub key: KeyChoice,
+    /// A multicast group for broadcasts, or `None` (unicast, commented-out example).
     pub multicast: Option<SocketAddr>,
 }
 
 /// Why a template cannot be written.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TemplateError {
+    /// The node count is outside 1 ..= 1000.
     #[error("--nodes must be 1 ..= 1000 (got {0})")]
     Nodes(usize),
+    /// The host list and the node count disagree.
     #[error("--hosts lists {hosts} hosts but --nodes is {nodes}")]
-    HostCount { hosts: usize, nodes: usize },
+    HostCount {
+        /// Hosts listed.
+        hosts: usize,
+        /// Nodes asked for.
+        nodes: usize,
+    },
+    /// The base address plus N − 1 does not fit in IPv4.
     #[error("--base-addr {base}: {nodes} consecutive addresses run past 255.255.255.255")]
-    BaseOverflow { base: Ipv4Addr, nodes: usize },
+    BaseOverflow {
+        /// The first address.
+        base: Ipv4Addr,
+        /// Nodes asked for.
+        nodes: usize,
+    },
+    /// Two nodes would share a host (one node per host: the ports are the same).
     #[error("host {0:?} is listed twice")]
     DuplicateHost(String),
+    /// A host that cannot be written into `host:port`.
     #[error("host {0:?} is empty or contains a space, quote or port")]
     BadHost(String),
+    /// The cluster name is empty, too long or quoted.
     #[error("--cluster must be 1 to 64 characters without quotes")]
     Cluster,
+    /// The algorithm list is empty.
     #[error("no algorithm given")]
     NoAlgorithm,
+    /// The multicast address is not a multicast group (or has port 0).
     #[error("{0} is not a multicast group")]
     Multicast(SocketAddr),
 }
 
 impl Template {
     /// The host of every node, in node id order (node id = index + 1).
-    pub fn host_list(&self) -> Result<Vec<String>, TemplateError> {
+    pub(crate) fn host_list(&self) -> Result<Vec<String>, TemplateError> {
         let n = self.nodes;
         if n == 0 || n > 1000 {
             return Err(TemplateError::Nodes(n));

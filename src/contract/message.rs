@@ -21,89 +21,174 @@ pub struct ElectionTag {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Message {
     /// Bully family: "I am calling an election" (sent to every higher id).
-    Election { tag: ElectionTag, epoch: u64 },
+    Election {
+        /// The cascade this ELECTION belongs to.
+        tag: ElectionTag,
+        /// The highest epoch the sender has seen (receivers learn it).
+        epoch: u64,
+    },
     /// Bully family: answer to ELECTION; Improved Bully reads `responder`.
-    Ok { responder: NodeId, tag: ElectionTag },
+    Ok {
+        /// The higher node that answers (and takes over the election).
+        responder: NodeId,
+        /// The cascade of the ELECTION answered.
+        tag: ElectionTag,
+    },
     /// Bully family: the winner announces itself to every other roster member.
     Coordinator {
+        /// The new leader (the sender).
         leader: NodeId,
+        /// The epoch of the new leadership (its fencing term).
         epoch: u64,
+        /// The cascade that elected it.
         tag: ElectionTag,
     },
     /// Improved Bully: the initiator hands the election to its highest responder.
-    YouAreCoordinator { tag: ElectionTag, epoch: u64 },
+    YouAreCoordinator {
+        /// The cascade being handed over.
+        tag: ElectionTag,
+        /// The highest epoch the initiator has seen.
+        epoch: u64,
+    },
     /// Ring: the election message with every id it has passed.
     RingElection {
+        /// The node that started this lap (it ends the lap when the message returns).
         initiator: NodeId,
+        /// Every id the message has passed, in ring order, starting with the initiator.
         ids: Vec<NodeId>,
+        /// The highest epoch seen along the lap; the decision takes one above it.
         epoch: u64,
     },
     /// Ring: the result lap.
     RingCoordinator {
+        /// The node that started the election lap (it ends this lap too).
         initiator: NodeId,
+        /// The highest id collected by the election lap.
         leader: NodeId,
+        /// The epoch of the new leadership.
         epoch: u64,
     },
     /// Chang–Roberts: a candidate id travelling clockwise.
-    LcrElection { candidate: NodeId, round: u64 },
+    LcrElection {
+        /// The id being carried; a node forwards it only if it beats its own.
+        candidate: NodeId,
+        /// The election round (round r elects epoch r).
+        round: u64,
+    },
     /// Chang–Roberts: the ELECTED lap.
-    LcrElected { leader: NodeId, epoch: u64 },
+    LcrElected {
+        /// The winner, whose own id came back to it.
+        leader: NodeId,
+        /// The epoch of the new leadership (the round that elected it).
+        epoch: u64,
+    },
     /// Hirschberg–Sinclair: a probe of `candidate` in `phase`, `hops` travelled so far.
     Probe {
+        /// The id probing its neighbourhood.
         candidate: NodeId,
+        /// The phase k: the probe travels up to 2^k hops each way.
         phase: u32,
+        /// Hops travelled so far in this direction.
         hops: u32,
+        /// Travelling to the right (clockwise) rather than to the left.
         to_right: bool,
+        /// The election round (round r elects epoch r).
         round: u64,
     },
     /// Hirschberg–Sinclair: a probe bounced back towards its candidate.
     Reply {
+        /// The candidate the reply returns to.
         candidate: NodeId,
+        /// The phase of the probe answered.
         phase: u32,
+        /// The direction the probe travelled (the reply travels the other way).
         to_right: bool,
+        /// The election round of the probe.
         round: u64,
     },
     /// Hirschberg–Sinclair: the terminate (leader announcement) lap.
-    Terminate { leader: NodeId, epoch: u64 },
+    Terminate {
+        /// The winner, whose probe came all the way round.
+        leader: NodeId,
+        /// The epoch of the new leadership (the round that elected it).
+        epoch: u64,
+    },
     /// Raft §5.2 RequestVote (or a pre-vote request, §9.6 of Ongaro's thesis: typed and
     /// counted as `pre_vote`).
-    RequestVote { term: u64, pre_vote: bool },
+    RequestVote {
+        /// The candidate's term (for a pre-vote: the term it would take).
+        term: u64,
+        /// A pre-vote: asks whether a vote would be granted, changes no state.
+        pre_vote: bool,
+    },
     /// Raft vote reply (`pre_vote_response` when it answers a pre-vote).
     Vote {
+        /// Granted: the request's term; refused: the voter's own term.
         term: u64,
+        /// Whether the vote (or pre-vote) is granted.
         granted: bool,
+        /// Answers a pre-vote request.
         pre_vote: bool,
     },
     /// Leader liveness beacon (failure detector; Raft's empty AppendEntries).
-    Heartbeat { term: u64, leader: NodeId },
+    Heartbeat {
+        /// The term (epoch, round) of the sender's leadership.
+        term: u64,
+        /// The sender, the leader of that term.
+        leader: NodeId,
+    },
     /// A follower's answer to a heartbeat. Raft: its term (used by check-quorum;
     /// `leader` is 0). The groups on the heartbeat failure detector: the fencing token
     /// held, `(term, leader)` (`leader` 0 when none is known), sent to a claimant below
     /// it; the leader id is needed because two leaderships of one term differ only in it.
-    HeartbeatAck { term: u64, leader: NodeId },
+    HeartbeatAck {
+        /// The term of the token (or, for Raft, of the follower).
+        term: u64,
+        /// The leader of that token; 0 for Raft or when none is known.
+        leader: NodeId,
+    },
     /// A leader leaving gracefully: elect now instead of waiting for the failure timeout.
-    Resign { epoch: u64 },
+    Resign {
+        /// The epoch of the leadership being given up.
+        epoch: u64,
+    },
 }
 
 /// The `type` label of a message (lower snake case, stable: metrics and reports use it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageType {
+    /// Bully family ELECTION ([`Message::Election`]).
     Election,
+    /// Bully family OK, the answer to an ELECTION.
     Ok,
+    /// Bully family COORDINATOR, the winner's announcement.
     Coordinator,
+    /// Improved Bully: the initiator hands the election over.
     YouAreCoordinator,
+    /// Ring: the election lap.
     RingElection,
+    /// Ring: the result lap.
     RingCoordinator,
+    /// Chang–Roberts: a candidate id.
     LcrElection,
+    /// Chang–Roberts: the ELECTED lap.
     LcrElected,
+    /// Hirschberg–Sinclair: a probe.
     Probe,
+    /// Hirschberg–Sinclair: a reply to a probe.
     Reply,
+    /// Hirschberg–Sinclair: the announcement lap.
     Terminate,
+    /// Raft RequestVote (not a pre-vote).
     RequestVote,
+    /// Raft vote reply (not to a pre-vote).
     Vote,
+    /// Leader liveness beacon; counted as liveness, not election traffic.
     Heartbeat,
+    /// Answer to a heartbeat; counted as liveness.
     HeartbeatAck,
+    /// A leader stepping down gracefully.
     Resign,
     /// Raft pre-vote request (`Message::RequestVote` with `pre_vote`), thesis §9.6.
     PreVote,
@@ -134,6 +219,7 @@ impl MessageType {
         MessageType::PreVoteResponse,
     ];
 
+    /// The label: lower snake case, the same in metrics, traces and reports.
     pub fn as_str(self) -> &'static str {
         match self {
             MessageType::Election => "election",
@@ -176,6 +262,8 @@ impl fmt::Display for MessageType {
 }
 
 impl Message {
+    /// The type label of this message; a pre-vote request or reply has its own
+    /// type ([`MessageType::PreVote`], [`MessageType::PreVoteResponse`]).
     pub fn kind(&self) -> MessageType {
         match self {
             Message::Election { .. } => MessageType::Election,

@@ -10,7 +10,6 @@
 
 pub mod algorithm;
 pub mod formulas;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod message;
 pub mod policy;
 pub mod registry;

@@ -6,8 +6,6 @@ pub mod hooks;
 pub mod metrics;
 #[cfg(target_os = "linux")]
 pub(crate) mod process_metrics;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod runtime;
-#[allow(missing_docs)] // the docs of its public fields and variants are still owed
 pub mod shared;
 pub mod socket;

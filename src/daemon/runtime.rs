@@ -15,7 +15,7 @@
 //!   ([`crate::security::droplog`]), send errors are counted
 //!   (`electd_send_errors_total{kind}`) and survived; the reliable link retransmits.
 //! - Batches: after a datagram arrives, those already queued on the socket are handled
-//!   too (up to [`BATCH`]), then everything is flushed once: datagrams sent, metrics
+//!   too (up to `BATCH`, 64), then everything is flushed once: datagrams sent, metrics
 //!   synced with the node, the status snapshot published, then each leader change
 //!   emitted to `/watch` subscribers and hooks. A timer that falls due ends the batch
 //!   and, ahead of the socket in the (biased) `select!`, fires next: heartbeats keep
@@ -83,18 +83,25 @@ pub enum Start {
 /// Everything the runtime needs (built from a [`Config`], or directly in tests).
 #[derive(Clone, Debug)]
 pub struct RuntimeConfig {
+    /// This node's id (a member of `peers`).
     pub id: NodeId,
+    /// The cluster name every datagram carries.
     pub cluster: String,
     /// Roster in ring order with each member's UDP address.
     pub peers: Vec<(NodeId, SocketAddr)>,
+    /// The groups to run, one per algorithm.
     pub algorithms: Vec<AlgorithmKind>,
+    /// Heartbeat, failure timeout and election timeouts.
     pub timing: Timing,
+    /// Raft switches (pre-vote, check-quorum, ranked timeouts).
     pub options: Options,
+    /// Reliable-link retransmission settings.
     pub link: LinkConfig,
     /// `None` only with `insecure = true`.
     pub keys: Option<Keyring>,
     /// Boot id; see [`incarnation_now`].
     pub incarnation: u64,
+    /// Whether to call an election at start or wait for the others.
     pub start: Start,
     /// Where durable algorithm state (every group's fencing token, Raft's vote) is kept
     /// across restarts.
@@ -105,6 +112,8 @@ pub struct RuntimeConfig {
 }
 
 impl RuntimeConfig {
+    /// The runtime settings of `c`'s node; `incarnation` is this boot's id
+    /// (see [`incarnation_now`]).
     pub fn from_config(c: &Config, incarnation: u64) -> RuntimeConfig {
         RuntimeConfig {
             id: c.node_id,
@@ -159,7 +168,7 @@ pub fn incarnation_now() -> u64 {
 }
 
 /// The wall clock in unix microseconds (0 before 1970).
-pub fn unix_micros() -> u64 {
+pub(crate) fn unix_micros() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
@@ -210,8 +219,10 @@ const RETRY_UNRESOLVED: Duration = Duration::from_secs(1);
 /// The runtime could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
+    /// The node could not be built (an invalid roster).
     #[error("cannot build the node: {0}")]
     Build(#[from] crate::algorithms::BuildError),
+    /// The durable state could not be read or written.
     #[error("cannot read or write the durable state ([state] file): {0}")]
     Durable(#[from] durable::DurableError),
 }

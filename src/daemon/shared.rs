@@ -23,20 +23,26 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 /// One group as `/status` shows it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GroupView {
+    /// The group (one per algorithm the node runs).
     pub algorithm: AlgorithmKind,
+    /// The algorithm's state name (`follower`, `electing`, `leader`, …; `unknown` until
+    /// the runtime's first snapshot).
     pub state: &'static str,
+    /// The leader this node believes in, if any.
     pub leader: Option<NodeId>,
+    /// The term (epoch, round) of that leadership: the fencing token's term.
     pub term: u64,
     /// Unix time (seconds) when this node formed its current leader belief.
     pub since: f64,
     /// Duration of the last election this node took part in.
     pub last_election_ms: Option<f64>,
+    /// An election is in progress at this node.
     pub electing: bool,
 }
 
 impl GroupView {
     /// Convert a node status; `origin_unix` is the unix time of the driver's time origin.
-    pub fn from_status(s: &GroupStatus, origin_unix: f64) -> Self {
+    pub(crate) fn from_status(s: &GroupStatus, origin_unix: f64) -> Self {
         GroupView {
             algorithm: s.algorithm,
             state: s.state,
@@ -52,9 +58,13 @@ impl GroupView {
 /// A change of a group's leader as seen by this node (`/watch`, hooks).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LeaderEvent {
+    /// The node that saw the change (this node).
     pub node: NodeId,
+    /// The group whose leader changed.
     pub algorithm: AlgorithmKind,
+    /// The new leader, `None` when the group has none (it resigned or is lost).
     pub leader: Option<NodeId>,
+    /// The term of the new leadership (the fencing token's term).
     pub term: u64,
     /// `leader`, `follower` or `none`.
     pub role: &'static str,
@@ -63,6 +73,8 @@ pub struct LeaderEvent {
 }
 
 impl LeaderEvent {
+    /// The event of `node` seeing `leader` in `term`, stamped now; the role follows
+    /// from comparing `leader` with `node`.
     pub fn new(node: NodeId, algorithm: AlgorithmKind, leader: Option<NodeId>, term: u64) -> Self {
         let role = match leader {
             Some(l) if l == node => "leader",
@@ -103,9 +115,13 @@ pub const HEALTH_CHECKS: [&str; 3] = ["send", "persist", "roster"];
 /// See the module documentation.
 #[derive(Debug)]
 pub struct Shared {
+    /// This node's id.
     pub node: NodeId,
+    /// The cluster name from the configuration.
     pub cluster: String,
+    /// The groups this node runs, in configuration order.
     pub algorithms: Vec<AlgorithmKind>,
+    /// The node's Prometheus registry and metrics.
     pub metrics: Metrics,
     /// Bearer token for `/admin/*`; admin routes are off without one.
     pub admin_token: Option<String>,
@@ -126,10 +142,13 @@ impl Shared {
         let _ = self.tracer.set(tracer);
     }
 
+    /// The trace recorder, if [`Shared::set_tracer`] set one.
     pub fn tracer(&self) -> Option<&crate::trace::SharedRecorder> {
         self.tracer.get().map(|t| &**t)
     }
 
+    /// The shared state of `node` and the receiver of its control channel (for the
+    /// runtime task; 64 commands may be queued).
     pub fn new(
         node: NodeId,
         cluster: String,
@@ -155,14 +174,17 @@ impl Shared {
         (shared, rx)
     }
 
+    /// A copy of the latest status snapshot, one entry per group.
     pub fn status(&self) -> Vec<GroupView> {
         self.status.read().map(|s| s.clone()).unwrap_or_default()
     }
 
+    /// The snapshot of one group, if the node runs it.
     pub fn group(&self, algorithm: AlgorithmKind) -> Option<GroupView> {
         self.status().into_iter().find(|g| g.algorithm == algorithm)
     }
 
+    /// Replace the status snapshot (the runtime calls it after each batch of work).
     pub fn publish_status(&self, groups: Vec<GroupView>) {
         if let Ok(mut s) = self.status.write() {
             *s = groups;
@@ -205,6 +227,7 @@ impl Shared {
         }
     }
 
+    /// Subscribe to leader events from now on (no snapshot; see [`Shared::watch`]).
     pub fn subscribe(&self) -> broadcast::Receiver<LeaderEvent> {
         self.events.subscribe()
     }
@@ -238,17 +261,20 @@ impl Shared {
             .unwrap_or_default()
     }
 
+    /// Mark the node paused (`/admin/pause`: it simulates a crash, and the read
+    /// routes answer 503) or running again (`/admin/resume`).
     pub fn set_paused(&self, paused: bool) {
         self.paused.store(paused, Ordering::SeqCst);
     }
 
+    /// Is the node paused (all election traffic stopped by the operator)?
     pub fn is_paused(&self) -> bool {
         self.paused.load(Ordering::SeqCst)
     }
 }
 
 /// Current unix time in milliseconds (0 if the clock is before 1970).
-pub fn unix_ms() -> u64 {
+pub(crate) fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)

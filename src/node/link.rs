@@ -203,6 +203,8 @@ fn heap_ns(t: Time) -> u64 {
 /// module documentation); per-peer sequences never reach it.
 pub const BROADCAST_SEQ: u64 = 1 << 63;
 
+/// The reliable link of one node to all its peers (see the module documentation):
+/// sequences, acks, retransmission timers and the duplicate windows.
 #[derive(Debug)]
 pub struct Link {
     me: NodeId,
@@ -220,29 +222,40 @@ pub struct Link {
     inbound_broadcast: FxHashMap<NodeId, PeerIn>,
     given_up: FxHashSet<NodeId>,
     rtt: FxHashMap<NodeId, Rtt>,
+    /// What the link has done so far (exported as metrics).
     pub stats: LinkStats,
 }
 
 /// Counters of the link (acks and retransmissions are counted apart from messages).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LinkStats {
+    /// Every datagram built: first sends, acks and retransmissions.
     pub datagrams_sent: u64,
+    /// Acks sent for reliable datagrams received (duplicates are acked again).
     pub acks_sent: u64,
+    /// Reliable messages sent again after their retransmission timeout.
     pub retransmissions: u64,
+    /// Messages given up on (unacknowledged for `give_up`): peer unreachable.
     pub delivery_failures: u64,
+    /// Reliable datagrams received again and dropped (their ack was resent).
     pub duplicates_dropped: u64,
+    /// Datagrams of a peer's previous life (lower incarnation), dropped.
     pub stale_dropped: u64,
 }
 
 /// A message the link gave up on.
 #[derive(Debug)]
 pub struct Undeliverable {
+    /// The peer that did not acknowledge.
     pub peer: NodeId,
+    /// The group that sent the message.
     pub group: AlgorithmKind,
+    /// The message, for the group to handle the failure.
     pub msg: Message,
 }
 
 impl Link {
+    /// The link of node `me` in its boot `incarnation`, with no peer heard from yet.
     pub fn new(me: NodeId, incarnation: u64, cfg: LinkConfig) -> Self {
         Link {
             me,
@@ -260,12 +273,13 @@ impl Link {
         }
     }
 
+    /// The settings the link was built with.
     pub fn config(&self) -> &LinkConfig {
         &self.cfg
     }
 
     /// The retransmission timeout a new message to `peer` would get now.
-    pub fn rto(&self, peer: NodeId) -> Duration {
+    pub(crate) fn rto(&self, peer: NodeId) -> Duration {
         self.rtt
             .get(&peer)
             .copied()
@@ -283,7 +297,7 @@ impl Link {
     /// datagram counted). Liveness types go without sequence; reliable ones get the
     /// next broadcast sequence and one pending entry (ack, retransmission by unicast,
     /// verdict) per recipient.
-    pub fn send_to_all(
+    pub(crate) fn send_to_all(
         &mut self,
         now: Time,
         to: &[NodeId],
@@ -422,7 +436,7 @@ impl Link {
     }
 
     /// Earliest retransmission deadline, if any message is unacknowledged.
-    pub fn next_deadline(&mut self) -> Option<Time> {
+    pub(crate) fn next_deadline(&mut self) -> Option<Time> {
         while let Some(Reverse((_, peer, seq))) = self.retx.peek() {
             if self.unacked.contains_key(&(*peer, *seq)) {
                 break;
@@ -436,7 +450,7 @@ impl Link {
 
     /// Retransmit what is due; messages past their last attempt come back as
     /// [`Undeliverable`].
-    pub fn on_timeout(
+    pub(crate) fn on_timeout(
         &mut self,
         now: Time,
         transmit: &mut Vec<(NodeId, Datagram)>,
@@ -486,7 +500,7 @@ impl Link {
     }
 
     /// Number of messages waiting for an ack.
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.unacked.len()
     }
 
@@ -494,7 +508,7 @@ impl Link {
     /// failure detector declared `peer` lost: waiting out the retry budget would only
     /// delay the election by it). Returned in sending order; counted as delivery
     /// failures, and `peer` counts as given up until it is heard from again.
-    pub fn abandon(&mut self, peer: NodeId, group: AlgorithmKind) -> Vec<Undeliverable> {
+    pub(crate) fn abandon(&mut self, peer: NodeId, group: AlgorithmKind) -> Vec<Undeliverable> {
         let mut seqs: Vec<u64> = self
             .unacked
             .iter()

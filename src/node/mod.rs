@@ -43,25 +43,35 @@ pub type Time = Duration;
 /// A datagram in domain form (the wire module encodes it as one protobuf envelope).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Datagram {
+    /// The sending node.
     pub from: NodeId,
+    /// The sender's boot id: a higher one means it restarted, a lower one is a leftover
+    /// of a previous life.
     pub incarnation: u64,
     /// Link sequence of a reliable body, 0 for unreliable ones.
     pub seq: u64,
     /// Sequence acknowledged, 0 for none.
     pub ack: u64,
+    /// The group (algorithm) the body belongs to; `None` for a bare ack.
     pub group: Option<AlgorithmKind>,
+    /// The message; `None` for a bare ack.
     pub body: Option<Message>,
 }
 
 /// Everything a node is built from.
 #[derive(Clone, Debug)]
 pub struct NodeConfig {
+    /// This node's id, a member of `ring`.
     pub id: NodeId,
     /// Every roster id including this node's, in logical ring order.
     pub ring: Vec<NodeId>,
+    /// The groups to run, one per algorithm (no duplicates).
     pub algorithms: Vec<AlgorithmKind>,
+    /// Heartbeat, failure timeout and election timeouts of every group.
     pub timing: Timing,
+    /// Raft switches (pre-vote, check-quorum, ranked timeouts).
     pub options: Options,
+    /// Reliable-link settings.
     pub link: LinkConfig,
     /// Boot id; must grow across restarts of the same node.
     pub incarnation: u64,
@@ -72,20 +82,32 @@ pub struct NodeConfig {
 /// What happened at a node, for observers (metrics, hooks, `/watch`, the simulator).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
+    /// The node's belief about a group's leader changed (or the same leader took a new
+    /// term).
     LeaderChanged {
+        /// The group.
         group: AlgorithmKind,
+        /// The new leader, `None` when the group has none.
         leader: Option<NodeId>,
+        /// The term (epoch, round) of that leadership.
         term: u64,
+        /// When the change happened.
         at: Time,
     },
+    /// The node started (or joined) an election in a group.
     ElectionStarted {
+        /// The group.
         group: AlgorithmKind,
+        /// When it started.
         at: Time,
     },
     /// The node learned a leader after an election it took part in.
     ElectionFinished {
+        /// The group.
         group: AlgorithmKind,
+        /// From the start of the election to the leader adopted.
         duration: Duration,
+        /// This node is the leader elected.
         won: bool,
     },
     /// A failover at this node: it followed `from` (another node), then adopted a
@@ -99,10 +121,16 @@ pub enum Event {
     /// election that cleared its belief), `phases` splits `total` at that moment;
     /// when it adopted `to` directly there are no phases.
     Failover {
+        /// The group.
         group: AlgorithmKind,
+        /// The leader followed before.
         from: NodeId,
+        /// The leader adopted.
         to: NodeId,
+        /// Last datagram heard from `from` → `to` adopted.
         total: Duration,
+        /// Where `total` splits into detection and election, when this node declared `from`
+        /// lost first.
         phases: Option<FailoverPhases>,
     },
 }
@@ -119,17 +147,26 @@ pub struct FailoverPhases {
 /// Per-group counters (the metrics module exports these).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GroupStats {
+    /// Messages sent, by type (index: `MessageType as usize`); broadcasts count one per
+    /// recipient.
     pub sent: [u64; MessageType::ALL.len()],
+    /// Messages received and handed to the group, by type (same index).
     pub received: [u64; MessageType::ALL.len()],
+    /// Elections this node started or joined.
     pub elections_started: u64,
+    /// Times this node became the group's leader.
     pub elections_won: u64,
+    /// Changes of this node's leader belief (including to none).
     pub leader_changes: u64,
+    /// Duration of the last election this node took part in that ended with a leader.
     pub last_election: Option<Duration>,
-    /// The link's retransmissions and delivery failures of this group's messages.
+    /// The link's retransmissions of this group's messages.
     pub retransmissions: u64,
+    /// Of this group's messages, those the link gave up on (peer unreachable).
     pub delivery_failures: u64,
     /// Failovers this node experienced ([`Event::Failover`]) and the last one's total.
     pub failovers: u64,
+    /// The `total` of the last failover.
     pub last_failover: Option<Duration>,
     /// Time without a leader since the node started, up to the last leader change;
     /// [`Node::leaderless`] adds the period still under way.
@@ -137,10 +174,12 @@ pub struct GroupStats {
 }
 
 impl GroupStats {
-    pub fn sent_of(&self, t: MessageType) -> u64 {
+    /// Messages of type `t` sent.
+    pub(crate) fn sent_of(&self, t: MessageType) -> u64 {
         self.sent[t as usize]
     }
-    pub fn received_of(&self, t: MessageType) -> u64 {
+    /// Messages of type `t` received.
+    pub(crate) fn received_of(&self, t: MessageType) -> u64 {
         self.received[t as usize]
     }
     /// Election messages sent (liveness traffic excluded), the literature's count.
@@ -156,13 +195,19 @@ impl GroupStats {
 /// A read-only view of one group for `/status` and the demo table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupStatus {
+    /// The group.
     pub algorithm: AlgorithmKind,
+    /// The algorithm's state name (`follower`, `electing`, `leader`, …).
     pub state: &'static str,
+    /// The leader this node believes in, if any.
     pub leader: Option<NodeId>,
+    /// The term (epoch, round) of that leadership.
     pub term: u64,
     /// When the current leader belief was formed.
     pub since: Time,
+    /// An election is in progress at this node.
     pub electing: bool,
+    /// Duration of the last election this node took part in that ended with a leader.
     pub last_election: Option<Duration>,
 }
 
@@ -280,6 +325,7 @@ impl Node {
         })
     }
 
+    /// This node's id.
     pub fn id(&self) -> NodeId {
         self.id
     }
@@ -572,7 +618,7 @@ impl Node {
 
     /// Make every group's failure detector report the leader lost now (the simulator's
     /// "this node detects the crash" step).
-    pub fn force_leader_lost(&mut self, now: Time) {
+    pub(crate) fn force_leader_lost(&mut self, now: Time) {
         for g in 0..self.groups.len() {
             self.groups[g]
                 .algo
@@ -603,18 +649,18 @@ impl Node {
     /// per recipient (a COORDINATOR to 4 peers counts 4 messages) and the link counts 1
     /// datagram. Reliable ones carry a broadcast sequence: acked by each recipient,
     /// retransmitted by unicast to those that did not ack (see [`link`]).
-    pub fn set_multicast(&mut self, on: bool) {
+    pub(crate) fn set_multicast(&mut self, on: bool) {
         self.multicast = on;
     }
 
     /// Datagrams for every other member (one multicast send each).
-    pub fn drain_multicasts(&mut self) -> std::vec::Drain<'_, Datagram> {
+    pub(crate) fn drain_multicasts(&mut self) -> std::vec::Drain<'_, Datagram> {
         self.multicasts.drain(..)
     }
 
     /// Peers the reliable link declared unreachable since the last call (each once),
     /// e.g. for the driver to look their address up again.
-    pub fn drain_unreachable(&mut self) -> std::vec::Drain<'_, NodeId> {
+    pub(crate) fn drain_unreachable(&mut self) -> std::vec::Drain<'_, NodeId> {
         self.unreachable.drain(..)
     }
 
@@ -626,10 +672,12 @@ impl Node {
     /// The datagrams to put on the wire, by value: the node keeps no buffer, so a
     /// burst (a broadcast to a large roster) does not pin its memory for the node's
     /// life (the simulator holds thousands of nodes).
-    pub fn take_transmits(&mut self) -> Vec<(NodeId, Datagram)> {
+    pub(crate) fn take_transmits(&mut self) -> Vec<(NodeId, Datagram)> {
         std::mem::take(&mut self.transmits)
     }
 
+    /// The events produced since the last call, for the driver's observers (metrics,
+    /// hooks, `/watch`).
     pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
         self.events.drain(..)
     }
@@ -639,6 +687,7 @@ impl Node {
         self.events.clear();
     }
 
+    /// A snapshot of every group's state, in configuration order.
     pub fn status(&self) -> Vec<GroupStatus> {
         self.groups
             .iter()
@@ -654,15 +703,18 @@ impl Node {
             .collect()
     }
 
+    /// The snapshot of group `kind`, if the node runs it.
     pub fn group_status(&self, kind: AlgorithmKind) -> Option<GroupStatus> {
         self.status().into_iter().find(|s| s.algorithm == kind)
     }
 
+    /// The leader group `kind` believes in (`None` also for a group not run).
     pub fn leader(&self, kind: AlgorithmKind) -> Option<NodeId> {
         self.group_index(kind).and_then(|g| self.groups[g].leader)
     }
 
-    pub fn is_electing(&self, kind: AlgorithmKind) -> bool {
+    /// Is an election in progress in group `kind` (false for a group not run)?
+    pub(crate) fn is_electing(&self, kind: AlgorithmKind) -> bool {
         self.group_index(kind)
             .map(|g| self.groups[g].algo.is_electing())
             .unwrap_or(false)
@@ -680,20 +732,23 @@ impl Node {
         })
     }
 
-    pub fn group_stats(&self, kind: AlgorithmKind) -> Option<&GroupStats> {
+    /// Counters of group `kind`, if the node runs it.
+    pub(crate) fn group_stats(&self, kind: AlgorithmKind) -> Option<&GroupStats> {
         self.group_index(kind).map(|g| &self.groups[g].stats)
     }
 
+    /// The groups this node runs, in configuration order.
     pub fn algorithms(&self) -> impl Iterator<Item = AlgorithmKind> + '_ {
         self.groups.iter().map(|g| g.kind)
     }
 
-    pub fn link_stats(&self) -> &LinkStats {
+    /// Counters of the reliable link (shared by every group).
+    pub(crate) fn link_stats(&self) -> &LinkStats {
         &self.link.stats
     }
 
     /// Messages the link still waits an ack for.
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.link.in_flight()
     }
 
@@ -709,7 +764,7 @@ impl Node {
 
     /// The timers due at `now` as (group, timer name), in no particular order: what
     /// [`Node::handle_timeout`] is about to fire, for drivers that record a trace.
-    pub fn due_timers(&self, now: Time) -> Vec<(AlgorithmKind, &'static str)> {
+    pub(crate) fn due_timers(&self, now: Time) -> Vec<(AlgorithmKind, &'static str)> {
         self.timers
             .iter()
             .filter(|t| t.2 <= now)

@@ -28,11 +28,18 @@ use std::time::Duration;
 /// One failed check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
+    /// The algorithm of the failing run.
     pub algorithm: AlgorithmKind,
+    /// The seed of the failing run: with the other fields it replays the run exactly.
     pub seed: u64,
+    /// Roster size of the failing run.
     pub nodes: usize,
+    /// The property that failed: `setup`, `election-safety`, `liveness`, `stays-settled`
+    /// or `token-safety`.
     pub property: &'static str,
+    /// What was observed (nodes, leaders, terms), for the report.
     pub detail: String,
+    /// The fault mix of the run.
     pub faults: FaultSet,
 }
 
@@ -188,7 +195,9 @@ fn settled_state(
 /// Summary of a campaign for one algorithm.
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
+    /// Seeds run for this algorithm.
     pub seeds: u64,
+    /// Every failed check, at most one per seed.
     pub violations: Vec<Violation>,
 }
 

@@ -40,6 +40,7 @@ pub enum FaultSet {
 }
 
 impl FaultSet {
+    /// The chaos parameters this fault set stands for.
     pub fn params(self) -> ChaosParams {
         match self {
             FaultSet::Basic => ChaosParams::default(),
@@ -52,6 +53,7 @@ impl FaultSet {
             },
         }
     }
+    /// The name of the fault set (`basic` or `full`), as reports and the CLI write it.
     pub fn as_str(self) -> &'static str {
         match self {
             FaultSet::Basic => "basic",

@@ -14,30 +14,45 @@ use std::path::Path;
 /// One measured point.
 #[derive(Clone, Debug, Serialize)]
 pub struct Point {
+    /// The case's label (algorithm and ring order), as in [`CaseInfo::label`].
     pub case: String,
+    /// The algorithm measured.
     pub algorithm: AlgorithmKind,
+    /// Roster size N.
     pub nodes: usize,
+    /// Election messages of the startup election (liveness traffic excluded).
     pub measured: u64,
+    /// The literature's count for N, when the case has a formula.
     pub formula: Option<f64>,
     /// measured / formula (1.00 means the literature's count exactly).
     pub ratio: Option<f64>,
+    /// Every node agreed on one live leader at the end.
     pub agreed: bool,
+    /// That leader, if any.
     pub leader: Option<crate::NodeId>,
 }
 
 /// The whole comparison.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
+    /// The roster sizes measured, ascending as given.
     pub nodes: Vec<usize>,
+    /// The cases (algorithm × ring order), in table column order.
     pub cases: Vec<CaseInfo>,
+    /// One point per case and N.
     pub points: Vec<Point>,
 }
 
+/// One column of the comparison: an algorithm in one ring order, and its formula.
 #[derive(Clone, Debug, Serialize)]
 pub struct CaseInfo {
+    /// Short label for tables and the plot legend.
     pub label: String,
+    /// The algorithm.
     pub algorithm: AlgorithmKind,
+    /// Human form of the formula, with its source.
     pub formula: &'static str,
+    /// Is the formula an exact count (true) or an upper bound / average (false)?
     pub exact: bool,
 }
 
@@ -101,6 +116,7 @@ impl Comparison {
         self.points.iter().find(|p| p.case == case && p.nodes == n)
     }
 
+    /// The comparison as a text table, `measured / formula` per cell, then the formulas.
     pub fn to_table(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(
@@ -134,6 +150,7 @@ impl Comparison {
         s
     }
 
+    /// The comparison as CSV, one row per point.
     pub fn to_csv(&self) -> String {
         let mut s = String::from("case,algorithm,nodes,measured,formula,ratio,agreed,leader\n");
         for p in &self.points {
@@ -153,6 +170,7 @@ impl Comparison {
         s
     }
 
+    /// The comparison as pretty-printed JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }

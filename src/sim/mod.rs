@@ -54,13 +54,19 @@ pub struct Cost {
 /// Everything a simulation is built from.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
+    /// The groups every node runs (one per algorithm).
     pub algorithms: Vec<AlgorithmKind>,
     /// Node ids in ring order.
     pub ids: Vec<NodeId>,
+    /// Heartbeat, failure timeout and election timeouts of every node.
     pub timing: Timing,
+    /// Raft switches (pre-vote, check-quorum, ranked timeouts).
     pub options: Options,
+    /// Reliable-link settings (retransmission timeouts, give-up bound).
     pub link: LinkConfig,
+    /// The network's faults at the start (scenario ops may change them).
     pub net: NetConfig,
+    /// Seeds every random draw (network, timeouts): the same config replays the same run.
     pub seed: u64,
     /// Processing cost per datagram and per timer round (zero by default).
     pub cost: Cost,
@@ -85,10 +91,13 @@ impl SimConfig {
 /// A simulation failed to set up or to run a scenario step.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
+    /// An algorithm could not be built with this roster.
     #[error(transparent)]
     Build(#[from] crate::algorithms::BuildError),
+    /// A scenario op names a node that is not in the roster.
     #[error("node {0} is not in the simulated roster")]
     UnknownNode(NodeId),
+    /// The roster is empty.
     #[error("the simulation needs at least one node")]
     Empty,
 }
@@ -179,9 +188,13 @@ type Totals = HashMap<AlgorithmKind, [u64; MessageType::ALL.len()]>;
 /// A leadership claim seen during the run, for safety checks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Claim {
+    /// Virtual time of the claim.
     pub at: Time,
+    /// The group (algorithm) claimed.
     pub group: AlgorithmKind,
+    /// The node that became leader.
     pub node: NodeId,
+    /// The term (epoch, round) of its leadership.
     pub term: u64,
 }
 
@@ -218,6 +231,8 @@ pub struct Sim {
 }
 
 impl Sim {
+    /// Set up the run of `cfg` with no node started yet ([`Sim::start`] or the scenario
+    /// ops boot them); fails on an empty or invalid roster.
     pub fn new(cfg: SimConfig) -> Result<Sim, SimError> {
         if cfg.ids.is_empty() {
             return Err(SimError::Empty);
@@ -288,29 +303,33 @@ impl Sim {
     }
 
     /// Stop recording and hand the trace back.
-    pub fn take_trace(&mut self) -> Option<Recorder> {
+    pub(crate) fn take_trace(&mut self) -> Option<Recorder> {
         self.trace.take().map(|b| *b)
     }
 
     /// Append a record to the trace being recorded (none: nothing happens).
-    pub fn trace_record(&mut self, r: impl FnOnce(u64) -> Record) {
+    pub(crate) fn trace_record(&mut self, r: impl FnOnce(u64) -> Record) {
         if let Some(t) = self.trace.as_mut() {
             t.push(r(trace::ns(self.now)));
         }
     }
 
+    /// The current virtual time (since the start of the run).
     pub fn now(&self) -> Time {
         self.now
     }
 
+    /// The configuration the simulation was built from.
     pub fn config(&self) -> &SimConfig {
         &self.cfg
     }
 
+    /// Every node id in ring order, live or not.
     pub fn ids(&self) -> &[NodeId] {
         &self.cfg.ids
     }
 
+    /// Is `id` running (started and not crashed)? False for an unknown id.
     pub fn is_alive(&self, id: NodeId) -> bool {
         self.index
             .get(&id)
@@ -318,6 +337,7 @@ impl Sim {
             .unwrap_or(false)
     }
 
+    /// The ids of the running nodes, in ring order.
     pub fn live_ids(&self) -> Vec<NodeId> {
         self.nodes
             .iter()
@@ -413,6 +433,7 @@ impl Sim {
         self.retired_link[2] += l.delivery_failures;
     }
 
+    /// Crash `id`: its state and inbox are lost (crashing a crashed node does nothing).
     pub fn crash(&mut self, id: NodeId) -> Result<(), SimError> {
         let i = self.idx(id)?;
         if self.nodes[i].alive {
@@ -560,10 +581,12 @@ impl Sim {
         self.crash(id)
     }
 
-    pub fn set_net(&mut self, net: NetConfig) {
+    /// Replace the network's faults from now on (datagrams in flight keep their fate).
+    pub(crate) fn set_net(&mut self, net: NetConfig) {
         self.net = net;
     }
 
+    /// The directed cuts, to partition or heal the network.
     pub fn cuts_mut(&mut self) -> &mut Cuts {
         &mut self.cuts
     }
@@ -633,7 +656,7 @@ impl Sim {
     }
 
     /// Start measuring an election.
-    pub fn begin_measure(&mut self, label: &str) {
+    pub(crate) fn begin_measure(&mut self, label: &str) {
         self.measure = Some((
             label.to_string(),
             self.now,

@@ -11,6 +11,7 @@ use std::time::Duration;
 pub struct NetConfig {
     /// One-way delay, uniform in `[delay_min, delay_max]`.
     pub delay_min: Duration,
+    /// Upper end of the one-way delay (equal to `delay_min`: a constant delay).
     pub delay_max: Duration,
     /// Probability a datagram is lost.
     pub loss: f64,
@@ -34,6 +35,7 @@ impl Default for NetConfig {
 }
 
 impl NetConfig {
+    /// No loss, duplication or reordering (delays may still vary).
     pub fn is_clean(&self) -> bool {
         self.loss == 0.0 && self.duplicate == 0.0 && self.reorder == 0.0
     }
@@ -46,6 +48,7 @@ pub struct Cuts {
 }
 
 impl Cuts {
+    /// Does a cut drop datagrams from `from` to `to`?
     pub fn blocks(&self, from: NodeId, to: NodeId) -> bool {
         !self.blocked.is_empty() && self.blocked.contains(&(from, to))
     }
@@ -74,10 +77,12 @@ impl Cuts {
         }
     }
 
+    /// Remove every cut.
     pub fn heal(&mut self) {
         self.blocked.clear();
     }
 
+    /// No link is cut.
     pub fn is_empty(&self) -> bool {
         self.blocked.is_empty()
     }

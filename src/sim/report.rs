@@ -11,12 +11,16 @@ use std::fmt::Write as _;
 /// Election messages (liveness traffic excluded), in total and by `type`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct MessageCounts {
+    /// Every election message, all types together.
     pub total: u64,
+    /// Count per type label ([`MessageType::as_str`]); types never sent are absent.
     pub by_type: BTreeMap<&'static str, u64>,
 }
 
 impl MessageCounts {
-    pub fn from_sent(sent: &[u64; MessageType::ALL.len()]) -> Self {
+    /// Count the election messages of a per-type send counter (indexed by
+    /// `MessageType as usize`), leaving liveness traffic out.
+    pub(crate) fn from_sent(sent: &[u64; MessageType::ALL.len()]) -> Self {
         let mut by_type = BTreeMap::new();
         let mut total = 0;
         for t in MessageType::ALL {
@@ -29,10 +33,12 @@ impl MessageCounts {
         MessageCounts { total, by_type }
     }
 
+    /// The count of type `t` (0 when none was sent).
     pub fn of(&self, t: MessageType) -> u64 {
         self.by_type.get(t.as_str()).copied().unwrap_or(0)
     }
 
+    /// Add `other`'s counts to these.
     pub fn add(&mut self, other: &MessageCounts) {
         self.total += other.total;
         for (k, v) in &other.by_type {
@@ -44,15 +50,23 @@ impl MessageCounts {
 /// One measured election.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ElectionReport {
+    /// The measured election's name (`startup`, `leader-crash`, …).
     pub label: String,
+    /// The algorithm elected with.
     pub algorithm: AlgorithmKind,
+    /// The leader the live nodes agree on at the end, if they agree.
     pub leader: Option<NodeId>,
+    /// Every live node agreed on one live leader.
     pub agreed: bool,
+    /// Election messages sent during the election.
     pub messages: MessageCounts,
     /// Heartbeats (and their acks) during the election, counted apart.
     pub heartbeats: u64,
+    /// Acknowledgements sent by the reliable link (not counted in `messages`).
     pub acks: u64,
+    /// Reliable-link retransmissions (not counted in `messages`).
     pub retransmissions: u64,
+    /// Messages the reliable link gave up on.
     pub delivery_failures: u64,
     /// Virtual time from the trigger to the last leader change.
     pub virtual_ms: f64,
@@ -61,12 +75,19 @@ pub struct ElectionReport {
 /// The result of `electd simulate`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SimReport {
+    /// The algorithm simulated.
     pub algorithm: AlgorithmKind,
+    /// Roster size N.
     pub nodes: usize,
+    /// The scenario run (`startup`, `leader-crash`, `chaos`).
     pub scenario: String,
+    /// The node that called the first election.
     pub initiator: NodeId,
+    /// The seed of the run (replays it).
     pub seed: u64,
+    /// Datagram loss probability of the run.
     pub loss: f64,
+    /// Node ids in ring order.
     pub ring: Vec<NodeId>,
     /// Leader after the last election.
     pub leader: Option<NodeId>,
@@ -77,10 +98,13 @@ pub struct SimReport {
     pub expected_leader: Option<NodeId>,
     /// All elections together.
     pub messages: MessageCounts,
+    /// Reliable-link acknowledgements over all elections.
     pub acks: u64,
+    /// Reliable-link retransmissions over all elections.
     pub retransmissions: u64,
     /// Sum of the elections' virtual times.
     pub virtual_ms: f64,
+    /// Each measured election, in order.
     pub elections: Vec<ElectionReport>,
     /// Wall-clock time of the run (not deterministic; for throughput only).
     pub wall_ms: f64,
@@ -89,10 +113,12 @@ pub struct SimReport {
 }
 
 impl SimReport {
+    /// The report as pretty-printed JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
 
+    /// The report as CSV: one row per election and message type, then its total.
     pub fn to_csv(&self) -> String {
         let mut s = String::from(
             "algorithm,nodes,scenario,election,leader,agreed,type,messages,virtual_ms\n",
@@ -130,6 +156,7 @@ impl SimReport {
         s
     }
 
+    /// The report as a text table (what `electd simulate` prints by default).
     pub fn to_table(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(

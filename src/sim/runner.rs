@@ -13,20 +13,27 @@ use std::time::{Duration, Instant};
 /// Parameters of one simulated run.
 #[derive(Clone, Debug)]
 pub struct SimulateParams {
+    /// The algorithm to run.
     pub algorithm: AlgorithmKind,
     /// Node ids in ring order.
     pub ids: Vec<NodeId>,
+    /// Which node calls the first election.
     pub initiator: Initiator,
+    /// The scenario to run.
     pub scenario: Scenario,
+    /// Seeds every random draw of the run.
     pub seed: u64,
     /// Datagram loss probability for the whole run.
     pub loss: f64,
+    /// Heartbeat, failure timeout and election timeouts.
     pub timing: Timing,
     /// Fault mix of the `chaos` scenario.
     pub faults: FaultSet,
 }
 
 impl SimulateParams {
+    /// `nodes` nodes with ids 1..=N ascending, lowest id initiating the startup
+    /// scenario, seed 1, no loss, the default timing.
     pub fn new(algorithm: AlgorithmKind, nodes: usize) -> Self {
         SimulateParams {
             algorithm,
@@ -44,8 +51,10 @@ impl SimulateParams {
 /// Errors of a simulate request (bad input, not bugs).
 #[derive(Debug, thiserror::Error)]
 pub enum SimulateError {
+    /// The initiator given is not in the roster: (the initiator, the roster's ids).
     #[error("initiator {0} is not in the roster (ids: {1})")]
     InitiatorNotInRoster(String, String),
+    /// The simulation could not be set up or run.
     #[error(transparent)]
     Sim(#[from] SimError),
 }

@@ -23,12 +23,15 @@ pub enum Op {
     Detect(NodeId),
     /// The lowest live node detects the leader lost (the `leader-crash` scenario).
     DetectLowest,
+    /// Crash `node`: it loses its state and inbox until restarted.
     Crash(NodeId),
     /// Crash whichever node the live nodes agree leads (no-op without agreement).
     CrashLeader,
     /// Restart a crashed node with a new incarnation; `elect`: it calls an election.
     Restart {
+        /// The node to restart.
         node: NodeId,
+        /// It calls an election once booted.
         elect: bool,
     },
     /// Gracefully stop `node`: it resigns the groups it leads, then stops.
@@ -37,7 +40,9 @@ pub enum Op {
     Partition(Vec<Vec<NodeId>>),
     /// Drop everything from `from` to `to` (one direction only).
     OneWay {
+        /// The sending side.
         from: Vec<NodeId>,
+        /// The receiving side.
         to: Vec<NodeId>,
     },
     /// Remove every cut.
@@ -45,13 +50,18 @@ pub enum Op {
     /// `node` stops for `for_` (a paused process): it handles nothing meanwhile and
     /// resumes with its backlog.
     Pause {
+        /// The paused node.
         node: NodeId,
+        /// How long it is paused (virtual time).
         for_: Duration,
     },
     /// `node` spends at least `cost` on every input for `for_` (a starved CPU).
     Slow {
+        /// The slowed node.
         node: NodeId,
+        /// Virtual processing time spent per input, at least.
         cost: Duration,
+        /// How long it stays slow.
         for_: Duration,
     },
     /// Change the network faults.
@@ -61,6 +71,7 @@ pub enum Op {
     /// Run until every live node agrees on a live leader and nothing is in flight,
     /// or until `max` has passed; ends the current measured election.
     Settle {
+        /// The longest to wait, in virtual time.
         max: Duration,
     },
 }
@@ -80,6 +91,7 @@ pub enum Scenario {
 }
 
 impl Scenario {
+    /// The name on the command line (`--scenario`).
     pub fn as_str(self) -> &'static str {
         match self {
             Scenario::Startup => "startup",
@@ -132,8 +144,11 @@ impl FromStr for Scenario {
 /// Which node calls the first election.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Initiator {
+    /// The lowest id of the roster.
     Lowest,
+    /// The highest id of the roster.
     Highest,
+    /// This node.
     Id(NodeId),
 }
 

@@ -34,7 +34,7 @@ impl TokenWatch {
     }
 
     /// Node `node` now believes `leader` leads `group` with `term`.
-    pub fn leader_changed(
+    pub(crate) fn leader_changed(
         &mut self,
         node: NodeId,
         group: AlgorithmKind,
@@ -79,7 +79,7 @@ impl TokenWatch {
 
     /// `node` restarted with an empty disk: it cannot remember its tokens, so its
     /// adoptions are checked afresh from now on.
-    pub fn forget(&mut self, node: NodeId) {
+    pub(crate) fn forget(&mut self, node: NodeId) {
         self.last.retain(|&(n, _), _| n != node);
     }
 
