@@ -34,13 +34,6 @@ impl Default for NetConfig {
     }
 }
 
-impl NetConfig {
-    /// No loss, duplication or reordering (delays may still vary).
-    pub fn is_clean(&self) -> bool {
-        self.loss == 0.0 && self.duplicate == 0.0 && self.reorder == 0.0
-    }
-}
-
 /// Directed links that currently drop everything.
 #[derive(Clone, Debug, Default)]
 pub struct Cuts {
