@@ -454,6 +454,13 @@ impl Link {
         }
     }
 
+    /// The failure detector (or a leader change after the old leader's silence)
+    /// declared `peer` lost: until it is heard from again, failures to it are counted
+    /// in [`LinkStats::delivery_failures_to_lost`].
+    pub fn declare_lost(&mut self, peer: NodeId) {
+        self.lost.insert(peer);
+    }
+
     fn count_failure(&mut self, peer: NodeId) {
         self.stats.delivery_failures += 1;
         if self.lost.contains(&peer) {
