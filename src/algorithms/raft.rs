@@ -149,25 +149,46 @@ impl Raft {
     /// candidates rarely collide. `after_lease` adds half a heartbeat before the first
     /// slot: the other followers' leases end `min` after the same heartbeat, and a
     /// pre-vote that arrives while they still hold them would be refused.
+    ///
+    /// A slot is at least a heartbeat wide: the next rank must not fire before the
+    /// previous one's vote round (a broadcast and N−1 answers) is over, and on a
+    /// loaded host that round takes milliseconds. With many members (more than
+    /// spread / heartbeat: 10 at the default timing) the ranks past the last whole
+    /// slot share the rest of the range, each drawing from all of it: they campaign
+    /// only if every higher-ranked member stayed silent, and then as the textbook's
+    /// random draw.
     fn election_window(&self, after_lease: bool) -> (Duration, Duration) {
         let spread = self.max() - self.min();
         if !self.cfg.options.ranked_timeouts {
             return (Duration::ZERO, spread);
         }
         // One slot per roster member: without a known leader every member has a rank.
-        let width = spread / (self.cfg.ring.len().max(1) as u32);
+        let width = (spread / (self.cfg.ring.len().max(1) as u32))
+            .max(self.cfg.timing.heartbeat)
+            .min(spread);
         let rank = self
             .cfg
             .ring
             .iter()
             .filter(|&&p| self.cfg.outranks(p, self.me()) && Some(p) != self.leader)
-            .count() as u32;
+            .count();
         let margin = if after_lease {
             (self.cfg.timing.heartbeat / 2).min(width / 2)
         } else {
             Duration::ZERO
         };
-        let lo = (margin + width * rank).min(spread);
+        // Whole slots that fit after the margin.
+        let slots = if width.is_zero() {
+            u128::MAX
+        } else {
+            spread.saturating_sub(margin).as_nanos() / width.as_nanos()
+        };
+        if rank as u128 >= slots {
+            // Past the last whole slot: share what is left of the range, all of it.
+            let lo = (margin + width * slots as u32).min(spread);
+            return (lo.min(spread.saturating_sub(width / 4)), spread);
+        }
+        let lo = (margin + width * rank as u32).min(spread);
         (lo, (lo + width / 4).min(spread))
     }
 

@@ -44,6 +44,9 @@ pub struct Phase {
     pub election_messages: u64,
     pub retransmissions: u64,
     pub delivery_failures: u64,
+    /// The part of `delivery_failures` addressed to a peer the sender's failure
+    /// detector had declared lost (the killed leader); the rest went to live peers.
+    pub delivery_failures_to_lost: u64,
     /// Growth of the kernel's `Udp: RcvbufErrors` during the phase (machine-wide).
     pub udp_rcvbuf_errors: u64,
     /// Failover: what was still under way when the leader was taken down (nodes
@@ -58,6 +61,9 @@ pub struct ColdRow {
     /// `processes` or `one process`.
     pub mode: &'static str,
     pub cold: Phase,
+    /// Time to agreement of every cold start tried (`--tries`; `None`: no agreement
+    /// in time), `cold` being the last one.
+    pub cold_tries: Vec<Option<f64>>,
     pub failover: Option<Phase>,
     /// Why a phase missed (no agreement), for the report; `None` when both agreed.
     pub missed: Option<String>,
@@ -108,9 +114,12 @@ fn snmp_field(text: &str, prefix: &str, field: &str) -> Option<u64> {
     values.split_whitespace().nth(i)?.parse().ok()
 }
 
-/// (election messages, retransmissions, delivery failures) of `kind` over `ids`.
-fn proc_counts(c: &ProcCluster, ids: &[NodeId], kind: AlgorithmKind) -> (u64, u64, u64) {
-    let mut t = (0, 0, 0);
+/// (election messages, retransmissions, delivery failures, of them to lost peers).
+type Counts = (u64, u64, u64, u64);
+
+/// [`Counts`] of `kind` over `ids`.
+fn proc_counts(c: &ProcCluster, ids: &[NodeId], kind: AlgorithmKind) -> Counts {
+    let mut t = (0, 0, 0, 0);
     for &id in ids {
         let Some(addr) = c.http(id) else { continue };
         let Some((200, text)) = http_request(addr, "GET", "/metrics", None) else {
@@ -122,14 +131,16 @@ fn proc_counts(c: &ProcCluster, ids: &[NodeId], kind: AlgorithmKind) -> (u64, u6
         }
         t.1 += metric_sum(&text, "electd_retransmissions_total", &[]) as u64;
         t.2 += metric_sum(&text, "electd_delivery_failures_total", &[]) as u64;
+        t.3 += metric_sum(&text, "electd_delivery_failures_to_lost_total", &[]) as u64;
     }
     t
 }
 
-fn fill(p: &mut Phase, before: (u64, u64, u64), after: (u64, u64, u64), rcv0: u64) {
+fn fill(p: &mut Phase, before: Counts, after: Counts, rcv0: u64) {
     p.election_messages = after.0.saturating_sub(before.0);
     p.retransmissions = after.1.saturating_sub(before.1);
     p.delivery_failures = after.2.saturating_sub(before.2);
+    p.delivery_failures_to_lost = after.3.saturating_sub(before.3);
     p.udp_rcvbuf_errors = udp_rcvbuf_errors().saturating_sub(rcv0);
 }
 
@@ -166,22 +177,28 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<ColdResult
 fn line(r: &ColdRow) -> String {
     let f = |p: &Phase| {
         format!(
-            "{} ({} msgs, {} retx, {} fail, {} rcvbuf)",
+            "{} ({} msgs, {} retx, {} fail of which {} to the lost leader, {} rcvbuf)",
             p.agreed_ms
                 .map(|x| format!("{x:.0} ms"))
                 .unwrap_or("NO AGREEMENT".into()),
             p.election_messages,
             p.retransmissions,
             p.delivery_failures,
+            p.delivery_failures_to_lost,
             p.udp_rcvbuf_errors
         )
     };
     format!(
-        "  scale-cold {:<15} N={:<4} {:<11} cold {} · failover {}{}",
+        "  scale-cold {:<15} N={:<4} {:<11} cold {}{} · failover {}{}",
         r.algorithm,
         r.nodes,
         r.mode,
         f(&r.cold),
+        if r.cold_tries.len() > 1 {
+            format!(" ({})", tries_note(&r.cold_tries))
+        } else {
+            String::new()
+        },
         r.failover.as_ref().map(f).unwrap_or("-".into()),
         r.missed
             .as_ref()
@@ -196,32 +213,33 @@ fn processes(
     n: usize,
     timing: &ClusterTiming,
 ) -> anyhow::Result<ColdRow> {
-    let rcv0 = udp_rcvbuf_errors();
-    let mut c = ProcCluster::new(
-        &opts.exe,
-        &std::env::temp_dir(),
-        &format!("cold-{kind}-{n}"),
-        n as NodeId,
-        &[kind],
-        timing,
-    )?;
-    let all = c.ids();
-    c.start_all()?;
-    let last_start = Instant::now();
-    let w = Watchers::new(kind);
-    for &id in &all {
-        w.connect(id, c.http(id).expect("roster node"), AGREE_WITHIN);
+    let mut tries = Vec::new();
+    for _ in 1..opts.cold_tries.max(1) {
+        let (c, w, all, last_start) = start_processes(opts, kind, n, timing)?;
+        let agreed = w.wait_agreement(&all, last_start + AGREE_WITHIN);
+        tries.push(agreed.map(|(_, at)| ms(at.saturating_duration_since(last_start))));
+        drop((w, c));
     }
+    let rcv0 = udp_rcvbuf_errors();
+    let (mut c, w, all, last_start) = start_processes(opts, kind, n, timing)?;
     let mut row = ColdRow {
         algorithm: kind,
         nodes: n,
         mode: "processes",
         cold: Phase::default(),
+        cold_tries: tries,
         failover: None,
         missed: None,
     };
     let agreed = w.wait_agreement(&all, last_start + AGREE_WITHIN);
-    fill(&mut row.cold, (0, 0, 0), proc_counts(&c, &all, kind), rcv0);
+    row.cold_tries
+        .push(agreed.map(|(_, at)| ms(at.saturating_duration_since(last_start))));
+    fill(
+        &mut row.cold,
+        (0, 0, 0, 0),
+        proc_counts(&c, &all, kind),
+        rcv0,
+    );
     let Some((leader, at)) = agreed else {
         let log = all
             .iter()
@@ -239,12 +257,60 @@ fn processes(
     };
     row.cold.agreed_ms = Some(ms(at.saturating_duration_since(last_start)));
     row.cold.leader = Some(leader);
+    if let Some(k) = row.cold_tries.iter().position(Option::is_none) {
+        row.missed = Some(format!(
+            "cold start {} of {}: no agreement within {} s of the last start",
+            k + 1,
+            row.cold_tries.len(),
+            AGREE_WITHIN.as_secs()
+        ));
+    }
+    failover_processes(&mut c, &w, &all, leader, timing, &mut row, kind);
+    Ok(row)
+}
+
+/// A fresh cluster of `n` processes started at once, watched: (cluster, watchers,
+/// ids, when the last one started).
+fn start_processes(
+    opts: &BenchOptions,
+    kind: AlgorithmKind,
+    n: usize,
+    timing: &ClusterTiming,
+) -> anyhow::Result<(ProcCluster, Watchers, Vec<NodeId>, Instant)> {
+    let mut c = ProcCluster::new(
+        &opts.exe,
+        &std::env::temp_dir(),
+        &format!("cold-{kind}-{n}"),
+        n as NodeId,
+        &[kind],
+        timing,
+    )?;
+    let all = c.ids();
+    c.start_all()?;
+    let last_start = Instant::now();
+    let w = Watchers::new(kind);
+    for &id in &all {
+        w.connect(id, c.http(id).expect("roster node"), AGREE_WITHIN);
+    }
+    Ok((c, w, all, last_start))
+}
+
+/// SIGKILL of the agreed `leader`, then the survivors' agreement (into `row`).
+fn failover_processes(
+    c: &mut ProcCluster,
+    w: &Watchers,
+    all: &[NodeId],
+    leader: NodeId,
+    timing: &ClusterTiming,
+    row: &mut ColdRow,
+    kind: AlgorithmKind,
+) {
     // Let heartbeats arm every failure detector, then kill the leader.
     std::thread::sleep(Duration::from_millis(timing.heartbeat_ms * 3));
     let survivors: Vec<NodeId> = all.iter().copied().filter(|&i| i != leader).collect();
-    let before = proc_counts(&c, &survivors, kind);
+    let before = proc_counts(c, &survivors, kind);
     let rcv1 = udp_rcvbuf_errors();
-    let under_way = super::failover::election_under_way(&c, &survivors, leader);
+    let under_way = super::failover::election_under_way(c, &survivors, leader);
     let t0 = Instant::now();
     c.kill(leader);
     let mut p = Phase {
@@ -254,7 +320,7 @@ fn processes(
     let agreed = w.wait_agreement(&survivors, t0 + FAILOVER_WITHIN);
     // Counters once the election traffic is over (acks, late retransmissions).
     std::thread::sleep(Duration::from_millis(timing.failure_ms));
-    fill(&mut p, before, proc_counts(&c, &survivors, kind), rcv1);
+    fill(&mut p, before, proc_counts(c, &survivors, kind), rcv1);
     match agreed {
         Some((l, at)) => {
             p.agreed_ms = Some(ms(at.saturating_duration_since(t0)));
@@ -264,12 +330,27 @@ fn processes(
             row.missed = Some(format!(
                 "no agreement within {} s of SIGKILL of leader {leader}: {}",
                 FAILOVER_WITHIN.as_secs(),
-                beliefs(&w, &survivors)
+                beliefs(w, &survivors)
             ))
         }
     }
     row.failover = Some(p);
-    Ok(row)
+}
+
+/// "k of T agreed, median m ms, max x ms" over the cold starts tried.
+fn tries_note(tries: &[Option<f64>]) -> String {
+    let ok: Vec<f64> = tries.iter().flatten().copied().collect();
+    let st = super::Stats::of(&ok);
+    if ok.is_empty() {
+        return format!("0 of {} agreed", tries.len());
+    }
+    format!(
+        "{} of {} agreed, median {:.0} ms, max {:.0} ms",
+        ok.len(),
+        tries.len(),
+        st.median,
+        st.max
+    )
 }
 
 /// What the nodes believe, summarized (leader → how many nodes).
@@ -304,15 +385,26 @@ async fn one_process(kind: AlgorithmKind, n: usize, t: &ClusterTiming) -> anyhow
         nodes: n,
         mode: "one process",
         cold: Phase::default(),
+        cold_tries: Vec::new(),
         failover: None,
         missed: None,
     };
     let agreed = c.wait_agreement(&ids, started + AGREE_WITHIN).await;
     let counts = |c: &InProc| {
         let k = c.counters();
-        (k.messages, k.retransmissions, k.delivery_failures)
+        (
+            k.messages,
+            k.retransmissions,
+            k.delivery_failures,
+            k.delivery_failures_to_lost,
+        )
     };
-    fill(&mut row.cold, (0, 0, 0), counts(&c), rcv0);
+    fill(&mut row.cold, (0, 0, 0, 0), counts(&c), rcv0);
+    row.cold_tries.push(
+        agreed
+            .as_ref()
+            .map(|(_, at)| ms(at.saturating_duration_since(started))),
+    );
     let Some((leader, at)) = agreed else {
         row.missed = Some(format!(
             "no agreement within {} s of the start",
@@ -362,7 +454,16 @@ fn cell(p: &Phase) -> [String; 5] {
             .unwrap_or("**none**".into()),
         p.election_messages.to_string(),
         p.retransmissions.to_string(),
-        p.delivery_failures.to_string(),
+        if p.delivery_failures_to_lost == 0 {
+            p.delivery_failures.to_string()
+        } else {
+            format!(
+                "{} + {} lost",
+                p.delivery_failures
+                    .saturating_sub(p.delivery_failures_to_lost),
+                p.delivery_failures_to_lost
+            )
+        },
         p.udp_rcvbuf_errors.to_string(),
     ]
 }
@@ -385,7 +486,9 @@ pub fn markdown(r: &ColdResults) -> String {
          `electd run` processes on 127.0.0.1, time from the last start; `one process`: N \
          runtimes with their own sockets in the bench process. Then the leader is SIGKILLed \
          (`processes`) or paused (`one process`). Messages are election messages \
-         (liveness excluded); `rcvbuf` is the growth of the kernel's `Udp: RcvbufErrors` \
+         (liveness excluded); `failures` are the reliable link's give-ups, `a + b lost` \
+         when b of them went to a peer the sender's failure detector had declared lost \
+         (the killed leader) and a to live peers; `rcvbuf` is the growth of the kernel's `Udp: RcvbufErrors` \
          (`/proc/net/snmp`, machine-wide) during the phase. A row that did not agree is a \
          missed target, in bold, with what the nodes believed.\n",
         t.heartbeat_ms, t.failure_ms, t.answer_ms, t.election_min_ms, t.election_max_ms
@@ -486,40 +589,54 @@ pub fn targets(r: &ColdResults) -> Vec<super::Target> {
     };
     let procs64 = at(64, "processes");
     if !procs64.is_empty() {
+        // Every try counts: one over 2 s (or without agreement) misses the target.
+        let in_time = |x: &ColdRow| {
+            x.cold_tries
+                .iter()
+                .filter(|t| t.is_some_and(|m| m <= 2000.0))
+                .count()
+        };
         let slow: Vec<String> = procs64
             .iter()
-            .filter(|x| x.cold.agreed_ms.is_none_or(|m| m > 2000.0))
+            .filter(|x| x.cold_tries.is_empty() || in_time(x) < x.cold_tries.len())
             .map(|x| {
                 format!(
-                    "{} {}",
+                    "{} ({} of {} tries within 2 s)",
                     x.algorithm,
-                    x.cold
-                        .agreed_ms
-                        .map(|m| format!("{m:.0} ms"))
-                        .unwrap_or("no agreement".into())
+                    in_time(x),
+                    x.cold_tries.len()
                 )
             })
             .collect();
+        let tries = procs64
+            .iter()
+            .map(|x| x.cold_tries.len())
+            .max()
+            .unwrap_or(0);
         out.push(super::Target {
             name: "cold start, 64 processes".into(),
             target: "every algorithm agrees within 2 s of the last start".into(),
             measured: procs64
                 .iter()
                 .map(|x| {
-                    format!(
-                        "{} {}",
-                        x.algorithm,
-                        x.cold
-                            .agreed_ms
-                            .map(|m| format!("{m:.0} ms"))
-                            .unwrap_or("none".into())
-                    )
+                    if x.cold_tries.len() > 1 {
+                        format!("{} {}", x.algorithm, tries_note(&x.cold_tries))
+                    } else {
+                        format!(
+                            "{} {}",
+                            x.algorithm,
+                            x.cold
+                                .agreed_ms
+                                .map(|m| format!("{m:.0} ms"))
+                                .unwrap_or("none".into())
+                        )
+                    }
                 })
                 .collect::<Vec<_>>()
                 .join(", "),
             met: slow.is_empty(),
             note: if slow.is_empty() {
-                "one try per algorithm in this run".into()
+                format!("{tries} tries per algorithm in this run (`--tries`)")
             } else {
                 format!("missed: {}", slow.join(", "))
             },
@@ -536,7 +653,7 @@ pub fn targets(r: &ColdResults) -> Vec<super::Target> {
                     let f = x.failover.as_ref()?;
                     let ok = f.agreed_ms.is_some_and(|m| m <= bound)
                         && f.retransmissions * 10 <= f.election_messages
-                        && f.delivery_failures == 0;
+                        && f.delivery_failures == f.delivery_failures_to_lost;
                     (!ok).then(|| x.algorithm.to_string())
                 })
                 .chain(
@@ -550,14 +667,14 @@ pub fn targets(r: &ColdResults) -> Vec<super::Target> {
                 name: "failover after SIGKILL, 64 processes (Bully and ring families)".into(),
                 target: format!(
                     "≤ 1.3 × failure_timeout ({bound:.0} ms); retransmissions ≤ 10 % of the \
-                     election messages; no delivery failure"
+                     election messages; no delivery failure to a live peer"
                 ),
                 measured: families
                     .iter()
                     .filter_map(|x| {
                         let f = x.failover.as_ref()?;
                         Some(format!(
-                            "{} {} ms {}/{} retx {} fail",
+                            "{} {} ms {}/{} retx {} fail to live peers ({} to the killed leader)",
                             x.algorithm,
                             f.agreed_ms
                                 .map(|m| format!("{m:.0}"))
@@ -565,6 +682,8 @@ pub fn targets(r: &ColdResults) -> Vec<super::Target> {
                             f.retransmissions,
                             f.election_messages,
                             f.delivery_failures
+                                .saturating_sub(f.delivery_failures_to_lost),
+                            f.delivery_failures_to_lost
                         ))
                     })
                     .collect::<Vec<_>>()
@@ -573,10 +692,7 @@ pub fn targets(r: &ColdResults) -> Vec<super::Target> {
                 note: if bad.is_empty() {
                     String::new()
                 } else {
-                    format!(
-                        "missed: {} (delivery failures include messages to the killed leader)",
-                        bad.join(", ")
-                    )
+                    format!("missed: {}", bad.join(", "))
                 },
             });
         }
@@ -644,6 +760,7 @@ mod flag_tests {
                 ..Phase::default()
             }),
             missed: None,
+            cold_tries: Vec::new(),
         }
     }
 

@@ -29,6 +29,8 @@ pub struct Counters {
     pub bytes: u64,
     pub retransmissions: u64,
     pub delivery_failures: u64,
+    /// The part of `delivery_failures` addressed to a peer declared lost.
+    pub delivery_failures_to_lost: u64,
 }
 
 /// See the module documentation.
@@ -195,6 +197,7 @@ impl InProc {
             c.bytes += m("electd_bytes_sent_total", &[]);
             c.retransmissions += m("electd_retransmissions_total", &[]);
             c.delivery_failures += m("electd_delivery_failures_total", &[]);
+            c.delivery_failures_to_lost += m("electd_delivery_failures_to_lost_total", &[]);
         }
         c
     }

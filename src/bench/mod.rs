@@ -54,6 +54,9 @@ pub struct BenchOptions {
     pub nodes: Vec<usize>,
     /// Algorithms of the `scale-cold` section (empty: all).
     pub algorithms: Vec<electd::contract::algorithm::AlgorithmKind>,
+    /// Cold starts per algorithm and N of the `scale-cold` section's separate
+    /// processes (each on a fresh cluster; the last one goes on to the failover).
+    pub cold_tries: usize,
 }
 
 /// The sections of a run, in order.

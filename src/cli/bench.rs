@@ -32,6 +32,11 @@ pub struct BenchArgs {
     /// Algorithms of the scale-cold section (comma-separated). Default: all.
     #[arg(long, value_delimiter = ',')]
     pub algorithms: Vec<electd::contract::algorithm::AlgorithmKind>,
+    /// Cold starts per algorithm and N of the scale-cold section's separate processes,
+    /// each on a fresh cluster (the report gives k of them agreed in time); the last
+    /// one goes on to the failover.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub tries: u32,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -52,6 +57,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         failover_modes: args.failover_modes,
         nodes: args.nodes,
         algorithms: args.algorithms,
+        cold_tries: args.tries as usize,
     };
     let started = std::time::Instant::now();
     let log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());

@@ -53,6 +53,7 @@ struct Exported {
     changes: HashMap<AlgorithmKind, u64>,
     retransmissions: u64,
     failures: u64,
+    failures_to_lost: u64,
     duplicates: u64,
     invalid: HashMap<&'static str, u64>,
     leaderless: HashMap<AlgorithmKind, f64>,
@@ -70,6 +71,7 @@ pub struct Metrics {
     messages_received: IntCounterVec,
     retransmissions: IntCounter,
     delivery_failures: IntCounter,
+    delivery_failures_to_lost: IntCounter,
     duplicates_dropped: IntCounter,
     elections_started: IntCounterVec,
     elections_won: IntCounterVec,
@@ -170,6 +172,10 @@ impl Metrics {
         let delivery_failures = counter(
             "delivery_failures_total",
             "Messages the reliable link gave up on after its last attempt.",
+        )?;
+        let delivery_failures_to_lost = counter(
+            "delivery_failures_to_lost_total",
+            "The part of delivery_failures_total addressed to a peer this node's failure detector had declared lost (a crashed leader) and not heard from since; the rest went to peers believed alive.",
         )?;
         let duplicates_dropped = counter(
             "duplicates_dropped_total",
@@ -320,6 +326,7 @@ impl Metrics {
             messages_received,
             retransmissions,
             delivery_failures,
+            delivery_failures_to_lost,
             duplicates_dropped,
             elections_started,
             elections_won,
@@ -490,6 +497,11 @@ impl Metrics {
             &self.delivery_failures,
             &mut ex.failures,
             link.delivery_failures,
+        );
+        advance(
+            &self.delivery_failures_to_lost,
+            &mut ex.failures_to_lost,
+            link.delivery_failures_to_lost,
         );
         advance(
             &self.duplicates_dropped,

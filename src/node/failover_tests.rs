@@ -78,3 +78,34 @@ fn crash_is_one_failover_per_survivor_and_a_returning_leader_is_none() {
         }
     }
 }
+
+/// On a clean network every delivery failure after a leader's crash is addressed to
+/// the crashed leader, and the link counts each of them as a failure to a lost peer
+/// (`electd_delivery_failures_to_lost_total`): none is charged to a live peer. Bully's
+/// survivors always send the dead leader an ELECTION, so there are some to count.
+#[test]
+fn failures_after_a_crash_are_all_to_the_lost_leader() {
+    for kind in AlgorithmKind::available() {
+        let mut sim = Sim::new(SimConfig::new(kind, N as usize, 3)).expect("sim");
+        for id in 1..=N {
+            sim.start(id, true).expect("start");
+        }
+        assert!(sim.run_until_settled(Duration::from_secs(5)), "{kind}");
+        sim.run_for(Duration::from_millis(500));
+        let old = leader_of(&sim, kind);
+        sim.crash(old).expect("crash");
+        sim.run_for(Duration::from_secs(3));
+        assert_ne!(leader_of(&sim, kind), old, "{kind}");
+        let (mut all, mut lost) = (0, 0);
+        for id in (1..=N).filter(|&i| i != old) {
+            let s = sim.node(id).expect("survivor").link_stats();
+            all += s.delivery_failures;
+            lost += s.delivery_failures_to_lost;
+        }
+        assert_eq!(all, lost, "{kind}: failures to live peers");
+        if kind == AlgorithmKind::Bully {
+            assert!(lost > 0, "{kind}: the ELECTION to the dead leader fails");
+        }
+        eprintln!("{kind}: {lost} delivery failures, all to the lost leader");
+    }
+}

@@ -221,6 +221,9 @@ pub struct Link {
     /// Per sender, the broadcast sequences delivered (incarnation kept in `inbound`).
     inbound_broadcast: FxHashMap<NodeId, PeerIn>,
     given_up: FxHashSet<NodeId>,
+    /// Peers the failure detector declared lost ([`Link::abandon`]) and not heard
+    /// from since: failures to them are counted apart from failures to live peers.
+    lost: FxHashSet<NodeId>,
     rtt: FxHashMap<NodeId, Rtt>,
     /// What the link has done so far (exported as metrics).
     pub stats: LinkStats,
@@ -237,6 +240,9 @@ pub struct LinkStats {
     pub retransmissions: u64,
     /// Messages given up on (unacknowledged for `give_up`): peer unreachable.
     pub delivery_failures: u64,
+    /// The part of `delivery_failures` addressed to a peer the failure detector had
+    /// declared lost (a crashed leader): expected, unlike a failure to a live peer.
+    pub delivery_failures_to_lost: u64,
     /// Reliable datagrams received again and dropped (their ack was resent).
     pub duplicates_dropped: u64,
     /// Datagrams of a peer's previous life (lower incarnation), dropped.
@@ -268,6 +274,7 @@ impl Link {
             inbound: FxHashMap::default(),
             inbound_broadcast: FxHashMap::default(),
             given_up: FxHashSet::default(),
+            lost: FxHashSet::default(),
             rtt: FxHashMap::default(),
             stats: LinkStats::default(),
         }
@@ -393,6 +400,7 @@ impl Link {
                 }
             }
         }
+        self.lost.remove(&d.from);
         let revived = self.given_up.remove(&d.from);
         if d.seq == 0 {
             let verdict = if d.body.is_some() {
@@ -470,7 +478,7 @@ impl Link {
                 let Some(p) = self.unacked.remove(&(peer, seq)) else {
                     continue;
                 };
-                self.stats.delivery_failures += 1;
+                self.count_failure(peer);
                 self.given_up.insert(peer);
                 failed.push(Undeliverable {
                     peer,
@@ -499,6 +507,20 @@ impl Link {
         }
     }
 
+    /// The failure detector (or a leader change after the old leader's silence)
+    /// declared `peer` lost: until it is heard from again, failures to it are counted
+    /// in [`LinkStats::delivery_failures_to_lost`].
+    pub fn declare_lost(&mut self, peer: NodeId) {
+        self.lost.insert(peer);
+    }
+
+    fn count_failure(&mut self, peer: NodeId) {
+        self.stats.delivery_failures += 1;
+        if self.lost.contains(&peer) {
+            self.stats.delivery_failures_to_lost += 1;
+        }
+    }
+
     /// Number of messages waiting for an ack.
     pub(crate) fn in_flight(&self) -> usize {
         self.unacked.len()
@@ -507,8 +529,11 @@ impl Link {
     /// Give up now on every message of `group` still unacknowledged by `peer` (the
     /// failure detector declared `peer` lost: waiting out the retry budget would only
     /// delay the election by it). Returned in sending order; counted as delivery
-    /// failures, and `peer` counts as given up until it is heard from again.
+    /// failures, and `peer` counts as given up until it is heard from again. Until
+    /// then its later failures count as failures to a lost peer too
+    /// ([`LinkStats::delivery_failures_to_lost`]).
     pub(crate) fn abandon(&mut self, peer: NodeId, group: AlgorithmKind) -> Vec<Undeliverable> {
+        self.lost.insert(peer);
         let mut seqs: Vec<u64> = self
             .unacked
             .iter()
@@ -519,7 +544,7 @@ impl Link {
         let mut out = Vec::with_capacity(seqs.len());
         for seq in seqs {
             if let Some(m) = self.unacked.remove(&(peer, seq)) {
-                self.stats.delivery_failures += 1;
+                self.count_failure(peer);
                 out.push(Undeliverable {
                     peer,
                     group: m.group,
@@ -777,5 +802,43 @@ mod tests {
             l.on_timeout(at, &mut tx, &mut failed);
         }
         assert_eq!((tx.len(), failed.len()), (1, 1));
+    }
+
+    /// Failures to a peer the failure detector declared lost are counted apart from
+    /// failures to peers believed alive, until the lost peer is heard from again.
+    #[test]
+    fn failures_to_a_lost_peer_are_counted_apart() {
+        let cfg = LinkConfig {
+            give_up: ms(50),
+            ..LinkConfig::default()
+        };
+        let mut l = Link::new(1, 1, cfg);
+        let drain = |l: &mut Link| {
+            let (mut tx, mut failed) = (Vec::new(), Vec::new());
+            while let Some(at) = l.next_deadline() {
+                l.on_timeout(at, &mut tx, &mut failed);
+            }
+            failed.len() as u64
+        };
+        // Peer 3 (the crashed leader) is declared lost with one message in flight.
+        l.send(ms(0), 3, AlgorithmKind::Bully, election(1));
+        assert_eq!(l.abandon(3, AlgorithmKind::Bully).len(), 1);
+        // Later messages to it and one to the live peer 2 run out of time.
+        l.send(ms(1), 3, AlgorithmKind::Bully, election(2));
+        l.send(ms(1), 3, AlgorithmKind::Bully, election(3));
+        l.send(ms(1), 2, AlgorithmKind::Bully, election(2));
+        assert_eq!(drain(&mut l), 3);
+        assert_eq!(l.stats.delivery_failures, 4);
+        assert_eq!(l.stats.delivery_failures_to_lost, 3, "all but the one to 2");
+        // Peer 3 is back: a failure to it now is a failure to a live peer.
+        let mut hello = reliable(3, 1);
+        hello.group = Some(AlgorithmKind::Bully);
+        l.receive(ms(200), &hello);
+        l.send(ms(201), 3, AlgorithmKind::Bully, election(4));
+        assert_eq!(drain(&mut l), 1);
+        assert_eq!(
+            (l.stats.delivery_failures, l.stats.delivery_failures_to_lost),
+            (5, 3)
+        );
     }
 }

@@ -915,6 +915,15 @@ impl Node {
                 if grp.leader.is_some() && grp.followed.is_some() {
                     grp.lost = Some((grp.heard, now));
                 }
+                // Left leaderless after the leader's silence (Raft's election timeout
+                // fired): the link counts what still fails to it as failures to a lost
+                // peer.
+                if let Some(old) = grp
+                    .followed
+                    .filter(|_| now.saturating_sub(grp.heard) > silent_after)
+                {
+                    self.link.declare_lost(old);
+                }
             }
             Some(next) => {
                 if let Some(since) = grp.leaderless_since.take() {
@@ -924,6 +933,7 @@ impl Node {
                     .followed
                     .filter(|&old| old != next && now.saturating_sub(grp.heard) > silent_after);
                 if let Some(old) = failed {
+                    self.link.declare_lost(old);
                     let total = now.saturating_sub(grp.heard);
                     // Phases only if nothing was heard from `old` after the loss, so
                     // that they add up to `total`.

@@ -592,3 +592,47 @@ fn without_ranking_every_follower_draws_from_the_whole_range() {
         );
     }
 }
+
+#[test]
+fn ranked_slots_are_at_least_a_heartbeat_wide_and_the_lowest_ranks_share_the_rest() {
+    // 64 members at the default timing (spread 100 ms, heartbeat 10 ms): 100/64 ms
+    // slots would let the next rank fire before a vote round on a loaded host is
+    // over. Slots are a heartbeat wide instead, in rank order; the ranks past them
+    // draw from the rest of the range.
+    let t = crate::contract::algorithm::Timing::default();
+    let ring: Vec<NodeId> = (1..=64).collect();
+    let spread = t.election_timeout_max - t.election_timeout_min;
+    // After the half-heartbeat margin (no leader yet: the lease rule applies), the
+    // whole heartbeat-wide slots that fit.
+    let margin = t.heartbeat / 2;
+    let slots = ((spread - margin).as_nanos() / t.heartbeat.as_nanos()) as usize;
+    let window = |me: NodeId| {
+        let mut r = Raft::new(cfg(me, &ring));
+        let fx = start(&mut r, false);
+        fx.armed_range(Timer::Election).expect("election timer")
+    };
+    // No leader known: rank = members above.
+    let ranked: Vec<_> = (0..64usize)
+        .map(|rank| window(64 - rank as NodeId))
+        .collect();
+    for (rank, &(lo, hi)) in ranked.iter().enumerate() {
+        assert!(
+            t.election_timeout_min <= lo && lo < hi && hi <= t.election_timeout_max,
+            "rank {rank}: {lo:?}..{hi:?}"
+        );
+    }
+    for rank in 1..slots {
+        let (prev, this) = (ranked[rank - 1], ranked[rank]);
+        assert!(
+            this.0 >= prev.0 + t.heartbeat && prev.1 < this.0,
+            "rank {rank} starts a heartbeat after rank {}: {prev:?} {this:?}",
+            rank - 1
+        );
+    }
+    let last = ranked[slots];
+    for (rank, w) in ranked.iter().enumerate().skip(slots) {
+        assert_eq!(*w, last, "rank {rank} shares the last slot");
+    }
+    assert_eq!(last.1, t.election_timeout_max, "the rest of the range");
+    assert!(last.0 > ranked[slots - 1].1, "after the ranked ones");
+}
