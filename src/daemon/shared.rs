@@ -60,6 +60,9 @@ pub struct LeaderEvent {
     pub role: &'static str,
     /// Unix time in milliseconds.
     pub at_ms: u64,
+    /// The node is in FAULT for this group (a failing health check made it
+    /// ineligible); hooks then get the state `fault`.
+    pub fault: bool,
 }
 
 impl LeaderEvent {
@@ -76,6 +79,21 @@ impl LeaderEvent {
             term,
             role,
             at_ms: unix_ms(),
+            fault: false,
+        }
+    }
+
+    /// The hook state (`ELECTD_STATE`), with keepalived's name beside it: `leader`
+    /// (MASTER), `follower` (BACKUP; also while no leader is known), `fault` (FAULT).
+    /// `stopped` (STOP) is not an event: the hook task runs it once per group when the
+    /// daemon stops.
+    pub fn state(&self) -> &'static str {
+        if self.fault {
+            "fault"
+        } else if self.role == "leader" {
+            "leader"
+        } else {
+            "follower"
         }
     }
 }

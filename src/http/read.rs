@@ -141,6 +141,12 @@ struct Leader {
     since: f64,
     state: &'static str,
     paused: bool,
+    /// `none`: this node holds no lease; its answer is a belief, true when it was
+    /// formed, with no promise for how long (see docs/exec.md).
+    lease: &'static str,
+    /// Present only when a lease is held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease_remaining_ms: Option<u64>,
 }
 
 fn view(shared: &Shared, kind: AlgorithmKind) -> Result<Leader, ApiError> {
@@ -156,6 +162,8 @@ fn view(shared: &Shared, kind: AlgorithmKind) -> Result<Leader, ApiError> {
         since: g.since,
         state: g.state,
         paused: shared.is_paused(),
+        lease: "none",
+        lease_remaining_ms: None,
     })
 }
 
