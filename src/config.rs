@@ -145,6 +145,8 @@ struct RawConfig {
     #[serde(default)]
     raft: RawRaft,
     #[serde(default)]
+    lease: RawLease,
+    #[serde(default)]
     state: RawState,
     #[serde(default)]
     peer: Vec<RawPeer>,
@@ -207,6 +209,41 @@ struct RawRaft {
     check_quorum: Option<bool>,
     ranked_timeouts: Option<bool>,
     state_file: Option<String>,
+}
+
+/// `[lease]`, with `[lease.<algorithm>]` overrides of the same keys.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLease {
+    require_quorum: Option<bool>,
+    clock_drift: Option<String>,
+    bully: Option<RawLeaseOf>,
+    #[serde(rename = "improved-bully")]
+    improved_bully: Option<RawLeaseOf>,
+    ring: Option<RawLeaseOf>,
+    lcr: Option<RawLeaseOf>,
+    hs: Option<RawLeaseOf>,
+    raft: Option<RawLeaseOf>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLeaseOf {
+    require_quorum: Option<bool>,
+    clock_drift: Option<String>,
+}
+
+impl RawLease {
+    fn of(&self, kind: AlgorithmKind) -> Option<&RawLeaseOf> {
+        match kind {
+            AlgorithmKind::Bully => self.bully.as_ref(),
+            AlgorithmKind::ImprovedBully => self.improved_bully.as_ref(),
+            AlgorithmKind::Ring => self.ring.as_ref(),
+            AlgorithmKind::Lcr => self.lcr.as_ref(),
+            AlgorithmKind::Hs => self.hs.as_ref(),
+            AlgorithmKind::Raft => self.raft.as_ref(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -455,7 +492,7 @@ fn raw_config<'a>(
     }
 }
 
-const SECTIONS: [(&str, &[&str]); 7] = [
+const SECTIONS: [(&str, &[&str]); 8] = [
     (
         "timing",
         &[
@@ -486,6 +523,7 @@ const SECTIONS: [(&str, &[&str]); 7] = [
         &["pre_vote", "check_quorum", "ranked_timeouts", "state_file"],
     ),
     ("state", &["file", "ephemeral"]),
+    ("lease", &["require_quorum", "clock_drift"]),
 ];
 const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
 const NOT_CONFIG: [&str; 3] = ["ELECTD_LOG", "ELECTD_LOG_FORMAT", "ELECTD_CONFIG"];
@@ -572,7 +610,7 @@ fn env_value(key: &str, value: &str) -> Result<toml::Value, String> {
             .map(toml::Value::Integer)
             .map_err(|_| format!("{:?} is not an integer", value.trim()))?,
         "insecure" | "check_source" | "pre_vote" | "check_quorum" | "ranked_timeouts"
-        | "ephemeral" => match value.trim().to_ascii_lowercase().as_str() {
+        | "ephemeral" | "require_quorum" => match value.trim().to_ascii_lowercase().as_str() {
             "true" | "1" | "yes" | "on" => toml::Value::Boolean(true),
             "false" | "0" | "no" | "off" => toml::Value::Boolean(false),
             _ => {
@@ -611,6 +649,45 @@ impl Validator<'_> {
             message: message.into(),
             at: None,
         }
+    }
+
+    /// `[lease]` resolved per algorithm (`[lease.<algorithm>]` over `[lease]`).
+    fn lease(
+        &self,
+        raw: &RawLease,
+        algorithms: &[AlgorithmKind],
+    ) -> Result<crate::algorithm::LeaseOptions, ConfigError> {
+        let mut out = crate::algorithm::LeaseOptions::default();
+        for &kind in AlgorithmKind::ALL.iter() {
+            let own = raw.of(kind);
+            if own.is_some() && !algorithms.contains(&kind) {
+                return Err(self.err(
+                    format!("lease.{kind}"),
+                    format!("{kind} is not in `algorithms`"),
+                ));
+            }
+            if !algorithms.contains(&kind) {
+                continue;
+            }
+            let quorum = own
+                .and_then(|o| o.require_quorum)
+                .or(raw.require_quorum)
+                .unwrap_or(false);
+            if quorum && kind != AlgorithmKind::Raft {
+                out.require_quorum.push(kind);
+            }
+            let (key, drift) = match own.and_then(|o| o.clock_drift.clone()) {
+                Some(d) => (format!("lease.{kind}.clock_drift"), Some(d)),
+                None => ("lease.clock_drift".to_string(), raw.clock_drift.clone()),
+            };
+            if let Some(d) = drift {
+                let d = humantime::parse_duration(d.trim()).map_err(|e| {
+                    self.err(&key, format!("{d:?} is not a duration like \"10ms\" ({e})"))
+                })?;
+                out.clock_drift.push((kind, d));
+            }
+        }
+        Ok(out)
     }
 
     fn duration(
@@ -1256,6 +1333,7 @@ impl Validator<'_> {
             pre_vote: raw.raft.pre_vote.unwrap_or(od.pre_vote),
             check_quorum: raw.raft.check_quorum.unwrap_or(od.check_quorum),
             ranked_timeouts: raw.raft.ranked_timeouts.unwrap_or(od.ranked_timeouts),
+            lease: self.lease(&raw.lease, &algorithms)?,
         };
         Ok(Config {
             file: self.file.to_path_buf(),
@@ -1381,6 +1459,38 @@ addr = "127.0.0.1:7003"
 http = "127.0.0.1:8003"
 listen = "0.0.0.0:7003"
 "#;
+
+    #[test]
+    fn lease_settings_per_algorithm_with_overrides() {
+        use crate::algorithm::AlgorithmKind::{Bully, Ring};
+        let two = |extra: &str| head(extra).replace("[\"bully\"]", "[\"bully\", \"ring\"]");
+        let c = parse(&two("")).unwrap();
+        assert_eq!(c.options.lease, crate::algorithm::LeaseOptions::default());
+        let c = parse(&two(
+            "[lease]\nrequire_quorum = true\nclock_drift = \"20ms\"\n[lease.ring]\nrequire_quorum = false\nclock_drift = \"5ms\"",
+        ))
+        .unwrap();
+        assert_eq!(c.options.lease.require_quorum, vec![Bully]);
+        assert_eq!(
+            c.options.lease.clock_drift,
+            vec![
+                (Bully, Duration::from_millis(20)),
+                (Ring, Duration::from_millis(5))
+            ]
+        );
+        let env = parse_env(&two(""), &[("ELECTD_LEASE_REQUIRE_QUORUM", "yes")], None).unwrap();
+        assert_eq!(env.options.lease.require_quorum, vec![Bully, Ring]);
+        fails(
+            parse(&two("[lease.raft]\nrequire_quorum = true")),
+            "lease.raft",
+            "not in `algorithms`",
+        );
+        fails(
+            parse(&two("[lease]\nclock_drift = \"soon\"")),
+            "lease.clock_drift",
+            "not a duration",
+        );
+    }
 
     fn head(extra: &str) -> String {
         format!("cluster = \"t\"\nnode_id = 2\nalgorithms = [\"bully\"]\n{extra}\n[security]\ninsecure = true\n{ROSTER}")

@@ -7,6 +7,9 @@
 //!   `ELECTD_LEADER` (id, empty when there is none), `ELECTD_ROLE` (`leader`,
 //!   `follower` or `none`), `ELECTD_STATE`, `ELECTD_TERM` and `ELECTD_AT_MS` (unix time
 //!   of the change in ms) in its environment;
+//! - `ELECTD_LEASE` (`none` or `quorum`) and `ELECTD_LEASE_REMAINING_MS` (empty with
+//!   `none`; what is left of this node's lease when the run starts, usually 0 right
+//!   after an election: see docs/leases.md);
 //! - `ELECTD_STATE` is the state, keepalived's names in brackets: `leader` (MASTER),
 //!   `follower` (BACKUP; also while no leader is known), `fault` (FAULT: a failing
 //!   health check made the node ineligible) and `stopped` (STOP: run once per group,
@@ -274,6 +277,11 @@ async fn execute(
     event: &LeaderEvent,
     stopping: bool,
 ) -> (Outcome, String) {
+    let (lease, lease_left) = shared
+        .group(event.algorithm)
+        .map(|g| g.lease)
+        .unwrap_or_default()
+        .remaining();
     let mut cmd = tokio::process::Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(command)
@@ -286,6 +294,11 @@ async fn execute(
         )
         .env("ELECTD_ROLE", event.role)
         .env("ELECTD_STATE", state_of(event, stopping))
+        .env("ELECTD_LEASE", lease)
+        .env(
+            "ELECTD_LEASE_REMAINING_MS",
+            lease_left.map(|l| l.to_string()).unwrap_or_default(),
+        )
         .env("ELECTD_TERM", event.term.to_string())
         .env("ELECTD_AT_MS", event.at_ms.to_string())
         .stdin(Stdio::null())

@@ -46,7 +46,7 @@
 use crate::algorithm::{AlgorithmKind, Durable, Options, Timing};
 use crate::config::{Config, Security};
 use crate::daemon::durable;
-use crate::daemon::shared::{Control, GroupView, LeaderEvent, Shared};
+use crate::daemon::shared::{Control, GroupView, LeaderEvent, Lease, Shared};
 use crate::daemon::socket::{send_error_kind, Transport};
 use crate::droplog::{DropLog, Verdict};
 use crate::gate::{Dropped, Gate, GateConfig};
@@ -899,13 +899,21 @@ impl Driver {
     }
 
     fn publish(&self) {
+        let now = self.now();
         let groups = self
             .node
             .status()
             .iter()
             .map(|s| {
                 let mut v = GroupView::from_status(s, self.origin_unix);
+                v.lease = match self.node.lease(s.algorithm, now) {
+                    None => Lease::None,
+                    Some(left) => Lease::Until(std::time::Instant::now() + left),
+                };
                 if self.paused {
+                    if v.lease != Lease::None {
+                        v.lease = Lease::Until(std::time::Instant::now());
+                    }
                     v.state = "paused";
                     v.leader = None;
                     v.electing = false;

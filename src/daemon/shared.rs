@@ -32,6 +32,43 @@ pub struct GroupView {
     /// Duration of the last election this node took part in.
     pub last_election_ms: Option<f64>,
     pub electing: bool,
+    /// This node's quorum lease on the group (not in `/status`; `/leader`,
+    /// `/is-leader`, `/watch` and hooks show what is left of it).
+    #[serde(skip)]
+    pub lease: Lease,
+}
+
+/// A group's quorum lease as this node holds it (see [`crate::node::Node::lease`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Lease {
+    /// The group keeps no lease (`[lease] require_quorum` off; Raft without
+    /// check-quorum): leadership is a belief with no promise of duration.
+    #[default]
+    None,
+    /// Kept: this node's leadership is safe until then (a past instant, or the moment
+    /// it was computed on a follower: no lease held).
+    Until(std::time::Instant),
+}
+
+impl Lease {
+    /// (`"none"` or `"quorum"`, milliseconds left: `None` for `"none"`, 0 when not held).
+    pub fn remaining(&self) -> (&'static str, Option<u64>) {
+        match self {
+            Lease::None => ("none", None),
+            Lease::Until(t) => (
+                "quorum",
+                Some(
+                    t.saturating_duration_since(std::time::Instant::now())
+                        .as_millis() as u64,
+                ),
+            ),
+        }
+    }
+
+    /// Whether a lease kept has run out (false when none is kept).
+    pub fn expired(&self) -> bool {
+        matches!(self.remaining(), ("quorum", Some(0)))
+    }
 }
 
 impl GroupView {
@@ -45,6 +82,7 @@ impl GroupView {
             since: origin_unix + s.since.as_secs_f64(),
             last_election_ms: s.last_election.map(|d| d.as_secs_f64() * 1e3),
             electing: s.electing,
+            lease: Lease::None,
         }
     }
 }
@@ -197,6 +235,12 @@ impl Shared {
         let since = event.at_ms as f64 / 1e3;
         match status.iter_mut().find(|g| g.algorithm == event.algorithm) {
             Some(g) => {
+                if g.leader != event.leader {
+                    // A new leadership holds no lease until a majority answers it.
+                    if let Lease::Until(_) = g.lease {
+                        g.lease = Lease::Until(std::time::Instant::now());
+                    }
+                }
                 g.leader = event.leader;
                 g.term = event.term;
                 g.since = since;
@@ -209,6 +253,7 @@ impl Shared {
                 since,
                 last_election_ms: None,
                 electing: false,
+                lease: Lease::None,
             }),
         }
         let _ = self.events.send(event);
