@@ -5,13 +5,14 @@
 //!
 //! ```text
 //! event: leader
-//! data: {"node":3,"algorithm":"bully","leader":5,"term":2,"role":"follower","at_ms":1700000000000,"initial":false}
+//! data: {"node":3,"algorithm":"bully","leader":5,"term":2,"role":"follower","at_ms":1700000000000,"fault":false,"initial":false,"lease":"none"}
 //! ```
 //!
 //! `lease` is `none` when the group keeps no lease, else `quorum` with
 //! `lease_remaining_ms` (what is left of this node's leadership lease when the event is
 //! sent: 0 on followers and right after an election, until a majority has answered;
 //! docs/leases.md).
+//! `fault` is true while a failing health check makes this node ineligible.
 //! `leader` is null when the node knows no leader (`role` is then `none`); `at_ms` is
 //! the unix time of the change in milliseconds. Subscribing and copying the snapshot
 //! happen atomically ([`crate::daemon::shared::Shared::watch`]), so no change falls
