@@ -50,6 +50,10 @@ fn main() -> ExitCode {
         // Their exit code is their answer: 0 the cluster agrees, 1 it does not.
         Command::Status(args) => return cli::status::status(args),
         Command::Watch(args) => return cli::status::watch(args),
+        Command::Exec(args) => match cli::exec::run(args) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
         Command::Completions(args) => cli::manual::completions(args),
         Command::Man(args) => cli::manual::man(args),
         Command::View(args) => cli::view::run(args),

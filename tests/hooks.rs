@@ -49,6 +49,7 @@ async fn hook_gets_the_environment_of_each_change() {
         "ELECTD_ALGORITHM=raft",
         "ELECTD_LEADER=4",
         "ELECTD_ROLE=leader",
+        "ELECTD_STATE=leader",
         "ELECTD_TERM=7",
         "ELECTD_CLUSTER=test",
     ] {
@@ -63,8 +64,13 @@ async fn hook_gets_the_environment_of_each_change() {
     let env = read(&out);
     assert!(env.lines().any(|l| l == "ELECTD_LEADER="), "{env}");
     assert!(env.lines().any(|l| l == "ELECTD_ROLE=none"), "{env}");
+    assert!(env.lines().any(|l| l == "ELECTD_STATE=follower"), "{env}");
     assert!(env.lines().any(|l| l == "ELECTD_ALGORITHM=bully"), "{env}");
-    assert_eq!(counter(&s.metrics.encode(), "ok"), 2);
+    // The file appears just before the command exits; the run is counted after.
+    wait_until("two runs counted ok", || {
+        counter(&s.metrics.encode(), "ok") == 2
+    })
+    .await;
     task.abort();
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -177,7 +183,7 @@ async fn changes_announced_before_stop_still_run() {
     let dir = tempdir("stop");
     let out = dir.join("roles.txt");
     let cmd = format!(
-        "echo \"$ELECTD_ALGORITHM $ELECTD_ROLE\" >> {}",
+        "echo \"$ELECTD_ALGORITHM $ELECTD_ROLE $ELECTD_STATE\" >> {}",
         out.display()
     );
     let (s, _rx) = shared(4, &[Bully, Raft], None);
@@ -192,7 +198,11 @@ async fn changes_announced_before_stop_still_run() {
         .await
         .expect("the task ends after running what was pending")
         .expect("no panic");
-    assert_eq!(read(&out), "bully none\nraft none\n");
+    // What was announced, then `stopped` (keepalived's STOP) once per group.
+    assert_eq!(
+        read(&out),
+        "bully none follower\nraft none follower\nbully none stopped\nraft none stopped\n"
+    );
 }
 
 /// Changes that pile up behind a slow run are coalesced: the latest of each group
@@ -259,5 +269,37 @@ async fn aborting_the_hook_task_kills_the_running_command_and_its_children() {
         s.is_empty() || s.split_whitespace().nth(2) == Some("Z")
     })
     .await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The states leader, follower and fault (keepalived MASTER, BACKUP, FAULT) in the
+/// order of the changes; a leader that stays but takes a new token (a split brain
+/// healing: the survivor's token goes above both sides') runs the hook again.
+#[tokio::test]
+async fn states_in_order_and_a_new_token_of_the_same_leader_renotifies() {
+    let dir = tempdir("states");
+    let log = dir.join("log.txt");
+    let cmd = format!(
+        "echo \"$ELECTD_STATE $ELECTD_LEADER $ELECTD_TERM\" >> {}",
+        log.display()
+    );
+    let (s, _rx) = shared(4, &[Bully], None);
+    let task = hooks::spawn(s.clone(), cmd, Duration::from_secs(5));
+    let mut fault = LeaderEvent::new(4, Bully, Some(5), 3);
+    fault.fault = true;
+    let changes = [
+        LeaderEvent::new(4, Bully, Some(4), 1),
+        // Split brain healed: the same leader, a token above both sides'.
+        LeaderEvent::new(4, Bully, Some(4), 2),
+        fault,
+        LeaderEvent::new(4, Bully, Some(5), 3),
+    ];
+    let expected = ["leader 4 1", "leader 4 2", "fault 5 3", "follower 5 3"];
+    for (i, e) in changes.into_iter().enumerate() {
+        s.emit(e);
+        wait_until("the run", || read(&log).lines().count() == i + 1).await;
+    }
+    assert_eq!(read(&log).lines().collect::<Vec<_>>(), expected);
+    task.abort();
     let _ = std::fs::remove_dir_all(dir);
 }

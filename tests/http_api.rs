@@ -429,3 +429,36 @@ async fn failing_health_checks_make_healthz_and_readyz_fail() {
     assert_eq!(get(a, "/healthz").await.status, StatusCode::OK);
     server.stop().await;
 }
+
+/// `lease`: `none` without `lease_remaining_ms`; `quorum` with what is left, and
+/// `/is-leader` 503 on a leader whose lease has run out.
+#[tokio::test]
+async fn leader_answers_say_whether_a_lease_is_held_and_for_how_long() {
+    use electd::daemon::shared::Lease;
+    use std::time::{Duration, Instant};
+    let (s, server, _rx) = node3(None).await;
+    let a = server.addr;
+    let r = get(a, "/is-leader?algorithm=raft").await;
+    assert_eq!(r.json()["lease"], "none");
+    assert!(r.json().get("lease_remaining_ms").is_none(), "{}", r.body);
+
+    let mut held = view(Raft, Some(3), 4);
+    held.lease = Lease::Until(Instant::now() + Duration::from_secs(60));
+    s.publish_status(vec![view(Bully, Some(5), 1), held]);
+    let r = get(a, "/is-leader?algorithm=raft").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["lease"], "quorum");
+    let left = r.json()["lease_remaining_ms"].as_u64().expect("a number");
+    assert!(left > 50_000 && left <= 60_000, "{left}");
+    let leader = get(a, "/leader?algorithm=raft").await.json();
+    assert_eq!(leader["lease"], "quorum");
+
+    let mut gone = view(Raft, Some(3), 4);
+    gone.lease = Lease::Until(Instant::now());
+    s.publish_status(vec![view(Bully, Some(5), 1), gone]);
+    let r = get(a, "/is-leader?algorithm=raft").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.json()["lease_remaining_ms"], 0);
+    assert_eq!(r.json()["is_leader"], true);
+    server.stop().await;
+}

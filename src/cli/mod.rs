@@ -5,6 +5,7 @@ pub mod chaos;
 pub mod compare;
 pub mod config_init;
 pub mod demo;
+pub mod exec;
 pub mod keygen;
 pub mod manual;
 pub mod notify;
@@ -79,6 +80,9 @@ pub enum Command {
     Status(status::StatusArgs),
     /// Follow every roster node's leader changes (/watch) and print them as they happen.
     Watch(status::WatchArgs),
+    /// Run a command (no shell, own process group) only while the local node leads a
+    /// group: stopped (SIGTERM, then SIGKILL) when leadership is lost or unconfirmed.
+    Exec(exec::ExecArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(manual::CompletionsArgs),
     /// Print the manual page (roff) of electd and its subcommands.

@@ -147,8 +147,9 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     runtime::run_with(socket, net, rcfg, shared, control, shutdown).await?;
     let _ = stop.send(true);
     if let Some(mut h) = hooks {
-        // One run per group at most is pending (their own timeouts kill hung ones).
-        let budget = hook_timeout * (cfg.algorithms.len() as u32 + 1);
+        // One run per group at most is pending, then one `stopped` run per group (their
+        // own timeouts kill hung ones).
+        let budget = hook_timeout * (2 * cfg.algorithms.len() as u32 + 1);
         if tokio::time::timeout(budget, &mut h).await.is_err() {
             tracing::warn!("leader-change hooks still running after {budget:?}: stopping them");
             h.abort();

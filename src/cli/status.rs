@@ -83,12 +83,12 @@ struct RosterPeer {
     http: String,
 }
 
-struct Roster {
-    cluster: Option<String>,
-    peers: Vec<(NodeId, String)>,
+pub(super) struct Roster {
+    pub(super) cluster: Option<String>,
+    pub(super) peers: Vec<(NodeId, String)>,
 }
 
-fn load_roster(path: &Path) -> anyhow::Result<Roster> {
+pub(super) fn load_roster(path: &Path) -> anyhow::Result<Roster> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
     let raw: RosterFile = toml::from_str(&text)
@@ -111,7 +111,7 @@ fn load_roster(path: &Path) -> anyhow::Result<Roster> {
     })
 }
 
-fn resolve(http: &str) -> Result<SocketAddr, String> {
+pub(super) fn resolve(http: &str) -> Result<SocketAddr, String> {
     http.to_socket_addrs()
         .map_err(|e| format!("{http}: {e}"))?
         .next()

@@ -79,6 +79,7 @@
 //! family; a one-line admin token; a Raft state file whose directory exists and is
 //! writable. [`Config::warnings`] lists what loads but deserves a warning.
 
+mod lease;
 mod peers;
 mod policy;
 mod raw;

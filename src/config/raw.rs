@@ -25,6 +25,8 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub(super) raft: RawRaft,
     #[serde(default)]
+    pub(super) lease: RawLease,
+    #[serde(default)]
     pub(super) state: RawState,
     #[serde(default)]
     pub(super) peer: Vec<RawPeer>,
@@ -91,6 +93,25 @@ pub(super) struct RawRaft {
     pub(super) state_file: Option<String>,
 }
 
+/// `[lease]`, with `[lease.<algorithm>]` overrides of the same keys (the algorithm
+/// names are checked against the registry by the validator, not listed here).
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct RawLease {
+    pub(super) require_quorum: Option<bool>,
+    pub(super) clock_drift: Option<String>,
+    /// Every other key: `[lease.<algorithm>]` tables (anything else is an error).
+    #[serde(flatten)]
+    pub(super) per_algorithm: std::collections::BTreeMap<String, toml::Value>,
+}
+
+/// One `[lease.<algorithm>]` table.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLeaseOf {
+    pub(super) require_quorum: Option<bool>,
+    pub(super) clock_drift: Option<String>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPeer {
@@ -142,7 +163,7 @@ pub(super) fn raw_config<'a>(
     }
 }
 
-const SECTIONS: [(&str, &[&str]); 7] = [
+const SECTIONS: [(&str, &[&str]); 8] = [
     (
         "timing",
         &[
@@ -173,6 +194,7 @@ const SECTIONS: [(&str, &[&str]); 7] = [
         &["pre_vote", "check_quorum", "ranked_timeouts", "state_file"],
     ),
     ("state", &["file", "ephemeral"]),
+    ("lease", &["require_quorum", "clock_drift"]),
 ];
 const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
 const NOT_CONFIG: [&str; 3] = ["ELECTD_LOG", "ELECTD_LOG_FORMAT", "ELECTD_CONFIG"];
@@ -259,7 +281,7 @@ fn env_value(key: &str, value: &str) -> Result<toml::Value, String> {
             .map(toml::Value::Integer)
             .map_err(|_| format!("{:?} is not an integer", value.trim()))?,
         "insecure" | "check_source" | "pre_vote" | "check_quorum" | "ranked_timeouts"
-        | "ephemeral" => match value.trim().to_ascii_lowercase().as_str() {
+        | "ephemeral" | "require_quorum" => match value.trim().to_ascii_lowercase().as_str() {
             "true" | "1" | "yes" | "on" => toml::Value::Boolean(true),
             "false" | "0" | "no" | "off" => toml::Value::Boolean(false),
             _ => {

@@ -625,3 +625,46 @@ mod family {
         assert!(!reachable_from(a("[fd00::1]:1"), a("10.0.0.2:1")));
     }
 }
+
+#[test]
+fn lease_settings_per_algorithm_with_overrides() {
+    use crate::contract::algorithm::AlgorithmKind::{Bully, Ring};
+    use crate::contract::algorithm::LeaseOptions;
+    let two = |extra: &str| head(extra).replace("[\"bully\"]", "[\"bully\", \"ring\"]");
+    let c = parse(&two("")).unwrap();
+    assert_eq!(c.options.lease, LeaseOptions::default());
+    let c = parse(&two(
+        "[lease]\nrequire_quorum = true\nclock_drift = \"20ms\"\n[lease.ring]\nrequire_quorum = false\nclock_drift = \"5ms\"",
+    ))
+    .unwrap();
+    assert_eq!(c.options.lease.require_quorum, vec![Bully]);
+    assert_eq!(
+        c.options.lease.clock_drift,
+        vec![
+            (Bully, Duration::from_millis(20)),
+            (Ring, Duration::from_millis(5))
+        ]
+    );
+    let env = parse_env(&two(""), &[("ELECTD_LEASE_REQUIRE_QUORUM", "yes")], None).unwrap();
+    assert_eq!(env.options.lease.require_quorum, vec![Bully, Ring]);
+    fails(
+        parse(&two("[lease.raft]\nrequire_quorum = true")),
+        "lease.raft",
+        "not in `algorithms`",
+    );
+    fails(
+        parse(&two("[lease]\nclock_drift = \"soon\"")),
+        "lease.clock_drift",
+        "not a duration",
+    );
+    fails(
+        parse(&two("[lease]\nrequire_qorum = true")),
+        "lease.require_qorum",
+        "unknown key",
+    );
+    fails(
+        parse(&two("[lease.ring]\nclock_drif = \"5ms\"")),
+        "lease.ring",
+        "clock_drif",
+    );
+}

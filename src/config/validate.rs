@@ -116,6 +116,7 @@ impl Validator<'_> {
             check_quorum: raw.raft.check_quorum.unwrap_or(od.check_quorum),
             ranked_timeouts: raw.raft.ranked_timeouts.unwrap_or(od.ranked_timeouts),
             policy,
+            lease: self.lease(&raw.lease, &algorithms)?,
         };
         Ok(Config {
             file: self.file.to_path_buf(),

@@ -429,6 +429,8 @@ pub struct Options {
     /// Priorities and preemption (config `[[peer]] priority`, `[policy]`); the default
     /// is the textbook.
     pub policy: crate::contract::policy::Policy,
+    /// `[lease]`: which groups keep a quorum lease and the clock-drift bound.
+    pub lease: LeaseOptions,
 }
 
 impl Default for Options {
@@ -438,8 +440,21 @@ impl Default for Options {
             check_quorum: true,
             ranked_timeouts: true,
             policy: crate::contract::policy::Policy::default(),
+            lease: LeaseOptions::default(),
         }
     }
+}
+
+/// `[lease]` and `[lease.<algorithm>]` (see [`crate::node::Node::lease`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LeaseOptions {
+    /// Groups (other than Raft, whose lease follows from check-quorum) whose followers
+    /// answer each heartbeat of their leader, so that the leader knows whether a
+    /// majority still hears it (`require_quorum = true`).
+    pub require_quorum: Vec<AlgorithmKind>,
+    /// Per group, the clock-drift bound subtracted from every lease; a group not
+    /// listed uses a tenth of its base timeout.
+    pub clock_drift: Vec<(AlgorithmKind, Duration)>,
 }
 
 /// State an algorithm needs to survive a crash: the highest term it has seen (the

@@ -5,8 +5,19 @@
 //! - the command runs through `/bin/sh -c` once per change of a group's leader seen by
 //!   this node (or of its fencing token: the same leader taking a new term), with `ELECTD_NODE`, `ELECTD_CLUSTER`, `ELECTD_ALGORITHM`,
 //!   `ELECTD_LEADER` (id, empty when there is none), `ELECTD_ROLE` (`leader`,
-//!   `follower` or `none`), `ELECTD_TERM` and `ELECTD_AT_MS` (unix time of the change
-//!   in ms) in its environment; stdin and stdout are `/dev/null`, stderr is captured
+//!   `follower` or `none`), `ELECTD_STATE`, `ELECTD_TERM` and `ELECTD_AT_MS` (unix time
+//!   of the change in ms) in its environment;
+//! - `ELECTD_LEASE` (`none` or `quorum`) and `ELECTD_LEASE_REMAINING_MS` (empty with
+//!   `none`; what is left of this node's lease when the run starts, usually 0 right
+//!   after an election: see docs/leases.md);
+//! - `ELECTD_STATE` is the state, keepalived's names in brackets: `leader` (MASTER),
+//!   `follower` (BACKUP; also while no leader is known), `fault` (FAULT: a failing
+//!   health check made the node ineligible) and `stopped` (STOP: run once per group,
+//!   after everything announced before, when the daemon stops; `ELECTD_ROLE` is then
+//!   `none`); `ELECTD_ROLE` is kept as it was for existing scripts;
+//! - a split brain that heals re-notifies: the surviving leadership takes a token above
+//!   both sides', so every node, the survivor included, gets a run with the present
+//!   state (a run happens for every new token, not only for a new leader); stdin and stdout are `/dev/null`, stderr is captured
 //!   and logged (its last 2 KiB) when the command fails;
 //! - runs happen one at a time in the order of the changes, so a script that acquires
 //!   a resource on `leader` and releases it on `follower` never sees them reordered;
@@ -98,7 +109,7 @@ pub fn spawn_until(
                 Err(RecvError::Closed) => return,
             };
             for event in coalesce(&shared, batch) {
-                run_logged(&shared, &command, timeout, &event, &mut log).await;
+                run_logged(&shared, &command, timeout, &event, false, &mut log).await;
             }
             if let Some(missed) = lagged {
                 if log.record("lagged", since_start()) != crate::security::droplog::Verdict::Quiet {
@@ -114,18 +125,39 @@ pub fn spawn_until(
                 rx = fresh;
                 for g in groups {
                     let event = LeaderEvent::new(shared.node, g.algorithm, g.leader, g.term);
-                    run_logged(&shared, &command, timeout, &event, &mut log).await;
+                    run_logged(&shared, &command, timeout, &event, false, &mut log).await;
                 }
             }
         }
         // Stopping: what was announced before the stop still runs, the latest change
-        // of each group, in order.
+        // of each group, in order; then `stopped` once per group.
         let mut batch = Vec::new();
         drain(&mut rx, &mut batch);
         for event in coalesce(&shared, batch) {
-            run_logged(&shared, &command, timeout, &event, &mut log).await;
+            run_logged(&shared, &command, timeout, &event, false, &mut log).await;
+        }
+        for g in shared.status() {
+            let mut event = LeaderEvent::new(shared.node, g.algorithm, None, g.term);
+            event.leader = g.leader.filter(|&l| l != shared.node);
+            stopped(&mut event);
+            run_logged(&shared, &command, timeout, &event, true, &mut log).await;
         }
     })
+}
+
+/// Marks an event as the `stopped` run (role `none`, state `stopped`).
+fn stopped(event: &mut LeaderEvent) {
+    event.role = "none";
+    event.fault = false;
+}
+
+/// The state a run passes in `ELECTD_STATE`.
+fn state_of(event: &LeaderEvent, stopping: bool) -> &'static str {
+    if stopping {
+        "stopped"
+    } else {
+        event.state()
+    }
 }
 
 /// Move every event already queued into `batch`; `Some(missed)` if the receiver lagged.
@@ -164,9 +196,10 @@ async fn run_logged(
     command: &str,
     timeout: Duration,
     event: &LeaderEvent,
+    stopping: bool,
     log: &mut crate::security::droplog::DropLog,
 ) -> Outcome {
-    let (outcome, stderr) = execute(shared, command, timeout, event).await;
+    let (outcome, stderr) = execute(shared, command, timeout, event, stopping).await;
     shared.metrics.hook_run(outcome.label());
     let verdict = match outcome {
         Outcome::Ok => crate::security::droplog::Verdict::Log,
@@ -193,7 +226,7 @@ pub async fn run(
     timeout: Duration,
     event: &LeaderEvent,
 ) -> Outcome {
-    let (outcome, stderr) = execute(shared, command, timeout, event).await;
+    let (outcome, stderr) = execute(shared, command, timeout, event, false).await;
     shared.metrics.hook_run(outcome.label());
     report(
         event,
@@ -247,7 +280,13 @@ async fn execute(
     command: &str,
     timeout: Duration,
     event: &LeaderEvent,
+    stopping: bool,
 ) -> (Outcome, String) {
+    let (lease, lease_left) = shared
+        .group(event.algorithm)
+        .map(|g| g.lease)
+        .unwrap_or_default()
+        .remaining();
     let mut cmd = tokio::process::Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(command)
@@ -259,6 +298,12 @@ async fn execute(
             event.leader.map(|l| l.to_string()).unwrap_or_default(),
         )
         .env("ELECTD_ROLE", event.role)
+        .env("ELECTD_STATE", state_of(event, stopping))
+        .env("ELECTD_LEASE", lease)
+        .env(
+            "ELECTD_LEASE_REMAINING_MS",
+            lease_left.map(|l| l.to_string()).unwrap_or_default(),
+        )
         .env("ELECTD_TERM", event.term.to_string())
         .env("ELECTD_AT_MS", event.at_ms.to_string())
         .stdin(Stdio::null())

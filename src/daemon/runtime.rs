@@ -53,7 +53,7 @@ use crate::config::{Config, Security};
 use crate::contract::algorithm::{AlgorithmKind, Durable, Options, Timing};
 use crate::contract::message::Message;
 use crate::daemon::durable;
-use crate::daemon::shared::{Control, GroupView, LeaderEvent, Shared};
+use crate::daemon::shared::{Control, GroupView, LeaderEvent, Lease, Shared};
 use crate::daemon::socket::{send_error_kind, Transport};
 use crate::node::link::LinkConfig;
 use crate::node::{Datagram, Event, Node, NodeConfig, Time};
@@ -916,13 +916,21 @@ impl Driver {
     }
 
     fn publish(&self) {
+        let now = self.now();
         let groups = self
             .node
             .status()
             .iter()
             .map(|s| {
                 let mut v = GroupView::from_status(s, self.origin_unix);
+                v.lease = match self.node.lease(s.algorithm, now) {
+                    None => Lease::None,
+                    Some(left) => Lease::Until(std::time::Instant::now() + left),
+                };
                 if self.paused {
+                    if v.lease != Lease::None {
+                        v.lease = Lease::Until(std::time::Instant::now());
+                    }
                     v.state = "paused";
                     v.leader = None;
                     v.electing = false;

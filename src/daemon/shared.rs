@@ -38,6 +38,43 @@ pub struct GroupView {
     pub last_election_ms: Option<f64>,
     /// An election is in progress at this node.
     pub electing: bool,
+    /// This node's quorum lease on the group (not in `/status`; `/leader`,
+    /// `/is-leader`, `/watch` and hooks show what is left of it).
+    #[serde(skip)]
+    pub lease: Lease,
+}
+
+/// A group's quorum lease as this node holds it (see [`crate::node::Node::lease`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Lease {
+    /// The group keeps no lease (`[lease] require_quorum` off; Raft without
+    /// check-quorum): leadership is a belief with no promise of duration.
+    #[default]
+    None,
+    /// Kept: this node's leadership is safe until then (a past instant, or the moment
+    /// it was computed on a follower: no lease held).
+    Until(std::time::Instant),
+}
+
+impl Lease {
+    /// (`"none"` or `"quorum"`, milliseconds left: `None` for `"none"`, 0 when not held).
+    pub fn remaining(&self) -> (&'static str, Option<u64>) {
+        match self {
+            Lease::None => ("none", None),
+            Lease::Until(t) => (
+                "quorum",
+                Some(
+                    t.saturating_duration_since(std::time::Instant::now())
+                        .as_millis() as u64,
+                ),
+            ),
+        }
+    }
+
+    /// Whether a lease kept has run out (false when none is kept).
+    pub fn expired(&self) -> bool {
+        matches!(self.remaining(), ("quorum", Some(0)))
+    }
 }
 
 impl GroupView {
@@ -51,6 +88,7 @@ impl GroupView {
             since: origin_unix + s.since.as_secs_f64(),
             last_election_ms: s.last_election.map(|d| d.as_secs_f64() * 1e3),
             electing: s.electing,
+            lease: Lease::None,
         }
     }
 }
@@ -70,6 +108,9 @@ pub struct LeaderEvent {
     pub role: &'static str,
     /// Unix time in milliseconds.
     pub at_ms: u64,
+    /// The node is in FAULT for this group (a failing health check made it
+    /// ineligible); hooks then get the state `fault`.
+    pub fault: bool,
 }
 
 impl LeaderEvent {
@@ -88,6 +129,21 @@ impl LeaderEvent {
             term,
             role,
             at_ms: unix_ms(),
+            fault: false,
+        }
+    }
+
+    /// The hook state (`ELECTD_STATE`), with keepalived's name beside it: `leader`
+    /// (MASTER), `follower` (BACKUP; also while no leader is known), `fault` (FAULT).
+    /// `stopped` (STOP) is not an event: the hook task runs it once per group when the
+    /// daemon stops.
+    pub fn state(&self) -> &'static str {
+        if self.fault {
+            "fault"
+        } else if self.role == "leader" {
+            "leader"
+        } else {
+            "follower"
         }
     }
 }
@@ -201,6 +257,12 @@ impl Shared {
         let since = event.at_ms as f64 / 1e3;
         match status.iter_mut().find(|g| g.algorithm == event.algorithm) {
             Some(g) => {
+                if g.leader != event.leader {
+                    // A new leadership holds no lease until a majority answers it.
+                    if let Lease::Until(_) = g.lease {
+                        g.lease = Lease::Until(std::time::Instant::now());
+                    }
+                }
                 g.leader = event.leader;
                 g.term = event.term;
                 g.since = since;
@@ -213,6 +275,7 @@ impl Shared {
                 since,
                 last_election_ms: None,
                 electing: false,
+                lease: Lease::None,
             }),
         }
         let _ = self.events.send(event);

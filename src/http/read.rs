@@ -141,12 +141,21 @@ struct Leader {
     since: f64,
     state: &'static str,
     paused: bool,
+    /// `none`: the group keeps no lease, the answer is a belief with no promise for
+    /// how long; `quorum`: a lease is kept (see docs/leases.md).
+    lease: &'static str,
+    /// With `lease = quorum`: how long no other node can be elected (0 on a follower,
+    /// on a paused node, and on a leader no majority answered recently); absent with
+    /// `lease = none`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease_remaining_ms: Option<u64>,
 }
 
 fn view(shared: &Shared, kind: AlgorithmKind) -> Result<Leader, ApiError> {
     let g = shared.group(kind).ok_or_else(|| {
         ApiError::unavailable(format!("no status for {kind} yet: the node is starting"))
     })?;
+    let (lease, lease_remaining_ms) = g.lease.remaining();
     Ok(Leader {
         node: shared.node,
         algorithm: kind,
@@ -156,6 +165,8 @@ fn view(shared: &Shared, kind: AlgorithmKind) -> Result<Leader, ApiError> {
         since: g.since,
         state: g.state,
         paused: shared.is_paused(),
+        lease,
+        lease_remaining_ms,
     })
 }
 
@@ -169,15 +180,16 @@ pub(super) async fn leader(State(app): State<App>, query: RawQuery) -> Result<Re
     Ok(Json(view(&app.shared, kind)?).into_response())
 }
 
-/// 200 when this node leads the group and is not paused, 503 otherwise, so that a
-/// load balancer health check sends traffic to the leader only.
+/// 200 when this node leads the group, is not paused and, where the group keeps a
+/// lease, holds it (time left); 503 otherwise, so that a load balancer health check
+/// sends traffic to the leader only.
 pub(super) async fn is_leader(
     State(app): State<App>,
     query: RawQuery,
 ) -> Result<Response, ApiError> {
     let kind = one(&app, &query)?;
     let v = view(&app.shared, kind)?;
-    let code = if v.is_leader && !v.paused {
+    let code = if v.is_leader && !v.paused && v.lease_remaining_ms != Some(0) {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE

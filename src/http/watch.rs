@@ -5,9 +5,14 @@
 //!
 //! ```text
 //! event: leader
-//! data: {"node":3,"algorithm":"bully","leader":5,"term":2,"role":"follower","at_ms":1700000000000,"initial":false}
+//! data: {"node":3,"algorithm":"bully","leader":5,"term":2,"role":"follower","at_ms":1700000000000,"fault":false,"initial":false,"lease":"none"}
 //! ```
 //!
+//! `lease` is `none` when the group keeps no lease, else `quorum` with
+//! `lease_remaining_ms` (what is left of this node's leadership lease when the event is
+//! sent: 0 on followers and right after an election, until a majority has answered;
+//! docs/leases.md).
+//! `fault` is true while a failing health check makes this node ineligible.
 //! `leader` is null when the node knows no leader (`role` is then `none`); `at_ms` is
 //! the unix time of the change in milliseconds. Subscribing and copying the snapshot
 //! happen atomically ([`crate::daemon::shared::Shared::watch`]), so no change falls
@@ -38,10 +43,32 @@ struct WatchEvent<'a> {
     #[serde(flatten)]
     event: &'a LeaderEvent,
     initial: bool,
+    lease: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease_remaining_ms: Option<u64>,
 }
 
-fn leader_event(event: &LeaderEvent, initial: bool) -> Event {
-    let data = serde_json::to_string(&WatchEvent { event, initial }).unwrap_or_default();
+/// The lease as the snapshot holds it when the event is sent.
+fn lease_of(
+    shared: &crate::daemon::shared::Shared,
+    event: &LeaderEvent,
+) -> (&'static str, Option<u64>) {
+    shared
+        .group(event.algorithm)
+        .map(|g| g.lease)
+        .unwrap_or_default()
+        .remaining()
+}
+
+fn leader_event(event: &LeaderEvent, initial: bool, lease: (&'static str, Option<u64>)) -> Event {
+    let (lease, lease_remaining_ms) = lease;
+    let data = serde_json::to_string(&WatchEvent {
+        event,
+        initial,
+        lease,
+        lease_remaining_ms,
+    })
+    .unwrap_or_default();
     Event::default().event("leader").data(data)
 }
 
@@ -52,7 +79,7 @@ fn snapshot(node: NodeId, groups: &[GroupView], only: Option<AlgorithmKind>) -> 
         .map(|g| {
             let mut e = LeaderEvent::new(node, g.algorithm, g.leader, g.term);
             e.at_ms = (g.since * 1e3).max(0.0) as u64;
-            leader_event(&e, true)
+            leader_event(&e, true, g.lease.remaining())
         })
         .collect()
 }
@@ -101,7 +128,8 @@ async fn next(mut w: Watch) -> Option<(Result<Event, Infallible>, Watch)> {
             }
             r = w.rx.recv() => match r {
                 Ok(e) if w.only.is_none_or(|a| a == e.algorithm) => {
-                    w.pending.push_back(leader_event(&e, false));
+                    let lease = lease_of(&w.app.shared, &e);
+                    w.pending.push_back(leader_event(&e, false, lease));
                 }
                 Ok(_) => {}
                 Err(RecvError::Lagged(missed)) => {

@@ -19,6 +19,8 @@
 #[cfg(test)]
 mod failover_tests;
 mod fxhash;
+#[cfg(test)]
+mod lease_tests;
 pub mod link;
 #[cfg(test)]
 mod multicast_tests;
@@ -246,11 +248,16 @@ struct Group {
     /// heartbeat, from every node holding the higher token, which would bury the
     /// claimant in answers it can no longer work off in time.
     stale_answered: BTreeMap<NodeId, (Token, Token, Time)>,
+    /// While leading: per peer, the last heartbeat answer carrying this leadership's
+    /// token (the contacts a lease is computed from).
+    contacts: BTreeMap<NodeId, Time>,
 }
 
 /// One node (see the module documentation).
 #[derive(Debug)]
 pub struct Node {
+    /// The algorithm switches (the lease settings are read here).
+    options: Options,
     id: NodeId,
     ring: Vec<NodeId>,
     /// The roster sorted, for membership checks in O(log N).
@@ -301,11 +308,13 @@ impl Node {
                 lost: None,
                 leaderless_since: None,
                 stale_answered: BTreeMap::new(),
+                contacts: BTreeMap::new(),
             });
         }
         let mut members = cfg.ring.clone();
         members.sort_unstable();
         Ok(Node {
+            options: cfg.options.clone(),
             id: cfg.id,
             members,
             ring: cfg.ring,
@@ -508,8 +517,28 @@ impl Node {
         grp.seen = grp.seen.max(epoch);
         grp.stats.received[msg.kind() as usize] += 1;
         let external_fd = grp.algo.uses_failure_detector();
+        // A follower's answer to this leadership's heartbeat (Raft's names no leader):
+        // a lease contact.
+        if let Message::HeartbeatAck { term, leader } = msg {
+            if grp.leader == Some(self.id) && (leader == self.id || leader == 0) && term == grp.term
+            {
+                grp.contacts.insert(from, now);
+            }
+        }
+        let answers_heartbeats =
+            external_fd && self.options.lease.require_quorum.contains(&grp.kind);
         match msg {
             Message::Heartbeat { term, .. } if external_fd => {
+                if grp.leader == Some(from) && answers_heartbeats {
+                    // require_quorum: answer the leader's heartbeat with the token it
+                    // holds (equal to its own: the leader only records the contact).
+                    let ack = Message::HeartbeatAck {
+                        term: term.max(grp.term),
+                        leader: from,
+                    };
+                    self.send(g, now, from, ack);
+                }
+                let grp = &mut self.groups[g];
                 if grp.leader == Some(from) {
                     let deadline = now + self.timing.failure_timeout;
                     self.arm(g, Slot::Detector, deadline);
@@ -701,6 +730,62 @@ impl Node {
                 last_election: g.stats.last_election,
             })
             .collect()
+    }
+
+    /// The quorum lease of this node's leadership of `kind`'s group at `now`:
+    /// `None` when the group keeps no lease (not Raft with check-quorum, and no
+    /// `[lease] require_quorum`); otherwise how long no other leader can be elected,
+    /// `Some(ZERO)` when this node does not lead or no majority answered recently.
+    ///
+    /// The rule: the leader and the ⌈(N+1)/2⌉−1 peers that answered its heartbeats most
+    /// recently form a majority; take the oldest of those answers, `t`. Each of those
+    /// peers heard this leader at `t` or later, and a follower that heard its leader
+    /// neither votes for another candidate (Raft: pre-vote and leader stickiness, for
+    /// `election_timeout` min) nor calls an election (failure detector, for
+    /// `failure_timeout`) before that base timeout has passed; any new leader needs one
+    /// of them. So the lease ends at `t + base − clock_drift`. Only answers received
+    /// since this leadership began count.
+    pub fn lease(&self, kind: AlgorithmKind, now: Time) -> Option<Duration> {
+        let g = self.group_index(kind)?;
+        let grp = &self.groups[g];
+        let (base, kept) = if grp.algo.uses_failure_detector() {
+            (
+                self.timing.failure_timeout,
+                self.options.lease.require_quorum.contains(&kind),
+            )
+        } else {
+            (self.timing.election_timeout_min, self.options.check_quorum)
+        };
+        if !kept {
+            return None;
+        }
+        if grp.leader != Some(self.id) {
+            return Some(Duration::ZERO);
+        }
+        let drift = self
+            .options
+            .lease
+            .clock_drift
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(base / 10, |(_, d)| *d);
+        let need = self.members.len() / 2; // peers besides this node for a majority
+        let t = if need == 0 {
+            now
+        } else {
+            let mut recent: Vec<Time> = grp
+                .contacts
+                .values()
+                .copied()
+                .filter(|&t| t >= grp.since)
+                .collect();
+            if recent.len() < need {
+                return Some(Duration::ZERO);
+            }
+            recent.sort_unstable_by(|a, b| b.cmp(a));
+            recent[need - 1]
+        };
+        Some((t + base).saturating_sub(drift).saturating_sub(now))
     }
 
     /// The snapshot of group `kind`, if the node runs it.

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# System test: the virtual-IP example of docs/keepalived.md, in network namespaces.
+#
+# Three `electd run` processes in three namespaces (<prefix>-1..3, 10.233.<x>.<id>/24 on
+# a private bridge), Bully, with the guide's hook (`ip addr replace/del` of the virtual
+# IP .100 on the leader's eth0; ELECTD_STATE). Checked, each with a deadline:
+#  1. the VIP is on exactly the leader's namespace (node 3), and answers ping from node 1;
+#  2. the leader's machine dies (SIGKILL of electd and its link down): the VIP appears
+#     on the new leader (node 2), on no other live namespace, and answers there (the
+#     dead namespace keeps the address, unreachable, as a crashed machine would);
+#  3. node 3 restarted: its hook runs again (Bully: it leads again), node 2's hook
+#     removes the VIP there: exactly one live namespace holds it;
+#  4. SIGTERM of every node: each `stopped` run removes it; no namespace holds it.
+# Everything created (namespaces, processes by PID, the work dir) is removed on exit.
+# Needs root; installs iproute2 and iputils-ping if missing.
+# Env: ELECTD=path to a release binary (else target/release/electd, built if missing).
+set -euo pipefail
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+    echo "!!! system-keepalived.sh: SKIPPED, NOT RUN: needs root (network namespaces)."
+    echo "!!! Run it as root: sudo scripts/system-keepalived.sh"
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+    exit 0
+fi
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+need=()
+command -v ip >/dev/null || need+=(iproute2)
+command -v ping >/dev/null || need+=(iputils-ping)
+if [ "${#need[@]}" -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
+if [ -z "${ELECTD:-}" ]; then
+    ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/release/electd"
+    (cd "$ROOT" && cargo build --release --quiet --bin electd)
+fi
+
+N=3
+P="lease-ka$$"
+SW="$P-sw"
+NET="10.233.$(($$ % 250 + 1))"
+VIP="$NET.100"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/electd-keepalived.XXXXXX")
+declare -A PID=()
+NSES=()
+STATUS=1
+T0=$SECONDS
+export ELECTD_TIMING_HEARTBEAT=20ms ELECTD_TIMING_FAILURE_TIMEOUT=200ms \
+    ELECTD_TIMING_ANSWER_TIMEOUT=60ms ELECTD_TIMING_COORDINATOR_TIMEOUT=200ms \
+    ELECTD_TRANSPORT_RETRANSMIT=20ms
+
+log() { printf '\n[%s +%ss] %s\n' "$(date +%T)" "$((SECONDS - T0))" "$*"; }
+ns() { echo "$P-$1"; }
+stop_pid() {
+    local pid=$1 i
+    kill "$pid" 2>/dev/null || return 0
+    for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+    local id n
+    for id in "${!PID[@]}"; do stop_pid "${PID[$id]}"; done
+    for n in "${NSES[@]}"; do ip netns del "$n" 2>/dev/null || true; done
+    if [ "$STATUS" -ne 0 ]; then
+        for f in "$WORK"/n*.log; do
+            [ -f "$f" ] || continue
+            echo "---- tail of $f"; tail -n 15 "$f"
+        done
+        echo "system-keepalived: FAILED"
+    fi
+    if [ "${KEEP:-0}" = 1 ] || [ "$STATUS" -ne 0 ]; then echo "work dir kept: $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log "creating $N namespaces on a private bridge ($NET.0/24)"
+ip netns add "$SW"; NSES+=("$SW")
+ip -n "$SW" link add br0 type bridge
+ip -n "$SW" link set br0 up
+hosts=()
+for i in $(seq $N); do
+    n=$(ns "$i")
+    ip netns add "$n"; NSES+=("$n")
+    ip link add eth0 netns "$n" type veth peer name "p$i" netns "$SW"
+    ip -n "$SW" link set "p$i" master br0 up
+    ip -n "$n" addr add "$NET.$i/24" dev eth0
+    ip -n "$n" link set eth0 up
+    ip -n "$n" link set lo up
+    hosts+=("$NET.$i")
+done
+
+# The guide's hook (docs/keepalived.md), with this run's address.
+cat >"$WORK/vip-hook" <<HOOK
+#!/bin/sh
+[ "\$ELECTD_ALGORITHM" = bully ] || exit 0
+case "\$ELECTD_STATE" in
+  leader) ip addr replace $VIP/24 dev eth0 ;;
+  *)      ip addr del $VIP/24 dev eth0 2>/dev/null || true ;;
+esac
+HOOK
+chmod +x "$WORK/vip-hook"
+"$ELECTD" config init --nodes $N --hosts "$(IFS=,; echo "${hosts[*]}")" --cluster vip \
+    --algorithms bully --insecure --out "$WORK/electd.toml" >/dev/null
+export ELECTD_HOOKS_ON_LEADER_CHANGE="$WORK/vip-hook"
+
+start_node() {
+    ip netns exec "$(ns "$1")" env ELECTD_STATE_FILE="$WORK/state-$1" \
+        "$ELECTD" run --config "$WORK/electd.toml" --node-id "$1" >>"$WORK/n$1.log" 2>&1 &
+    PID[$1]=$!
+}
+holders() { # the live namespaces (given ids) holding the VIP
+    local i
+    for i in "$@"; do
+        ip -n "$(ns "$i")" -4 addr show dev eth0 | grep -q " $VIP/" && printf '%s ' "$i"
+    done
+    true
+}
+expect_holders() { # expect_holders WHAT WANT IDS...: bounded wait until exactly WANT
+    local what=$1 want=$2 i got=""
+    shift 2
+    for i in $(seq 100); do
+        got=$(holders "$@")
+        [ "$got" = "$want" ] && { log "$what: VIP on [${got% }]"; return 0; }
+        sleep 0.1
+    done
+    echo "system-keepalived: $what: VIP on [${got% }], expected [${want% }]" >&2
+    exit 1
+}
+
+log "1. start: the VIP on the leader (node 3) only"
+for i in $(seq $N); do start_node "$i"; done
+expect_holders "cold start" "3 " 1 2 3
+ip netns exec "$(ns 1)" ping -c 1 -W 2 "$VIP" >/dev/null || { echo "VIP does not answer" >&2; exit 1; }
+
+log "2. node 3's machine dies (SIGKILL, its link down): the VIP moves to node 2"
+kill -9 "${PID[3]}"; wait "${PID[3]}" 2>/dev/null || true; unset "PID[3]"
+ip -n "$(ns 3)" link set eth0 down
+expect_holders "leader killed" "2 " 1 2
+ip -n "$(ns 1)" neigh flush dev eth0
+ip netns exec "$(ns 1)" ping -c 1 -W 2 -I eth0 "$VIP" >/dev/null || { echo "moved VIP does not answer" >&2; exit 1; }
+
+log "3. node 3 back (Bully: it leads again); exactly one holder"
+ip -n "$(ns 3)" link set eth0 up
+start_node 3
+expect_holders "node 3 back" "3 " 1 2 3
+
+log "4. SIGTERM every node: the stopped runs remove it"
+for i in 1 2 3; do stop_pid "${PID[$i]}"; unset "PID[$i]"; done
+expect_holders "all stopped" "" 1 2 3
+
+STATUS=0
+log "system-keepalived: OK"

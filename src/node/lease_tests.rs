@@ -1,0 +1,135 @@
+//! The quorum lease ([`Node::lease`]) in the seeded simulator: who holds one, how long
+//! it is, and that a leader cut off from the majority sees its lease run out before
+//! the majority side has elected another leader.
+
+use super::Node;
+use crate::contract::algorithm::{AlgorithmKind, Timing};
+use crate::sim::{Sim, SimConfig};
+use crate::NodeId;
+use std::time::Duration;
+
+const N: NodeId = 5;
+
+/// The lease's base timeout and the default drift bound (a tenth of it).
+fn base(kind: AlgorithmKind, t: &Timing) -> Duration {
+    if kind == AlgorithmKind::Raft {
+        t.election_timeout_min
+    } else {
+        t.failure_timeout
+    }
+}
+
+fn sim(kind: AlgorithmKind, require_quorum: bool, seed: u64) -> Sim {
+    let mut cfg = SimConfig::new(kind, N as usize, seed);
+    if require_quorum {
+        cfg.options.lease.require_quorum = vec![kind];
+    }
+    let mut sim = Sim::new(cfg).expect("sim");
+    for id in 1..=N {
+        sim.start(id, true).expect("start");
+    }
+    assert!(
+        sim.run_until_settled(Duration::from_secs(5)),
+        "{kind}: startup"
+    );
+    sim.run_for(Duration::from_millis(300));
+    sim
+}
+
+fn node(sim: &Sim, id: NodeId) -> &Node {
+    sim.node(id).expect("live node")
+}
+
+#[test]
+fn a_lease_is_kept_only_where_configured_and_held_only_by_the_leader() {
+    for kind in AlgorithmKind::available() {
+        let quorum = kind != AlgorithmKind::Raft;
+        let plain = sim(kind, false, 3);
+        let leader = plain.agreement(kind).expect("agreed");
+        let want_lease = kind == AlgorithmKind::Raft;
+        assert_eq!(
+            node(&plain, leader).lease(kind, plain.now()).is_some(),
+            want_lease,
+            "{kind}: without require_quorum only Raft (check-quorum) keeps a lease"
+        );
+        if !quorum {
+            continue;
+        }
+        let s = sim(kind, true, 3);
+        let leader = s.agreement(kind).expect("agreed");
+        let timing = s.config().timing.clone();
+        let max = base(kind, &timing) - base(kind, &timing) / 10;
+        let left = node(&s, leader).lease(kind, s.now()).expect("kept");
+        // A majority answered within the last heartbeat or two: most of the lease left.
+        assert!(
+            left > Duration::ZERO && left <= max,
+            "{kind}: {left:?} of {max:?}"
+        );
+        assert!(
+            left + 3 * timing.heartbeat >= max,
+            "{kind}: {left:?}: the answers are older than a few heartbeats"
+        );
+        for id in (1..=N).filter(|&i| i != leader) {
+            assert_eq!(
+                node(&s, id).lease(kind, s.now()),
+                Some(Duration::ZERO),
+                "{kind}: follower {id}"
+            );
+        }
+    }
+}
+
+#[test]
+fn raft_keeps_its_lease_from_check_quorum_too() {
+    let s = sim(AlgorithmKind::Raft, false, 5);
+    let leader = s.agreement(AlgorithmKind::Raft).expect("agreed");
+    let t = s.config().timing.clone();
+    let left = node(&s, leader)
+        .lease(AlgorithmKind::Raft, s.now())
+        .expect("kept");
+    let max = t.election_timeout_min - t.election_timeout_min / 10;
+    assert!(left > Duration::ZERO && left <= max, "{left:?} of {max:?}");
+}
+
+/// The leader and one follower are cut off from the three others: the leader's lease
+/// runs out before any node of the majority side leads.
+#[test]
+fn a_partitioned_leader_loses_its_lease_before_the_majority_elects() {
+    for kind in AlgorithmKind::available() {
+        for seed in 1..=5 {
+            let mut s = sim(kind, kind != AlgorithmKind::Raft, seed);
+            let old = s.agreement(kind).expect("agreed");
+            let held = node(&s, old).lease(kind, s.now()).expect("kept");
+            assert!(
+                held > Duration::ZERO,
+                "{kind} seed {seed}: no lease before the cut"
+            );
+            let buddy = (1..=N).find(|&i| i != old).expect("a follower");
+            let majority: Vec<NodeId> = (1..=N).filter(|&i| i != old && i != buddy).collect();
+            s.cuts_mut()
+                .partition(&[vec![old, buddy], majority.clone()]);
+            let start = s.now();
+            let mut expired = None;
+            let mut elected = None;
+            for _ in 0..5000 {
+                s.run_for(Duration::from_millis(1));
+                if expired.is_none() && node(&s, old).lease(kind, s.now()) == Some(Duration::ZERO) {
+                    expired = Some(s.now() - start);
+                }
+                if majority
+                    .iter()
+                    .any(|&m| node(&s, m).leader(kind) == Some(m))
+                {
+                    elected = Some(s.now() - start);
+                    break;
+                }
+            }
+            let elected = elected.unwrap_or_else(|| panic!("{kind} seed {seed}: no election"));
+            let expired = expired.unwrap_or_else(|| panic!("{kind} seed {seed}: lease held"));
+            assert!(
+                expired < elected,
+                "{kind} seed {seed}: lease ran out at {expired:?}, majority elected at {elected:?}"
+            );
+        }
+    }
+}
