@@ -167,6 +167,26 @@ impl Leadership {
     }
 }
 
+/// Nobody ranked above answered election `tag`: announce and return true, unless this
+/// node may never lead (priority 0); then it waits under the watchdog for an eligible
+/// node and returns false (the caller stays a follower).
+pub(super) fn win(
+    cfg: &GroupConfig,
+    hold: &mut Holdback,
+    lead: &mut Leadership,
+    tag: ElectionTag,
+    out: &mut Out,
+) -> bool {
+    if !cfg.eligible() {
+        cancel_election_timers(out);
+        arm_watchdog(&cfg.timing, out);
+        return false;
+    }
+    hold.reset();
+    lead.announce(cfg.me, tag, out);
+    true
+}
+
 pub(super) fn cancel_election_timers(out: &mut Out) {
     for t in ELECTION_TIMERS {
         out.cancel_timer(t);

@@ -138,15 +138,8 @@ impl ImprovedBully {
     /// Nobody ranked above answered: announce, unless this node may never lead
     /// (priority 0), which waits under the watchdog for an eligible node instead.
     fn win(&mut self, out: &mut Out) {
-        if !self.cfg.eligible() {
-            self.state = State::Follower;
-            common::cancel_election_timers(out);
-            common::arm_watchdog(&self.cfg.timing, out);
-            return;
-        }
-        self.state = State::Leader;
-        self.hold.reset();
-        self.lead.announce(self.me(), self.tag, out);
+        let won = common::win(&self.cfg, &mut self.hold, &mut self.lead, self.tag, out);
+        self.state = if won { State::Leader } else { State::Follower };
     }
 
     /// A plain follower holding back (no preemption, or its delay not yet passed).
