@@ -12,36 +12,26 @@
 #     removes the VIP there: exactly one live namespace holds it;
 #  4. SIGTERM of every node: each `stopped` run removes it; no namespace holds it.
 # Everything created (namespaces, processes by PID, the work dir) is removed on exit.
-# Needs root; installs iproute2 and iputils-ping if missing.
+# Needs root; installs iproute2, nftables, curl and iputils-ping if missing.
 # Env: ELECTD=path to a release binary (else target/release/electd, built if missing).
 set -euo pipefail
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-    echo "!!! system-keepalived.sh: SKIPPED, NOT RUN: needs root (network namespaces)."
-    echo "!!! Run it as root: sudo scripts/system-keepalived.sh"
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-    exit 0
-fi
-
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-need=()
-command -v ip >/dev/null || need+=(iproute2)
-command -v ping >/dev/null || need+=(iputils-ping)
-if [ "${#need[@]}" -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
-fi
-if [ -z "${ELECTD:-}" ]; then
-    ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/release/electd"
-    (cd "$ROOT" && cargo build --release --quiet --bin electd)
-fi
+NAME=system-keepalived
+. "$ROOT/scripts/lib/netns.sh"
+netns_require_root
+netns_tools
+command -v ping >/dev/null || {
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iputils-ping
+}
+netns_electd
 
 N=3
 P="lease-ka$$"
-SW="$P-sw"
 NET="10.233.$(($$ % 250 + 1))"
 VIP="$NET.100"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/electd-keepalived.XXXXXX")
+export ADDRS="$WORK/addrs"
 declare -A PID=()
 NSES=()
 STATUS=1
@@ -49,47 +39,12 @@ T0=$SECONDS
 export ELECTD_TIMING_HEARTBEAT=20ms ELECTD_TIMING_FAILURE_TIMEOUT=200ms \
     ELECTD_TIMING_ANSWER_TIMEOUT=60ms ELECTD_TIMING_COORDINATOR_TIMEOUT=200ms \
     ELECTD_TRANSPORT_RETRANSMIT=20ms
-
-log() { printf '\n[%s +%ss] %s\n' "$(date +%T)" "$((SECONDS - T0))" "$*"; }
-ns() { echo "$P-$1"; }
-stop_pid() {
-    local pid=$1 i
-    kill "$pid" 2>/dev/null || return 0
-    for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
-cleanup() {
-    local id n
-    for id in "${!PID[@]}"; do stop_pid "${PID[$id]}"; done
-    for n in "${NSES[@]}"; do ip netns del "$n" 2>/dev/null || true; done
-    if [ "$STATUS" -ne 0 ]; then
-        for f in "$WORK"/n*.log; do
-            [ -f "$f" ] || continue
-            echo "---- tail of $f"; tail -n 15 "$f"
-        done
-        echo "system-keepalived: FAILED"
-    fi
-    if [ "${KEEP:-0}" = 1 ] || [ "$STATUS" -ne 0 ]; then echo "work dir kept: $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
+trap netns_cleanup EXIT
 trap 'exit 130' INT TERM
 
-log "creating $N namespaces on a private bridge ($NET.0/24)"
-ip netns add "$SW"; NSES+=("$SW")
-ip -n "$SW" link add br0 type bridge
-ip -n "$SW" link set br0 up
+netns_bridge $N "$NET"
 hosts=()
-for i in $(seq $N); do
-    n=$(ns "$i")
-    ip netns add "$n"; NSES+=("$n")
-    ip link add eth0 netns "$n" type veth peer name "p$i" netns "$SW"
-    ip -n "$SW" link set "p$i" master br0 up
-    ip -n "$n" addr add "$NET.$i/24" dev eth0
-    ip -n "$n" link set eth0 up
-    ip -n "$n" link set lo up
-    hosts+=("$NET.$i")
-done
+for i in $(seq $N); do hosts+=("$NET.$i"); done
 
 # The guide's hook (docs/keepalived.md), with this run's address.
 cat >"$WORK/vip-hook" <<HOOK

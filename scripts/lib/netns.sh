@@ -1,5 +1,5 @@
 # Shared by the system tests that run `electd run` processes in network namespaces
-# (system-netns.sh, system-fencing.sh, system-loss.sh). Source it after setting NAME
+# (system-netns.sh, system-fencing.sh, system-loss.sh, system-keepalived.sh). Source it after setting NAME
 # (the script's name in messages); it defines:
 #   netns_require_root        skip loudly (exit 0) without root
 #   netns_tools               install iproute2, nftables, curl with apt-get if missing
