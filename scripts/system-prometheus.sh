@@ -171,6 +171,12 @@ FIRST=${ALGOS[0]}
 curl -sN "http://${HTTP[1]}/watch?algorithm=$FIRST" >"$WORK/watch.txt" 2>/dev/null &
 PIDS+=($!)
 watch_has() { grep -q "$1" "$WORK/watch.txt" 2>/dev/null; }
+# watch_change LEADER: a non-initial event in which node 1 follows LEADER (the fields
+# are matched one by one: their order in the JSON object is not part of the contract).
+watch_change() {
+    grep '"initial":false' "$WORK/watch.txt" 2>/dev/null | grep "\"leader\":$1," |
+        grep -q '"role":"follower"'
+}
 wait_for 10 "the /watch stream's initial state" watch_has '"initial":true'
 
 printf 'not an electd datagram' >"/dev/udp/127.0.0.1/${UDP[1]}"
@@ -184,14 +190,14 @@ for a in "${ALGOS[@]}"; do expect_leader "$a" "$SURVIVORS" $((N - 1)); done
 wait_for 20 "Prometheus to see node $LEADER down" node_down
 NEW=$AGREED
 wait_for 10 "/watch on node 1 to report the new $FIRST leader" \
-    watch_has "\"leader\":$((N - 1)),\"term\":[0-9]*,\"role\":\"follower\",\"at_ms\":[0-9]*,\"initial\":false"
+    watch_change $((N - 1))
 log "/watch on node 1 saw the failover"
 
 log "failover 2: resume node $LEADER"
 admin "$LEADER" /admin/resume
 for a in "${ALGOS[@]}"; do expect_leader "$a" "$ALL" "$N"; done
 wait_for 10 "/watch to report node $N back" \
-    watch_has "\"leader\":$N,\"term\":[0-9]*,\"role\":\"follower\",\"at_ms\":[0-9]*,\"initial\":false"
+    watch_change "$N"
 
 # Raft elects whoever wins a majority: if its leader is not node $N, the two failovers
 # above did not touch it. Take its own leader down and bring it back.
