@@ -327,41 +327,7 @@ impl Algorithm for ImprovedBully {
         }
     }
 
-    fn leader(&self) -> Option<NodeId> {
-        self.lead.leader
-    }
-
-    fn term(&self) -> u64 {
-        self.lead.epoch()
-    }
-
-    fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
-        self.lead.leader_term(from, term, out);
-    }
-
-    fn answers_stale_claim(&self, from: NodeId) -> bool {
-        // A live leader above the claimant answers it with its COORDINATOR (this node,
-        // leading, or the higher leader it follows, which hears the claim too).
-        matches!(self.state, State::Leader | State::Follower)
-            && self.lead.leader.is_some_and(|l| self.cfg.outranks(l, from))
-    }
-
-    fn on_term_behind(&mut self, term: u64, out: &mut Out) {
-        self.lead.observe(term);
-        if self.state == State::Leader {
-            // A term this leadership is below exists: take a new one by an election
-            // (announced above it at once if nobody higher answers).
-            self.elect(None, out);
-        }
-    }
-
-    fn durable(&self) -> Option<Durable> {
-        Some(self.lead.durable())
-    }
-
-    fn restore(&mut self, state: Durable) {
-        self.lead.restore(state);
-    }
+    common::shared_algorithm_methods!();
 
     fn state(&self) -> &'static str {
         match self.state {
