@@ -390,6 +390,10 @@ macro_rules! shared_algorithm_methods {
         fn restore(&mut self, state: Durable) {
             self.lead.restore(state);
         }
+
+        fn config_mut(&mut self) -> &mut GroupConfig {
+            &mut self.cfg
+        }
     };
 }
 pub(super) use shared_algorithm_methods;

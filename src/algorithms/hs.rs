@@ -372,6 +372,10 @@ impl Algorithm for Hs {
         self.view.trust(peer);
     }
 
+    fn config_mut(&mut self) -> &mut GroupConfig {
+        &mut self.cfg
+    }
+
     fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
         ring_common::leader_lost(self, out);
     }

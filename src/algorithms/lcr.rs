@@ -251,6 +251,10 @@ impl Algorithm for Lcr {
         self.view.trust(peer);
     }
 
+    fn config_mut(&mut self) -> &mut GroupConfig {
+        &mut self.cfg
+    }
+
     fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
         ring_common::leader_lost(self, out);
     }

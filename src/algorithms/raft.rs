@@ -496,6 +496,18 @@ impl Algorithm for Raft {
         }
     }
 
+    fn config_mut(&mut self) -> &mut GroupConfig {
+        &mut self.cfg
+    }
+
+    fn step_down(&mut self, out: &mut Out) {
+        // The hand-over of `call_election` on a leader; ineligible, this node then
+        // never campaigns (`campaign`), so a follower wins.
+        if self.role == Role::Leader {
+            self.call_election(out);
+        }
+    }
+
     fn on_foreign_leader(&mut self, _from: NodeId, _epoch: u64, _out: &mut Out) {
         // Not used: Raft gets heartbeats in `on_message` and resolves terms itself.
     }

@@ -165,7 +165,12 @@ impl Ring {
         }
         self.participant = true;
         arm_restart(self.bound, out);
-        ids.push(self.me());
+        // A node that may not lead (priority 0, drained, failing a check) forwards
+        // without standing: the others cannot know its run-time standing, so it keeps
+        // its id off the list they choose from.
+        if self.cfg.eligible() {
+            ids.push(self.me());
+        }
         let msg = Message::RingElection {
             initiator,
             ids,
@@ -186,7 +191,11 @@ impl Ring {
         let lower = self.cfg.outranks(self.me(), leader)
             && self.cfg.eligible()
             && (self.participant || !self.lead.hold.holding());
-        if epoch >= self.lead.highest() && !lower {
+        // A lap that chose this node although it may not lead now (it became
+        // ineligible while the lap ran): it does not adopt itself; its watchdog elects
+        // again without it.
+        let refused = leader == self.me() && !self.cfg.eligible();
+        if epoch >= self.lead.highest() && !lower && !refused {
             self.participant = false;
             self.initiated = false;
             out.cancel_timer(Timer::Retry);
@@ -303,6 +312,10 @@ impl Algorithm for Ring {
 
     fn on_peer_alive(&mut self, peer: NodeId, _out: &mut Out) {
         self.view.trust(peer);
+    }
+
+    fn config_mut(&mut self) -> &mut GroupConfig {
+        &mut self.cfg
     }
 
     fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {

@@ -511,9 +511,18 @@ impl GroupConfig {
     pub fn outranks(&self, a: NodeId, b: NodeId) -> bool {
         self.options.policy.outranks(a, b)
     }
-    /// May this node ever lead (priority above 0)?
+    /// May this node lead (priority above 0, and not made ineligible at run time)?
     pub fn eligible(&self) -> bool {
         self.options.policy.eligible(self.me)
+    }
+    /// Make this node eligible or not at run time (see
+    /// [`crate::contract::policy::Policy::ineligible`]).
+    pub fn set_eligible(&mut self, eligible: bool) {
+        if eligible {
+            self.options.policy.ineligible.remove(&self.me);
+        } else {
+            self.options.policy.ineligible.insert(self.me);
+        }
     }
     /// Every roster id except `me`.
     pub fn others(&self) -> impl Iterator<Item = NodeId> + '_ {
@@ -607,6 +616,20 @@ pub trait Algorithm: Send + fmt::Debug {
     /// Restore what [`Algorithm::durable`] returned in the previous life, before
     /// `on_start`.
     fn restore(&mut self, _state: Durable) {}
+
+    /// The group's configuration, to change this node's standing at run time
+    /// ([`GroupConfig::set_eligible`]): an ineligible node ranks like a never-leader
+    /// from its next input on.
+    fn config_mut(&mut self) -> &mut GroupConfig;
+
+    /// This node leads and has just become ineligible: give the leadership up so that
+    /// the others elect without it. The node has already told the others (RESIGN) for
+    /// the groups on the heartbeat failure detector; the default then handles it like
+    /// a resigned leader (the Bully and ring families lose it and, ineligible, do not
+    /// stand again). Raft overrides it with its own hand-over.
+    fn step_down(&mut self, out: &mut Out) {
+        self.on_leader_lost(LeaderLoss::Resigned, out);
+    }
 }
 
 #[cfg(test)]

@@ -66,6 +66,49 @@ pub struct Policy {
     pub preempt: Preempt,
     /// `[policy.<algorithm>]` overrides.
     pub per_algorithm: BTreeMap<AlgorithmKind, Preempt>,
+    /// Members made ineligible at run time (drained, failing a health check, without a
+    /// quorum, handing over): they rank like a never-leader. Each node only knows its
+    /// own standing, so in practice this holds this node's id or nothing; the others
+    /// learn it from what the node does (it steps down, and answers no ELECTION as a
+    /// candidate). Not configuration: empty when loaded.
+    #[serde(skip)]
+    pub ineligible: std::collections::BTreeSet<NodeId>,
+}
+
+/// Why a node is ineligible at run time, in one group (see [`Policy::ineligible`]).
+/// A node is ineligible while any reason holds; each is set and cleared apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ineligible {
+    /// The operator drained the node (`POST /admin/drain`, `electd drain`).
+    Drained,
+    /// A health check without a weight is failing (`[[check]]`): keepalived's FAULT.
+    Fault,
+    /// `[lease] require_quorum`: the leader lost contact with a majority and stepped
+    /// down; it stands again once a majority is heard.
+    NoQuorum,
+    /// Handing leadership to a chosen node: the old leader does not stand meanwhile.
+    Transfer,
+}
+
+impl Ineligible {
+    /// Every reason, in order.
+    pub const ALL: [Ineligible; 4] = [
+        Ineligible::Drained,
+        Ineligible::Fault,
+        Ineligible::NoQuorum,
+        Ineligible::Transfer,
+    ];
+
+    /// The name used in `/status`, metrics and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ineligible::Drained => "drained",
+            Ineligible::Fault => "fault",
+            Ineligible::NoQuorum => "no_quorum",
+            Ineligible::Transfer => "transfer",
+        }
+    }
 }
 
 /// The sort key of a node: (eligible, priority, id). Higher leads.
@@ -77,15 +120,15 @@ impl Policy {
         self.priority.get(&id).copied().unwrap_or(DEFAULT_PRIORITY)
     }
 
-    /// May `id` ever lead? (Priority 0 = never leader.)
+    /// May `id` lead? (Priority 0 = never leader; a member made ineligible at run
+    /// time neither.)
     pub fn eligible(&self, id: NodeId) -> bool {
-        self.priority(id) > 0
+        self.priority(id) > 0 && !self.ineligible.contains(&id)
     }
 
     /// `id`'s sort key: (eligible, priority, id).
     pub fn rank(&self, id: NodeId) -> Rank {
-        let p = self.priority(id);
-        (p > 0, p, id)
+        (self.eligible(id), self.priority(id), id)
     }
 
     /// Does `a` rank above `b`?

@@ -17,6 +17,8 @@
 //! handling from the tables it changes.
 
 #[cfg(test)]
+mod drain_tests;
+#[cfg(test)]
 mod failover_tests;
 mod fxhash;
 #[cfg(test)]
@@ -30,6 +32,7 @@ use crate::contract::algorithm::{
     Timing, Token, MAX_TERM_AHEAD,
 };
 use crate::contract::message::{Message, MessageType};
+use crate::contract::policy::Ineligible;
 use crate::contract::rng::Rng;
 use crate::NodeId;
 use link::{Inbound, Link, LinkConfig, LinkStats};
@@ -251,6 +254,8 @@ struct Group {
     /// While leading: per peer, the last heartbeat answer carrying this leadership's
     /// token (the contacts a lease is computed from).
     contacts: BTreeMap<NodeId, Time>,
+    /// Why this node may not lead this group now (empty: it may).
+    ineligible: std::collections::BTreeSet<Ineligible>,
 }
 
 /// One node (see the module documentation).
@@ -309,6 +314,7 @@ impl Node {
                 leaderless_since: None,
                 stale_answered: BTreeMap::new(),
                 contacts: BTreeMap::new(),
+                ineligible: Default::default(),
             });
         }
         let mut members = cfg.ring.clone();
@@ -670,6 +676,71 @@ impl Node {
             }
         }
         n
+    }
+
+    /// Set (`on`) or clear one reason for this node to be ineligible in `algorithm`'s
+    /// group (every group: `None`); returns how many groups' reasons changed.
+    ///
+    /// A node is ineligible while any reason holds, and then ranks like a never-leader
+    /// (priority 0) in its own eyes: it never announces itself, never campaigns, and
+    /// answers no ELECTION as a candidate (a Bully caller hears nothing from it and
+    /// wins after T, as if it were down). If it leads, it steps down at once: the
+    /// groups on the heartbeat failure detector broadcast RESIGN (the successor calls
+    /// an election at once, the others wait for it), Raft hands over as on
+    /// `POST /admin/election` at a leader. Eligible again, it treats the current
+    /// leader like a claim it just heard: with `preempt = true` a node that outranks
+    /// it takes over (after `preempt_delay`), without preemption it keeps following.
+    pub fn set_ineligible(
+        &mut self,
+        now: Time,
+        algorithm: Option<AlgorithmKind>,
+        why: Ineligible,
+        on: bool,
+    ) -> usize {
+        let mut changed = 0;
+        for g in 0..self.groups.len() {
+            if algorithm.is_some_and(|k| k != self.groups[g].kind) {
+                continue;
+            }
+            let grp = &mut self.groups[g];
+            let was_eligible = grp.ineligible.is_empty();
+            let did = if on {
+                grp.ineligible.insert(why)
+            } else {
+                grp.ineligible.remove(&why)
+            };
+            if !did {
+                continue;
+            }
+            changed += 1;
+            let eligible = grp.ineligible.is_empty();
+            if eligible == was_eligible {
+                continue;
+            }
+            grp.algo.config_mut().set_eligible(eligible);
+            if !eligible && grp.leader == Some(self.id) {
+                if grp.algo.uses_failure_detector() {
+                    let msg = Message::Resign { epoch: grp.term };
+                    self.broadcast(g, now, msg);
+                }
+                self.groups[g].algo.step_down(&mut self.out);
+                self.apply(g, now);
+            } else if eligible {
+                let (leader, term) = (grp.leader, grp.term);
+                if let Some(l) = leader.filter(|&l| l != self.id) {
+                    grp.algo.on_foreign_leader(l, term, &mut self.out);
+                    self.apply(g, now);
+                }
+            }
+        }
+        changed
+    }
+
+    /// Why this node may not lead `kind`'s group now (empty: it may; `None`: no such
+    /// group).
+    pub fn ineligible(&self, kind: AlgorithmKind) -> Option<Vec<Ineligible>> {
+        let g = self.group_index(kind)?;
+        Some(self.groups[g].ineligible.iter().copied().collect())
     }
 
     /// Send broadcasts (heartbeats, COORDINATOR, RESIGN, RequestVote, …: every

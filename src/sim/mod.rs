@@ -567,6 +567,27 @@ impl Sim {
         Ok(())
     }
 
+    /// Make `id` ineligible in `group` (every group: `None`) for `why`, or clear that
+    /// reason ([`Node::set_ineligible`]).
+    pub fn set_ineligible(
+        &mut self,
+        id: NodeId,
+        group: Option<AlgorithmKind>,
+        why: crate::contract::policy::Ineligible,
+        on: bool,
+    ) -> Result<(), SimError> {
+        let i = self.idx(id)?;
+        if !self.nodes[i].alive {
+            return Ok(());
+        }
+        let now = self.now;
+        if let Some(node) = self.nodes[i].node.as_mut() {
+            node.set_ineligible(now, group, why, on);
+        }
+        self.after(i);
+        Ok(())
+    }
+
     /// Graceful stop: resign, flush the datagrams, then crash.
     pub fn resign(&mut self, id: NodeId) -> Result<(), SimError> {
         let i = self.idx(id)?;
