@@ -54,6 +54,9 @@ fn main() -> ExitCode {
             Ok(code) => return code,
             Err(e) => Err(e),
         },
+        // Their exit code is their answer: 0 done, 1 not (refused, timed out).
+        Command::Drain(args) => return cli::admin::call(&args, "drain", &[]),
+        Command::Undrain(args) => return cli::admin::call(&args, "undrain", &[]),
         Command::Completions(args) => cli::manual::completions(args),
         Command::Man(args) => cli::manual::man(args),
         Command::View(args) => cli::view::run(args),

@@ -39,6 +39,38 @@ fn fake_runtime(shared: Arc<Shared>, mut rx: mpsc::Receiver<Control>) {
                 Control::Pause => shared.set_paused(true),
                 Control::Resume => shared.set_paused(false),
                 Control::Keys(_) => {}
+                // As the runtime: the groups' standing changes, and a leader that is
+                // drained hands over (here to node 1, with the next term).
+                Control::Drain {
+                    algorithm,
+                    on,
+                    reply,
+                } => {
+                    let mut all = shared.status();
+                    for v in all
+                        .iter_mut()
+                        .filter(|v| algorithm.is_none_or(|a| a == v.algorithm))
+                    {
+                        v.ineligible = if on {
+                            vec![electd::contract::policy::Ineligible::Drained]
+                        } else {
+                            Vec::new()
+                        };
+                        if on && v.leader == Some(shared.node) {
+                            v.leader = Some(1);
+                            v.term += 1;
+                            v.state = "follower";
+                            shared.emit(LeaderEvent::new(
+                                shared.node,
+                                v.algorithm,
+                                v.leader,
+                                v.term,
+                            ));
+                        }
+                    }
+                    shared.publish_status(all);
+                    let _ = reply.send(std::time::Duration::from_millis(500));
+                }
             }
         }
     });

@@ -131,7 +131,17 @@ pub(crate) fn deadlines(
 }
 
 fn address(args: &ExecArgs) -> anyhow::Result<SocketAddr> {
-    let http = match (&args.url, &args.config, args.node_id) {
+    local_address(args.url.as_deref(), args.config.as_deref(), args.node_id)
+}
+
+/// The local daemon's HTTP address: `url` (`http://HOST:PORT` or `HOST:PORT`), or the
+/// `http` of `node_id`'s `[[peer]]` in the cluster file `config`.
+pub(super) fn local_address(
+    url: Option<&str>,
+    config: Option<&std::path::Path>,
+    node_id: Option<NodeId>,
+) -> anyhow::Result<SocketAddr> {
+    let http = match (url, config, node_id) {
         (Some(url), _, _) => url
             .trim()
             .trim_start_matches("http://")

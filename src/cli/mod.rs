@@ -1,5 +1,6 @@
 //! Command-line interface (clap). Each subcommand lives in its own file.
 
+pub mod admin;
 pub mod bench;
 pub mod chaos;
 pub mod compare;
@@ -83,6 +84,11 @@ pub enum Command {
     /// Run a command (no shell, own process group) only while the local node leads a
     /// group: stopped (SIGTERM, then SIGKILL) when leadership is lost or unconfirmed.
     Exec(exec::ExecArgs),
+    /// Make the local node ineligible in one group or all (POST /admin/drain): it steps
+    /// down if it leads and the command waits until another node leads.
+    Drain(admin::AdminArgs),
+    /// Make the local node eligible again (POST /admin/undrain).
+    Undrain(admin::AdminArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(manual::CompletionsArgs),
     /// Print the manual page (roff) of electd and its subcommands.

@@ -52,6 +52,7 @@
 use crate::config::{Config, Security};
 use crate::contract::algorithm::{AlgorithmKind, Durable, Options, Timing};
 use crate::contract::message::Message;
+use crate::contract::policy::Ineligible;
 use crate::daemon::durable;
 use crate::daemon::shared::{Control, GroupView, LeaderEvent, Lease, Shared};
 use crate::daemon::socket::{send_error_kind, Transport};
@@ -687,6 +688,30 @@ impl Driver {
                         "key reload ignored: this node runs insecure; restart it to enable authentication"
                     );
                 }
+            }
+            Control::Drain {
+                algorithm,
+                on,
+                reply,
+            } => {
+                let now = self.now();
+                let changed = self
+                    .node
+                    .set_ineligible(now, algorithm, Ineligible::Drained, on);
+                tracing::info!(
+                    node = self.cfg.id,
+                    groups = changed,
+                    algorithm = algorithm.map_or("all", |a| a.as_str()),
+                    "{} through the admin API",
+                    if on { "drained" } else { "undrained" }
+                );
+                let t = &self.cfg.timing;
+                let _ = reply.send(
+                    t.failure_timeout
+                        + t.election_timeout_max
+                        + t.answer_timeout
+                        + t.coordinator_timeout,
+                );
             }
             Control::Pause | Control::Resume => {}
         }

@@ -38,6 +38,9 @@ pub struct GroupView {
     pub last_election_ms: Option<f64>,
     /// An election is in progress at this node.
     pub electing: bool,
+    /// Why this node may not lead the group now (`drained`, `fault`, `no_quorum`,
+    /// `transfer`); empty while it may.
+    pub ineligible: Vec<crate::contract::policy::Ineligible>,
     /// This node's quorum lease on the group (not in `/status`; `/leader`,
     /// `/is-leader`, `/watch` and hooks show what is left of it).
     #[serde(skip)]
@@ -88,6 +91,7 @@ impl GroupView {
             since: origin_unix + s.since.as_secs_f64(),
             last_election_ms: s.last_election.map(|d| d.as_secs_f64() * 1e3),
             electing: s.electing,
+            ineligible: s.ineligible.clone(),
             lease: Lease::None,
         }
     }
@@ -157,6 +161,18 @@ pub enum Control {
     Pause,
     /// Resume traffic with a new incarnation.
     Resume,
+    /// Drain (`on`) or undrain this node in one group or every group (`None`): it
+    /// becomes ineligible ([`crate::contract::policy::Ineligible::Drained`]) and, if it
+    /// leads, steps down. The reply is how long a hand-over may take at this node's
+    /// timing (what `POST /admin/drain` waits for at most).
+    Drain {
+        /// The group, or every group.
+        algorithm: Option<AlgorithmKind>,
+        /// Drain (true) or undrain (false).
+        on: bool,
+        /// The hand-over bound.
+        reply: oneshot::Sender<std::time::Duration>,
+    },
     /// Replace the keyring (`SIGHUP` re-read the key file): sign with its primary,
     /// accept every key it holds, from the next datagram on.
     Keys(crate::security::keyring::Keyring),
@@ -275,6 +291,7 @@ impl Shared {
                 since,
                 last_election_ms: None,
                 electing: false,
+                ineligible: Vec::new(),
                 lease: Lease::None,
             }),
         }

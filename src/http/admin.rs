@@ -1,4 +1,5 @@
-//! Admin routes: `POST /admin/election`, `/admin/pause`, `/admin/resume`.
+//! Admin routes: `POST /admin/election`, `/admin/pause`, `/admin/resume`,
+//! `/admin/drain`, `/admin/undrain`.
 //!
 //! Off unless a token is configured (`[admin] token_file`): 403 then. With a token,
 //! every request needs `Authorization: Bearer <token>`; the comparison hashes both
@@ -9,7 +10,10 @@
 use super::error::ApiError;
 use super::params::{self, Need};
 use super::App;
+use crate::contract::algorithm::AlgorithmKind;
+use crate::contract::policy::Ineligible;
 use crate::daemon::shared::{Control, Shared};
+use crate::NodeId;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -137,4 +141,132 @@ pub(super) async fn resume(
     authorize(&app.shared, &headers)?;
     params::algorithm(&query, &app.shared, Need::Nothing)?;
     set_paused(&app, false).await
+}
+
+/// One group's answer to a drain: who leads now, and whether the hand-over is done.
+#[derive(serde::Serialize)]
+struct Drained {
+    algorithm: AlgorithmKind,
+    leader: Option<NodeId>,
+    term: u64,
+    /// Another node leads (drain), or this node may lead again (undrain).
+    done: bool,
+    /// Why not, when not done.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<String>,
+}
+
+/// Make this node ineligible (`POST /admin/drain`) or eligible again
+/// (`POST /admin/undrain`) in one group (`?algorithm=A`) or every group. A drain waits,
+/// at most the hand-over bound the runtime names, until another node leads each
+/// group, and answers per group who leads: 200 when every group was handed over,
+/// 504 with the reason per group otherwise (the node stays drained either way).
+async fn drain_or_undrain(app: &App, query: &RawQuery, on: bool) -> Result<Response, ApiError> {
+    let only = params::algorithm(query, &app.shared, Need::Any)?;
+    if app.shared.is_paused() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "the node is paused: POST /admin/resume first",
+        ));
+    }
+    let groups: Vec<AlgorithmKind> = match only {
+        Some(a) => vec![a],
+        None => app.shared.algorithms.clone(),
+    };
+    // Subscribe before asking, so that no hand-over can slip between the two.
+    let mut events = app.shared.subscribe();
+    let (tx, rx) = oneshot::channel();
+    let cmd = Control::Drain {
+        algorithm: only,
+        on,
+        reply: tx,
+    };
+    if !app.shared.command(cmd).await {
+        return Err(gone());
+    }
+    let bound = match tokio::time::timeout(REPLY_TIMEOUT, rx).await {
+        Ok(Ok(bound)) => bound,
+        Ok(Err(_)) | Err(_) => return Err(gone()),
+    };
+    let me = app.shared.node;
+    let handed_over = |g: &crate::daemon::shared::GroupView| g.leader.is_some_and(|l| l != me);
+    let deadline = tokio::time::Instant::now() + bound;
+    if on {
+        // Wait for a leader other than this node in every group asked for (each event
+        // re-reads the status; the loop ends at the deadline or when the stream ends).
+        loop {
+            let status = app.shared.status();
+            let pending = groups
+                .iter()
+                .any(|&k| !status.iter().any(|g| g.algorithm == k && handed_over(g)));
+            if !pending {
+                break;
+            }
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Ok(_)) | Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {}
+                Ok(Err(_)) | Err(_) => break,
+            }
+        }
+    }
+    let status = app.shared.status();
+    let answers: Vec<Drained> = groups
+        .iter()
+        .map(|&k| {
+            let g = status.iter().find(|g| g.algorithm == k);
+            let leader = g.and_then(|g| g.leader);
+            let term = g.map_or(0, |g| g.term);
+            let done = if on {
+                g.is_some_and(handed_over)
+            } else {
+                g.is_some_and(|g| !g.ineligible.contains(&Ineligible::Drained))
+            };
+            let why = (!done).then(|| match (on, leader) {
+                (true, Some(l)) if l == me => format!(
+                    "still leading after {} ms: no other eligible member took over",
+                    bound.as_millis()
+                ),
+                (true, _) => format!(
+                    "no leader after {} ms: no other eligible member answered",
+                    bound.as_millis()
+                ),
+                (false, _) => "still ineligible".to_string(),
+            });
+            Drained {
+                algorithm: k,
+                leader,
+                term,
+                done,
+                why,
+            }
+        })
+        .collect();
+    let all = answers.iter().all(|a| a.done);
+    tracing::info!(groups = ?groups, done = all, "{}", if on { "drain" } else { "undrain" });
+    let code = if all {
+        StatusCode::OK
+    } else {
+        StatusCode::GATEWAY_TIMEOUT
+    };
+    let body = serde_json::json!({ "node": me, "drained": on, "done": all, "groups": answers });
+    Ok((code, Json(body)).into_response())
+}
+
+/// `POST /admin/drain[?algorithm=A]`: see [`drain_or_undrain`].
+pub(super) async fn drain(
+    State(app): State<App>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Result<Response, ApiError> {
+    authorize(&app.shared, &headers)?;
+    drain_or_undrain(&app, &query, true).await
+}
+
+/// `POST /admin/undrain[?algorithm=A]`: see [`drain_or_undrain`].
+pub(super) async fn undrain(
+    State(app): State<App>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Result<Response, ApiError> {
+    authorize(&app.shared, &headers)?;
+    drain_or_undrain(&app, &query, false).await
 }

@@ -11,6 +11,7 @@
 //! | `GET /watch[?algorithm=A]` | server-sent events: the current state, then one `leader` event per change |
 //! | `POST /admin/election[?algorithm=A]` | call an election (every group without `algorithm`) |
 //! | `POST /admin/pause`, `POST /admin/resume` | stop / resume all election traffic |
+//! | `POST /admin/drain[?algorithm=A]`, `POST /admin/undrain[?algorithm=A]` | make this node ineligible (it steps down and waits for the hand-over) / eligible again |
 //!
 //! `algorithm` may be left out where the node runs a single group. A malformed query,
 //! an unknown or repeated parameter get 400; an algorithm this node does not run gets
@@ -77,6 +78,8 @@ fn build(app: App) -> Router {
         .route("/admin/election", post(admin::election).fallback(wrong))
         .route("/admin/pause", post(admin::pause).fallback(wrong))
         .route("/admin/resume", post(admin::resume).fallback(wrong))
+        .route("/admin/drain", post(admin::drain).fallback(wrong))
+        .route("/admin/undrain", post(admin::undrain).fallback(wrong))
         .fallback(error::not_found)
         .with_state(app)
 }

@@ -214,6 +214,8 @@ pub struct GroupStatus {
     pub electing: bool,
     /// Duration of the last election this node took part in that ended with a leader.
     pub last_election: Option<Duration>,
+    /// Why this node may not lead the group now (empty: it may).
+    pub ineligible: Vec<Ineligible>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -799,6 +801,7 @@ impl Node {
                 since: g.since,
                 electing: g.algo.is_electing(),
                 last_election: g.stats.last_election,
+                ineligible: g.ineligible.iter().copied().collect(),
             })
             .collect()
     }

@@ -89,6 +89,7 @@ pub(crate) fn view(algorithm: AlgorithmKind, leader: Option<NodeId>, term: u64) 
         since: 1_700_000_000.0,
         last_election_ms: Some(3.0),
         electing: leader.is_none(),
+        ineligible: Vec::new(),
         lease: Default::default(),
     }
 }
