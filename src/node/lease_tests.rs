@@ -133,3 +133,75 @@ fn a_partitioned_leader_loses_its_lease_before_the_majority_elects() {
         }
     }
 }
+
+/// `require_quorum` on the failure detector's algorithms: the leader cut off alone
+/// stops naming itself within two failure timeouts and does not re-elect itself while
+/// cut off; the majority elects; healed, the cluster agrees on one leader again.
+#[test]
+fn a_leader_without_a_quorum_steps_down_and_stays_down_until_healed() {
+    use crate::contract::policy::Ineligible;
+    for kind in AlgorithmKind::available()
+        .into_iter()
+        .filter(|&k| k != AlgorithmKind::Raft)
+    {
+        for seed in 1..=5 {
+            let mut s = sim(kind, true, seed);
+            let t = s.config().timing.clone();
+            let old = s.agreement(kind).expect("agreed");
+            let rest: Vec<NodeId> = (1..=N).filter(|&i| i != old).collect();
+            s.cuts_mut().partition(&[vec![old], rest.clone()]);
+            let start = s.now();
+            let mut stepped_down = None;
+            // Two seconds cut off, sampled every millisecond.
+            for _ in 0..2000 {
+                s.run_for(Duration::from_millis(1));
+                let leads = node(&s, old).leader(kind) == Some(old);
+                match stepped_down {
+                    None if !leads => stepped_down = Some(s.now() - start),
+                    Some(at) => assert!(
+                        !leads,
+                        "{kind} seed {seed}: {old} led again at {:?} after stepping down at {at:?}",
+                        s.now() - start
+                    ),
+                    None => {}
+                }
+            }
+            let at = stepped_down
+                .unwrap_or_else(|| panic!("{kind} seed {seed}: {old} never stepped down"));
+            assert!(
+                at <= 2 * t.failure_timeout + t.heartbeat,
+                "{kind} seed {seed}: stepped down after {at:?}"
+            );
+            assert_eq!(
+                node(&s, old).ineligible(kind),
+                Some(vec![Ineligible::NoQuorum]),
+                "{kind} seed {seed}"
+            );
+            let majority_leader = rest
+                .iter()
+                .find(|&&m| node(&s, m).leader(kind) == Some(m))
+                .copied();
+            assert!(
+                majority_leader.is_some(),
+                "{kind} seed {seed}: the majority has no leader"
+            );
+            s.cuts_mut().heal();
+            // Healed: the cluster agrees on one leader and the old leader, following
+            // it for a failure timeout, may stand again (within three seconds).
+            let mut healed = false;
+            for _ in 0..3000 {
+                s.run_for(Duration::from_millis(1));
+                if s.agreement(kind).is_some() && node(&s, old).ineligible(kind) == Some(vec![]) {
+                    healed = true;
+                    break;
+                }
+            }
+            assert!(
+                healed,
+                "{kind} seed {seed}: after healing: agreed on {:?}, {old}: {:?}",
+                s.agreement(kind),
+                node(&s, old).group_status(kind)
+            );
+        }
+    }
+}

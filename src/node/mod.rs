@@ -454,6 +454,10 @@ impl Node {
                             now + self.timing.heartbeat
                         };
                         self.arm(g, Slot::Heartbeat, next);
+                        if self.quorum_lost(g, now) {
+                            let kind = self.groups[g].kind;
+                            self.set_ineligible(now, Some(kind), Ineligible::NoQuorum, true);
+                        }
                     }
                 }
                 Slot::Detector => {
@@ -548,6 +552,15 @@ impl Node {
                 }
                 let grp = &mut self.groups[g];
                 if grp.leader == Some(from) {
+                    // Stepped down for want of a quorum, and following a leader that
+                    // has kept its own (it would have stepped down too otherwise) for
+                    // a whole failure timeout: this node may stand again.
+                    if grp.ineligible.contains(&Ineligible::NoQuorum)
+                        && now >= grp.since + self.timing.failure_timeout
+                    {
+                        let kind = grp.kind;
+                        self.set_ineligible(now, Some(kind), Ineligible::NoQuorum, false);
+                    }
                     let deadline = now + self.timing.failure_timeout;
                     self.arm(g, Slot::Detector, deadline);
                     if term > self.groups[g].term {
@@ -860,6 +873,37 @@ impl Node {
             recent[need - 1]
         };
         Some((t + base).saturating_sub(drift).saturating_sub(now))
+    }
+
+    /// `[lease] require_quorum` on a group of the failure detector: this node has led
+    /// it for a failure timeout and no majority of the roster (itself included) has
+    /// answered its heartbeats within the last failure timeout. It then steps down
+    /// ([`Ineligible::NoQuorum`]) and stands again only once it has followed another
+    /// leader for a failure timeout: a leader cut off in a minority neither keeps
+    /// naming itself nor re-elects itself in a loop. (Raft's check-quorum does the
+    /// same within the algorithm.)
+    fn quorum_lost(&self, g: usize, now: Time) -> bool {
+        let grp = &self.groups[g];
+        let f = self.timing.failure_timeout;
+        if !grp.algo.uses_failure_detector()
+            || !self.options.lease.require_quorum.contains(&grp.kind)
+            || grp.leader != Some(self.id)
+            || now < grp.since + f
+        {
+            return false;
+        }
+        let need = self.members.len() / 2;
+        if need == 0 {
+            return false;
+        }
+        let mut recent: Vec<Time> = grp
+            .contacts
+            .values()
+            .copied()
+            .filter(|&t| t >= grp.since)
+            .collect();
+        recent.sort_unstable_by(|a, b| b.cmp(a));
+        recent.get(need - 1).is_none_or(|&t| now >= t + f)
     }
 
     /// The snapshot of group `kind`, if the node runs it.
