@@ -88,7 +88,7 @@ fn a_drained_leader_hands_over_and_an_undrained_one_takes_back_where_it_preempts
         "only bully was drained"
     );
     let (after, _) = c
-        .wait_agreement(DEADLINE, |l| l["bully"] == 2)
+        .wait_agreement(DEADLINE, |l| l.get("bully") == Some(&2))
         .expect("node 2 leads bully");
     assert_eq!(after["bully"], 2);
 
@@ -108,7 +108,7 @@ fn a_drained_leader_hands_over_and_an_undrained_one_takes_back_where_it_preempts
     assert_eq!(v["done"], true, "{body}");
     let new_raft = v["groups"][0]["leader"].as_u64().expect("a leader") as u32;
     assert_ne!(new_raft, raft, "{body}");
-    c.wait_agreement(DEADLINE, |l| l["raft"] != raft)
+    c.wait_agreement(DEADLINE, |l| l.get("raft").is_some_and(|&r| r != raft))
         .expect("the cluster follows the new raft leader");
 
     // Undrain bully on node 3: preempt = true (the default), so it takes over again.
@@ -123,6 +123,6 @@ fn a_drained_leader_hands_over_and_an_undrained_one_takes_back_where_it_preempts
     ]);
     assert!(ok, "undrain failed:\n{out}\n{err}");
     assert!(ineligible(&c, 3, "bully").is_empty());
-    c.wait_agreement(DEADLINE, |l| l["bully"] == 3)
+    c.wait_agreement(DEADLINE, |l| l.get("bully") == Some(&3))
         .expect("node 3 leads bully again");
 }

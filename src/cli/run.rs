@@ -121,6 +121,9 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
             let _ = hook_stop.wait_for(|s| *s).await;
         })
     });
+    // Health checks ([[check]]): each in its own task; a verdict change reaches the
+    // runtime as a control command.
+    let checks = electd::daemon::checks::spawn(cfg.checks.clone(), shared.clone());
     // Always: SIGHUP's default action would kill the process (an insecure node has no
     // key to reload, but a `systemctl reload` must not stop it).
     // The handler is registered here, before READY=1: a reload sent as soon as systemd
@@ -146,6 +149,9 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     };
     runtime::run_with(socket, net, rcfg, shared, control, shutdown).await?;
     let _ = stop.send(true);
+    for c in &checks {
+        c.abort();
+    }
     if let Some(mut h) = hooks {
         // One run per group at most is pending, then one `stopped` run per group (their
         // own timeouts kill hung ones).

@@ -79,6 +79,7 @@
 //! family; a one-line admin token; a Raft state file whose directory exists and is
 //! writable. [`Config::warnings`] lists what loads but deserves a warning.
 
+pub mod checks;
 mod lease;
 mod peers;
 mod policy;
@@ -236,6 +237,8 @@ pub struct Config {
     pub ephemeral: bool,
     /// The roster in file order (which is also the logical ring order).
     pub peers: Vec<Peer>,
+    /// `[[check]]`: health checks, in file order.
+    pub checks: Vec<checks::Check>,
 }
 
 impl Config {

@@ -30,8 +30,25 @@ pub(super) struct RawConfig {
     pub(super) state: RawState,
     #[serde(default)]
     pub(super) peer: Vec<RawPeer>,
+    #[serde(default)]
+    pub(super) check: Vec<RawCheck>,
     /// `[policy]`, parsed by [`crate::contract::policy::parse`].
     pub(super) policy: Option<toml::Value>,
+}
+
+/// One `[[check]]` (see `config::checks`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCheck {
+    pub(super) name: Option<String>,
+    pub(super) command: Option<Vec<String>>,
+    pub(super) url: Option<String>,
+    pub(super) interval: Option<String>,
+    pub(super) timeout: Option<String>,
+    pub(super) rise: Option<i64>,
+    pub(super) fall: Option<i64>,
+    pub(super) weight: Option<i64>,
+    pub(super) algorithms: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

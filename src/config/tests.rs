@@ -668,3 +668,112 @@ fn lease_settings_per_algorithm_with_overrides() {
         "clock_drif",
     );
 }
+
+#[test]
+fn health_checks_parse_with_defaults_and_every_bad_key_is_blamed() {
+    use super::checks::Probe;
+    let c = parse(&head(
+        "[[check]]\nname = \"nginx\"\ncommand = [\"/usr/bin/pgrep\", \"-x\", \"nginx-{node}\"]\n\
+         [[check]]\nname = \"api\"\nurl = \"http://127.0.0.1:8080/health?deep=1\"\ninterval = \"2s\"\n\
+         timeout = \"300ms\"\nrise = 3\nfall = 2\nalgorithms = [\"bully\"]",
+    ))
+    .expect("valid checks");
+    assert_eq!(c.checks.len(), 2);
+    let a = &c.checks[0];
+    assert_eq!(
+        a.probe,
+        Probe::Command(vec!["/usr/bin/pgrep".into(), "-x".into(), "nginx-2".into()])
+    );
+    assert_eq!(
+        (a.interval, a.timeout, a.rise, a.fall),
+        (Duration::from_secs(1), Duration::from_millis(500), 1, 1)
+    );
+    assert_eq!(a.algorithms, vec![AlgorithmKind::Bully]);
+    match &c.checks[1].probe {
+        Probe::Url {
+            authority, path, ..
+        } => {
+            assert_eq!(authority, "127.0.0.1:8080");
+            assert_eq!(path, "/health?deep=1");
+        }
+        p => panic!("{p:?}"),
+    }
+    assert_eq!((c.checks[1].rise, c.checks[1].fall), (3, 2));
+    let cmd = "command = [\"true\"]";
+    let bad: &[(&str, &str, &str)] = &[
+        ("command = [\"true\"]", "check[0].name", "missing"),
+        (
+            "name = \"a b\"\ncommand = [\"true\"]",
+            "check[0].name",
+            "A-Z",
+        ),
+        ("name = \"x\"", "check[0].command", "missing"),
+        ("name = \"x\"\ncommand = []", "check[0].command", "empty"),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nurl = \"http://a/\"",
+            "check[0].url",
+            "not both",
+        ),
+        (
+            "name = \"x\"\nurl = \"https://a/\"",
+            "check[0].url",
+            "only http://",
+        ),
+        (
+            "name = \"x\"\nurl = \"http://a:x/\"",
+            "check[0].url",
+            "bad port",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\ninterval = \"1s\"\ntimeout = \"2s\"",
+            "check[0].timeout",
+            "longer than interval",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\ninterval = \"0s\"",
+            "check[0].interval",
+            "above zero",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nrise = 0",
+            "check[0].rise",
+            "1 to 100",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nfall = 101",
+            "check[0].fall",
+            "1 to 100",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nweight = 20",
+            "check[0].weight",
+            "not supported yet",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nalgorithms = [\"raft\"]",
+            "check[0].algorithms",
+            "not in `algorithms`",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nalgorithms = []",
+            "check[0].algorithms",
+            "empty",
+        ),
+    ];
+    for (body, key, what) in bad {
+        fails(parse(&head(&format!("[[check]]\n{body}"))), key, what);
+    }
+    fails(
+        parse(&head(&format!(
+            "[[check]]\nname = \"x\"\n{cmd}\n[[check]]\nname = \"x\"\n{cmd}"
+        ))),
+        "check[1].name",
+        "names two checks",
+    );
+    // An unknown key in a check is blamed by serde with its name.
+    let e = parse(&head(
+        "[[check]]\nname = \"x\"\ncommand = [\"true\"]\nscript = \"y\"",
+    ))
+    .expect_err("unknown key");
+    assert!(e.to_string().contains("script"), "{e}");
+}

@@ -118,6 +118,7 @@ impl Validator<'_> {
             policy,
             lease: self.lease(&raw.lease, &algorithms)?,
         };
+        let checks = self.checks(&raw.check, &algorithms, node_id)?;
         Ok(Config {
             file: self.file.to_path_buf(),
             cluster,
@@ -137,6 +138,7 @@ impl Validator<'_> {
             raft_state_file,
             ephemeral,
             peers,
+            checks,
         })
     }
 }

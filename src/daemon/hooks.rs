@@ -11,8 +11,9 @@
 //!   `none`; what is left of this node's lease when the run starts, usually 0 right
 //!   after an election: see docs/leases.md);
 //! - `ELECTD_STATE` is the state, keepalived's names in brackets: `leader` (MASTER),
-//!   `follower` (BACKUP; also while no leader is known), `fault` (FAULT: reserved for a
-//!   failing health check making the node ineligible; not set by anything yet) and `stopped` (STOP: run once per group,
+//!   `follower` (BACKUP; also while no leader is known), `fault` (FAULT: a failing
+//!   `[[check]]` makes the node ineligible in the group; run when that starts and
+//!   with each leader change while it lasts) and `stopped` (STOP: run once per group,
 //!   after everything announced before, when the daemon stops; `ELECTD_ROLE` is then
 //!   `none`); `ELECTD_ROLE` is kept as it was for existing scripts;
 //! - a split brain that heals re-notifies: the surviving leadership takes a token above

@@ -96,6 +96,9 @@ pub struct Metrics {
     key_reloads: IntCounterVec,
     errors: IntCounterVec,
     health: IntGaugeVec,
+    check_up: IntGaugeVec,
+    check_runs: IntCounterVec,
+    fault: IntGaugeVec,
     process: Registry,
     exported: Mutex<Exported>,
 }
@@ -303,6 +306,21 @@ impl Metrics {
         for check in crate::daemon::shared::HEALTH_CHECKS {
             health.with_label_values(&[check]).set(1);
         }
+        let check_up = gauge_vec(
+            "check_up",
+            "1 while a configured [[check]] passes (after rise passes in a row), 0 while it fails (after fall failures in a row).",
+            &["check"],
+        )?;
+        let check_runs = counter_vec(
+            "check_runs_total",
+            "Runs of a configured [[check]], by result (pass, fail, timeout, error).",
+            &["check", "result"],
+        )?;
+        let fault = gauge_vec(
+            "fault",
+            "1 while a failing [[check]] makes this node ineligible in the group (keepalived's FAULT).",
+            &["algorithm"],
+        )?;
         let build_info = IntGaugeVec::new(
             opts("build_info", "Build information; always 1."),
             &["version"],
@@ -351,6 +369,9 @@ impl Metrics {
             key_reloads,
             errors,
             health,
+            check_up,
+            check_runs,
+            fault,
             process: process_registry(cluster, node)?,
             exported: Mutex::new(Exported::default()),
         };
@@ -380,6 +401,7 @@ impl Metrics {
             m.is_leader.with_label_values(&l).set(0);
             m.has_leader.with_label_values(&l).set(0);
             m.term.with_label_values(&l).set(0);
+            m.fault.with_label_values(&l).set(0);
         }
         Ok(m)
     }
@@ -611,6 +633,32 @@ impl Metrics {
         self.health
             .with_label_values(&[check])
             .set(i64::from(passing));
+    }
+
+    /// A configured check's series, created when the check starts (so that its first
+    /// failure shows in `rate()`): up, and every result at zero.
+    pub fn check_registered(&self, check: &str) {
+        self.check_up.with_label_values(&[check]).set(1);
+        for result in ["pass", "fail", "timeout", "error"] {
+            self.check_runs.with_label_values(&[check, result]);
+        }
+    }
+
+    /// A run of check `check` ended with `result` (`pass`, `fail`, `timeout`, `error`).
+    pub fn check_run(&self, check: &str, result: &str) {
+        self.check_runs.with_label_values(&[check, result]).inc();
+    }
+
+    /// Check `check` is passing (`true`) or failing after its rise/fall counts.
+    pub fn set_check_up(&self, check: &str, up: bool) {
+        self.check_up.with_label_values(&[check]).set(i64::from(up));
+    }
+
+    /// This node is in FAULT (a failing check) in `algorithm`'s group, or not.
+    pub fn set_fault(&self, algorithm: AlgorithmKind, on: bool) {
+        self.fault
+            .with_label_values(&[algorithm.as_str()])
+            .set(i64::from(on));
     }
 
     /// The text exposition format, for `GET /metrics`.

@@ -1,6 +1,7 @@
 //! The daemon: the tokio runtime around one [`crate::node::Node`], its socket, and the
 //! state it shares with the HTTP API.
 
+pub mod checks;
 pub(crate) mod durable;
 pub mod hooks;
 pub mod metrics;

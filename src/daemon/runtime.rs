@@ -656,6 +656,16 @@ impl Driver {
                     Ok(mut node) => {
                         // Raft's term and vote survive a restart (§5.2, Figure 2).
                         node.restore(&self.node.durable());
+                        // So do the operator's drain and a failing check's FAULT (the
+                        // quorum and transfer reasons belong to the old life).
+                        let now = self.now();
+                        for &kind in &self.cfg.algorithms {
+                            for why in self.node.ineligible(kind).unwrap_or_default() {
+                                if matches!(why, Ineligible::Drained | Ineligible::Fault) {
+                                    node.set_ineligible(now, Some(kind), why, true);
+                                }
+                            }
+                        }
                         self.incarnation = next;
                         self.node = node;
                         self.shared.metrics.rebase();
@@ -713,8 +723,50 @@ impl Driver {
                         + t.coordinator_timeout,
                 );
             }
+            Control::Fault { algorithm, on } => {
+                let now = self.now();
+                let before: Vec<(AlgorithmKind, bool)> = self
+                    .cfg
+                    .algorithms
+                    .iter()
+                    .map(|&k| (k, self.in_fault(k)))
+                    .collect();
+                self.node
+                    .set_ineligible(now, algorithm, Ineligible::Fault, on);
+                for (kind, was) in before {
+                    let is = self.in_fault(kind);
+                    self.shared.metrics.set_fault(kind, is);
+                    if was == is {
+                        continue;
+                    }
+                    tracing::warn!(
+                        node = self.cfg.id,
+                        algorithm = %kind,
+                        "{}",
+                        if is {
+                            "FAULT: a health check fails; this node may not lead the group"
+                        } else {
+                            "health checks pass again; this node may lead the group"
+                        }
+                    );
+                    // Tell /watch and the hooks (state fault / follower) even when the
+                    // leader does not change (a follower going into FAULT).
+                    if let Some(s) = self.node.group_status(kind) {
+                        let mut ev = LeaderEvent::new(self.cfg.id, kind, s.leader, s.term);
+                        ev.fault = is;
+                        self.shared.emit(ev);
+                    }
+                }
+            }
             Control::Pause | Control::Resume => {}
         }
+    }
+
+    /// Is this node in FAULT (a failing health check) in `kind`'s group?
+    fn in_fault(&self, kind: AlgorithmKind) -> bool {
+        self.node
+            .ineligible(kind)
+            .is_some_and(|r| r.contains(&Ineligible::Fault))
     }
 
     /// Put the node's datagrams on the wire, then publish metrics, status and events.
@@ -861,8 +913,9 @@ impl Driver {
             } = *e
             {
                 tracing::info!(node = self.cfg.id, algorithm = %group, ?leader, term, "leader changed");
-                self.shared
-                    .emit(LeaderEvent::new(self.cfg.id, group, leader, term));
+                let mut ev = LeaderEvent::new(self.cfg.id, group, leader, term);
+                ev.fault = self.in_fault(group);
+                self.shared.emit(ev);
             }
             if let Event::Failover {
                 group,

@@ -173,6 +173,15 @@ pub enum Control {
         /// The hand-over bound.
         reply: oneshot::Sender<std::time::Duration>,
     },
+    /// A health check changed: this node is in FAULT (`on`, ineligible with
+    /// [`crate::contract::policy::Ineligible::Fault`]) in one group or every group
+    /// (`None`), or no longer.
+    Fault {
+        /// The group, or every group.
+        algorithm: Option<AlgorithmKind>,
+        /// In FAULT (true) or not.
+        on: bool,
+    },
     /// Replace the keyring (`SIGHUP` re-read the key file): sign with its primary,
     /// accept every key it holds, from the next datagram on.
     Keys(crate::security::keyring::Keyring),

@@ -1,0 +1,347 @@
+//! The health-check runner (`[[check]]`, see [`crate::config::checks`]): one task per
+//! check, never on the runtime's path.
+//!
+//! - A command runs directly (no shell) in its own process group with stdin, stdout and
+//!   stderr on `/dev/null`; exit 0 passes. Still running at `timeout`: the whole group
+//!   gets SIGKILL and the run counts as `timeout`. A command that cannot be started
+//!   counts as `error` (a failure).
+//! - A URL is asked with `GET` over HTTP/1.1 (`Connection: close`); a `2xx` status line
+//!   within `timeout` passes.
+//! - Every check starts *passing* (keepalived's default: a node is not held out of the
+//!   first election by a check that has not run yet). `fall` failures in a row make it
+//!   failing, `rise` passes in a row passing again.
+//! - A group is in FAULT while any failing check applies to it: the runner then sends
+//!   [`Control::Fault`], and the runtime makes this node ineligible in that group (a
+//!   leader steps down and the others elect), sets `electd_fault{algorithm}` and tells
+//!   `/watch` and the hooks (`ELECTD_STATE=fault`).
+//!
+//! Metrics: `electd_check_up{check}` and `electd_check_runs_total{check,result}`.
+
+use crate::config::checks::{Check, Probe};
+use crate::contract::algorithm::AlgorithmKind;
+use crate::daemon::shared::{Control, Shared};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::task::JoinHandle;
+
+/// The result of one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit 0, or a 2xx answer.
+    Pass,
+    /// Another exit status, or another answer.
+    Fail,
+    /// Still running (or no answer) at the timeout.
+    Timeout,
+    /// Could not be run at all (no such program, connection refused, …).
+    Error,
+}
+
+impl Outcome {
+    /// The `result` label.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Timeout => "timeout",
+            Outcome::Error => "error",
+        }
+    }
+}
+
+/// Rise/fall counting of one check (see the module documentation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    rise: u32,
+    fall: u32,
+    passing: bool,
+    streak: u32,
+}
+
+impl Verdict {
+    /// A passing check with these counts.
+    pub fn new(rise: u32, fall: u32) -> Verdict {
+        Verdict {
+            rise: rise.max(1),
+            fall: fall.max(1),
+            passing: true,
+            streak: 0,
+        }
+    }
+
+    /// Is the check passing now?
+    pub fn passing(&self) -> bool {
+        self.passing
+    }
+
+    /// Count one run; true if the verdict changed.
+    pub fn record(&mut self, passed: bool) -> bool {
+        if passed == self.passing {
+            self.streak = 0;
+            return false;
+        }
+        self.streak += 1;
+        let need = if self.passing { self.fall } else { self.rise };
+        if self.streak >= need {
+            self.passing = passed;
+            self.streak = 0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Which groups each check applies to, and which checks fail now.
+struct Faults {
+    applies: Vec<(String, Vec<AlgorithmKind>)>,
+    failing: BTreeMap<String, bool>,
+    /// What the runtime was last told, per group.
+    told: BTreeMap<AlgorithmKind, bool>,
+}
+
+impl Faults {
+    /// Record check `name`'s verdict; the groups whose FAULT changed, with the new value.
+    fn set(&mut self, name: &str, failing: bool) -> Vec<(AlgorithmKind, bool)> {
+        self.failing.insert(name.to_string(), failing);
+        let mut fault: BTreeMap<AlgorithmKind, bool> = BTreeMap::new();
+        for (check, groups) in &self.applies {
+            let f = self.failing.get(check).copied().unwrap_or(false);
+            for &g in groups {
+                *fault.entry(g).or_default() |= f;
+            }
+        }
+        let mut changed = Vec::new();
+        for (g, f) in fault {
+            if self.told.get(&g).copied().unwrap_or(false) != f {
+                self.told.insert(g, f);
+                changed.push((g, f));
+            }
+        }
+        changed
+    }
+}
+
+/// Start one task per check. They run until the returned handles are aborted or the
+/// runtime's control channel closes.
+pub fn spawn(checks: Vec<Check>, shared: Arc<Shared>) -> Vec<JoinHandle<()>> {
+    let faults = Arc::new(Mutex::new(Faults {
+        applies: checks
+            .iter()
+            .map(|c| (c.name.clone(), c.algorithms.clone()))
+            .collect(),
+        failing: BTreeMap::new(),
+        told: BTreeMap::new(),
+    }));
+    checks
+        .into_iter()
+        .map(|check| {
+            shared.metrics.check_registered(&check.name);
+            tokio::spawn(run_check(check, shared.clone(), faults.clone()))
+        })
+        .collect()
+}
+
+async fn run_check(check: Check, shared: Arc<Shared>, faults: Arc<Mutex<Faults>>) {
+    let mut verdict = Verdict::new(check.rise, check.fall);
+    let mut tick = tokio::time::interval(check.interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let outcome = probe(&check.probe, check.timeout).await;
+        shared.metrics.check_run(&check.name, outcome.name());
+        if outcome != Outcome::Pass {
+            tracing::debug!(check = %check.name, result = outcome.name(), "health check run failed");
+        }
+        if !verdict.record(outcome == Outcome::Pass) {
+            continue;
+        }
+        let passing = verdict.passing();
+        shared.metrics.set_check_up(&check.name, passing);
+        if passing {
+            tracing::info!(check = %check.name, "health check passes again");
+        } else {
+            tracing::warn!(check = %check.name, result = outcome.name(), fall = check.fall, "health check fails");
+        }
+        let changed = match faults.lock() {
+            Ok(mut f) => f.set(&check.name, !passing),
+            Err(_) => return,
+        };
+        for (algorithm, on) in changed {
+            let cmd = Control::Fault {
+                algorithm: Some(algorithm),
+                on,
+            };
+            if !shared.command(cmd).await {
+                return; // the runtime is gone: the node is stopping
+            }
+        }
+    }
+}
+
+/// Run `probe` once, bounded by `timeout`.
+pub async fn probe(probe: &Probe, timeout: Duration) -> Outcome {
+    match probe {
+        Probe::Command(argv) => run_command(argv, timeout).await,
+        Probe::Url {
+            authority, path, ..
+        } => match tokio::time::timeout(timeout, get(authority, path)).await {
+            Ok(o) => o,
+            Err(_) => Outcome::Timeout,
+        },
+    }
+}
+
+async fn run_command(argv: &[String], timeout: Duration) -> Outcome {
+    let Some((program, args)) = argv.split_first() else {
+        return Outcome::Error;
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(program = %program, "health check cannot start: {e}");
+            return Outcome::Error;
+        }
+    };
+    let pid = child.id();
+    match tokio::time::timeout(timeout, child.wait()).await {
+        Ok(Ok(status)) if status.success() => Outcome::Pass,
+        Ok(Ok(_)) => Outcome::Fail,
+        Ok(Err(_)) => Outcome::Error,
+        Err(_) => {
+            // The whole group: a check that started children leaves none behind.
+            #[cfg(unix)]
+            if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+                // SAFETY: kill(2) on the process group this task created.
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                }
+            }
+            let _ = child.kill().await;
+            Outcome::Timeout
+        }
+    }
+}
+
+async fn get(authority: &str, path: &str) -> Outcome {
+    let Ok(mut s) = tokio::net::TcpStream::connect(authority).await else {
+        return Outcome::Error;
+    };
+    let host = authority;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: electd-check\r\nConnection: close\r\n\r\n");
+    if s.write_all(req.as_bytes()).await.is_err() {
+        return Outcome::Error;
+    }
+    // The status line is all that matters: read until it is complete (bounded).
+    let mut buf = Vec::with_capacity(256);
+    let mut chunk = [0u8; 256];
+    while !buf.contains(&b'\n') && buf.len() < 4096 {
+        match s.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let line = String::from_utf8_lossy(&buf);
+    let code = line
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse::<u16>().ok());
+    match code {
+        Some(c) if (200..300).contains(&c) => Outcome::Pass,
+        Some(_) => Outcome::Fail,
+        None => Outcome::Error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fall_failures_in_a_row_make_it_fail_and_rise_passes_make_it_pass() {
+        let mut v = Verdict::new(2, 3);
+        assert!(v.passing());
+        assert!(!v.record(false));
+        assert!(!v.record(false));
+        assert!(!v.record(true), "a pass breaks the failure streak");
+        assert!(!v.record(false));
+        assert!(!v.record(false));
+        assert!(v.record(false), "the third failure in a row");
+        assert!(!v.passing());
+        assert!(!v.record(true));
+        assert!(!v.record(false), "a failure breaks the pass streak");
+        assert!(!v.record(true));
+        assert!(v.record(true), "the second pass in a row");
+        assert!(v.passing());
+    }
+
+    #[test]
+    fn a_group_is_in_fault_while_any_check_that_applies_to_it_fails() {
+        use AlgorithmKind::{Bully, Raft};
+        let mut f = Faults {
+            applies: vec![("a".into(), vec![Bully, Raft]), ("b".into(), vec![Bully])],
+            failing: BTreeMap::new(),
+            told: BTreeMap::new(),
+        };
+        assert_eq!(f.set("b", true), vec![(Bully, true)]);
+        assert_eq!(f.set("a", true), vec![(Raft, true)]);
+        assert_eq!(f.set("b", false), vec![], "a still fails for bully");
+        assert_eq!(f.set("a", false), vec![(Bully, false), (Raft, false)]);
+    }
+
+    #[tokio::test]
+    async fn commands_pass_fail_time_out_and_error() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let t = Duration::from_secs(5);
+        assert_eq!(run_command(&argv(&["true"]), t).await, Outcome::Pass);
+        assert_eq!(run_command(&argv(&["false"]), t).await, Outcome::Fail);
+        assert_eq!(
+            run_command(&argv(&["/nonexistent/electd-check"]), t).await,
+            Outcome::Error
+        );
+        assert_eq!(
+            run_command(&argv(&["sleep", "30"]), Duration::from_millis(50)).await,
+            Outcome::Timeout
+        );
+    }
+
+    #[tokio::test]
+    async fn urls_pass_on_2xx_only() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            for answer in ["HTTP/1.1 204 No Content", "HTTP/1.1 503 Unavailable"] {
+                let Ok((mut s, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut buf = [0u8; 512];
+                let _ = s.read(&mut buf).await;
+                let _ = s
+                    .write_all(format!("{answer}\r\nContent-Length: 0\r\n\r\n").as_bytes())
+                    .await;
+            }
+        });
+        let t = Duration::from_secs(5);
+        assert_eq!(get(&addr, "/health").await, Outcome::Pass);
+        assert_eq!(get(&addr, "/health").await, Outcome::Fail);
+        // Nobody listens any more.
+        assert_eq!(get(&addr, "/health").await, Outcome::Error);
+        let url = Probe::Url {
+            url: format!("http://{addr}/"),
+            authority: addr.clone(),
+            path: "/".into(),
+        };
+        assert_eq!(probe(&url, t).await, Outcome::Error);
+    }
+}
