@@ -59,8 +59,11 @@ fn valid_datagrams(codec: &Codec, from: NodeId, counter: &mut u64) -> Vec<Vec<u8
             Message::RequestVote {
                 term: 9,
                 pre_vote: false,
+                transfer: false,
             },
         ),
+        (AlgorithmKind::Raft, Message::TimeoutNow { term: 9 }),
+        (AlgorithmKind::Bully, Message::Handoff { epoch: 9, to: 2 }),
         (
             AlgorithmKind::Raft,
             Message::Heartbeat {

@@ -706,6 +706,7 @@ mod rules {
         let req = |term| Message::RequestVote {
             term,
             pre_vote: false,
+            transfer: false,
         };
         assert_eq!(feed(&mut r, 1, req(1)), vec![(1, vote(1, true, false))]);
         // Duplicate from the same candidate: granted again (idempotent).
@@ -742,6 +743,7 @@ mod rules {
         let pre = |term| Message::RequestVote {
             term,
             pre_vote: true,
+            transfer: false,
         };
         assert_eq!(feed(&mut r, 1, pre(1)), vec![(1, vote(1, true, true))]);
         assert_eq!(feed(&mut r, 2, pre(1)), vec![(2, vote(1, true, true))]);
@@ -753,7 +755,8 @@ mod rules {
                 2,
                 Message::RequestVote {
                     term: 4,
-                    pre_vote: false
+                    pre_vote: false,
+                    transfer: false,
                 }
             ),
             vec![(2, vote(4, true, false))]
@@ -774,7 +777,11 @@ mod rules {
                 vec![(1, Message::HeartbeatAck { term: 2, leader: 0 })]
             );
             assert_eq!(r.leader(), Some(1));
-            let req = Message::RequestVote { term: 3, pre_vote };
+            let req = Message::RequestVote {
+                term: 3,
+                pre_vote,
+                transfer: false,
+            };
             assert_eq!(
                 feed(&mut r, 2, req.clone()),
                 vec![(2, vote(2, false, pre_vote))]
@@ -802,6 +809,7 @@ mod rules {
             Message::RequestVote {
                 term: 5,
                 pre_vote: false,
+                transfer: false,
             },
         );
         let stale = Message::Heartbeat { term: 4, leader: 1 };

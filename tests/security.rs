@@ -324,10 +324,12 @@ fn extreme_values_from_an_authenticated_peer_do_not_panic() {
         Message::RequestVote {
             term: big,
             pre_vote: true,
+            transfer: false,
         },
         Message::RequestVote {
             term: big,
             pre_vote: false,
+            transfer: false,
         },
         Message::Vote {
             term: big,

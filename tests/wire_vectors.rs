@@ -126,9 +126,12 @@ fn render_body(b: &Option<Body>) -> String {
             m.candidate, m.phase, m.to_right, m.round
         ),
         Some(Body::Terminate(m)) => format!("terminate leader={} epoch={}", m.leader, m.epoch),
-        Some(Body::RequestVote(m)) => {
-            format!("request_vote term={} pre_vote={}", m.term, m.pre_vote)
-        }
+        Some(Body::RequestVote(m)) => format!(
+            "request_vote term={} pre_vote={}{}",
+            m.term,
+            m.pre_vote,
+            if m.transfer { " transfer=true" } else { "" }
+        ),
         Some(Body::Vote(m)) => format!(
             "vote term={} granted={} pre_vote={}",
             m.term, m.granted, m.pre_vote
@@ -136,6 +139,8 @@ fn render_body(b: &Option<Body>) -> String {
         Some(Body::Heartbeat(m)) => format!("heartbeat term={} leader={}", m.term, m.leader),
         Some(Body::HeartbeatAck(m)) => format!("heartbeat_ack term={} leader={}", m.term, m.leader),
         Some(Body::Resign(m)) => format!("resign epoch={}", m.epoch),
+        Some(Body::TimeoutNow(m)) => format!("timeout_now term={}", m.term),
+        Some(Body::Handoff(m)) => format!("handoff epoch={} to={}", m.epoch, m.to),
         Some(Body::AckOnly(_)) => "ack_only".into(),
     }
 }

@@ -376,6 +376,18 @@ impl Algorithm for Hs {
         &mut self.cfg
     }
 
+    fn take_over(&mut self, out: &mut Out) -> bool {
+        if !self.cfg.eligible() {
+            return false;
+        }
+        // A round of its own above every token seen, decided without messages: the
+        // announcement lap alone.
+        self.round = self.round.max(self.lead.highest()).saturating_add(1);
+        self.active = false;
+        self.win(out);
+        self.lead.leader == Some(self.me())
+    }
+
     fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
         ring_common::leader_lost(self, out);
     }

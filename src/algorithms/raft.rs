@@ -259,6 +259,7 @@ impl Raft {
             out.broadcast(Message::RequestVote {
                 term: self.term.saturating_add(1),
                 pre_vote: true,
+                transfer: false,
             });
         } else {
             self.role = Role::Candidate;
@@ -269,6 +270,7 @@ impl Raft {
             out.broadcast(Message::RequestVote {
                 term: self.term,
                 pre_vote: false,
+                transfer: false,
             });
         }
         self.tally(out);
@@ -311,7 +313,45 @@ impl Raft {
         out.set_timer_exact(Timer::Heartbeat, self.cfg.timing.heartbeat);
     }
 
-    fn on_request_vote(&mut self, from: NodeId, term: u64, pre: bool, out: &mut Out) {
+    /// Leadership transfer (thesis §3.10): this node's leader tells it to campaign now.
+    /// It does, at once and without pre-vote, asking the voters to disregard the
+    /// leader they heard recently (`transfer`). Only from the leader of its own term,
+    /// and only if this node may lead.
+    fn on_timeout_now(&mut self, from: NodeId, term: u64, out: &mut Out) {
+        if term != self.term
+            || self.leader != Some(from)
+            || self.role != Role::Follower
+            || !self.cfg.eligible()
+        {
+            return;
+        }
+        out.election_started();
+        out.cancel_timer(Timer::Quorum);
+        self.lease = false;
+        self.granted.clear();
+        self.rejected.clear();
+        self.granted.insert(self.me());
+        self.role = Role::Candidate;
+        self.term = self.term.saturating_add(1);
+        self.voted_for = Some(self.me());
+        self.set_leader(None, out);
+        self.arm_election(out);
+        out.broadcast(Message::RequestVote {
+            term: self.term,
+            pre_vote: false,
+            transfer: true,
+        });
+        self.tally(out);
+    }
+
+    fn on_request_vote(
+        &mut self,
+        from: NodeId,
+        term: u64,
+        pre: bool,
+        transfer: bool,
+        out: &mut Out,
+    ) {
         let reject = |me: &Self, out: &mut Out| {
             out.send(
                 from,
@@ -322,7 +362,9 @@ impl Raft {
                 },
             )
         };
-        if term < self.term || (term > self.term && self.in_lease()) {
+        // A transfer's candidate was sent by the leader itself: the lease that keeps
+        // disruptive candidates out does not apply to it (thesis §3.10, §4.2.3).
+        if term < self.term || (term > self.term && self.in_lease() && !transfer) {
             // Stale request, or a disruptive one while a leader is alive: refuse without
             // adopting its term (§5.1; thesis §4.2.3).
             return reject(self, out);
@@ -448,9 +490,12 @@ impl Algorithm for Raft {
             return;
         }
         match msg {
-            Message::RequestVote { term, pre_vote } => {
-                self.on_request_vote(from, term, pre_vote, out)
-            }
+            Message::RequestVote {
+                term,
+                pre_vote,
+                transfer,
+            } => self.on_request_vote(from, term, pre_vote, transfer, out),
+            Message::TimeoutNow { term } => self.on_timeout_now(from, term, out),
             Message::Vote {
                 term,
                 granted,

@@ -318,6 +318,27 @@ impl Algorithm for Ring {
         &mut self.cfg
     }
 
+    fn take_over(&mut self, out: &mut Out) -> bool {
+        if !self.cfg.eligible() {
+            return false;
+        }
+        // The result lap alone, with an epoch above every one seen.
+        let epoch = self.lead.highest().saturating_add(1);
+        self.participant = false;
+        self.initiated = false;
+        out.cancel_timer(Timer::Retry);
+        self.lead.adopt(self.me(), epoch, out);
+        let msg = Message::RingCoordinator {
+            initiator: self.me(),
+            leader: self.me(),
+            epoch: self.lead.highest(),
+        };
+        if let Hop::To(next) = self.view.hop(true, self.me()) {
+            out.send(next, msg);
+        }
+        true
+    }
+
     fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
         ring_common::leader_lost(self, out);
     }

@@ -630,6 +630,16 @@ pub trait Algorithm: Send + fmt::Debug {
     fn step_down(&mut self, out: &mut Out) {
         self.on_leader_lost(LeaderLoss::Resigned, out);
     }
+
+    /// Leadership transfer: this node's leader handed it the leadership
+    /// ([`crate::contract::message::Message::Handoff`]). Announce this node as leader
+    /// with a token above every one seen, as the algorithm announces a winner
+    /// (COORDINATOR, the ring's result lap), without an election. False if the
+    /// algorithm has no such step (Raft transfers with TimeoutNow) or this node may
+    /// not lead.
+    fn take_over(&mut self, _out: &mut Out) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

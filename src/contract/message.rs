@@ -120,6 +120,10 @@ pub enum Message {
         term: u64,
         /// A pre-vote: asks whether a vote would be granted, changes no state.
         pre_vote: bool,
+        /// Leadership transfer (thesis §3.10): the candidate campaigns because the
+        /// leader told it to ([`Message::TimeoutNow`]), so voters grant it although
+        /// they heard that leader recently.
+        transfer: bool,
     },
     /// Raft vote reply (`pre_vote_response` when it answers a pre-vote).
     Vote {
@@ -151,6 +155,20 @@ pub enum Message {
     Resign {
         /// The epoch of the leadership being given up.
         epoch: u64,
+    },
+    /// Raft leadership transfer (thesis §3.10): the leader tells the target to start
+    /// an election at once.
+    TimeoutNow {
+        /// The leader's term.
+        term: u64,
+    },
+    /// Leadership transfer in the Bully and ring families: the leader hands its
+    /// leadership to `to`, which announces itself with a token above `epoch`.
+    Handoff {
+        /// The epoch of the leadership handed over.
+        epoch: u64,
+        /// The target (the receiver).
+        to: NodeId,
     },
 }
 
@@ -194,11 +212,15 @@ pub enum MessageType {
     PreVote,
     /// Raft pre-vote reply (`Message::Vote` with `pre_vote`).
     PreVoteResponse,
+    /// Raft leadership transfer: start an election now.
+    TimeoutNow,
+    /// Bully and ring families: leadership handed to a chosen node.
+    Handoff,
 }
 
 impl MessageType {
     /// Every type, in a fixed order (tables, metrics pre-registration).
-    pub const ALL: [MessageType; 18] = [
+    pub const ALL: [MessageType; 20] = [
         MessageType::Election,
         MessageType::Ok,
         MessageType::Coordinator,
@@ -217,6 +239,8 @@ impl MessageType {
         MessageType::Resign,
         MessageType::PreVote,
         MessageType::PreVoteResponse,
+        MessageType::TimeoutNow,
+        MessageType::Handoff,
     ];
 
     /// The label: lower snake case, the same in metrics, traces and reports.
@@ -240,6 +264,8 @@ impl MessageType {
             MessageType::Resign => "resign",
             MessageType::PreVote => "pre_vote",
             MessageType::PreVoteResponse => "pre_vote_response",
+            MessageType::TimeoutNow => "timeout_now",
+            MessageType::Handoff => "handoff",
         }
     }
 
@@ -284,6 +310,8 @@ impl Message {
             Message::Heartbeat { .. } => MessageType::Heartbeat,
             Message::HeartbeatAck { .. } => MessageType::HeartbeatAck,
             Message::Resign { .. } => MessageType::Resign,
+            Message::TimeoutNow { .. } => MessageType::TimeoutNow,
+            Message::Handoff { .. } => MessageType::Handoff,
         }
     }
 }

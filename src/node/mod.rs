@@ -26,6 +26,8 @@ mod lease_tests;
 pub mod link;
 #[cfg(test)]
 mod multicast_tests;
+#[cfg(test)]
+mod transfer_tests;
 
 use crate::contract::algorithm::{
     Algorithm, AlgorithmKind, Durable, Effect, GroupConfig, LeaderLoss, Options, Out, Timer,
@@ -258,6 +260,8 @@ struct Group {
     contacts: BTreeMap<NodeId, Time>,
     /// Why this node may not lead this group now (empty: it may).
     ineligible: std::collections::BTreeSet<Ineligible>,
+    /// A leadership transfer under way from this node: (target, give up at).
+    transfer: Option<(NodeId, Time)>,
 }
 
 /// One node (see the module documentation).
@@ -317,6 +321,7 @@ impl Node {
                 stale_answered: BTreeMap::new(),
                 contacts: BTreeMap::new(),
                 ineligible: Default::default(),
+                transfer: None,
             });
         }
         let mut members = cfg.ring.clone();
@@ -386,7 +391,8 @@ impl Node {
 
     /// The earliest deadline (timer or retransmission), if any.
     pub fn poll_timeout(&mut self) -> Option<Time> {
-        let timers = self.timers.iter().map(|t| t.2).min();
+        let transfers = self.groups.iter().filter_map(|g| g.transfer.map(|t| t.1));
+        let timers = self.timers.iter().map(|t| t.2).chain(transfers).min();
         match (timers, self.link.next_deadline()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -436,7 +442,14 @@ impl Node {
                 }
                 Slot::Heartbeat => {
                     let grp = &self.groups[g];
-                    if grp.leader == Some(self.id) {
+                    // A leader handing over (HANDOFF) falls silent: its heartbeats
+                    // would reach the target as a higher-ranked claim, which the ring
+                    // family resolves by electing the higher id again.
+                    let handing_over = grp.transfer.is_some() && grp.algo.uses_failure_detector();
+                    if handing_over {
+                        let next = now + self.timing.heartbeat;
+                        self.arm(g, Slot::Heartbeat, next);
+                    } else if grp.leader == Some(self.id) {
                         let msg = Message::Heartbeat {
                             term: grp.term,
                             leader: self.id,
@@ -470,6 +483,7 @@ impl Node {
                 }
             }
         }
+        self.settle_transfers(now);
     }
 
     /// Is `id` on the roster? Where the ids are consecutive (1..=N, the usual roster)
@@ -489,6 +503,13 @@ impl Node {
 
     /// Process one datagram from the network (already decoded and authenticated).
     pub fn handle_datagram(&mut self, now: Time, d: Datagram) {
+        self.receive(now, d);
+        if self.groups.iter().any(|g| g.transfer.is_some()) {
+            self.settle_transfers(now);
+        }
+    }
+
+    fn receive(&mut self, now: Time, d: Datagram) {
         if d.from == self.id || !self.is_member(d.from) {
             self.count_invalid("unknown_sender");
             return;
@@ -629,6 +650,13 @@ impl Node {
                     self.abandon(g, Some(from), now);
                 }
             }
+            // Only from the leader of the token this node holds, naming this node.
+            Message::Handoff { epoch, to } => {
+                if grp.leader == Some(from) && to == self.id && epoch == grp.term {
+                    grp.algo.take_over(&mut self.out);
+                    self.apply(g, now);
+                }
+            }
             msg => {
                 grp.algo.on_message(from, msg, &mut self.out);
                 self.apply(g, now);
@@ -729,18 +757,19 @@ impl Node {
             }
             changed += 1;
             let eligible = grp.ineligible.is_empty();
-            if eligible == was_eligible {
-                continue;
+            if eligible != was_eligible {
+                grp.algo.config_mut().set_eligible(eligible);
             }
-            grp.algo.config_mut().set_eligible(eligible);
-            if !eligible && grp.leader == Some(self.id) {
+            // A transfer keeps leading until the target announces itself; every other
+            // reason steps down at once.
+            if on && why != Ineligible::Transfer && grp.leader == Some(self.id) {
                 if grp.algo.uses_failure_detector() {
                     let msg = Message::Resign { epoch: grp.term };
                     self.broadcast(g, now, msg);
                 }
                 self.groups[g].algo.step_down(&mut self.out);
                 self.apply(g, now);
-            } else if eligible {
+            } else if eligible && !was_eligible {
                 let (leader, term) = (grp.leader, grp.term);
                 if let Some(l) = leader.filter(|&l| l != self.id) {
                     grp.algo.on_foreign_leader(l, term, &mut self.out);
@@ -749,6 +778,97 @@ impl Node {
             }
         }
         changed
+    }
+
+    /// Hand the leadership of `kind`'s group to `to` (`POST /admin/transfer`). Raft
+    /// sends TimeoutNow (thesis §3.10): the target campaigns at once and the voters
+    /// grant it although they heard this leader recently. The other algorithms send
+    /// HANDOFF: the target announces itself (COORDINATOR, the ring's result lap) with
+    /// a token above this leadership's, and this node stops heartbeating meanwhile
+    /// (its heartbeats would be a higher-ranked claim to the target). This node is
+    /// ineligible ([`Ineligible::Transfer`]) until the target leads or the returned
+    /// bound passes, so that it is not re-elected meanwhile; if the target never
+    /// announces itself the followers' failure detectors elect another node.
+    ///
+    /// Refused, with the reason: a group this node does not run or does not lead, a
+    /// target that is this node, not a member or a never-leader, a transfer already
+    /// under way, and, where the highest-ranked node leads with `preempt = true`, a
+    /// target outranked by another member (this node included): that member would
+    /// take the leadership back at once.
+    pub fn transfer(
+        &mut self,
+        now: Time,
+        kind: AlgorithmKind,
+        to: NodeId,
+    ) -> Result<Duration, String> {
+        let g = self
+            .group_index(kind)
+            .ok_or_else(|| format!("this node does not run {kind}"))?;
+        if to == self.id {
+            return Err(format!("node {to} is this node"));
+        }
+        if !self.is_member(to) {
+            return Err(format!("node {to} is not on the roster"));
+        }
+        let grp = &self.groups[g];
+        match grp.leader {
+            Some(l) if l == self.id => {}
+            Some(l) => {
+                return Err(format!(
+                    "this node does not lead {kind}: node {l} does (ask it)"
+                ))
+            }
+            None => return Err(format!("this node does not lead {kind} (no leader known)")),
+        }
+        if grp.transfer.is_some() {
+            return Err(format!("a transfer of {kind} is already under way"));
+        }
+        if self.policy.priority(to) == 0 {
+            return Err(format!("node {to} may never lead (priority 0)"));
+        }
+        if kind.elects_highest_id() && self.policy.preempt_for(kind).preempt {
+            let above = self
+                .ring
+                .iter()
+                .copied()
+                .filter(|&m| m != to && self.policy.outranks(m, to))
+                .max_by_key(|&m| self.policy.rank(m));
+            if let Some(m) = above {
+                return Err(format!(
+                    "node {m} outranks node {to} and [policy] preempt = true for {kind}: \
+                     {m} would take the leadership back at once; set preempt = false for \
+                     {kind} (or drain {m}) first"
+                ));
+            }
+        }
+        let term = grp.term;
+        let msg = if grp.algo.uses_failure_detector() {
+            Message::Handoff { epoch: term, to }
+        } else {
+            Message::TimeoutNow { term }
+        };
+        let bound = self
+            .timing
+            .failure_timeout
+            .max(self.timing.election_timeout_max);
+        self.send(g, now, to, msg);
+        self.groups[g].transfer = Some((to, now + bound));
+        self.set_ineligible(now, Some(kind), Ineligible::Transfer, true);
+        Ok(bound)
+    }
+
+    /// End the transfers whose target leads now, or whose time is up.
+    fn settle_transfers(&mut self, now: Time) {
+        for g in 0..self.groups.len() {
+            let Some((to, until)) = self.groups[g].transfer else {
+                continue;
+            };
+            if self.groups[g].leader == Some(to) || now >= until {
+                self.groups[g].transfer = None;
+                let kind = self.groups[g].kind;
+                self.set_ineligible(now, Some(kind), Ineligible::Transfer, false);
+            }
+        }
     }
 
     /// Why this node may not lead `kind`'s group now (empty: it may; `None`: no such
@@ -1224,14 +1344,16 @@ fn msg_term(msg: &Message) -> u64 {
         | Message::RingCoordinator { epoch, .. }
         | Message::LcrElected { epoch, .. }
         | Message::Terminate { epoch, .. }
-        | Message::Resign { epoch } => epoch,
+        | Message::Resign { epoch }
+        | Message::Handoff { epoch, .. } => epoch,
         Message::LcrElection { round, .. }
         | Message::Probe { round, .. }
         | Message::Reply { round, .. } => round,
         Message::RequestVote { term, .. }
         | Message::Vote { term, .. }
         | Message::Heartbeat { term, .. }
-        | Message::HeartbeatAck { term, .. } => term,
+        | Message::HeartbeatAck { term, .. }
+        | Message::TimeoutNow { term } => term,
         Message::Ok { .. } => 0,
     }
 }

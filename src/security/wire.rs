@@ -368,6 +368,7 @@ impl Codec {
             Body::RequestVote(m) => Message::RequestVote {
                 term: m.term,
                 pre_vote: m.pre_vote,
+                transfer: m.transfer,
             },
             Body::Vote(m) => Message::Vote {
                 term: m.term,
@@ -386,6 +387,11 @@ impl Codec {
                 },
             },
             Body::Resign(m) => Message::Resign { epoch: m.epoch },
+            Body::TimeoutNow(m) => Message::TimeoutNow { term: m.term },
+            Body::Handoff(m) => Message::Handoff {
+                epoch: m.epoch,
+                to: self.member(m.to, "handoff.to")?,
+            },
             Body::AckOnly(_) => return Err(WireError::InvalidField("body")),
         })
     }
@@ -473,9 +479,14 @@ fn to_body(m: &Message) -> Body {
             leader: *leader,
             epoch: *epoch,
         }),
-        Message::RequestVote { term, pre_vote } => Body::RequestVote(proto::RequestVote {
+        Message::RequestVote {
+            term,
+            pre_vote,
+            transfer,
+        } => Body::RequestVote(proto::RequestVote {
             term: *term,
             pre_vote: *pre_vote,
+            transfer: *transfer,
         }),
         Message::Vote {
             term,
@@ -495,6 +506,11 @@ fn to_body(m: &Message) -> Body {
             leader: *leader,
         }),
         Message::Resign { epoch } => Body::Resign(proto::Resign { epoch: *epoch }),
+        Message::TimeoutNow { term } => Body::TimeoutNow(proto::TimeoutNow { term: *term }),
+        Message::Handoff { epoch, to } => Body::Handoff(proto::Handoff {
+            epoch: *epoch,
+            to: *to,
+        }),
     }
 }
 
@@ -592,11 +608,15 @@ mod tests {
             Message::RequestVote {
                 term: 12,
                 pre_vote: true,
+                transfer: false,
             },
             Message::RequestVote {
                 term: 13,
                 pre_vote: false,
+                transfer: true,
             },
+            Message::TimeoutNow { term: 14 },
+            Message::Handoff { epoch: 15, to: 2 },
             Message::Vote {
                 term: 12,
                 granted: true,

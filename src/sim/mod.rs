@@ -588,6 +588,25 @@ impl Sim {
         Ok(())
     }
 
+    /// `id` hands the leadership of `group` to `to` ([`Node::transfer`]): the node's
+    /// answer (the bound, or why not).
+    pub fn transfer(
+        &mut self,
+        id: NodeId,
+        group: AlgorithmKind,
+        to: NodeId,
+    ) -> Result<Result<Duration, String>, SimError> {
+        let i = self.idx(id)?;
+        let now = self.now;
+        let alive = self.nodes[i].alive;
+        let answer = match self.nodes[i].node.as_mut() {
+            Some(node) if alive => node.transfer(now, group, to),
+            _ => Err(format!("node {id} is down")),
+        };
+        self.after(i);
+        Ok(answer)
+    }
+
     /// Graceful stop: resign, flush the datagrams, then crash.
     pub fn resign(&mut self, id: NodeId) -> Result<(), SimError> {
         let i = self.idx(id)?;

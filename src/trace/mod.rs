@@ -210,7 +210,8 @@ pub fn token(m: &Message) -> u64 {
         | Message::RingCoordinator { epoch, .. }
         | Message::LcrElected { epoch, .. }
         | Message::Terminate { epoch, .. }
-        | Message::Resign { epoch } => *epoch,
+        | Message::Resign { epoch }
+        | Message::Handoff { epoch, .. } => *epoch,
         Message::Ok { tag, .. } => tag.seq,
         Message::LcrElection { round, .. }
         | Message::Probe { round, .. }
@@ -218,7 +219,8 @@ pub fn token(m: &Message) -> u64 {
         Message::RequestVote { term, .. }
         | Message::Vote { term, .. }
         | Message::Heartbeat { term, .. }
-        | Message::HeartbeatAck { term, .. } => *term,
+        | Message::HeartbeatAck { term, .. }
+        | Message::TimeoutNow { term } => *term,
     }
 }
 

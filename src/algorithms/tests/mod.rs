@@ -224,6 +224,7 @@ pub(super) fn garbage() -> Vec<Message> {
         Message::RequestVote {
             term: u64::MAX,
             pre_vote: false,
+            transfer: false,
         },
         Message::Vote {
             term: u64::MAX,
@@ -239,6 +240,11 @@ pub(super) fn garbage() -> Vec<Message> {
             leader: 0,
         },
         Message::Resign { epoch: u64::MAX },
+        Message::TimeoutNow { term: u64::MAX },
+        Message::Handoff {
+            epoch: u64::MAX,
+            to: 999,
+        },
     ]
 }
 

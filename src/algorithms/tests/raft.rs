@@ -22,6 +22,7 @@ fn request(term: u64) -> Message {
     Message::RequestVote {
         term,
         pre_vote: false,
+        transfer: false,
     }
 }
 
@@ -29,6 +30,7 @@ fn pre_request(term: u64) -> Message {
     Message::RequestVote {
         term,
         pre_vote: true,
+        transfer: false,
     }
 }
 

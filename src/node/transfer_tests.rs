@@ -1,0 +1,106 @@
+//! Leadership transfer ([`Node::transfer`]) in the seeded simulator, for every
+//! algorithm: the target leads within the returned bound with a higher token, the old
+//! leader is not re-elected, and what cannot work is refused with the reason.
+
+use crate::contract::algorithm::{AlgorithmKind, Options};
+use crate::contract::policy::{Policy, Preempt};
+use crate::sim::{Sim, SimConfig};
+use crate::NodeId;
+use std::time::Duration;
+
+const N: NodeId = 5;
+
+fn started(kind: AlgorithmKind, seed: u64, preempt: bool) -> Sim {
+    let mut cfg = SimConfig::new(kind, N as usize, seed);
+    cfg.options = Options {
+        policy: Policy {
+            preempt: Preempt {
+                preempt,
+                delay: Duration::ZERO,
+            },
+            ..Policy::default()
+        },
+        ..Options::default()
+    };
+    let mut sim = Sim::new(cfg).expect("sim");
+    for id in 1..=N {
+        sim.start(id, true).expect("start");
+    }
+    assert!(
+        sim.run_until_settled(Duration::from_secs(5)),
+        "{kind} seed {seed}: startup"
+    );
+    sim.run_for(Duration::from_millis(300));
+    sim
+}
+
+fn term(sim: &Sim, id: NodeId, kind: AlgorithmKind) -> u64 {
+    sim.node(id)
+        .and_then(|n| n.group_status(kind))
+        .map_or(0, |s| s.term)
+}
+
+#[test]
+fn the_target_leads_with_a_higher_token_and_the_old_leader_stays_out() {
+    for kind in AlgorithmKind::available() {
+        for seed in 1..=5 {
+            // Without preemption (Raft never preempts): the only setting in which a
+            // transfer away from the highest-ranked node can last.
+            let mut sim = started(kind, seed, kind == AlgorithmKind::Raft);
+            let old = sim.agreement(kind).expect("a leader");
+            let to = (1..=N).find(|&i| i != old).expect("another node");
+            let before = term(&sim, old, kind);
+            let bound = sim
+                .transfer(old, kind, to)
+                .expect("sim")
+                .unwrap_or_else(|e| panic!("{kind} seed {seed}: refused: {e}"));
+            let start = sim.now();
+            let mut took = None;
+            for _ in 0..bound.as_millis() {
+                sim.run_for(Duration::from_millis(1));
+                if sim.agreement(kind) == Some(to) {
+                    took = Some(sim.now() - start);
+                    break;
+                }
+            }
+            let took = took.unwrap_or_else(|| {
+                panic!("{kind} seed {seed}: {to} does not lead within {bound:?}")
+            });
+            assert!(took <= bound);
+            assert!(
+                term(&sim, to, kind) > before,
+                "{kind} seed {seed}: the token must grow"
+            );
+            // The old leader is eligible again, and does not take back.
+            sim.run_for(Duration::from_secs(1));
+            assert_eq!(sim.agreement(kind), Some(to), "{kind} seed {seed}");
+            assert_eq!(
+                sim.node(old).and_then(|n| n.ineligible(kind)),
+                Some(vec![]),
+                "{kind} seed {seed}"
+            );
+        }
+    }
+}
+
+#[test]
+fn transfers_that_cannot_work_are_refused_with_the_reason() {
+    let kind = AlgorithmKind::Bully;
+    let mut sim = started(kind, 1, true);
+    let leader = sim.agreement(kind).expect("a leader");
+    assert_eq!(leader, N);
+    let refused = |sim: &mut Sim, from: NodeId, to: NodeId| -> String {
+        sim.transfer(from, kind, to)
+            .expect("sim")
+            .expect_err("must be refused")
+    };
+    assert!(refused(&mut sim, N, 2).contains("preempt = true"));
+    assert!(refused(&mut sim, 2, 1).contains("does not lead"));
+    assert!(refused(&mut sim, N, N).contains("is this node"));
+    assert!(refused(&mut sim, N, 99).contains("not on the roster"));
+    let r = sim.transfer(N, AlgorithmKind::Raft, 1).expect("sim");
+    assert!(r.expect_err("not run").contains("does not run"));
+    // Nothing changed.
+    sim.run_for(Duration::from_millis(500));
+    assert_eq!(sim.agreement(kind), Some(N));
+}
