@@ -57,6 +57,7 @@ fn main() -> ExitCode {
         // Their exit code is their answer: 0 done, 1 not (refused, timed out).
         Command::Drain(args) => return cli::admin::call(&args, "drain", &[]),
         Command::Undrain(args) => return cli::admin::call(&args, "undrain", &[]),
+        Command::Transfer(args) => return cli::admin::transfer(&args),
         Command::Completions(args) => cli::manual::completions(args),
         Command::Man(args) => cli::manual::man(args),
         Command::View(args) => cli::view::run(args),

@@ -39,6 +39,9 @@ fn fake_runtime(shared: Arc<Shared>, mut rx: mpsc::Receiver<Control>) {
                 Control::Pause => shared.set_paused(true),
                 Control::Resume => shared.set_paused(false),
                 Control::Keys(_) | Control::Fault { .. } => {}
+                Control::Transfer { reply, .. } => {
+                    let _ = reply.send(Err("the stand-in runtime does not lead".into()));
+                }
                 // As the runtime: the groups' standing changes, and a leader that is
                 // drained hands over (here to node 1, with the next term).
                 Control::Drain {

@@ -1,5 +1,6 @@
-//! `electd drain` and `electd undrain`: the admin API's `POST /admin/drain` and
-//! `POST /admin/undrain` from the command line, against the local daemon (`--url`, or
+//! `electd drain`, `electd undrain` and `electd transfer`: the admin API's
+//! `POST /admin/drain`, `POST /admin/undrain` and `POST /admin/transfer` from the
+//! command line, against the local daemon (`--url`, or
 //! `--config` with `--node-id`). The bearer token is read from `--token-file`, else
 //! from the cluster file's `[admin] token_file`.
 //!
@@ -39,6 +40,20 @@ pub struct AdminArgs {
     /// Print the daemon's JSON answer instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TransferArgs {
+    /// The roster id of the node to hand the leadership to.
+    #[arg(long)]
+    pub to: NodeId,
+    #[command(flatten)]
+    pub admin: AdminArgs,
+}
+
+/// `electd transfer`: `--algorithm` is required unless the node runs one group.
+pub fn transfer(args: &TransferArgs) -> ExitCode {
+    call(&args.admin, "transfer", &[("to", args.to.to_string())])
 }
 
 /// The token: `--token-file`, else the cluster file's `[admin] token_file` (relative
@@ -125,7 +140,11 @@ fn try_call(args: &AdminArgs, route: &str, extra: &[(&str, String)]) -> anyhow::
         anyhow::bail!("{addr} refused ({code}): {err}");
     }
     if !args.json {
-        print_groups(&v);
+        if v.get("groups").is_some() {
+            print_groups(&v);
+        } else {
+            print_transfer(&v);
+        }
     }
     let done = v.get("done").and_then(Value::as_bool).unwrap_or(false);
     Ok(if done && (200..300).contains(&code) {
@@ -133,6 +152,30 @@ fn try_call(args: &AdminArgs, route: &str, extra: &[(&str, String)]) -> anyhow::
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn print_transfer(v: &Value) {
+    let field = |k: &str| match v.get(k) {
+        Some(Value::Null) | None => "none".to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(x) => x.to_string(),
+    };
+    let done = v.get("done").and_then(Value::as_bool).unwrap_or(false);
+    println!(
+        "{} {}: leader {} term {}{}",
+        field("algorithm"),
+        if done {
+            "transferred"
+        } else {
+            "NOT transferred"
+        },
+        field("leader"),
+        field("term"),
+        v.get("why")
+            .and_then(Value::as_str)
+            .map(|w| format!(" ({w})"))
+            .unwrap_or_default()
+    );
 }
 
 fn print_groups(v: &Value) {

@@ -89,6 +89,9 @@ pub enum Command {
     Drain(admin::AdminArgs),
     /// Make the local node eligible again (POST /admin/undrain).
     Undrain(admin::AdminArgs),
+    /// Hand the local node's leadership of a group to another node
+    /// (POST /admin/transfer); waits until that node leads.
+    Transfer(admin::TransferArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(manual::CompletionsArgs),
     /// Print the manual page (roff) of electd and its subcommands.

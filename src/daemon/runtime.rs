@@ -758,6 +758,27 @@ impl Driver {
                     }
                 }
             }
+            Control::Transfer {
+                algorithm,
+                to,
+                reply,
+            } => {
+                let now = self.now();
+                let answer = if self.paused {
+                    Err("the node is paused".to_string())
+                } else {
+                    self.node.transfer(now, algorithm, to)
+                };
+                match &answer {
+                    Ok(_) => {
+                        tracing::info!(node = self.cfg.id, %algorithm, to, "leadership transfer started")
+                    }
+                    Err(why) => {
+                        tracing::warn!(node = self.cfg.id, %algorithm, to, "leadership transfer refused: {why}")
+                    }
+                }
+                let _ = reply.send(answer);
+            }
             Control::Pause | Control::Resume => {}
         }
     }

@@ -161,6 +161,17 @@ pub enum Control {
     Pause,
     /// Resume traffic with a new incarnation.
     Resume,
+    /// Hand the leadership of a group to another node
+    /// ([`crate::node::Node::transfer`]); the reply is how long the hand-over may take,
+    /// or why it is refused.
+    Transfer {
+        /// The group.
+        algorithm: AlgorithmKind,
+        /// The target's roster id.
+        to: NodeId,
+        /// The bound, or the reason for a refusal.
+        reply: oneshot::Sender<Result<std::time::Duration, String>>,
+    },
     /// Drain (`on`) or undrain this node in one group or every group (`None`): it
     /// becomes ineligible ([`crate::contract::policy::Ineligible::Drained`]) and, if it
     /// leads, steps down. The reply is how long a hand-over may take at this node's

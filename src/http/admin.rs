@@ -1,5 +1,5 @@
 //! Admin routes: `POST /admin/election`, `/admin/pause`, `/admin/resume`,
-//! `/admin/drain`, `/admin/undrain`.
+//! `/admin/drain`, `/admin/undrain`, `/admin/transfer`.
 //!
 //! Off unless a token is configured (`[admin] token_file`): 403 then. With a token,
 //! every request needs `Authorization: Bearer <token>`; the comparison hashes both
@@ -269,4 +269,78 @@ pub(super) async fn undrain(
 ) -> Result<Response, ApiError> {
     authorize(&app.shared, &headers)?;
     drain_or_undrain(&app, &query, false).await
+}
+
+/// `POST /admin/transfer?algorithm=A&to=N`: hand this node's leadership of group A to
+/// node N ([`crate::node::Node::transfer`]). The answer waits, at most the bound the
+/// node names, until N leads: 200 `{"done": true, "leader": N, "term": …}`; 409 with
+/// the reason when the node refuses (it does not lead, N is not a member or may not
+/// lead, a node outranking N would take over again, …); 504 when N did not take over
+/// in time (with who leads now).
+pub(super) async fn transfer(
+    State(app): State<App>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Result<Response, ApiError> {
+    authorize(&app.shared, &headers)?;
+    let (algorithm, to) = params::transfer_target(&query, &app.shared)?;
+    let mut events = app.shared.subscribe();
+    let (tx, rx) = oneshot::channel();
+    if !app
+        .shared
+        .command(Control::Transfer {
+            algorithm,
+            to,
+            reply: tx,
+        })
+        .await
+    {
+        return Err(gone());
+    }
+    let bound = match tokio::time::timeout(REPLY_TIMEOUT, rx).await {
+        Ok(Ok(Ok(bound))) => bound,
+        Ok(Ok(Err(why))) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!("transfer of {algorithm} to node {to} refused: {why}"),
+            ))
+        }
+        Ok(Err(_)) | Err(_) => return Err(gone()),
+    };
+    let deadline = tokio::time::Instant::now() + bound;
+    let leads = |app: &App| app.shared.group(algorithm).filter(|g| g.leader == Some(to));
+    loop {
+        if leads(&app).is_some() {
+            break;
+        }
+        match tokio::time::timeout_at(deadline, events.recv()).await {
+            Ok(Ok(_)) | Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {}
+            Ok(Err(_)) | Err(_) => break,
+        }
+    }
+    let g = app.shared.group(algorithm);
+    let (leader, term) = (g.as_ref().and_then(|g| g.leader), g.map_or(0, |g| g.term));
+    let done = leader == Some(to);
+    tracing::info!(%algorithm, to, done, "transfer through the admin API");
+    let mut body = serde_json::json!({
+        "node": app.shared.node,
+        "algorithm": algorithm,
+        "to": to,
+        "done": done,
+        "leader": leader,
+        "term": term,
+    });
+    if !done {
+        body["why"] = serde_json::json!(format!(
+            "node {to} did not take over within {} ms; the leader now is {}",
+            bound.as_millis(),
+            leader.map_or("none".to_string(), |l| l.to_string())
+        ));
+    }
+    let code = if done {
+        StatusCode::OK
+    } else {
+        StatusCode::GATEWAY_TIMEOUT
+    };
+    Ok((code, Json(body)).into_response())
 }

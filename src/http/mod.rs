@@ -11,6 +11,7 @@
 //! | `GET /watch[?algorithm=A]` | server-sent events: the current state, then one `leader` event per change |
 //! | `POST /admin/election[?algorithm=A]` | call an election (every group without `algorithm`) |
 //! | `POST /admin/pause`, `POST /admin/resume` | stop / resume all election traffic |
+//! | `POST /admin/transfer?algorithm=A&to=N` | hand this node's leadership of A to node N; waits until N leads (200), or says why not (409 refused, 504 not in time) |
 //! | `POST /admin/drain[?algorithm=A]`, `POST /admin/undrain[?algorithm=A]` | make this node ineligible (it steps down and waits for the hand-over) / eligible again |
 //!
 //! `algorithm` may be left out where the node runs a single group. A malformed query,
@@ -80,6 +81,7 @@ fn build(app: App) -> Router {
         .route("/admin/resume", post(admin::resume).fallback(wrong))
         .route("/admin/drain", post(admin::drain).fallback(wrong))
         .route("/admin/undrain", post(admin::undrain).fallback(wrong))
+        .route("/admin/transfer", post(admin::transfer).fallback(wrong))
         .fallback(error::not_found)
         .with_state(app)
 }

@@ -73,6 +73,50 @@ pub(super) fn algorithm(
     Ok(Some(kind))
 }
 
+/// Parse `?algorithm=A&to=N` of `POST /admin/transfer`: the group (may be left out
+/// on a node that runs one) and the target's roster id (required).
+pub(super) fn transfer_target(
+    query: &RawQuery,
+    shared: &Shared,
+) -> Result<(AlgorithmKind, crate::NodeId), ApiError> {
+    let pairs = match &query.0 {
+        None => Vec::new(),
+        Some(q) => parse_pairs(q)?,
+    };
+    let mut algorithm: Option<String> = None;
+    let mut to: Option<String> = None;
+    for (key, value) in pairs {
+        let slot = match key.as_str() {
+            "algorithm" => &mut algorithm,
+            "to" => &mut to,
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "unknown query parameter {key:?}; expected: algorithm, to"
+                )))
+            }
+        };
+        if slot.is_some() {
+            return Err(ApiError::bad_request(format!(
+                "parameter {key:?} given twice"
+            )));
+        }
+        *slot = Some(value);
+    }
+    let to = to.ok_or_else(|| {
+        ApiError::bad_request("missing parameter ?to=N: the roster id of the node to hand over to")
+    })?;
+    let to: crate::NodeId = to
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&n: &crate::NodeId| n > 0)
+        .ok_or_else(|| ApiError::bad_request(format!("to={to:?} is not a roster id (1, 2, …)")))?;
+    let only = RawQuery(algorithm.map(|a| format!("algorithm={a}")));
+    let kind = self::algorithm(&only, shared, Need::One)?
+        .ok_or_else(|| ApiError::bad_request("missing parameter ?algorithm="))?;
+    Ok((kind, to))
+}
+
 fn running(shared: &Shared) -> String {
     shared
         .algorithms
