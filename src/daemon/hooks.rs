@@ -20,11 +20,12 @@
 //!   both sides', so every node, the survivor included, gets a run with the present
 //!   state (a run happens for every new token, not only for a new leader); stdin and stdout are `/dev/null`, stderr is captured
 //!   and logged (its last 2 KiB) when the command fails;
-//! - runs happen one at a time in the order of the changes, so a script that acquires
-//!   a resource on `leader` and releases it on `follower` never sees them reordered;
-//!   changes that pile up behind a slow run are coalesced: only the latest change of
-//!   each group runs (those in between are counted as `skipped`), so a hook never runs
-//!   for a change minutes old while a newer one waits;
+//! - each group has its own queue: its runs happen one at a time in the order of its
+//!   changes, so a script that acquires a resource on `leader` and releases it on
+//!   `follower` never sees them reordered, and a slow or hung run of one group never
+//!   delays another group's; changes that pile up behind a slow run are coalesced:
+//!   only the latest change of the group runs (those in between are counted as
+//!   `skipped`), so a hook never runs for a change minutes old while a newer one waits;
 //! - the hook task subscribes to the node's leader events itself: the runtime only
 //!   broadcasts, so a slow or hung hook never delays an election;
 //! - a run that exceeds the timeout is killed with its whole process group (SIGKILL),
@@ -40,12 +41,14 @@
 //!   hook then skips the whole backlog and runs once per group with the current state,
 //!   so the last call always describes the present.
 
+use crate::contract::algorithm::AlgorithmKind;
 use crate::daemon::shared::{LeaderEvent, Shared};
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 /// Bytes of the command's stderr kept for the log.
@@ -85,6 +88,12 @@ pub fn spawn(shared: Arc<Shared>, command: String, timeout: Duration) -> JoinHan
 /// Like [`spawn`], but when `stop` completes the task runs the hook for every change
 /// already announced (the `none` roles of a resigning leader, say) and then ends, so a
 /// "release on none" script runs at shutdown. Await the handle with a deadline.
+///
+/// One queue per group: a dispatcher forwards each leader event to its group's worker,
+/// which runs the hook for its changes one at a time, in order, coalescing a backlog to
+/// the latest change. A slow or hung run of one group never delays another group's.
+/// Aborting the returned handle aborts the workers too (their running commands are
+/// killed with their process groups).
 pub fn spawn_until(
     shared: Arc<Shared>,
     command: String,
@@ -94,56 +103,117 @@ pub fn spawn_until(
     let mut rx = shared.subscribe();
     tokio::spawn(async move {
         tokio::pin!(stop);
+        let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut queues: Vec<(AlgorithmKind, mpsc::UnboundedSender<LeaderEvent>)> = Vec::new();
+        let mut workers = Workers(Vec::new());
+        for &kind in &shared.algorithms {
+            let (tx, queue) = mpsc::unbounded_channel();
+            queues.push((kind, tx));
+            workers.0.push(tokio::spawn(worker(
+                shared.clone(),
+                command.clone(),
+                timeout,
+                kind,
+                queue,
+                stopping.clone(),
+            )));
+        }
+        let dispatch = |queues: &[(AlgorithmKind, mpsc::UnboundedSender<LeaderEvent>)],
+                        event: LeaderEvent| {
+            if let Some((_, tx)) = queues.iter().find(|(k, _)| *k == event.algorithm) {
+                let _ = tx.send(event);
+            }
+        };
         let mut log = crate::security::droplog::DropLog::new();
         loop {
             let received = tokio::select! {
                 r = rx.recv() => r,
                 () = &mut stop => break,
             };
-            let mut batch = Vec::new();
-            let lagged = match received {
-                Ok(event) => {
-                    batch.push(event);
-                    drain(&mut rx, &mut batch)
+            match received {
+                Ok(event) => dispatch(&queues, event),
+                Err(RecvError::Lagged(missed)) => {
+                    if log.record("lagged", since_start())
+                        != crate::security::droplog::Verdict::Quiet
+                    {
+                        tracing::warn!(
+                            missed,
+                            "leader-change hook fell behind; running it with the current state"
+                        );
+                    }
+                    shared.metrics.hook_skipped(missed);
+                    // The backlog is older than the present state: resubscribe and
+                    // snapshot atomically, then queue the present state of each group.
+                    let (fresh, groups) = shared.watch();
+                    rx = fresh;
+                    for g in groups {
+                        dispatch(
+                            &queues,
+                            LeaderEvent::new(shared.node, g.algorithm, g.leader, g.term),
+                        );
+                    }
                 }
-                Err(RecvError::Lagged(missed)) => Some(missed),
                 Err(RecvError::Closed) => return,
-            };
-            for event in coalesce(&shared, batch) {
-                run_logged(&shared, &command, timeout, &event, false, &mut log).await;
-            }
-            if let Some(missed) = lagged {
-                if log.record("lagged", since_start()) != crate::security::droplog::Verdict::Quiet {
-                    tracing::warn!(
-                        missed,
-                        "leader-change hook fell behind; running it with the current state"
-                    );
-                }
-                shared.metrics.hook_skipped(missed);
-                // The backlog is older than the present state: resubscribe and snapshot
-                // atomically, then run once per group.
-                let (fresh, groups) = shared.watch();
-                rx = fresh;
-                for g in groups {
-                    let event = LeaderEvent::new(shared.node, g.algorithm, g.leader, g.term);
-                    run_logged(&shared, &command, timeout, &event, false, &mut log).await;
-                }
             }
         }
-        // Stopping: what was announced before the stop still runs, the latest change
-        // of each group, in order; then `stopped` once per group.
+        // Stopping: what was announced before the stop still runs (the latest change
+        // of each group), then `stopped` once per group; the workers end after that.
         let mut batch = Vec::new();
         drain(&mut rx, &mut batch);
-        for event in coalesce(&shared, batch) {
-            run_logged(&shared, &command, timeout, &event, false, &mut log).await;
+        for event in batch {
+            dispatch(&queues, event);
         }
-        for g in shared.status() {
-            let mut event = LeaderEvent::new(shared.node, g.algorithm, None, g.term);
-            event.leader = g.leader.filter(|&l| l != shared.node);
-            stopped(&mut event);
-            run_logged(&shared, &command, timeout, &event, true, &mut log).await;
+        stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        drop(queues);
+        for w in std::mem::take(&mut workers.0) {
+            let _ = w.await;
         }
     })
+}
+
+/// The workers of a hook task, aborted when the task is (dropped with its future).
+struct Workers(Vec<JoinHandle<()>>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for w in &self.0 {
+            w.abort();
+        }
+    }
+}
+
+/// One group's queue: run the hook for each change in order; a backlog runs only its
+/// latest change (the others are counted as skipped). When the queue closes at a stop,
+/// run `stopped` once for the group.
+async fn worker(
+    shared: Arc<Shared>,
+    command: String,
+    timeout: Duration,
+    kind: AlgorithmKind,
+    mut queue: mpsc::UnboundedReceiver<LeaderEvent>,
+    stopping: Arc<std::sync::atomic::AtomicBool>,
+) {
+    let mut log = crate::security::droplog::DropLog::new();
+    while let Some(mut latest) = queue.recv().await {
+        let mut skipped = 0u64;
+        while let Ok(e) = queue.try_recv() {
+            latest = e;
+            skipped += 1;
+        }
+        if skipped > 0 {
+            shared.metrics.hook_skipped(skipped);
+        }
+        run_logged(&shared, &command, timeout, &latest, false, &mut log).await;
+    }
+    if !stopping.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    if let Some(g) = shared.group(kind) {
+        let mut event = LeaderEvent::new(shared.node, g.algorithm, None, g.term);
+        event.leader = g.leader.filter(|&l| l != shared.node);
+        stopped(&mut event);
+        run_logged(&shared, &command, timeout, &event, true, &mut log).await;
+    }
 }
 
 /// Marks an event as the `stopped` run (role `none`, state `stopped`).
@@ -173,22 +243,6 @@ fn drain(
             Err(_) => return None,
         }
     }
-}
-
-/// The latest event of each group, in the order of those latest events; the others
-/// are counted as skipped.
-fn coalesce(shared: &Shared, batch: Vec<LeaderEvent>) -> Vec<LeaderEvent> {
-    let total = batch.len();
-    let mut out: Vec<LeaderEvent> = Vec::new();
-    for e in batch {
-        out.retain(|o| o.algorithm != e.algorithm);
-        out.push(e);
-    }
-    let skipped = (total - out.len()) as u64;
-    if skipped > 0 {
-        shared.metrics.hook_skipped(skipped);
-    }
-    out
 }
 
 /// [`run`], with failures logged through `log`'s rate limit.
