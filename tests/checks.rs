@@ -108,3 +108,40 @@ fn a_failing_check_demotes_the_leader_and_a_passing_one_restores_it() {
         1.0
     );
 }
+
+/// A weighted check (keepalived's `weight -N`): failing, it lowers the leader's
+/// priority (100 → 80) below its followers', which see it advertised and take over;
+/// passing again, the leader takes back (Bully preempts). No FAULT meanwhile.
+#[test]
+fn a_failing_weighted_check_lowers_the_priority_and_the_next_node_takes_over() {
+    let mut c = Cluster::new("checks-weight", 3, &[Bully], &TIMING);
+    let dir = c.dir.clone();
+    for id in 1..=3 {
+        std::fs::write(dir.join(format!("healthy-{id}")), "").unwrap();
+    }
+    c.append_config(&format!(
+        "[[check]]\nname = \"service\"\ncommand = [\"test\", \"-e\", \"{}/healthy-{{node}}\"]\n\
+         interval = \"20ms\"\ntimeout = \"15ms\"\nfall = 2\nrise = 2\nweight = 20\n",
+        dir.display()
+    ));
+    c.start_all();
+    c.wait_agreement(DEADLINE, |l| l.get("bully") == Some(&3))
+        .expect("node 3 leads at first");
+    std::fs::remove_file(dir.join("healthy-3")).unwrap();
+    c.wait_agreement(DEADLINE, |l| l.get("bully") == Some(&2))
+        .unwrap_or_else(|e| panic!("{e}\n{}", c.log(3)));
+    let m = c.metrics(3).expect("metrics");
+    assert_eq!(
+        counter_sum(&m, "electd_priority_penalty", &[("algorithm", "bully")]),
+        20.0
+    );
+    assert_eq!(
+        counter_sum(&m, "electd_fault", &[("algorithm", "bully")]),
+        0.0,
+        "a weighted check is no FAULT"
+    );
+    assert_eq!(ineligible(&c, 3), Some(vec![]));
+    std::fs::write(dir.join("healthy-3"), "").unwrap();
+    c.wait_agreement(DEADLINE, |l| l.get("bully") == Some(&3))
+        .unwrap_or_else(|e| panic!("{e}\n{}", c.log(3)));
+}

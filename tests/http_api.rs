@@ -38,7 +38,7 @@ fn fake_runtime(shared: Arc<Shared>, mut rx: mpsc::Receiver<Control>) {
                 }
                 Control::Pause => shared.set_paused(true),
                 Control::Resume => shared.set_paused(false),
-                Control::Keys(_) | Control::Fault { .. } => {}
+                Control::Keys(_) | Control::Fault { .. } | Control::Penalty { .. } => {}
                 Control::Transfer { reply, .. } => {
                     let _ = reply.send(Err("the stand-in runtime does not lead".into()));
                 }

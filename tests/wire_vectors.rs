@@ -141,6 +141,7 @@ fn render_body(b: &Option<Body>) -> String {
         Some(Body::Resign(m)) => format!("resign epoch={}", m.epoch),
         Some(Body::TimeoutNow(m)) => format!("timeout_now term={}", m.term),
         Some(Body::Handoff(m)) => format!("handoff epoch={} to={}", m.epoch, m.to),
+        Some(Body::Priority(m)) => format!("priority term={} priority={}", m.term, m.priority),
         Some(Body::AckOnly(_)) => "ack_only".into(),
     }
 }

@@ -298,6 +298,10 @@ impl Algorithm for Bully {
 
     common::shared_algorithm_methods!();
 
+    fn policy_changed(&mut self) {
+        self.higher = self.cfg.higher();
+    }
+
     fn take_over(&mut self, out: &mut Out) -> bool {
         if !self.cfg.eligible() {
             return false;

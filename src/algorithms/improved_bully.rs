@@ -329,6 +329,10 @@ impl Algorithm for ImprovedBully {
 
     common::shared_algorithm_methods!();
 
+    fn policy_changed(&mut self) {
+        self.higher = self.cfg.higher();
+    }
+
     fn take_over(&mut self, out: &mut Out) -> bool {
         if !self.cfg.eligible() {
             return false;

@@ -2,7 +2,8 @@
 //! (an argv, no shell) or asks an HTTP URL every `interval`; a run that does not pass
 //! within `timeout` fails. `fall` failures in a row make the check *failing*, `rise`
 //! passes in a row make it *passing* again. While a check is failing, this node is in
-//! FAULT (ineligible) in the groups it applies to (`algorithms`, default all).
+//! FAULT (ineligible) in the groups it applies to (`algorithms`, default all), or, with
+//! `weight`, its priority is lowered by that much (keepalived's `weight -N`).
 //!
 //! ```toml
 //! [[check]]
@@ -57,6 +58,9 @@ pub struct Check {
     pub fall: u32,
     /// The groups it applies to.
     pub algorithms: Vec<AlgorithmKind>,
+    /// `weight`: while failing, lower this node's priority by this much instead of
+    /// putting it in FAULT (`None`: FAULT).
+    pub weight: Option<u8>,
 }
 
 /// Longest accepted interval and timeout: a check slower than this is no health check.
@@ -147,14 +151,19 @@ impl Validator<'_> {
             };
             let rise = count("rise", c.rise)?;
             let fall = count("fall", c.fall)?;
-            if c.weight.is_some() {
-                return Err(self.err(
-                    key("weight"),
-                    "not supported yet: a weight changes this node's rank, which the other \
-                     nodes cannot see; leave weight out (a failing check then puts the node \
-                     in FAULT: ineligible, it steps down)",
-                ));
-            }
+            let weight = match c.weight {
+                None => None,
+                Some(w) if (1..=254).contains(&w) => Some(w as u8),
+                Some(w) => {
+                    return Err(self.err(
+                        key("weight"),
+                        format!(
+                            "{w}: must be 1 to 254 (the priority it takes off while the \
+                             check fails; leave it out to put the node in FAULT instead)"
+                        ),
+                    ))
+                }
+            };
             let groups = match &c.algorithms {
                 None => algorithms.to_vec(),
                 Some(names) if names.is_empty() => {
@@ -189,6 +198,7 @@ impl Validator<'_> {
                 rise,
                 fall,
                 algorithms: groups,
+                weight,
             });
         }
         Ok(out)

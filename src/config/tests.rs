@@ -689,6 +689,12 @@ fn health_checks_parse_with_defaults_and_every_bad_key_is_blamed() {
         (Duration::from_secs(1), Duration::from_millis(500), 1, 1)
     );
     assert_eq!(a.algorithms, vec![AlgorithmKind::Bully]);
+    assert_eq!(a.weight, None);
+    let w = parse(&head(
+        "[[check]]\nname = \"w\"\ncommand = [\"true\"]\nweight = 20",
+    ))
+    .expect("a weighted check");
+    assert_eq!(w.checks[0].weight, Some(20));
     match &c.checks[1].probe {
         Probe::Url {
             authority, path, ..
@@ -745,9 +751,14 @@ fn health_checks_parse_with_defaults_and_every_bad_key_is_blamed() {
             "1 to 100",
         ),
         (
-            "name = \"x\"\ncommand = [\"true\"]\nweight = 20",
+            "name = \"x\"\ncommand = [\"true\"]\nweight = 0",
             "check[0].weight",
-            "not supported yet",
+            "1 to 254",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nweight = 300",
+            "check[0].weight",
+            "1 to 254",
         ),
         (
             "name = \"x\"\ncommand = [\"true\"]\nalgorithms = [\"raft\"]",

@@ -631,6 +631,11 @@ pub trait Algorithm: Send + fmt::Debug {
         self.on_leader_lost(LeaderLoss::Resigned, out);
     }
 
+    /// The priorities in [`GroupConfig::options`] changed at run time (this node's, by a
+    /// weighted health check, or its leader's, advertised): recompute what was derived
+    /// from them (the Bully family's list of members ranked above).
+    fn policy_changed(&mut self) {}
+
     /// Leadership transfer: this node's leader handed it the leadership
     /// ([`crate::contract::message::Message::Handoff`]). Announce this node as leader
     /// with a token above every one seen, as the algorithm announces a winner

@@ -162,6 +162,16 @@ pub enum Message {
         /// The leader's term.
         term: u64,
     },
+    /// A leader's priority while a weighted health check lowers it (and once more when
+    /// it is back), sent with its heartbeats: followers rank it by this priority
+    /// instead of the configured one, so one that now outranks it takes over
+    /// (keepalived's priority in its adverts). Liveness traffic.
+    Priority {
+        /// The term of the sender's leadership.
+        term: u64,
+        /// Its effective priority (1..=255).
+        priority: u32,
+    },
     /// Leadership transfer in the Bully and ring families: the leader hands its
     /// leadership to `to`, which announces itself with a token above `epoch`.
     Handoff {
@@ -216,11 +226,13 @@ pub enum MessageType {
     TimeoutNow,
     /// Bully and ring families: leadership handed to a chosen node.
     Handoff,
+    /// A leader's lowered priority (weighted health checks); liveness.
+    Priority,
 }
 
 impl MessageType {
     /// Every type, in a fixed order (tables, metrics pre-registration).
-    pub const ALL: [MessageType; 20] = [
+    pub const ALL: [MessageType; 21] = [
         MessageType::Election,
         MessageType::Ok,
         MessageType::Coordinator,
@@ -241,6 +253,7 @@ impl MessageType {
         MessageType::PreVoteResponse,
         MessageType::TimeoutNow,
         MessageType::Handoff,
+        MessageType::Priority,
     ];
 
     /// The label: lower snake case, the same in metrics, traces and reports.
@@ -266,12 +279,16 @@ impl MessageType {
             MessageType::PreVoteResponse => "pre_vote_response",
             MessageType::TimeoutNow => "timeout_now",
             MessageType::Handoff => "handoff",
+            MessageType::Priority => "priority",
         }
     }
 
     /// Liveness traffic, counted apart from the election messages of the literature.
     pub fn is_liveness(self) -> bool {
-        matches!(self, MessageType::Heartbeat | MessageType::HeartbeatAck)
+        matches!(
+            self,
+            MessageType::Heartbeat | MessageType::HeartbeatAck | MessageType::Priority
+        )
     }
 
     /// Sent through the reliable link (sequence, ack, retransmission)? Liveness
@@ -312,6 +329,7 @@ impl Message {
             Message::Resign { .. } => MessageType::Resign,
             Message::TimeoutNow { .. } => MessageType::TimeoutNow,
             Message::Handoff { .. } => MessageType::Handoff,
+            Message::Priority { .. } => MessageType::Priority,
         }
     }
 }

@@ -94,33 +94,58 @@ impl Verdict {
     }
 }
 
-/// Which groups each check applies to, and which checks fail now.
+/// What a group's checks amount to: FAULT (a failing check without weight) and the
+/// priority penalty (the sum of the weights of the failing weighted checks, at most
+/// 255).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Standing {
+    fault: bool,
+    penalty: u8,
+}
+
+/// Which groups each check applies to (and its weight), and which checks fail now.
 struct Faults {
-    applies: Vec<(String, Vec<AlgorithmKind>)>,
+    applies: Vec<(String, Vec<AlgorithmKind>, Option<u8>)>,
     failing: BTreeMap<String, bool>,
     /// What the runtime was last told, per group.
-    told: BTreeMap<AlgorithmKind, bool>,
+    told: BTreeMap<AlgorithmKind, Standing>,
 }
 
 impl Faults {
-    /// Record check `name`'s verdict; the groups whose FAULT changed, with the new value.
-    fn set(&mut self, name: &str, failing: bool) -> Vec<(AlgorithmKind, bool)> {
+    /// Record check `name`'s verdict; the commands for the groups whose standing
+    /// changed.
+    fn set(&mut self, name: &str, failing: bool) -> Vec<Control> {
         self.failing.insert(name.to_string(), failing);
-        let mut fault: BTreeMap<AlgorithmKind, bool> = BTreeMap::new();
-        for (check, groups) in &self.applies {
+        let mut now: BTreeMap<AlgorithmKind, Standing> = BTreeMap::new();
+        for (check, groups, weight) in &self.applies {
             let f = self.failing.get(check).copied().unwrap_or(false);
             for &g in groups {
-                *fault.entry(g).or_default() |= f;
+                let s = now.entry(g).or_default();
+                match (f, weight) {
+                    (true, None) => s.fault = true,
+                    (true, Some(w)) => s.penalty = s.penalty.saturating_add(*w),
+                    (false, _) => {}
+                }
             }
         }
-        let mut changed = Vec::new();
-        for (g, f) in fault {
-            if self.told.get(&g).copied().unwrap_or(false) != f {
-                self.told.insert(g, f);
-                changed.push((g, f));
+        let mut out = Vec::new();
+        for (g, s) in now {
+            let before = self.told.get(&g).copied().unwrap_or_default();
+            if before.fault != s.fault {
+                out.push(Control::Fault {
+                    algorithm: Some(g),
+                    on: s.fault,
+                });
             }
+            if before.penalty != s.penalty {
+                out.push(Control::Penalty {
+                    algorithm: Some(g),
+                    penalty: s.penalty,
+                });
+            }
+            self.told.insert(g, s);
         }
-        changed
+        out
     }
 }
 
@@ -130,7 +155,7 @@ pub fn spawn(checks: Vec<Check>, shared: Arc<Shared>) -> Vec<JoinHandle<()>> {
     let faults = Arc::new(Mutex::new(Faults {
         applies: checks
             .iter()
-            .map(|c| (c.name.clone(), c.algorithms.clone()))
+            .map(|c| (c.name.clone(), c.algorithms.clone(), c.weight))
             .collect(),
         failing: BTreeMap::new(),
         told: BTreeMap::new(),
@@ -169,11 +194,7 @@ async fn run_check(check: Check, shared: Arc<Shared>, faults: Arc<Mutex<Faults>>
             Ok(mut f) => f.set(&check.name, !passing),
             Err(_) => return,
         };
-        for (algorithm, on) in changed {
-            let cmd = Control::Fault {
-                algorithm: Some(algorithm),
-                on,
-            };
+        for cmd in changed {
             if !shared.command(cmd).await {
                 return; // the runtime is gone: the node is stopping
             }
@@ -286,18 +307,68 @@ mod tests {
         assert!(v.passing());
     }
 
+    /// The commands as (group, fault) and (group, penalty) pairs, for comparison.
+    fn summary(cmds: Vec<Control>) -> Vec<(AlgorithmKind, &'static str, u8)> {
+        cmds.into_iter()
+            .filter_map(|c| match c {
+                Control::Fault {
+                    algorithm: Some(a),
+                    on,
+                } => Some((a, "fault", u8::from(on))),
+                Control::Penalty {
+                    algorithm: Some(a),
+                    penalty,
+                } => Some((a, "penalty", penalty)),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn a_group_is_in_fault_while_any_check_that_applies_to_it_fails() {
         use AlgorithmKind::{Bully, Raft};
         let mut f = Faults {
-            applies: vec![("a".into(), vec![Bully, Raft]), ("b".into(), vec![Bully])],
+            applies: vec![
+                ("a".into(), vec![Bully, Raft], None),
+                ("b".into(), vec![Bully], None),
+            ],
             failing: BTreeMap::new(),
             told: BTreeMap::new(),
         };
-        assert_eq!(f.set("b", true), vec![(Bully, true)]);
-        assert_eq!(f.set("a", true), vec![(Raft, true)]);
-        assert_eq!(f.set("b", false), vec![], "a still fails for bully");
-        assert_eq!(f.set("a", false), vec![(Bully, false), (Raft, false)]);
+        assert_eq!(summary(f.set("b", true)), vec![(Bully, "fault", 1)]);
+        assert_eq!(summary(f.set("a", true)), vec![(Raft, "fault", 1)]);
+        assert_eq!(
+            summary(f.set("b", false)),
+            vec![],
+            "a still fails for bully"
+        );
+        assert_eq!(
+            summary(f.set("a", false)),
+            vec![(Bully, "fault", 0), (Raft, "fault", 0)]
+        );
+    }
+
+    #[test]
+    fn failing_weighted_checks_add_up_to_a_penalty_capped_at_255() {
+        use AlgorithmKind::Bully;
+        let mut f = Faults {
+            applies: vec![
+                ("w1".into(), vec![Bully], Some(20)),
+                ("w2".into(), vec![Bully], Some(250)),
+                ("x".into(), vec![Bully], None),
+            ],
+            failing: BTreeMap::new(),
+            told: BTreeMap::new(),
+        };
+        assert_eq!(summary(f.set("w1", true)), vec![(Bully, "penalty", 20)]);
+        assert_eq!(summary(f.set("w2", true)), vec![(Bully, "penalty", 255)]);
+        assert_eq!(summary(f.set("x", true)), vec![(Bully, "fault", 1)]);
+        assert_eq!(summary(f.set("w2", false)), vec![(Bully, "penalty", 20)]);
+        assert_eq!(
+            summary(f.set("w1", false)),
+            vec![(Bully, "penalty", 0)],
+            "x still puts it in FAULT"
+        );
     }
 
     #[tokio::test]

@@ -99,6 +99,7 @@ pub struct Metrics {
     check_up: IntGaugeVec,
     check_runs: IntCounterVec,
     fault: IntGaugeVec,
+    priority_penalty: IntGaugeVec,
     process: Registry,
     exported: Mutex<Exported>,
 }
@@ -316,6 +317,11 @@ impl Metrics {
             "Runs of a configured [[check]], by result (pass, fail, timeout, error).",
             &["check", "result"],
         )?;
+        let priority_penalty = gauge_vec(
+            "priority_penalty",
+            "How much failing weighted [[check]]s take off this node's priority in the group (0: none).",
+            &["algorithm"],
+        )?;
         let fault = gauge_vec(
             "fault",
             "1 while a failing [[check]] makes this node ineligible in the group (keepalived's FAULT).",
@@ -372,6 +378,7 @@ impl Metrics {
             check_up,
             check_runs,
             fault,
+            priority_penalty,
             process: process_registry(cluster, node)?,
             exported: Mutex::new(Exported::default()),
         };
@@ -402,6 +409,7 @@ impl Metrics {
             m.has_leader.with_label_values(&l).set(0);
             m.term.with_label_values(&l).set(0);
             m.fault.with_label_values(&l).set(0);
+            m.priority_penalty.with_label_values(&l).set(0);
         }
         Ok(m)
     }
@@ -659,6 +667,13 @@ impl Metrics {
         self.fault
             .with_label_values(&[algorithm.as_str()])
             .set(i64::from(on));
+    }
+
+    /// Weighted checks take `penalty` off this node's priority in `algorithm`'s group.
+    pub fn set_penalty(&self, algorithm: AlgorithmKind, penalty: u8) {
+        self.priority_penalty
+            .with_label_values(&[algorithm.as_str()])
+            .set(i64::from(penalty));
     }
 
     /// The text exposition format, for `GET /metrics`.

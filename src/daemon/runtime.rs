@@ -665,6 +665,7 @@ impl Driver {
                                     node.set_ineligible(now, Some(kind), why, true);
                                 }
                             }
+                            node.set_penalty(now, Some(kind), self.node.penalty(kind));
                         }
                         self.incarnation = next;
                         self.node = node;
@@ -778,6 +779,22 @@ impl Driver {
                     }
                 }
                 let _ = reply.send(answer);
+            }
+            Control::Penalty { algorithm, penalty } => {
+                let now = self.now();
+                if self.node.set_penalty(now, algorithm, penalty) > 0 {
+                    tracing::warn!(
+                        node = self.cfg.id,
+                        algorithm = algorithm.map_or("all", |a| a.as_str()),
+                        penalty,
+                        "priority lowered by weighted health checks (0: restored)"
+                    );
+                }
+                for &kind in &self.cfg.algorithms {
+                    if algorithm.is_none_or(|a| a == kind) {
+                        self.shared.metrics.set_penalty(kind, penalty);
+                    }
+                }
             }
             Control::Pause | Control::Resume => {}
         }

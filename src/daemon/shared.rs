@@ -193,6 +193,15 @@ pub enum Control {
         /// In FAULT (true) or not.
         on: bool,
     },
+    /// Weighted health checks changed: lower this node's priority by `penalty` in one
+    /// group or every group (`None`), or restore it (`0`); see
+    /// [`crate::node::Node::set_penalty`].
+    Penalty {
+        /// The group, or every group.
+        algorithm: Option<AlgorithmKind>,
+        /// How much to take off the configured priority.
+        penalty: u8,
+    },
     /// Replace the keyring (`SIGHUP` re-read the key file): sign with its primary,
     /// accept every key it holds, from the next datagram on.
     Keys(crate::security::keyring::Keyring),

@@ -28,6 +28,8 @@ pub mod link;
 mod multicast_tests;
 #[cfg(test)]
 mod transfer_tests;
+#[cfg(test)]
+mod weight_tests;
 
 use crate::contract::algorithm::{
     Algorithm, AlgorithmKind, Durable, Effect, GroupConfig, LeaderLoss, Options, Out, Timer,
@@ -262,6 +264,11 @@ struct Group {
     ineligible: std::collections::BTreeSet<Ineligible>,
     /// A leadership transfer under way from this node: (target, give up at).
     transfer: Option<(NodeId, Time)>,
+    /// How much weighted health checks lower this node's priority now.
+    penalty: u8,
+    /// The leader's advertised priority ([`Message::Priority`]), applied to the
+    /// ranking while it leads.
+    leader_priority: Option<(NodeId, u8)>,
 }
 
 /// One node (see the module documentation).
@@ -322,6 +329,8 @@ impl Node {
                 contacts: BTreeMap::new(),
                 ineligible: Default::default(),
                 transfer: None,
+                penalty: 0,
+                leader_priority: None,
             });
         }
         let mut members = cfg.ring.clone();
@@ -454,7 +463,17 @@ impl Node {
                             term: grp.term,
                             leader: self.id,
                         };
+                        let advert =
+                            (grp.penalty > 0 && grp.algo.uses_failure_detector()).then(|| {
+                                Message::Priority {
+                                    term: grp.term,
+                                    priority: u32::from(self.effective_priority(g)),
+                                }
+                            });
                         self.broadcast(g, now, msg);
+                        if let Some(advert) = advert {
+                            self.broadcast(g, now, advert);
+                        }
                         // The next beat is due one period after this one was due, not
                         // after it fired: a runtime that wakes a little late (timer
                         // granularity, a busy batch) must not stretch every period and
@@ -650,6 +669,28 @@ impl Node {
                     self.abandon(g, Some(from), now);
                 }
             }
+            // The leader's lowered (or restored) priority: rank it by that while it
+            // leads; a node that now outranks it takes over where the algorithm
+            // preempts (the claim path, with its hold-back rules).
+            Message::Priority { term, priority } if external_fd => {
+                if grp.leader == Some(from) && term == grp.term {
+                    let p = u8::try_from(priority).unwrap_or(u8::MAX).max(1);
+                    if grp.leader_priority != Some((from, p)) {
+                        grp.leader_priority = Some((from, p));
+                        grp.algo
+                            .config_mut()
+                            .options
+                            .policy
+                            .priority
+                            .insert(from, p);
+                        grp.algo.policy_changed();
+                        if grp.kind.elects_highest_id() && grp.ineligible.is_empty() {
+                            grp.algo.on_foreign_leader(from, term, &mut self.out);
+                        }
+                        self.apply(g, now);
+                    }
+                }
+            }
             // Only from the leader of the token this node holds, naming this node.
             Message::Handoff { epoch, to } => {
                 if grp.leader == Some(from) && to == self.id && epoch == grp.term {
@@ -780,6 +821,69 @@ impl Node {
         changed
     }
 
+    /// This node's priority in group `g` now: the configured one lowered by the
+    /// penalty of failing weighted health checks, never below 1 (a never-leader stays
+    /// at 0).
+    fn effective_priority(&self, g: usize) -> u8 {
+        let p = self.policy.priority(self.id);
+        if p == 0 {
+            0
+        } else {
+            p.saturating_sub(self.groups[g].penalty).max(1)
+        }
+    }
+
+    /// Lower this node's priority by `penalty` in `algorithm`'s group (every group:
+    /// `None`), or restore it (`0`): weighted health checks (keepalived's
+    /// `track_script … weight`). This node ranks itself by the lowered priority (it
+    /// answers ELECTION only from nodes it still outranks, and asks the ones that now
+    /// outrank it); while it leads, it advertises the lowered priority with its
+    /// heartbeats ([`Message::Priority`]), so that a follower that now outranks it
+    /// takes over (where the algorithm preempts). Restored, a node that outranks its
+    /// leader again takes over as a returning node would. Raft has no preemption: a
+    /// penalty only moves its ranked election timeout. Returns the groups changed.
+    pub fn set_penalty(
+        &mut self,
+        now: Time,
+        algorithm: Option<AlgorithmKind>,
+        penalty: u8,
+    ) -> usize {
+        let mut changed = 0;
+        for g in 0..self.groups.len() {
+            if algorithm.is_some_and(|k| k != self.groups[g].kind)
+                || self.groups[g].penalty == penalty
+            {
+                continue;
+            }
+            changed += 1;
+            let was = self.groups[g].penalty;
+            self.groups[g].penalty = penalty;
+            let p = self.effective_priority(g);
+            let me = self.id;
+            let grp = &mut self.groups[g];
+            grp.algo.config_mut().options.policy.priority.insert(me, p);
+            grp.algo.policy_changed();
+            let (leader, term) = (grp.leader, grp.term);
+            if leader == Some(me) && grp.algo.uses_failure_detector() {
+                // Tell the followers now (and with every heartbeat while lowered).
+                let msg = Message::Priority {
+                    term,
+                    priority: u32::from(p),
+                };
+                self.broadcast(g, now, msg);
+            } else if let Some(l) = leader.filter(|&l| l != me && penalty < was) {
+                // Back up: outranking the leader again, take over as a returning node.
+                if self.groups[g].ineligible.is_empty() {
+                    self.groups[g]
+                        .algo
+                        .on_foreign_leader(l, term, &mut self.out);
+                    self.apply(g, now);
+                }
+            }
+        }
+        changed
+    }
+
     /// Hand the leadership of `kind`'s group to `to` (`POST /admin/transfer`). Raft
     /// sends TimeoutNow (thesis §3.10): the target campaigns at once and the voters
     /// grant it although they heard this leader recently. The other algorithms send
@@ -869,6 +973,11 @@ impl Node {
                 self.set_ineligible(now, Some(kind), Ineligible::Transfer, false);
             }
         }
+    }
+
+    /// What weighted health checks take off this node's priority in `kind`'s group.
+    pub fn penalty(&self, kind: AlgorithmKind) -> u8 {
+        self.group_index(kind).map_or(0, |g| self.groups[g].penalty)
     }
 
     /// Why this node may not lead `kind`'s group now (empty: it may; `None`: no such
@@ -1210,6 +1319,17 @@ impl Node {
         let grp = &mut self.groups[g];
         let changed = grp.leader != leader;
         let new_term = grp.term != term;
+        // An advertised priority holds while that node leads: back to the configured
+        // one (in this node's ranking) once another leads.
+        if let Some((l, _)) = grp.leader_priority.filter(|&(l, _)| leader != Some(l)) {
+            grp.leader_priority = None;
+            let policy = &mut grp.algo.config_mut().options.policy;
+            match self.policy.priority.get(&l) {
+                Some(&p) => policy.priority.insert(l, p),
+                None => policy.priority.remove(&l),
+            };
+            grp.algo.policy_changed();
+        }
         grp.term = term;
         grp.seen = grp.seen.max(term);
         if let Some(l) = leader {
@@ -1353,7 +1473,8 @@ fn msg_term(msg: &Message) -> u64 {
         | Message::Vote { term, .. }
         | Message::Heartbeat { term, .. }
         | Message::HeartbeatAck { term, .. }
-        | Message::TimeoutNow { term } => term,
+        | Message::TimeoutNow { term }
+        | Message::Priority { term, .. } => term,
         Message::Ok { .. } => 0,
     }
 }

@@ -388,6 +388,10 @@ impl Codec {
             },
             Body::Resign(m) => Message::Resign { epoch: m.epoch },
             Body::TimeoutNow(m) => Message::TimeoutNow { term: m.term },
+            Body::Priority(m) => Message::Priority {
+                term: m.term,
+                priority: m.priority,
+            },
             Body::Handoff(m) => Message::Handoff {
                 epoch: m.epoch,
                 to: self.member(m.to, "handoff.to")?,
@@ -507,6 +511,10 @@ fn to_body(m: &Message) -> Body {
         }),
         Message::Resign { epoch } => Body::Resign(proto::Resign { epoch: *epoch }),
         Message::TimeoutNow { term } => Body::TimeoutNow(proto::TimeoutNow { term: *term }),
+        Message::Priority { term, priority } => Body::Priority(proto::Priority {
+            term: *term,
+            priority: *priority,
+        }),
         Message::Handoff { epoch, to } => Body::Handoff(proto::Handoff {
             epoch: *epoch,
             to: *to,
@@ -617,6 +625,10 @@ mod tests {
             },
             Message::TimeoutNow { term: 14 },
             Message::Handoff { epoch: 15, to: 2 },
+            Message::Priority {
+                term: 16,
+                priority: 130,
+            },
             Message::Vote {
                 term: 12,
                 granted: true,

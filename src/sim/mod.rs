@@ -588,6 +588,26 @@ impl Sim {
         Ok(())
     }
 
+    /// Lower `id`'s priority by `penalty` in `group` (every group: `None`), or restore
+    /// it with 0 ([`Node::set_penalty`]).
+    pub fn set_penalty(
+        &mut self,
+        id: NodeId,
+        group: Option<AlgorithmKind>,
+        penalty: u8,
+    ) -> Result<(), SimError> {
+        let i = self.idx(id)?;
+        if !self.nodes[i].alive {
+            return Ok(());
+        }
+        let now = self.now;
+        if let Some(node) = self.nodes[i].node.as_mut() {
+            node.set_penalty(now, group, penalty);
+        }
+        self.after(i);
+        Ok(())
+    }
+
     /// `id` hands the leadership of `group` to `to` ([`Node::transfer`]): the node's
     /// answer (the bound, or why not).
     pub fn transfer(

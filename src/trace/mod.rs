@@ -220,7 +220,8 @@ pub fn token(m: &Message) -> u64 {
         | Message::Vote { term, .. }
         | Message::Heartbeat { term, .. }
         | Message::HeartbeatAck { term, .. }
-        | Message::TimeoutNow { term } => *term,
+        | Message::TimeoutNow { term }
+        | Message::Priority { term, .. } => *term,
     }
 }
 

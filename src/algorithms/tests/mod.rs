@@ -241,6 +241,10 @@ pub(super) fn garbage() -> Vec<Message> {
         },
         Message::Resign { epoch: u64::MAX },
         Message::TimeoutNow { term: u64::MAX },
+        Message::Priority {
+            term: u64::MAX,
+            priority: u32::MAX,
+        },
         Message::Handoff {
             epoch: u64::MAX,
             to: 999,
