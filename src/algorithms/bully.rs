@@ -29,8 +29,13 @@
 //! - A node started without calling an election arms a watchdog so that it is never
 //!   left without a leader forever.
 //! - Each COORDINATOR carries an epoch (max seen + 1): the group's fencing token.
-//! - On a graceful resignation only the next-highest node calls an election at once;
-//!   the others wait for its COORDINATOR under a watchdog.
+//! - On a graceful resignation, and when the failure detector declares the leader
+//!   lost, only the next-highest node calls an election at once; the others wait for
+//!   its COORDINATOR under a watchdog (and call one if none comes). Every survivor
+//!   notices a silent leader within a heartbeat of the others: the textbook's "every
+//!   node that notices calls an election" made N survivors send about N²/2 ELECTION
+//!   and OK messages at once (the storm of 64 processes on two cores). The simulator's
+//!   explicit detection step (`LeaderLoss::Told`) keeps the textbook reaction.
 //! - No self-inflicted storms:
 //!   - a (re)started node listens a random [H, 2H] (H = heartbeat) before calling its
 //!     election (the highest id announces at once);

@@ -259,8 +259,14 @@ pub(super) fn arm_watchdog(t: &Timing, out: &mut Out) {
 }
 
 /// After losing the leader `old`: should this node call an election at once? On a
-/// graceful resignation only the highest id below the resigning leader does (the others
-/// wait under a watchdog of T + T'); on silence everybody does, as in the textbook.
+/// graceful resignation and on silence only the highest-ranked node below the lost
+/// leader does (its successor); the others wait under a watchdog of [T + T', 2(T + T')]
+/// for its COORDINATOR, and call one themselves if none comes. In the textbook every
+/// node that notices the silence calls an election: on a real network they all notice
+/// it within a heartbeat of each other, and N survivors calling at once cost about
+/// N²/2 ELECTION and OK messages. When told to act ([`LeaderLoss::Told`]: the
+/// simulator's detection step, which the literature's counts are about) a node calls
+/// at once, as in the textbook.
 pub(super) fn calls_at_once(
     why: LeaderLoss,
     old: Option<NodeId>,
@@ -268,7 +274,7 @@ pub(super) fn calls_at_once(
     cfg: &GroupConfig,
 ) -> bool {
     match (why, old) {
-        (LeaderLoss::Resigned, Some(old)) => {
+        (LeaderLoss::Resigned | LeaderLoss::Silent, Some(old)) => {
             higher.iter().all(|&h| h == old || cfg.outranks(h, old))
         }
         _ => true,

@@ -537,7 +537,7 @@ impl Algorithm for Raft {
             (_, Role::Leader) => {}
             (LeaderLoss::Resigned, _) => self.leader_left(out),
             // Told the leader is gone: behave as if the election timeout fired.
-            (LeaderLoss::Silent, _) => self.campaign(true, out),
+            (LeaderLoss::Silent | LeaderLoss::Told, _) => self.campaign(true, out),
         }
     }
 

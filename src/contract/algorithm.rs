@@ -127,6 +127,10 @@ pub enum LeaderLoss {
     Silent,
     /// The leader announced it is leaving (graceful shutdown).
     Resigned,
+    /// The driver was told the leader is gone and this node must act at once (the
+    /// simulator's "this node detects the crash" step): the textbook reaction, as
+    /// every node had on silence before the Bully family let the successor go first.
+    Told,
 }
 
 /// An output of an algorithm, applied by the driver.

@@ -741,7 +741,7 @@ impl Node {
         for g in 0..self.groups.len() {
             self.groups[g]
                 .algo
-                .on_leader_lost(LeaderLoss::Silent, &mut self.out);
+                .on_leader_lost(LeaderLoss::Told, &mut self.out);
             self.apply(g, now);
         }
     }

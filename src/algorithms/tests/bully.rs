@@ -369,11 +369,25 @@ fn a_lost_leader_makes_the_node_elect_and_a_resignation_lets_the_successor_go_fi
         b
     };
 
+    // Told (the simulator's detection step): the textbook, elect at once.
     let mut b = follower(2);
-    let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Silent, out));
+    let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Told, out));
     assert_eq!(fx.leader_changes().first().map(|c| c.0), Some(None));
     assert!(fx.started_election());
     assert_eq!(fx.recipients(), vec![3, 4, 5]);
+
+    // Silence (the failure detector): the successor elects at once, the others wait
+    // for its COORDINATOR under the watchdog.
+    let mut b = follower(4);
+    let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Silent, out));
+    assert!(fx.started_election());
+    assert_eq!(fx.recipients(), vec![5]);
+    let mut b = follower(2);
+    let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Silent, out));
+    assert_eq!(fx.leader_changes().first().map(|c| c.0), Some(None));
+    assert!(!fx.started_election());
+    assert!(fx.messages().is_empty());
+    assert!(fx.armed(Timer::Retry));
 
     let mut b = follower(4);
     let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Resigned, out));

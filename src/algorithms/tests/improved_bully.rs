@@ -295,7 +295,7 @@ fn a_flagged_node_does_not_start_a_second_election_when_the_leader_is_lost() {
     let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Silent, out));
     assert!(fx.messages().is_empty(), "{fx:?}");
     assert!(!fx.started_election());
-    // A plain follower does call one.
+    // A plain follower does call one (told; on silence only the successor does).
     let mut b = node(3);
     let _ = deliver(
         &mut b,
@@ -306,7 +306,7 @@ fn a_flagged_node_does_not_start_a_second_election_when_the_leader_is_lost() {
             tag: tag_of(5),
         },
     );
-    let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Silent, out));
+    let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Told, out));
     assert!(fx.started_election());
     assert_eq!(fx.recipients(), vec![4, 5]);
 }
