@@ -187,7 +187,7 @@ impl Algorithm for Bully {
                 // follower waits for a silent leader ([F, 2F]): a live leader heard
                 // meanwhile is followed.
                 common::arm_watchdog(&self.cfg.timing, out);
-            } else if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
+            } else if common::listen_before_electing(&self.higher, &self.cfg.timing, true, out) {
                 self.elect(None, out);
             }
         } else {

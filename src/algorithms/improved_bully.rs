@@ -197,7 +197,7 @@ impl Algorithm for ImprovedBully {
                 // follower waits for a silent leader ([F, 2F]): a live leader heard
                 // meanwhile is followed.
                 common::arm_watchdog(&self.cfg.timing, out);
-            } else if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
+            } else if common::listen_before_electing(&self.higher, &self.cfg.timing, false, out) {
                 self.elect(None, out);
             }
         } else {
