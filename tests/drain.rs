@@ -6,38 +6,13 @@
 
 mod common;
 
-use common::{Cluster, Timing};
+use common::{run_electd, with_admin_token, Cluster, Timing};
 use electd::contract::algorithm::AlgorithmKind::{Bully, Raft};
 use electd::http::client::http_request_within;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 const TIMING: Timing = Timing::LOOPBACK;
 const DEADLINE: Duration = Duration::from_secs(20);
-
-fn with_token(c: &Cluster) -> PathBuf {
-    let token = c.dir.join("admin.token");
-    std::fs::write(&token, "drain-test-token\n").unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    c.append_config("[admin]\ntoken_file = \"admin.token\"\n");
-    token
-}
-
-fn electd(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(Path::new(env!("CARGO_BIN_EXE_electd")))
-        .args(args)
-        .output()
-        .expect("run electd");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn ineligible(c: &Cluster, id: u32, algorithm: &str) -> Vec<String> {
     let s = c.status(id).expect("/status");
@@ -56,7 +31,7 @@ fn ineligible(c: &Cluster, id: u32, algorithm: &str) -> Vec<String> {
 #[test]
 fn a_drained_leader_hands_over_and_an_undrained_one_takes_back_where_it_preempts() {
     let mut c = Cluster::new("drain", 3, &[Bully, Raft], &TIMING);
-    let token = with_token(&c);
+    let token = with_admin_token(&c, "drain-test-token", "");
     let token_arg = token.to_str().unwrap().to_string();
     c.start_all();
     let (leaders, _) = c
@@ -65,13 +40,13 @@ fn a_drained_leader_hands_over_and_an_undrained_one_takes_back_where_it_preempts
     let url = |id: u32| format!("http://{}", c.http(id).unwrap());
 
     // Without the token: refused, nothing changes.
-    let (ok, _, err) = electd(&["drain", "--algorithm", "bully", "--url", &url(3)]);
+    let (ok, _, err) = run_electd(&["drain", "--algorithm", "bully", "--url", &url(3)]);
     assert!(!ok, "a drain without the token must fail");
     assert!(err.contains("401") || err.contains("token"), "{err}");
     assert!(ineligible(&c, 3, "bully").is_empty());
 
     // Bully: the CLI drains node 3; the call returns once node 2 leads.
-    let (ok, out, err) = electd(&[
+    let (ok, out, err) = run_electd(&[
         "drain",
         "--algorithm",
         "bully",
@@ -112,7 +87,7 @@ fn a_drained_leader_hands_over_and_an_undrained_one_takes_back_where_it_preempts
         .expect("the cluster follows the new raft leader");
 
     // Undrain bully on node 3: preempt = true (the default), so it takes over again.
-    let (ok, out, err) = electd(&[
+    let (ok, out, err) = run_electd(&[
         "undrain",
         "--algorithm",
         "bully",

@@ -5,39 +5,14 @@
 
 mod common;
 
-use common::{Cluster, Timing};
+use common::{run_electd, with_admin_token, Cluster, Timing};
 use electd::contract::algorithm::AlgorithmKind::{Bully, Raft};
 use electd::http::client::http_request_within;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 const TIMING: Timing = Timing::LOOPBACK;
 const DEADLINE: Duration = Duration::from_secs(20);
 const TOKEN: &str = "transfer-test-token";
-
-fn with_token(c: &Cluster) -> PathBuf {
-    let token = c.dir.join("admin.token");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    c.append_config("[admin]\ntoken_file = \"admin.token\"\n\n[policy.bully]\npreempt = false\n");
-    token
-}
-
-fn electd(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(Path::new(env!("CARGO_BIN_EXE_electd")))
-        .args(args)
-        .output()
-        .expect("run electd");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn term(c: &Cluster, id: u32, algorithm: &str) -> u64 {
     let s = c.status(id).expect("/status");
@@ -53,7 +28,7 @@ fn term(c: &Cluster, id: u32, algorithm: &str) -> u64 {
 #[test]
 fn leadership_goes_to_the_chosen_node_with_a_higher_token() {
     let mut c = Cluster::new("transfer", 3, &[Bully, Raft], &TIMING);
-    let token = with_token(&c);
+    let token = with_admin_token(&c, TOKEN, "[policy.bully]\npreempt = false\n");
     let token_arg = token.to_str().unwrap().to_string();
     c.start_all();
     let (leaders, _) = c
@@ -66,7 +41,7 @@ fn leadership_goes_to_the_chosen_node_with_a_higher_token() {
     let to = (1..=3).find(|&i| i != old).unwrap();
     let before = term(&c, old, "bully");
     // Asked at a node that does not lead: refused, with the reason.
-    let (ok, _, err) = electd(&[
+    let (ok, _, err) = run_electd(&[
         "transfer",
         "--algorithm",
         "bully",
@@ -79,7 +54,7 @@ fn leadership_goes_to_the_chosen_node_with_a_higher_token() {
     ]);
     assert!(!ok);
     assert!(err.contains("does not lead"), "{err}");
-    let (ok, out, err) = electd(&[
+    let (ok, out, err) = run_electd(&[
         "transfer",
         "--algorithm",
         "bully",

@@ -303,19 +303,6 @@ impl Algorithm for Bully {
 
     common::shared_algorithm_methods!();
 
-    fn policy_changed(&mut self) {
-        self.higher = self.cfg.higher();
-    }
-
-    fn take_over(&mut self, out: &mut Out) -> bool {
-        if !self.cfg.eligible() {
-            return false;
-        }
-        self.tag = self.joined.fresh(self.cfg.me);
-        self.win(out);
-        self.state == State::Leader
-    }
-
     fn state(&self) -> &'static str {
         match self.state {
             State::Follower if self.lead.leader.is_some() => "follower",

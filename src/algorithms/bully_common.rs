@@ -381,8 +381,8 @@ impl Holdback {
 
 /// The [`Algorithm`](crate::contract::algorithm::Algorithm) methods Bully and Improved
 /// Bully share word for word, expanded inside each one's `impl Algorithm`: both keep
-/// `cfg`, a [`Leadership`] `lead`, a `state` with `Leader` and `Follower`, and
-/// `elect(None, out)`.
+/// `cfg`, a [`Leadership`] `lead`, a `state` with `Leader` and `Follower`, `higher`,
+/// `tag`, `joined`, `win(out)` and `elect(None, out)`.
 macro_rules! shared_algorithm_methods {
     () => {
         fn leader(&self) -> Option<NodeId> {
@@ -423,6 +423,19 @@ macro_rules! shared_algorithm_methods {
 
         fn config_mut(&mut self) -> &mut GroupConfig {
             &mut self.cfg
+        }
+
+        fn policy_changed(&mut self) {
+            self.higher = self.cfg.higher();
+        }
+
+        fn take_over(&mut self, out: &mut Out) -> bool {
+            if !self.cfg.eligible() {
+                return false;
+            }
+            self.tag = self.joined.fresh(self.cfg.me);
+            self.win(out);
+            self.state == State::Leader
         }
     };
 }

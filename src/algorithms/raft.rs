@@ -262,18 +262,24 @@ impl Raft {
                 transfer: false,
             });
         } else {
-            self.role = Role::Candidate;
-            self.term = self.term.saturating_add(1);
-            self.voted_for = Some(self.me());
-            self.set_leader(None, out);
-            self.arm_election(out);
-            out.broadcast(Message::RequestVote {
-                term: self.term,
-                pre_vote: false,
-                transfer: false,
-            });
+            self.stand(false, out);
         }
         self.tally(out);
+    }
+
+    /// Become a candidate of the next term and ask for votes (`transfer`: on the
+    /// leader's TimeoutNow).
+    fn stand(&mut self, transfer: bool, out: &mut Out) {
+        self.role = Role::Candidate;
+        self.term = self.term.saturating_add(1);
+        self.voted_for = Some(self.me());
+        self.set_leader(None, out);
+        self.arm_election(out);
+        out.broadcast(Message::RequestVote {
+            term: self.term,
+            pre_vote: false,
+            transfer,
+        });
     }
 
     /// Count the answers of the current (pre-)campaign and act on a decision.
@@ -331,16 +337,7 @@ impl Raft {
         self.granted.clear();
         self.rejected.clear();
         self.granted.insert(self.me());
-        self.role = Role::Candidate;
-        self.term = self.term.saturating_add(1);
-        self.voted_for = Some(self.me());
-        self.set_leader(None, out);
-        self.arm_election(out);
-        out.broadcast(Message::RequestVote {
-            term: self.term,
-            pre_vote: false,
-            transfer: true,
-        });
+        self.stand(true, out);
         self.tally(out);
     }
 

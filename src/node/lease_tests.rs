@@ -24,16 +24,7 @@ fn sim(kind: AlgorithmKind, require_quorum: bool, seed: u64) -> Sim {
     if require_quorum {
         cfg.options.lease.require_quorum = vec![kind];
     }
-    let mut sim = Sim::new(cfg).expect("sim");
-    for id in 1..=N {
-        sim.start(id, true).expect("start");
-    }
-    assert!(
-        sim.run_until_settled(Duration::from_secs(5)),
-        "{kind}: startup"
-    );
-    sim.run_for(Duration::from_millis(300));
-    sim
+    super::sim_start::settled(cfg, &format!("{kind}"))
 }
 
 fn node(sim: &Sim, id: NodeId) -> &Node {

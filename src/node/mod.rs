@@ -27,6 +27,8 @@ pub mod link;
 #[cfg(test)]
 mod multicast_tests;
 #[cfg(test)]
+mod sim_start;
+#[cfg(test)]
 mod transfer_tests;
 #[cfg(test)]
 mod weight_tests;

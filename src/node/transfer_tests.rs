@@ -22,16 +22,7 @@ fn started(kind: AlgorithmKind, seed: u64, preempt: bool) -> Sim {
         },
         ..Options::default()
     };
-    let mut sim = Sim::new(cfg).expect("sim");
-    for id in 1..=N {
-        sim.start(id, true).expect("start");
-    }
-    assert!(
-        sim.run_until_settled(Duration::from_secs(5)),
-        "{kind} seed {seed}: startup"
-    );
-    sim.run_for(Duration::from_millis(300));
-    sim
+    super::sim_start::settled(cfg, &format!("{kind} seed {seed}"))
 }
 
 fn term(sim: &Sim, id: NodeId, kind: AlgorithmKind) -> u64 {

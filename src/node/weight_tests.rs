@@ -22,16 +22,10 @@ fn started(kind: AlgorithmKind, seed: u64) -> (Sim, Timing) {
         ..Options::default()
     };
     let timing = cfg.timing.clone();
-    let mut sim = Sim::new(cfg).expect("sim");
-    for id in 1..=N {
-        sim.start(id, true).expect("start");
-    }
-    assert!(
-        sim.run_until_settled(Duration::from_secs(5)),
-        "{kind} seed {seed}: startup"
-    );
-    sim.run_for(Duration::from_millis(300));
-    (sim, timing)
+    (
+        super::sim_start::settled(cfg, &format!("{kind} seed {seed}")),
+        timing,
+    )
 }
 
 fn until_leader(sim: &mut Sim, kind: AlgorithmKind, want: NodeId, max: Duration) -> bool {

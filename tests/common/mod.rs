@@ -187,3 +187,29 @@ pub(crate) fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
 /// pair (text exposition format).
 #[allow(unused_imports)]
 pub(crate) use electd::http::client::metric_sum as counter_sum;
+
+/// Write the admin token `token` (mode 0600, as a deployed one) into the cluster's
+/// directory, point the config at it and append `extra` TOML; returns the token file.
+pub(crate) fn with_admin_token(c: &Cluster, token: &str, extra: &str) -> std::path::PathBuf {
+    let file = c.dir.join("admin.token");
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    c.append_config(&format!("[admin]\ntoken_file = \"admin.token\"\n\n{extra}"));
+    file
+}
+
+/// Run the `electd` binary with `args`: (exit 0, stdout, stderr).
+pub(crate) fn run_electd(args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(Path::new(env!("CARGO_BIN_EXE_electd")))
+        .args(args)
+        .output()
+        .expect("run electd");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
