@@ -38,14 +38,12 @@ fn term_and_vote_survive_sigkill() {
     assert!(term >= 1);
 
     let file = c.dir.join(format!("raft-{follower}.state"));
-    let stored: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).expect("state file written"))
-            .expect("state file is JSON");
-    assert_eq!(
-        stored["groups"]["raft"]["term"].as_u64(),
-        Some(term),
-        "{stored}"
-    );
+    let stored = electd::daemon::durable::load(&file).expect("state file written and intact");
+    let raft = stored
+        .iter()
+        .find(|(k, _)| *k == AlgorithmKind::Raft)
+        .map(|(_, d)| d.term);
+    assert_eq!(raft, Some(term), "{stored:?}");
 
     // Kill everyone and bring the follower back alone: it hears nobody, and pre-vote
     // keeps a lone node from raising its term, so the term it shows can only come

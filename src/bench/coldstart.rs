@@ -40,6 +40,9 @@ const FAILOVER_WITHIN: Duration = Duration::from_secs(10);
 pub struct Phase {
     /// Time to agreement; `None`: no agreement within the limit.
     pub agreed_ms: Option<f64>,
+    /// Failover: when the first survivor named the new leader (usually the new leader
+    /// itself): the rest of `agreed_ms` is the announcement reaching everyone.
+    pub first_adopted_ms: Option<f64>,
     pub leader: Option<NodeId>,
     pub election_messages: u64,
     pub retransmissions: u64,
@@ -177,10 +180,13 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<ColdResult
 fn line(r: &ColdRow) -> String {
     let f = |p: &Phase| {
         format!(
-            "{} ({} msgs, {} retx, {} fail of which {} to the lost leader, {} rcvbuf)",
+            "{}{} ({} msgs, {} retx, {} fail of which {} to the lost leader, {} rcvbuf)",
             p.agreed_ms
                 .map(|x| format!("{x:.0} ms"))
                 .unwrap_or("NO AGREEMENT".into()),
+            p.first_adopted_ms
+                .map(|x| format!(", first named at {x:.0} ms"))
+                .unwrap_or_default(),
             p.election_messages,
             p.retransmissions,
             p.delivery_failures,
@@ -324,6 +330,9 @@ fn failover_processes(
     match agreed {
         Some((l, at)) => {
             p.agreed_ms = Some(ms(at.saturating_duration_since(t0)));
+            p.first_adopted_ms = w
+                .first_adopted(&survivors, l)
+                .map(|f| ms(f.saturating_duration_since(t0)));
             p.leader = Some(l);
         }
         None => {

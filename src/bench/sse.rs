@@ -137,6 +137,18 @@ impl Watchers {
         agreement(&s, nodes, self.algorithm)
     }
 
+    /// The moment the first of `nodes` adopted `leader` (its current view), if any did:
+    /// with [`Watchers::agreement`]'s last one, how long the news took to spread.
+    pub fn first_adopted(&self, nodes: &[NodeId], leader: NodeId) -> Option<Instant> {
+        let s = self.lock();
+        nodes
+            .iter()
+            .filter_map(|id| s.get(id))
+            .filter(|v| v.connected && v.leader == Some(leader))
+            .map(|v| v.at)
+            .min()
+    }
+
     /// Wait (on events, no polling) until [`Watchers::agreement`] holds for `nodes`,
     /// at most until `deadline`.
     pub fn wait_agreement(&self, nodes: &[NodeId], deadline: Instant) -> Option<(NodeId, Instant)> {

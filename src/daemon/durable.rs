@@ -5,26 +5,55 @@
 //! Without it a restarted Raft node could vote twice in one term, and a restarted
 //! leader of any algorithm would announce a term the cluster has already used.
 //!
-//! The file is small JSON, written to a temporary file, flushed to disk, then renamed
-//! over the old one (and the directory synced), so a crash leaves either the old or the
-//! new state, never a torn one. The runtime stores the state after every step that
-//! changed it and before that step's datagrams leave the node.
+//! The file holds two fixed-size slots of [`SLOT`] bytes, each a complete record:
+//! a header line `electd-state 2 <sequence> <digest>` and the state as one line of
+//! JSON (`{"version":1,"groups":{"raft":{"term":7,"voted_for":3}}}`), padded with
+//! spaces. A write overwrites the older slot in place and flushes it with one
+//! `fdatasync`; a crash in the middle leaves that slot torn (its digest, the first 16
+//! hex digits of the record's SHA-256, does not match) and the other slot whole, and
+//! a read takes the intact record with the highest sequence. Writing a new file and
+//! renaming it over the old one costs three flushes (file, rename, directory) — about
+//! 0.6 ms against 0.16 ms on the test machine — and every follower writes when a new
+//! leader's token arrives, before it acknowledges: with 64 processes on two cores
+//! those flushes were most of the time the announcement took to reach everyone.
+//!
+//! The file is created (or converted from the one-record JSON file of earlier
+//! versions, which is still read) by writing a new file and renaming it, once, when the
+//! node starts; a file removed while the node runs is created again the same way at
+//! the next write. The runtime stores the state after every step that changed it and
+//! before that step's datagrams leave the node.
 
 use crate::contract::algorithm::{AlgorithmKind, Durable};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
+/// Size of one record slot; the file is two of them.
+pub const SLOT: usize = 4096;
+const MAGIC: &str = "electd-state";
+
+/// Why the state file could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum DurableError {
+    /// Reading or writing failed.
     #[error("{path}: {source}")]
     Io {
+        /// The state file.
         path: PathBuf,
+        /// What the system said.
         source: std::io::Error,
     },
+    /// The file holds no intact state record.
     #[error("{path}: not a state file of electd ({reason}); move it away to start fresh")]
-    Corrupt { path: PathBuf, reason: String },
+    Corrupt {
+        /// The state file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 #[derive(Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -41,11 +70,19 @@ struct File {
     groups: BTreeMap<String, Entry>,
 }
 
+/// Every group's durable state, as the runtime keeps it.
+pub type States = Vec<(AlgorithmKind, Durable)>;
+
 /// Read the state of a previous life; a missing file is an empty state.
-pub(crate) fn load(path: &Path) -> Result<Vec<(AlgorithmKind, Durable)>, DurableError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+pub fn load(path: &Path) -> Result<States, DurableError> {
+    read(path).map(|(_, states)| states)
+}
+
+/// The state in `path` and the sequence of its record (0: none, or the old format).
+fn read(path: &Path) -> Result<(u64, States), DurableError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, Vec::new())),
         Err(source) => {
             return Err(DurableError::Io {
                 path: path.into(),
@@ -57,13 +94,36 @@ pub(crate) fn load(path: &Path) -> Result<Vec<(AlgorithmKind, Durable)>, Durable
         path: path.into(),
         reason,
     };
-    let file: File = serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
+    if bytes.first() == Some(&b'{') {
+        let text = std::str::from_utf8(&bytes).map_err(|e| corrupt(e.to_string()))?;
+        return Ok((0, parse_json(text).map_err(corrupt)?));
+    }
+    if !bytes.starts_with(MAGIC.as_bytes()) {
+        return Err(corrupt("neither a record nor JSON".into()));
+    }
+    let mut best: Option<(u64, States)> = None;
+    let mut problems = Vec::new();
+    for (i, slot) in bytes.chunks(SLOT).take(2).enumerate() {
+        match parse_slot(slot) {
+            Ok((seq, states)) => {
+                if best.as_ref().is_none_or(|(b, _)| seq > *b) {
+                    best = Some((seq, states));
+                }
+            }
+            Err(why) => problems.push(format!("slot {i}: {why}")),
+        }
+    }
+    best.ok_or_else(|| corrupt(format!("no intact record: {}", problems.join("; "))))
+}
+
+fn parse_json(text: &str) -> Result<States, String> {
+    let file: File = serde_json::from_str(text).map_err(|e| e.to_string())?;
     if file.version != 1 {
-        return Err(corrupt(format!("version {} (expected 1)", file.version)));
+        return Err(format!("version {} (expected 1)", file.version));
     }
     let mut out = Vec::new();
     for (name, e) in file.groups {
-        let kind: AlgorithmKind = name.parse().map_err(|e| corrupt(format!("{e}")))?;
+        let kind: AlgorithmKind = name.parse().map_err(|e| format!("{e}"))?;
         out.push((
             kind,
             Durable {
@@ -75,12 +135,36 @@ pub(crate) fn load(path: &Path) -> Result<Vec<(AlgorithmKind, Durable)>, Durable
     Ok(out)
 }
 
-/// Replace the file with `states`, atomically and durably.
-pub(crate) fn store(path: &Path, states: &[(AlgorithmKind, Durable)]) -> Result<(), DurableError> {
-    let io = |source| DurableError::Io {
-        path: path.into(),
-        source,
+/// The first 16 hex digits of the SHA-256 of `json`.
+fn digest(json: &str) -> String {
+    Sha256::digest(json.as_bytes())[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// One slot: `(sequence, states)`, or why it is not an intact record.
+fn parse_slot(slot: &[u8]) -> Result<(u64, States), String> {
+    let text = std::str::from_utf8(slot).map_err(|_| "not text".to_string())?;
+    let mut lines = text.splitn(3, '\n');
+    let header = lines.next().unwrap_or_default();
+    let json = lines.next().ok_or("no record line")?;
+    let fields: Vec<&str> = header.split(' ').collect();
+    let [magic, version, seq, sum] = fields[..] else {
+        return Err(format!("bad header {header:?}"));
     };
+    if magic != MAGIC || version != "2" {
+        return Err(format!("bad header {header:?}"));
+    }
+    let seq: u64 = seq.parse().map_err(|_| format!("bad sequence {seq:?}"))?;
+    if digest(json) != sum {
+        return Err("digest does not match (torn write)".into());
+    }
+    Ok((seq, parse_json(json)?))
+}
+
+/// The slot image of record `seq` holding `states`.
+fn record(seq: u64, states: &[(AlgorithmKind, Durable)]) -> std::io::Result<Vec<u8>> {
     let file = File {
         version: 1,
         groups: states
@@ -96,20 +180,100 @@ pub(crate) fn store(path: &Path, states: &[(AlgorithmKind, Durable)]) -> Result<
             })
             .collect(),
     };
-    let text = serde_json::to_string(&file).map_err(|e| io(std::io::Error::other(e)))?;
-    let tmp = path.with_extension("tmp");
-    {
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(text.as_bytes()).map_err(io)?;
-        f.sync_all().map_err(io)?;
+    let json = serde_json::to_string(&file).map_err(std::io::Error::other)?;
+    let mut out = format!("{MAGIC} 2 {seq} {}\n{json}\n", digest(&json)).into_bytes();
+    if out.len() > SLOT {
+        return Err(std::io::Error::other(format!(
+            "state record of {} bytes does not fit a slot of {SLOT}",
+            out.len()
+        )));
     }
-    std::fs::rename(&tmp, path).map_err(io)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
+    out.resize(SLOT, b' ');
+    Ok(out)
+}
+
+/// The open state file of a running node (see the module documentation).
+#[derive(Debug)]
+pub(crate) struct StateFile {
+    path: PathBuf,
+    file: std::fs::File,
+    /// Sequence of the newest record; record k lives in slot k mod 2.
+    seq: u64,
+}
+
+impl StateFile {
+    /// Read the state of a previous life at `path` and lay the file out afresh (a new
+    /// file renamed over the old one) holding it, so that later writes go in place.
+    /// Fails at start, not at the first election, if it cannot be written.
+    pub(crate) fn open(path: &Path) -> Result<(StateFile, States), DurableError> {
+        let (seq, states) = read(path)?;
+        let sf = StateFile::create(path, seq + 2, &states)?;
+        Ok((sf, states))
+    }
+
+    /// A new file whose newest record, `seq`, and the one before hold `states`.
+    fn create(
+        path: &Path,
+        seq: u64,
+        states: &[(AlgorithmKind, Durable)],
+    ) -> Result<Self, DurableError> {
+        let io = |source| DurableError::Io {
+            path: path.into(),
+            source,
+        };
+        let mut image = vec![0u8; 2 * SLOT];
+        for k in [seq - 1, seq] {
+            let at = (k % 2) as usize * SLOT;
+            image[at..at + SLOT].copy_from_slice(&record(k, states).map_err(io)?);
         }
+        let tmp = path.with_extension("tmp");
+        {
+            let mut f = std::fs::File::create(&tmp).map_err(io)?;
+            f.write_all(&image).map_err(io)?;
+            f.sync_all().map_err(io)?;
+        }
+        std::fs::rename(&tmp, path).map_err(io)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io)?;
+        Ok(StateFile {
+            path: path.into(),
+            file,
+            seq,
+        })
     }
-    Ok(())
+
+    /// Store `states` durably: the older slot overwritten in place and flushed. A file
+    /// removed meanwhile is created again.
+    pub(crate) fn store(
+        &mut self,
+        states: &[(AlgorithmKind, Durable)],
+    ) -> Result<(), DurableError> {
+        let io = |source| DurableError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let seq = self.seq + 1;
+        let removed = self.file.metadata().map_err(io)?.nlink() == 0;
+        if removed {
+            *self = StateFile::create(&self.path, seq, states)?;
+            return Ok(());
+        }
+        let image = record(seq, states).map_err(io)?;
+        self.file
+            .write_all_at(&image, (seq % 2) * SLOT as u64)
+            .map_err(io)?;
+        self.file.sync_data().map_err(io)?;
+        self.seq = seq;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -124,6 +288,10 @@ mod tests {
         dir.join("raft.state")
     }
 
+    fn raft(term: u64, voted_for: Option<u32>) -> States {
+        vec![(AlgorithmKind::Raft, Durable { term, voted_for })]
+    }
+
     #[test]
     fn round_trip_missing_and_corrupt() {
         let path = tmp("rt");
@@ -131,39 +299,87 @@ mod tests {
             load(&path).unwrap().is_empty(),
             "a missing file is an empty state"
         );
-        let states = vec![(
-            AlgorithmKind::Raft,
-            Durable {
-                term: 42,
-                voted_for: Some(3),
-            },
-        )];
-        store(&path, &states).unwrap();
-        assert_eq!(load(&path).unwrap(), states);
-        store(
-            &path,
-            &[(
-                AlgorithmKind::Raft,
-                Durable {
-                    term: 43,
-                    voted_for: None,
-                },
-            )],
-        )
-        .unwrap();
-        assert_eq!(load(&path).unwrap()[0].1.term, 43);
+        let (mut sf, stored) = StateFile::open(&path).unwrap();
+        assert!(stored.is_empty());
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 2 * SLOT as u64);
+        sf.store(&raft(42, Some(3))).unwrap();
+        assert_eq!(load(&path).unwrap(), raft(42, Some(3)));
+        sf.store(&raft(43, None)).unwrap();
+        assert_eq!(load(&path).unwrap(), raft(43, None));
+        // Reopened (a restart): the state of the previous life, and writes go on.
+        drop(sf);
+        let (mut sf, stored) = StateFile::open(&path).unwrap();
+        assert_eq!(stored, raft(43, None));
+        sf.store(&raft(44, Some(1))).unwrap();
+        assert_eq!(load(&path).unwrap(), raft(44, Some(1)));
         for bad in [
             "",
             "{",
             "{\"version\":2,\"groups\":{}}",
             "{\"version\":1,\"groups\":{\"paxos\":{\"term\":1,\"voted_for\":null}}}",
+            "electd-state 2 1 0000000000000000\n{}\n",
+            "hello",
         ] {
             std::fs::write(&path, bad).unwrap();
             let err = load(&path).unwrap_err().to_string();
             assert!(
                 err.contains("raft.state") && err.contains("not a state file"),
-                "{err}"
+                "{bad:?}: {err}"
             );
         }
+    }
+
+    /// The one-record JSON file of earlier versions is read, and rewritten as slots.
+    #[test]
+    fn the_json_file_of_earlier_versions_is_read_and_converted() {
+        let path = tmp("legacy");
+        std::fs::write(
+            &path,
+            r#"{"version":1,"groups":{"raft":{"term":9,"voted_for":2}}}"#,
+        )
+        .unwrap();
+        let (mut sf, stored) = StateFile::open(&path).unwrap();
+        assert_eq!(stored, raft(9, Some(2)));
+        assert!(std::fs::read(&path).unwrap().starts_with(MAGIC.as_bytes()));
+        sf.store(&raft(10, None)).unwrap();
+        assert_eq!(load(&path).unwrap(), raft(10, None));
+    }
+
+    /// A write torn by a crash spoils only the slot it was writing: the read falls
+    /// back to the other slot, the record before it. Both slots spoiled is an error.
+    #[test]
+    fn a_torn_write_falls_back_to_the_previous_record() {
+        let path = tmp("torn");
+        let (mut sf, _) = StateFile::open(&path).unwrap();
+        sf.store(&raft(5, Some(1))).unwrap();
+        sf.store(&raft(6, Some(2))).unwrap();
+        let newest = (sf.seq % 2) as usize * SLOT;
+        let mut bytes = std::fs::read(&path).unwrap();
+        // Half of the newest record written: its tail is the older record's bytes.
+        let json_at = newest + bytes[newest..].iter().position(|&b| b == b'\n').unwrap() + 1;
+        bytes[json_at + 20] ^= 0x01;
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(load(&path).unwrap(), raft(5, Some(1)));
+        let older = SLOT - newest;
+        bytes[older + 30] ^= 0x01;
+        std::fs::write(&path, &bytes).unwrap();
+        let err = load(&path).unwrap_err().to_string();
+        assert!(err.contains("no intact record"), "{err}");
+        // A file cut short (a crash while it was first laid out) is not a record either.
+        std::fs::write(&path, &bytes[..10]).unwrap();
+        assert!(load(&path).is_err());
+    }
+
+    /// A state file removed while the node runs is created again at the next write.
+    #[test]
+    fn a_removed_file_is_created_again() {
+        let path = tmp("removed");
+        let (mut sf, _) = StateFile::open(&path).unwrap();
+        sf.store(&raft(3, None)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        sf.store(&raft(4, Some(2))).unwrap();
+        assert_eq!(load(&path).unwrap(), raft(4, Some(2)));
+        sf.store(&raft(5, Some(2))).unwrap();
+        assert_eq!(load(&path).unwrap(), raft(5, Some(2)));
     }
 }

@@ -2,7 +2,7 @@
 //! state it shares with the HTTP API.
 
 pub mod checks;
-pub(crate) mod durable;
+pub mod durable;
 pub mod hooks;
 pub mod metrics;
 #[cfg(target_os = "linux")]

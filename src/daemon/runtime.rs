@@ -438,6 +438,8 @@ struct Driver {
     incarnation: u64,
     /// Durable state as last written to `cfg.state_file`.
     stored: Vec<(AlgorithmKind, Durable)>,
+    /// The open state file (`[state] file`), if any.
+    state_file: Option<durable::StateFile>,
     origin: Instant,
     origin_unix: f64,
     paused: bool,
@@ -446,15 +448,14 @@ struct Driver {
 impl Driver {
     fn new(cfg: RuntimeConfig, shared: Arc<Shared>) -> Result<Driver, RuntimeError> {
         let mut node = Node::new(cfg.node_config(cfg.incarnation))?;
-        let stored = match &cfg.state_file {
+        // Fails at start, not at the first election, if the file cannot be written
+        // (a missing or read-only directory).
+        let (state_file, stored) = match &cfg.state_file {
             Some(path) => {
-                let stored = durable::load(path)?;
-                // Fail at start, not at the first election, if the file cannot be
-                // written (a missing or read-only directory).
-                durable::store(path, &stored)?;
-                stored
+                let (f, stored) = durable::StateFile::open(path)?;
+                (Some(f), stored)
             }
-            None => Vec::new(),
+            None => (None, Vec::new()),
         };
         node.restore(&stored);
         let origin_unix = SystemTime::now()
@@ -479,6 +480,7 @@ impl Driver {
             incarnation: cfg.incarnation,
             node,
             stored,
+            state_file,
             shared,
             origin: Instant::now(),
             origin_unix,
@@ -814,14 +816,14 @@ impl Driver {
     /// next successful write.
     /// Returns the groups whose new state is not on disk (empty when all is written).
     fn persist(&mut self) -> Vec<AlgorithmKind> {
-        let Some(path) = &self.cfg.state_file else {
+        let Some(file) = &mut self.state_file else {
             return Vec::new();
         };
         let now = self.node.durable();
         if now == self.stored {
             return Vec::new();
         }
-        match durable::store(path, &now) {
+        match file.store(&now) {
             Ok(()) => {
                 self.stored = now;
                 if self.shared.problems().iter().any(|p| p.0 == "persist") {

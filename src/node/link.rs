@@ -15,6 +15,14 @@
 //! verdict is a time, not a count: a message unacknowledged for `give_up` (below the
 //! failure detector's `failure_timeout`) is handed back as undeliverable.
 //!
+//! Fan-outs: messages first sent at one instant (a leader's COORDINATOR to every member)
+//! form a flight. Their acks come back one receiver after another, each receiver
+//! woken and scheduled in turn, so on a busy machine the last ones arrive well after an
+//! RTO learned on single round trips. As TCP restarts its timer on every ack of new
+//! data (RFC 6298 §5.3), every ack of a flight restarts the timers of its unacknowledged
+//! messages: they are sent again one RTO after the latest ack of their flight, not one
+//! RTO after the send (never past the give-up time).
+//!
 //! Broadcast sequences (multicast): a reliable message sent once to a multicast group
 //! carries a sequence from the sender-wide broadcast space, marked by the top bit
 //! ([`BROADCAST_SEQ`]), instead of a per-peer one. Every recipient acks it by unicast
@@ -225,9 +233,15 @@ pub struct Link {
     /// from since: failures to them are counted apart from failures to live peers.
     lost: FxHashSet<NodeId>,
     rtt: FxHashMap<NodeId, Rtt>,
+    /// The latest flights (messages first sent at one instant, a fan-out) and when an
+    /// ack of each last came back, as nanoseconds of [`Time`]: `(first_sent, last_ack)`.
+    flights: [(u64, u64); FLIGHTS],
     /// What the link has done so far (exported as metrics).
     pub stats: LinkStats,
 }
+
+/// Flights whose acks restart the timers of the rest (see [`Link::on_timeout`]).
+const FLIGHTS: usize = 4;
 
 /// Counters of the link (acks and retransmissions are counted apart from messages).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -276,6 +290,7 @@ impl Link {
             given_up: FxHashSet::default(),
             lost: FxHashSet::default(),
             rtt: FxHashMap::default(),
+            flights: [(0, 0); FLIGHTS],
             stats: LinkStats::default(),
         }
     }
@@ -398,6 +413,7 @@ impl Link {
                     let rtt = self.rtt.entry(d.from).or_default();
                     rtt.sample(now.saturating_sub(p.first_sent()));
                 }
+                self.flight_acked(p.first_sent_ns, heap_ns(now));
             }
         }
         self.lost.remove(&d.from);
@@ -443,6 +459,28 @@ impl Link {
         (Inbound::Deliver, ack, revived)
     }
 
+    /// An ack of a message first sent at `first_sent` came back at `at`: remember it
+    /// for the flight of that instant (the oldest remembered flight makes room).
+    fn flight_acked(&mut self, first_sent: u64, at: u64) {
+        if let Some(f) = self.flights.iter_mut().find(|f| f.0 == first_sent) {
+            f.1 = f.1.max(at);
+            return;
+        }
+        if let Some(oldest) = self.flights.iter_mut().min_by_key(|f| f.0) {
+            if oldest.0 < first_sent {
+                *oldest = (first_sent, at);
+            }
+        }
+    }
+
+    /// When the last ack of the flight first sent at `first_sent` came back, if any did.
+    fn flight_last_ack(&self, first_sent: u64) -> Option<u64> {
+        self.flights
+            .iter()
+            .find(|f| f.0 == first_sent && f.1 != 0)
+            .map(|f| f.1)
+    }
+
     /// Earliest retransmission deadline, if any message is unacknowledged.
     pub(crate) fn next_deadline(&mut self) -> Option<Time> {
         while let Some(Reverse((_, peer, seq))) = self.retx.peek() {
@@ -485,6 +523,20 @@ impl Link {
                     group: p.group,
                     msg: p.msg,
                 });
+                continue;
+            }
+            // A fan-out's acks come back one receiver after another (each has to be
+            // woken and scheduled, on the same cores as the rest): while they keep
+            // coming, the timers of the others restart from the latest one, as TCP
+            // restarts its timer on every ack of new data (RFC 6298 §5.3), instead of
+            // all of them firing one RTO after the send.
+            let restart = self
+                .flight_last_ack(p.first_sent_ns)
+                .map(|ack| Duration::from_nanos(ack) + self.rto(peer))
+                .filter(|&at| at > now)
+                .map(|at| at.min(p.first_sent() + self.cfg.give_up));
+            if let Some(at) = restart {
+                self.retx.push(Reverse((heap_ns(at), peer, seq)));
                 continue;
             }
             // A retransmission timeout doubles the peer's RTO (RFC 6298 §5.5), for
@@ -760,6 +812,60 @@ mod tests {
         l.receive(now + ms(4), &ack_from(2, d.seq));
         assert_eq!(l.rto(2), cfg.rto_min);
         assert!(failed.is_empty());
+    }
+
+    /// A fan-out's acks restart the timers of the rest of its flight (RFC 6298 §5.3):
+    /// receivers acking one after another, each within an RTO of the previous ack, get
+    /// nothing twice; a receiver that never acks gets its copy again one RTO after the
+    /// flight's last ack, and gives up at the usual time; a lone message is untouched.
+    #[test]
+    fn acks_of_a_fan_out_restart_the_timers_of_the_rest() {
+        let cfg = LinkConfig {
+            retransmit: ms(5),
+            rto_min: ms(5),
+            rto_max: ms(40),
+            give_up: ms(75),
+            max_attempts: None,
+        };
+        let mut l = Link::new(1, 1, cfg.clone());
+        let peers: Vec<NodeId> = (2..=9).collect();
+        let seqs: Vec<u64> = peers
+            .iter()
+            .map(|&p| l.send(ms(0), p, AlgorithmKind::Bully, election(1)).seq)
+            .collect();
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        // Peers 2..=8 ack 4 ms apart (each past the 5 ms RTO of the send); 9 never does.
+        for (i, (&peer, &seq)) in peers.iter().zip(&seqs).take(7).enumerate() {
+            let at = ms(4 * (i as u64 + 1));
+            while l.next_deadline().is_some_and(|d| d < at) {
+                let d = l.next_deadline().unwrap();
+                l.on_timeout(d, &mut tx, &mut failed);
+            }
+            l.receive(at, &ack_from(peer, seq));
+        }
+        assert_eq!(l.stats.retransmissions, 0, "{tx:?}");
+        // Peer 9: again one RTO after the last ack (28 ms), then backed off, then given up.
+        let (last_ack, rto) = (ms(28), l.rto(9));
+        let mut first_retry = None;
+        let mut now = ms(28);
+        for _ in 0..20 {
+            let Some(d) = l.next_deadline() else { break };
+            now = d;
+            l.on_timeout(now, &mut tx, &mut failed);
+            if !tx.is_empty() && first_retry.is_none() {
+                first_retry = Some(now);
+            }
+        }
+        assert_eq!(first_retry, Some(last_ack + rto));
+        assert_eq!(tx.len() as u64, l.stats.retransmissions);
+        assert!(tx.iter().all(|(p, _)| *p == 9), "{tx:?}");
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].peer, 9);
+        assert_eq!(now, cfg.give_up, "given up at the usual time");
+        // A lone message: its RTO after the send, as before.
+        let mut lone = Link::new(1, 1, cfg.clone());
+        lone.send(ms(100), 2, AlgorithmKind::Bully, election(1));
+        assert_eq!(lone.next_deadline(), Some(ms(100) + cfg.retransmit));
     }
 
     /// The verdict is a time: a message unacked for `give_up` is undeliverable, however
