@@ -20,6 +20,8 @@ pub struct View {
     pub leader: Option<NodeId>,
     /// When the event arrived here.
     pub at: Instant,
+    /// When the node itself says the change happened (`at_us`, Unix microseconds).
+    pub stamp_us: Option<u64>,
     /// The stream is open and its initial snapshot has arrived.
     pub connected: bool,
     generation: u64,
@@ -54,6 +56,7 @@ impl Watchers {
                 View {
                     leader: None,
                     at: Instant::now(),
+                    stamp_us: None,
                     connected: false,
                     generation: g,
                 },
@@ -117,9 +120,11 @@ impl Watchers {
             .get("leader")
             .and_then(|l| l.as_u64())
             .map(|l| l as NodeId);
+        let stamp = v.get("at_us").and_then(|t| t.as_u64());
         self.update(id, generation, |view| {
             view.leader = leader;
             view.at = now;
+            view.stamp_us = stamp;
             view.connected = true;
         });
     }
@@ -137,16 +142,22 @@ impl Watchers {
         agreement(&s, nodes, self.algorithm)
     }
 
-    /// The moment the first of `nodes` adopted `leader` (its current view), if any did:
-    /// with [`Watchers::agreement`]'s last one, how long the news took to spread.
-    pub fn first_adopted(&self, nodes: &[NodeId], leader: NodeId) -> Option<Instant> {
+    /// When the first and the last of `nodes` adopted `leader`, by their own clocks
+    /// (`at_us`, Unix microseconds; every node of the bench runs on this machine, so
+    /// it is one clock): `None` unless every one of them follows `leader` and said when.
+    /// Unlike the arrival of the events here, this leaves out how long a loaded machine
+    /// took to schedule the bench's reader threads.
+    pub fn adopted_span_us(&self, nodes: &[NodeId], leader: NodeId) -> Option<(u64, u64)> {
         let s = self.lock();
-        nodes
-            .iter()
-            .filter_map(|id| s.get(id))
-            .filter(|v| v.connected && v.leader == Some(leader))
-            .map(|v| v.at)
-            .min()
+        let mut span: Option<(u64, u64)> = None;
+        for id in nodes {
+            let v = s
+                .get(id)
+                .filter(|v| v.connected && v.leader == Some(leader))?;
+            let t = v.stamp_us?;
+            span = Some(span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+        }
+        span
     }
 
     /// Wait (on events, no polling) until [`Watchers::agreement`] holds for `nodes`,
@@ -200,6 +211,7 @@ mod tests {
         let view = |leader, at| View {
             leader,
             at,
+            stamp_us: None,
             connected: true,
             generation: 1,
         };

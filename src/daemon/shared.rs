@@ -112,6 +112,9 @@ pub struct LeaderEvent {
     pub role: &'static str,
     /// Unix time in milliseconds.
     pub at_ms: u64,
+    /// The same instant in microseconds (to time a failover on one machine finer
+    /// than a millisecond).
+    pub at_us: u64,
     /// The node is in FAULT for this group (a failing health check made it
     /// ineligible); hooks then get the state `fault`.
     pub fault: bool,
@@ -132,9 +135,18 @@ impl LeaderEvent {
             leader,
             term,
             role,
-            at_ms: unix_ms(),
+            at_ms: 0,
+            at_us: 0,
             fault: false,
         }
+        .stamped(unix_us())
+    }
+
+    /// The event stamped at `us` (Unix time in microseconds).
+    pub fn stamped(mut self, us: u64) -> Self {
+        self.at_us = us;
+        self.at_ms = us / 1000;
+        self
     }
 
     /// The hook state (`ELECTD_STATE`), with keepalived's name beside it: `leader`
@@ -383,9 +395,9 @@ impl Shared {
 }
 
 /// Current unix time in milliseconds (0 if the clock is before 1970).
-pub(crate) fn unix_ms() -> u64 {
+pub(crate) fn unix_us() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
+        .map(|d| d.as_micros() as u64)
         .unwrap_or(0)
 }

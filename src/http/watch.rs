@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! event: leader
-//! data: {"node":3,"algorithm":"bully","leader":5,"term":2,"role":"follower","at_ms":1700000000000,"fault":false,"initial":false,"lease":"none"}
+//! data: {"node":3,"algorithm":"bully","leader":5,"term":2,"role":"follower","at_ms":1700000000000,"at_us":1700000000000000,"fault":false,"initial":false,"lease":"none"}
 //! ```
 //!
 //! `lease` is `none` when the group keeps no lease, else `quorum` with
@@ -14,7 +14,7 @@
 //! docs/leases.md).
 //! `fault` is true while a failing health check makes this node ineligible.
 //! `leader` is null when the node knows no leader (`role` is then `none`); `at_ms` is
-//! the unix time of the change in milliseconds. Subscribing and copying the snapshot
+//! the unix time of the change in milliseconds, `at_us` the same in microseconds. Subscribing and copying the snapshot
 //! happen atomically ([`crate::daemon::shared::Shared::watch`]), so no change falls
 //! between the two. A client too slow to keep up gets a `lagged` event
 //! (`{"missed": n}`) followed by a fresh snapshot (and the changes after it), never a
@@ -77,8 +77,8 @@ fn snapshot(node: NodeId, groups: &[GroupView], only: Option<AlgorithmKind>) -> 
         .iter()
         .filter(|g| only.is_none_or(|a| a == g.algorithm))
         .map(|g| {
-            let mut e = LeaderEvent::new(node, g.algorithm, g.leader, g.term);
-            e.at_ms = (g.since * 1e3).max(0.0) as u64;
+            let e = LeaderEvent::new(node, g.algorithm, g.leader, g.term)
+                .stamped((g.since * 1e6).max(0.0) as u64);
             leader_event(&e, true, g.lease.remaining())
         })
         .collect()

@@ -21,7 +21,8 @@
 //! RTO learned on single round trips. As TCP restarts its timer on every ack of new
 //! data (RFC 6298 §5.3), every ack of a flight restarts the timers of its unacknowledged
 //! messages: they are sent again one RTO after the latest ack of their flight, not one
-//! RTO after the send (never past the give-up time).
+//! RTO after the send — but no later than the RTO ceiling after the send, so that a
+//! message lost in a large flight is not left waiting while the other acks trickle in.
 //!
 //! Broadcast sequences (multicast): a reliable message sent once to a multicast group
 //! carries a sequence from the sender-wide broadcast space, marked by the top bit
@@ -530,11 +531,14 @@ impl Link {
             // coming, the timers of the others restart from the latest one, as TCP
             // restarts its timer on every ack of new data (RFC 6298 §5.3), instead of
             // all of them firing one RTO after the send.
+            // A flight's acks stretch the wait for the rest only up to the RTO ceiling
+            // after the send: a message lost in a large flight (on a lossy network)
+            // is not left waiting while its flight's other acks trickle in.
+            let latest = p.first_sent() + self.cfg.rto_max.min(self.cfg.give_up);
             let restart = self
                 .flight_last_ack(p.first_sent_ns)
-                .map(|ack| Duration::from_nanos(ack) + self.rto(peer))
-                .filter(|&at| at > now)
-                .map(|at| at.min(p.first_sent() + self.cfg.give_up));
+                .map(|ack| (Duration::from_nanos(ack) + self.rto(peer)).min(latest))
+                .filter(|&at| at > now);
             if let Some(at) = restart {
                 self.retx.push(Reverse((heap_ns(at), peer, seq)));
                 continue;
@@ -862,6 +866,27 @@ mod tests {
         assert_eq!(failed.len(), 1);
         assert_eq!(failed[0].peer, 9);
         assert_eq!(now, cfg.give_up, "given up at the usual time");
+        // A flight whose acks trickle in for longer than the RTO ceiling: what is not
+        // acked by then goes again at the ceiling after the send, not later.
+        let mut big = Link::new(1, 1, cfg.clone());
+        let peers: Vec<NodeId> = (2..=21).collect();
+        let seqs: Vec<u64> = peers
+            .iter()
+            .map(|&p| big.send(ms(0), p, AlgorithmKind::Bully, election(1)).seq)
+            .collect();
+        let mut first_retry = None;
+        for (i, (&peer, &seq)) in peers.iter().zip(&seqs).take(19).enumerate() {
+            let at = ms(4 * (i as u64 + 1));
+            while let Some(d) = big.next_deadline().filter(|&d| d < at) {
+                let mut sent = Vec::new();
+                big.on_timeout(d, &mut sent, &mut failed);
+                if !sent.is_empty() && first_retry.is_none() {
+                    first_retry = Some(d);
+                }
+            }
+            big.receive(at, &ack_from(peer, seq));
+        }
+        assert_eq!(first_retry, Some(cfg.rto_max));
         // A lone message: its RTO after the send, as before.
         let mut lone = Link::new(1, 1, cfg.clone());
         lone.send(ms(100), 2, AlgorithmKind::Bully, election(1));
