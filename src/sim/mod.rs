@@ -40,6 +40,7 @@ use report::{ElectionReport, MessageCounts};
 use scenario::Op;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Virtual processing time a node spends per input (see the module documentation).
@@ -208,6 +209,8 @@ pub struct Sim {
     queue: BTreeMap<u64, Bucket>,
     queued: usize,
     nodes: Vec<SimNode>,
+    /// `cfg.ids`, shared by every node built (one copy of the roster, not one per node).
+    roster: Arc<[NodeId]>,
     index: HashMap<NodeId, usize>,
     rng: Rng,
     net: NetConfig,
@@ -257,7 +260,8 @@ impl Sim {
             });
         }
         // Validate the roster once (duplicates, id 0) by building a throwaway node.
-        let probe = Self::node_config(&cfg, cfg.ids[0], 0, 0);
+        let roster: Arc<[NodeId]> = cfg.ids.clone().into();
+        let probe = Self::node_config(&cfg, &roster, cfg.ids[0], 0, 0);
         Node::new(probe)?;
         Ok(Sim {
             net: cfg.net.clone(),
@@ -266,6 +270,7 @@ impl Sim {
             queue: BTreeMap::new(),
             queued: 0,
             nodes,
+            roster,
             index,
             rng,
             cuts: Cuts::default(),
@@ -282,10 +287,16 @@ impl Sim {
         })
     }
 
-    fn node_config(cfg: &SimConfig, id: NodeId, incarnation: u64, seed: u64) -> NodeConfig {
+    fn node_config(
+        cfg: &SimConfig,
+        roster: &Arc<[NodeId]>,
+        id: NodeId,
+        incarnation: u64,
+        seed: u64,
+    ) -> NodeConfig {
         NodeConfig {
             id,
-            ring: cfg.ids.clone(),
+            ring: roster.clone(),
             algorithms: cfg.algorithms.clone(),
             timing: cfg.timing.clone(),
             options: cfg.options.clone(),
@@ -395,7 +406,7 @@ impl Sim {
         let sn = &mut self.nodes[i];
         sn.incarnation += 1;
         let seed = sn.seed ^ sn.incarnation.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let cfg = Self::node_config(&self.cfg, id, sn.incarnation, seed);
+        let cfg = Self::node_config(&self.cfg, &self.roster, id, sn.incarnation, seed);
         let mut node = Node::new(cfg)?;
         node.restore(&durable);
         node.start(self.now, elect);
