@@ -394,6 +394,7 @@ pub struct Link {
     retx: BinaryHeap<Reverse<(u64, NodeId, u64)>>,
     /// Out-of-order deliveries per peer position (rare: only a peer with
     /// [`HAS_ABOVE`] has an entry).
+    #[allow(clippy::box_collection)] // moved to and from an `Above` as it is
     above: FxHashMap<u32, Box<BTreeSet<u64>>>,
     /// Per sender, the broadcast sequences delivered (incarnation kept in `peers`).
     inbound_broadcast: FxHashMap<NodeId, Window>,
