@@ -29,7 +29,7 @@ pub mod scenario;
 pub(crate) mod tokens;
 
 use crate::contract::algorithm::{AlgorithmKind, Options, Timing};
-use crate::contract::message::MessageType;
+use crate::contract::message::{Message, MessageType};
 use crate::contract::rng::Rng;
 use crate::node::link::LinkConfig;
 use crate::node::{Datagram, Event, Node, NodeConfig, Time};
@@ -103,14 +103,28 @@ pub enum SimError {
     Empty,
 }
 
+/// A queued event: 40 bytes. A datagram in flight is packed: a bare ack (half of
+/// the traffic of a large election) inline, a datagram with a body inline but for the
+/// body (in [`Bodies`]), anything else boxed. `to`: node index. `trace_id`: the
+/// datagram's id in the trace (0 when not tracing).
 enum Payload {
-    /// `to`: node index. `trace_id`: the datagram's id in the trace (0 when not
-    /// tracing); two u32 take the room one index took before traces existed.
-    Deliver {
+    Ack {
+        ack: u64,
         to: u32,
-        datagram: Datagram,
         trace_id: u32,
+        from: NodeId,
+        incarnation: u32,
     },
+    Data {
+        seq: u64,
+        to: u32,
+        trace_id: u32,
+        from: NodeId,
+        incarnation: u32,
+        body: u32,
+        group: AlgorithmKind,
+    },
+    Other(Box<(u32, u32, Datagram)>),
     Wake {
         node: usize,
     },
@@ -157,6 +171,60 @@ impl Bucket {
 
     fn is_empty(&self) -> bool {
         self.chunks.iter().all(|c| c.is_empty())
+    }
+}
+
+/// The bodies of the datagrams in flight, by slot: in chunks, so that a burst does not
+/// double one buffer, and freed when none is left.
+#[derive(Default)]
+struct Bodies {
+    chunks: Vec<Vec<Option<Message>>>,
+    free: Vec<u32>,
+    used: usize,
+}
+
+impl Bodies {
+    const CHUNK: usize = 1 << 16;
+
+    fn put(&mut self, m: Message) -> u32 {
+        self.used += 1;
+        if let Some(s) = self.free.pop() {
+            let s = s as usize;
+            self.chunks[s / Self::CHUNK][s % Self::CHUNK] = Some(m);
+            return s as u32;
+        }
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < Self::CHUNK => c.push(Some(m)),
+            _ => {
+                let mut c = Vec::with_capacity(Self::CHUNK);
+                c.push(Some(m));
+                self.chunks.push(c);
+            }
+        }
+        let last = self.chunks.len() - 1;
+        (last * Self::CHUNK + self.chunks[last].len() - 1) as u32
+    }
+
+    fn take(&mut self, s: u32) -> Option<Message> {
+        let i = s as usize;
+        let m = self
+            .chunks
+            .get_mut(i / Self::CHUNK)?
+            .get_mut(i % Self::CHUNK)?
+            .take()?;
+        self.used -= 1;
+        if self.used == 0 {
+            self.chunks = Vec::new();
+            self.free = Vec::new();
+        } else {
+            self.free.push(s);
+        }
+        Some(m)
+    }
+
+    /// Room for another body (slot numbers are u32).
+    fn has_room(&self) -> bool {
+        self.used < u32::MAX as usize
     }
 }
 
@@ -207,6 +275,8 @@ pub struct Sim {
     /// (time, insertion). Many events share an instant on the synchronous network, so
     /// buckets beat a heap of single events.
     queue: BTreeMap<u64, Bucket>,
+    /// The bodies of the datagrams in `queue`.
+    bodies: Bodies,
     queued: usize,
     nodes: Vec<SimNode>,
     /// `cfg.ids`, shared by every node built (one copy of the roster, not one per node).
@@ -268,6 +338,7 @@ impl Sim {
             cfg,
             now: Duration::ZERO,
             queue: BTreeMap::new(),
+            bodies: Bodies::default(),
             queued: 0,
             nodes,
             roster,
@@ -889,15 +960,52 @@ impl Sim {
             if counted {
                 self.election_in_flight += 1;
             }
-            let datagram = d.clone();
-            self.push(
-                self.now + delay,
-                Payload::Deliver {
-                    to: ti as u32,
-                    datagram,
-                    trace_id,
+            let payload = self.pack(ti as u32, trace_id, d.clone());
+            self.push(self.now + delay, payload);
+        }
+    }
+
+    /// `d` for node index `to` as a queued event (see [`Payload`]).
+    fn pack(&mut self, to: u32, trace_id: u32, d: Datagram) -> Payload {
+        let incarnation = u32::try_from(d.incarnation).ok();
+        match (d, incarnation) {
+            (
+                Datagram {
+                    from,
+                    seq: 0,
+                    ack,
+                    group: None,
+                    body: None,
+                    ..
                 },
-            );
+                Some(incarnation),
+            ) => Payload::Ack {
+                ack,
+                to,
+                trace_id,
+                from,
+                incarnation,
+            },
+            (
+                Datagram {
+                    from,
+                    seq,
+                    ack: 0,
+                    group: Some(group),
+                    body: Some(body),
+                    ..
+                },
+                Some(incarnation),
+            ) if self.bodies.has_room() => Payload::Data {
+                seq,
+                to,
+                trace_id,
+                from,
+                incarnation,
+                body: self.bodies.put(body),
+                group,
+            },
+            (d, _) => Payload::Other(Box::new((to, trace_id, d))),
         }
     }
 
@@ -913,81 +1021,131 @@ impl Sim {
         };
         let at = Duration::from_nanos(t);
         self.now = self.now.max(at);
-        match payload {
-            Payload::Deliver {
+        let (to, datagram, trace_id) = match payload {
+            Payload::Ack {
+                ack,
                 to,
-                datagram,
                 trace_id,
+                from,
+                incarnation,
             } => {
-                let to = to as usize;
-                let alive = self.nodes[to].alive;
-                if trace_id != 0 {
-                    let id = u64::from(trace_id);
-                    let to = self.nodes[to].id;
-                    self.trace_record(|t| {
-                        if alive {
-                            Record::Deliver { t, id, to }
-                        } else {
-                            Record::Drop {
-                                t,
-                                id,
-                                reason: Cow::Borrowed("dead"),
-                            }
-                        }
-                    });
-                }
-                if !alive {
-                    if datagram
-                        .body
-                        .as_ref()
-                        .is_some_and(|b| !b.kind().is_liveness())
-                    {
-                        self.election_in_flight -= 1;
-                    }
-                    return true;
-                }
-                if self.busy(to) || !self.nodes[to].inbox.is_empty() {
-                    self.nodes[to].inbox.push_back(datagram);
-                    self.ready_later(to);
-                    return true;
-                }
-                self.handle_datagram_at(to, datagram);
+                let d = Datagram {
+                    from,
+                    incarnation: u64::from(incarnation),
+                    seq: 0,
+                    ack,
+                    group: None,
+                    body: None,
+                };
+                (to, d, trace_id)
+            }
+            Payload::Data {
+                seq,
+                to,
+                trace_id,
+                from,
+                incarnation,
+                body,
+                group,
+            } => {
+                let d = Datagram {
+                    from,
+                    incarnation: u64::from(incarnation),
+                    seq,
+                    ack: 0,
+                    group: Some(group),
+                    body: self.bodies.take(body),
+                };
+                (to, d, trace_id)
+            }
+            Payload::Other(b) => {
+                let (to, trace_id, d) = *b;
+                (to, d, trace_id)
             }
             Payload::Wake { node } => {
-                let sn = &self.nodes[node];
-                if !sn.alive || sn.next_wake != Some(at) {
-                    return true;
-                }
-                if self.busy(node) || !self.nodes[node].inbox.is_empty() {
-                    self.nodes[node].next_wake = None;
-                    self.nodes[node].timer_due = true;
-                    self.ready_later(node);
-                    return true;
-                }
-                self.handle_timeout_at(node);
+                self.wake(node, at);
+                return true;
             }
             Payload::Ready { node } => {
-                self.nodes[node].ready_queued = false;
-                if !self.nodes[node].alive {
-                    return true;
-                }
-                if self.busy(node) {
-                    self.ready_later(node);
-                    return true;
-                }
-                // Due timers first (the runtime's biased loop), then the backlog.
-                if std::mem::take(&mut self.nodes[node].timer_due) {
-                    self.handle_timeout_at(node);
-                } else if let Some(d) = self.nodes[node].inbox.pop_front() {
-                    self.handle_datagram_at(node, d);
-                }
-                let sn = &self.nodes[node];
-                if sn.timer_due || !sn.inbox.is_empty() {
-                    self.ready_later(node);
-                }
+                self.ready(node);
+                return true;
             }
-        }
+        };
+        self.deliver(to as usize, datagram, trace_id);
         true
+    }
+
+    /// A datagram arrives at node index `to`.
+    fn deliver(&mut self, to: usize, datagram: Datagram, trace_id: u32) {
+        let alive = self.nodes[to].alive;
+        if trace_id != 0 {
+            let id = u64::from(trace_id);
+            let to = self.nodes[to].id;
+            self.trace_record(|t| {
+                if alive {
+                    Record::Deliver { t, id, to }
+                } else {
+                    Record::Drop {
+                        t,
+                        id,
+                        reason: Cow::Borrowed("dead"),
+                    }
+                }
+            });
+        }
+        if !alive {
+            if datagram
+                .body
+                .as_ref()
+                .is_some_and(|b| !b.kind().is_liveness())
+            {
+                self.election_in_flight -= 1;
+            }
+            return;
+        }
+        if self.busy(to) || !self.nodes[to].inbox.is_empty() {
+            self.nodes[to].inbox.push_back(datagram);
+            self.ready_later(to);
+            return;
+        }
+        self.handle_datagram_at(to, datagram);
+    }
+
+    /// Node index `node`'s wake-up of time `at` is due.
+    fn wake(&mut self, node: usize, at: Time) {
+        let sn = &self.nodes[node];
+        if !sn.alive || sn.next_wake != Some(at) {
+            return;
+        }
+        if self.busy(node) || !self.nodes[node].inbox.is_empty() {
+            self.nodes[node].next_wake = None;
+            self.nodes[node].timer_due = true;
+            self.ready_later(node);
+            return;
+        }
+        self.handle_timeout_at(node);
+    }
+
+    /// Node index `node` is free again: it takes the next input from its inbox.
+    fn ready(&mut self, node: usize) {
+        self.nodes[node].ready_queued = false;
+        if !self.nodes[node].alive {
+            return;
+        }
+        if self.busy(node) {
+            self.ready_later(node);
+            return;
+        }
+        // Due timers first (the runtime's biased loop), then the backlog.
+        if std::mem::take(&mut self.nodes[node].timer_due) {
+            self.handle_timeout_at(node);
+        } else if let Some(d) = self.nodes[node].inbox.pop_front() {
+            self.handle_datagram_at(node, d);
+        }
+        let sn = &self.nodes[node];
+        if sn.timer_due || !sn.inbox.is_empty() {
+            self.ready_later(node);
+        }
     }
 
     /// Advance virtual time by `d`.
