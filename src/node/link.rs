@@ -392,6 +392,9 @@ pub struct Link {
     /// Retransmission deadlines in nanoseconds of [`Time`] (24 bytes an entry, not
     /// 32: one entry per message in flight), ordered as the times are.
     retx: BinaryHeap<Reverse<(u64, NodeId, u64)>>,
+    /// An entry of `retx` known to be a message still pending (checked once, not at
+    /// every [`Link::next_deadline`]: the driver asks after every input).
+    live_top: Option<(u64, NodeId, u64)>,
     /// Out-of-order deliveries per peer position (rare: only a peer with
     /// [`HAS_ABOVE`] has an entry).
     #[allow(clippy::box_collection)] // moved to and from an `Above` as it is
@@ -450,6 +453,7 @@ impl Link {
             free: NIL,
             pending: 0,
             retx: BinaryHeap::new(),
+            live_top: None,
             above: FxHashMap::default(),
             inbound_broadcast: FxHashMap::default(),
             stats: LinkStats::default(),
@@ -551,6 +555,7 @@ impl Link {
     /// Stop waiting for the ack of `seq` to the peer at position `i`.
     fn take_pending(&mut self, i: usize, seq: u64) -> Option<Pending> {
         let (prev, s) = self.find_pending(i, seq)?;
+        self.live_top = None;
         let next = self.slots[s as usize].next;
         if prev == s {
             self.peers[i].tail = NIL;
@@ -720,8 +725,9 @@ impl Link {
 
     /// Earliest retransmission deadline, if any message is unacknowledged.
     pub(crate) fn next_deadline(&mut self) -> Option<Time> {
-        while let Some(Reverse((_, peer, seq))) = self.retx.peek() {
-            if self.pending_slot(*peer, *seq).is_some() {
+        while let Some(&Reverse(top)) = self.retx.peek() {
+            if self.live_top == Some(top) || self.pending_slot(top.1, top.2).is_some() {
+                self.live_top = Some(top);
                 break;
             }
             self.retx.pop();

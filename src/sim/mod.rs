@@ -228,6 +228,38 @@ impl Bodies {
     }
 }
 
+/// Node id → index in [`Sim::nodes`]: a table by id where the ids are small (the
+/// usual 1..=N, in any ring order; one load per datagram sent), a hash map otherwise.
+enum NodeIndex {
+    Dense(Vec<u32>),
+    Sparse(HashMap<NodeId, usize>),
+}
+
+impl NodeIndex {
+    fn new(ids: &[NodeId]) -> Self {
+        let max = ids.iter().copied().max().unwrap_or(0) as usize;
+        if max <= 4 * ids.len() + 64 {
+            let mut t = vec![u32::MAX; max + 1];
+            for (i, &id) in ids.iter().enumerate() {
+                t[id as usize] = i as u32;
+            }
+            NodeIndex::Dense(t)
+        } else {
+            NodeIndex::Sparse(ids.iter().enumerate().map(|(i, &id)| (id, i)).collect())
+        }
+    }
+
+    fn get(&self, id: NodeId) -> Option<usize> {
+        match self {
+            NodeIndex::Dense(t) => t
+                .get(id as usize)
+                .filter(|&&i| i != u32::MAX)
+                .map(|&i| i as usize),
+            NodeIndex::Sparse(m) => m.get(&id).copied(),
+        }
+    }
+}
+
 fn nanos(t: Time) -> u64 {
     t.as_nanos().min(u64::MAX as u128) as u64
 }
@@ -281,7 +313,7 @@ pub struct Sim {
     nodes: Vec<SimNode>,
     /// `cfg.ids`, shared by every node built (one copy of the roster, not one per node).
     roster: Arc<[NodeId]>,
-    index: HashMap<NodeId, usize>,
+    index: NodeIndex,
     rng: Rng,
     net: NetConfig,
     cuts: Cuts,
@@ -312,9 +344,8 @@ impl Sim {
         }
         let mut rng = Rng::new(cfg.seed);
         let mut nodes = Vec::with_capacity(cfg.ids.len());
-        let mut index = HashMap::with_capacity(cfg.ids.len());
-        for (i, &id) in cfg.ids.iter().enumerate() {
-            index.insert(id, i);
+        let index = NodeIndex::new(&cfg.ids);
+        for &id in &cfg.ids {
             nodes.push(SimNode {
                 id,
                 node: None,
@@ -414,8 +445,8 @@ impl Sim {
     /// Is `id` running (started and not crashed)? False for an unknown id.
     pub fn is_alive(&self, id: NodeId) -> bool {
         self.index
-            .get(&id)
-            .map(|&i| self.nodes[i].alive)
+            .get(id)
+            .map(|i| self.nodes[i].alive)
             .unwrap_or(false)
     }
 
@@ -430,16 +461,11 @@ impl Sim {
 
     /// The node object of `id` (crashed nodes keep their last state).
     pub fn node(&self, id: NodeId) -> Option<&Node> {
-        self.index
-            .get(&id)
-            .and_then(|&i| self.nodes[i].node.as_ref())
+        self.index.get(id).and_then(|i| self.nodes[i].node.as_ref())
     }
 
     fn idx(&self, id: NodeId) -> Result<usize, SimError> {
-        self.index
-            .get(&id)
-            .copied()
-            .ok_or(SimError::UnknownNode(id))
+        self.index.get(id).ok_or(SimError::UnknownNode(id))
     }
 
     /// Boot (or reboot) node `id`.
@@ -920,7 +946,7 @@ impl Sim {
     }
 
     fn transmit(&mut self, from: NodeId, to: NodeId, d: Datagram) {
-        let Some(&ti) = self.index.get(&to) else {
+        let Some(ti) = self.index.get(to) else {
             return;
         };
         let trace_id = match self.trace.as_mut() {
