@@ -149,11 +149,11 @@ const LOST: u8 = 4;
 /// Out-of-order deliveries above the floor are kept in [`Link::above`].
 const HAS_ABOVE: u8 = 8;
 
-/// Everything the link keeps about one peer, in one array indexed by the peer's
-/// position in the roster: 48 bytes, one per roster member on every node (a
-/// simulation of N nodes holds N² of them). Hash maps per field took about three
-/// times that (keys, half-empty tables grown to powers of two).
-#[derive(Clone, Debug)]
+/// Everything the link keeps about one peer, in one array ([`Peers`]) indexed by the
+/// peer's position in the roster: 48 bytes per peer dealt with (a Bully election on N
+/// simulated nodes deals with N² pairs). Hash maps per field took about three times
+/// that (keys, half-empty tables grown to powers of two).
+#[derive(Clone, Copy, Debug)]
 struct Peer {
     /// Last sequence sent to the peer.
     next_seq: u64,
@@ -169,18 +169,48 @@ struct Peer {
     flags: u8,
 }
 
-impl Default for Peer {
-    fn default() -> Self {
-        Peer {
-            next_seq: 0,
-            srtt_ns: 0,
-            var_ns: 0,
-            in_incarnation: 0,
-            in_floor: 0,
-            tail: NIL,
-            backoff: 0,
-            flags: 0,
+/// A peer nothing was sent to or heard from.
+static UNTOUCHED: Peer = Peer {
+    next_seq: 0,
+    srtt_ns: 0,
+    var_ns: 0,
+    in_incarnation: 0,
+    in_floor: 0,
+    tail: NIL,
+    backoff: 0,
+    flags: 0,
+};
+
+/// Peers per page of [`Peers`].
+const PAGE: usize = 32;
+
+/// The per-peer array, in pages of [`PAGE`] peers allocated when one of them is first
+/// written: a node that only ever deals with a few peers (its ring neighbours, its
+/// leader) does not pay for the whole roster, one that deals with all of them (a
+/// Bully election) pays 8 bytes per page on top. Reading an untouched peer gives
+/// [`UNTOUCHED`].
+#[derive(Debug, Default)]
+struct Peers {
+    pages: Vec<Option<Box<[Peer; PAGE]>>>,
+}
+
+impl std::ops::Index<usize> for Peers {
+    type Output = Peer;
+    fn index(&self, i: usize) -> &Peer {
+        match self.pages.get(i / PAGE) {
+            Some(Some(page)) => &page[i % PAGE],
+            _ => &UNTOUCHED,
         }
+    }
+}
+
+impl std::ops::IndexMut<usize> for Peers {
+    fn index_mut(&mut self, i: usize) -> &mut Peer {
+        if self.pages.len() <= i / PAGE {
+            self.pages.resize_with(i / PAGE + 1, || None);
+        }
+        let page = self.pages[i / PAGE].get_or_insert_with(|| Box::new([UNTOUCHED; PAGE]));
+        &mut page[i % PAGE]
     }
 }
 
@@ -380,7 +410,7 @@ pub struct Link {
     cfg: LinkConfig,
     index: PeerIndex,
     /// Per peer, by [`PeerIndex`] position.
-    peers: Vec<Peer>,
+    peers: Peers,
     /// Last broadcast sequence used (without the [`BROADCAST_SEQ`] bit).
     next_broadcast: u64,
     /// Messages awaiting their ack (the per-peer lists of [`Peer::tail`]).
@@ -440,14 +470,12 @@ impl Link {
     /// The link of node `me` in its boot `incarnation` to the members of `roster`
     /// (any other peer gets its state when first met), with no peer heard from yet.
     pub fn new(me: NodeId, incarnation: u64, roster: &[NodeId], cfg: LinkConfig) -> Self {
-        let index = PeerIndex::new(roster);
-        let peers = vec![Peer::default(); index.len as usize];
         Link {
             me,
             incarnation,
             cfg,
-            index,
-            peers,
+            index: PeerIndex::new(roster),
+            peers: Peers::default(),
             next_broadcast: 0,
             slots: Vec::new(),
             free: NIL,
@@ -467,11 +495,7 @@ impl Link {
 
     /// The position of `peer` in the per-peer arrays, added if new.
     fn position(&mut self, peer: NodeId) -> usize {
-        let i = self.index.find_or_add(peer);
-        if i >= self.peers.len() {
-            self.peers.resize(i + 1, Peer::default());
-        }
-        i
+        self.index.find_or_add(peer)
     }
 
     /// The retransmission timeout a new message to `peer` would get now.
@@ -978,6 +1002,73 @@ mod tests {
         assert_eq!(b.receive(t, &d3).0, Inbound::Duplicate);
         assert_eq!(b.receive(t, &d1).0, Inbound::Duplicate);
         assert_eq!(b.stats.duplicates_dropped, 3);
+    }
+
+    /// The pending lists: messages to several peers (on the roster and off it), acked
+    /// in any order, leave exactly the unacked ones in flight, retransmitted in
+    /// deadline order and handed back in sending order; freed slots are reused.
+    #[test]
+    fn pending_messages_per_peer_acked_in_any_order() {
+        let mut l = Link::new(1, 1, ROSTER, LinkConfig::default());
+        let t = Duration::ZERO;
+        assert_eq!(l.rto(9), LinkConfig::default().retransmit, "untouched peer");
+        let mut sent = Vec::new();
+        for k in 0..6u64 {
+            for peer in [2, 4, 5, 9] {
+                let d = l.send(t, peer, AlgorithmKind::Bully, election(k));
+                sent.push((peer, d.seq, k));
+            }
+        }
+        assert_eq!(l.in_flight(), 24);
+        // Ack every other message, newest first.
+        for &(peer, seq, _) in sent.iter().rev().step_by(2) {
+            l.receive(ms(1), &ack_from(peer, seq));
+        }
+        assert_eq!(l.in_flight(), 12);
+        let slots = l.slots.len();
+        // Acks for what is no longer pending, or was never sent, change nothing.
+        l.receive(ms(1), &ack_from(2, 999));
+        l.receive(ms(1), &ack_from(3, 1));
+        assert_eq!(l.in_flight(), 12);
+        // New messages take the freed slots.
+        let d = l.send(ms(2), 3, AlgorithmKind::Bully, election(9));
+        assert_eq!(l.slots.len(), slots, "a freed slot is reused");
+        l.receive(ms(3), &ack_from(3, d.seq));
+        let left: Vec<(NodeId, u64)> = sent
+            .iter()
+            .rev()
+            .skip(1)
+            .step_by(2)
+            .map(|&(p, seq, _)| (p, seq))
+            .collect();
+        for &(peer, seq) in &left {
+            assert_eq!(
+                l.pending_slot(peer, seq).map(|s| l.slots[s as usize].seq),
+                Some(seq)
+            );
+        }
+        // The first retransmission round resends exactly the unacked ones, ordered by
+        // (deadline, peer, sequence) as the heap orders them.
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        let due = l.next_deadline().unwrap();
+        l.on_timeout(due, &mut tx, &mut failed);
+        let mut want = left.clone();
+        want.sort_unstable();
+        let got: Vec<(NodeId, u64)> = tx.iter().map(|(p, d)| (*p, d.seq)).collect();
+        assert_eq!(got, want);
+        // Abandoning a peer hands back its messages in sending order.
+        let gone: Vec<Message> = l
+            .abandon(5, AlgorithmKind::Bully)
+            .into_iter()
+            .map(|u| u.msg)
+            .collect();
+        let want: Vec<Message> = sent
+            .iter()
+            .filter(|&&(p, seq, _)| p == 5 && left.contains(&(p, seq)))
+            .map(|&(_, _, k)| election(k))
+            .collect();
+        assert_eq!(gone, want);
+        assert_eq!(l.in_flight(), 12 - want.len());
     }
 
     fn ack_from(peer: NodeId, seq: u64) -> Datagram {
