@@ -249,11 +249,89 @@ struct Slot {
     seq: u64,
     /// Nanoseconds of [`Time`] (see [`heap_ns`]).
     first_sent_ns: u64,
-    /// `None`: the slot is free (and `next` links the free list).
-    msg: Option<Message>,
+    /// The message, in [`Link::kept`]; [`NIL`]: the slot is free (and `next` links
+    /// the free list).
+    msg: u32,
     attempts: u32,
     next: u32,
     group: AlgorithmKind,
+}
+
+/// The messages of the pending slots, each kept once however many peers it went to
+/// in a row (a Bully ELECTION to every higher member, a COORDINATOR to all): a slot
+/// holds 4 bytes of it instead of 40.
+#[derive(Debug)]
+struct Kept {
+    entries: Vec<KeptMsg>,
+    /// First free entry (linked through `next_free`), or [`NIL`].
+    free: u32,
+    /// The entry kept last, shared by the next send if it is the same message.
+    last: u32,
+}
+
+#[derive(Debug)]
+struct KeptMsg {
+    msg: Option<Message>,
+    /// Slots holding it.
+    refs: u32,
+    next_free: u32,
+}
+
+impl Kept {
+    fn new() -> Self {
+        Kept {
+            entries: Vec::new(),
+            free: NIL,
+            last: NIL,
+        }
+    }
+
+    /// Keep `msg` for one more slot.
+    fn keep(&mut self, msg: Message) -> u32 {
+        if let Some(e) = self.entries.get_mut(self.last as usize) {
+            if e.msg.as_ref() == Some(&msg) {
+                e.refs += 1;
+                return self.last;
+            }
+        }
+        let e = KeptMsg {
+            msg: Some(msg),
+            refs: 1,
+            next_free: NIL,
+        };
+        let k = if self.free != NIL {
+            let k = self.free;
+            self.free = self.entries[k as usize].next_free;
+            self.entries[k as usize] = e;
+            k
+        } else {
+            self.entries.push(e);
+            (self.entries.len() - 1) as u32
+        };
+        self.last = k;
+        k
+    }
+
+    fn get(&self, k: u32) -> Option<&Message> {
+        self.entries.get(k as usize)?.msg.as_ref()
+    }
+
+    /// One slot lets go of entry `k`: its message (the last slot's is moved out).
+    fn release(&mut self, k: u32) -> Option<Message> {
+        let e = self.entries.get_mut(k as usize)?;
+        if e.refs > 1 {
+            e.refs -= 1;
+            return e.msg.clone();
+        }
+        e.refs = 0;
+        let msg = e.msg.take();
+        e.next_free = self.free;
+        self.free = k;
+        if self.last == k {
+            self.last = NIL;
+        }
+        msg
+    }
 }
 
 impl Slot {
@@ -415,6 +493,8 @@ pub struct Link {
     next_broadcast: u64,
     /// Messages awaiting their ack (the per-peer lists of [`Peer::tail`]).
     slots: Vec<Slot>,
+    /// Their messages.
+    kept: Kept,
     /// First free slot (the free slots are linked through `next`), or [`NIL`].
     free: u32,
     /// Messages awaiting their ack.
@@ -478,6 +558,7 @@ impl Link {
             peers: Peers::default(),
             next_broadcast: 0,
             slots: Vec::new(),
+            kept: Kept::new(),
             free: NIL,
             pending: 0,
             retx: BinaryHeap::new(),
@@ -525,7 +606,7 @@ impl Link {
         let slot = Slot {
             seq,
             first_sent_ns,
-            msg: Some(msg),
+            msg: self.kept.keep(msg),
             attempts: 1,
             next: NIL,
             group,
@@ -590,22 +671,24 @@ impl Link {
             }
         }
         let slot = &mut self.slots[s as usize];
-        let msg = slot.msg.take()?;
-        let p = Pending {
-            group: slot.group,
-            msg,
-            attempts: slot.attempts,
-            first_sent_ns: slot.first_sent_ns,
-        };
+        let k = std::mem::replace(&mut slot.msg, NIL);
+        let (group, attempts, first_sent_ns) = (slot.group, slot.attempts, slot.first_sent_ns);
         slot.next = self.free;
         self.free = s;
         self.pending -= 1;
+        let msg = self.kept.release(k);
         if self.pending == 0 && self.slots.capacity() > KEEP_SLOTS {
             // Nothing in flight: give a burst's memory back.
             self.slots = Vec::new();
+            self.kept = Kept::new();
             self.free = NIL;
         }
-        Some(p)
+        Some(Pending {
+            group,
+            msg: msg?,
+            attempts,
+            first_sent_ns,
+        })
     }
 
     /// Wrap `msg` as one datagram for all of `to` at once (a multicast send; one
@@ -629,8 +712,11 @@ impl Link {
             let i = self.position(peer);
             // (A recipient listed twice keeps one entry, as a map keyed by it did.)
             if let Some((_, s)) = self.find_pending(i, seq) {
+                let old = self.slots[s as usize].msg;
+                self.kept.release(old);
+                let k = self.kept.keep(msg.clone());
                 let slot = &mut self.slots[s as usize];
-                slot.msg = Some(msg.clone());
+                slot.msg = k;
                 slot.group = group;
                 slot.attempts = 1;
                 slot.first_sent_ns = heap_ns(now);
@@ -811,7 +897,8 @@ impl Link {
             let next = self.next_try(peer, first_sent, now);
             let p = &mut self.slots[s as usize];
             p.attempts = attempts;
-            let (group, Some(msg)) = (p.group, p.msg.clone()) else {
+            let (group, k) = (p.group, p.msg);
+            let Some(msg) = self.kept.get(k).cloned() else {
                 continue;
             };
             self.retx.push(Reverse((heap_ns(next), peer, seq)));
@@ -1020,6 +1107,11 @@ mod tests {
             }
         }
         assert_eq!(l.in_flight(), 24);
+        assert_eq!(
+            l.kept.entries.len(),
+            6,
+            "one copy per message sent in a row"
+        );
         // Ack every other message, newest first.
         for &(peer, seq, _) in sent.iter().rev().step_by(2) {
             l.receive(ms(1), &ack_from(peer, seq));
@@ -1056,6 +1148,18 @@ mod tests {
         want.sort_unstable();
         let got: Vec<(NodeId, u64)> = tx.iter().map(|(p, d)| (*p, d.seq)).collect();
         assert_eq!(got, want);
+        for (peer, d) in &tx {
+            let k = sent
+                .iter()
+                .find(|s| (s.0, s.1) == (*peer, d.seq))
+                .unwrap()
+                .2;
+            assert_eq!(
+                d.body,
+                Some(election(k)),
+                "each resent with its own message"
+            );
+        }
         // Abandoning a peer hands back its messages in sending order.
         let gone: Vec<Message> = l
             .abandon(5, AlgorithmKind::Bully)
