@@ -224,7 +224,7 @@ fn mutated_and_random_datagrams_never_panic_or_move_the_leader() {
     });
     let mut node = Node::new(NodeConfig {
         id: 1,
-        ring: ROSTER.to_vec(),
+        ring: ROSTER.into(),
         algorithms: vec![
             AlgorithmKind::Bully,
             AlgorithmKind::Raft,

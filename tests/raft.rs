@@ -668,7 +668,7 @@ mod rules {
     fn raft(me: NodeId, options: Options) -> Raft {
         let mut r = Raft::new(GroupConfig {
             me,
-            ring: vec![1, 2, 3, 4, 5],
+            ring: vec![1, 2, 3, 4, 5].into(),
             timing: Timing::default(),
             options,
             incarnation: 1,

@@ -177,7 +177,7 @@ fn hs_lockstep(ids: &[NodeId], initiator: usize) -> (u32, u64, Vec<Option<NodeId
         .map(|&me| {
             let cfg = GroupConfig {
                 me,
-                ring: ids.to_vec(),
+                ring: ids.into(),
                 timing: Timing::default(),
                 options: Options::default(),
                 incarnation: 1,

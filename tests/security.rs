@@ -48,7 +48,7 @@ impl Receiver {
     fn new() -> Receiver {
         let mut node = Node::new(NodeConfig {
             id: 1,
-            ring: ROSTER.to_vec(),
+            ring: ROSTER.into(),
             algorithms: vec![BULLY],
             timing: AlgoTiming::default(),
             options: Options::default(),
@@ -252,7 +252,7 @@ fn replayed_heartbeats_and_replays_after_a_link_reset_are_dropped() {
     assert_eq!(r.receive(&coord, addr(5)), Ok(()));
     r.node = Node::new(NodeConfig {
         id: 1,
-        ring: ROSTER.to_vec(),
+        ring: ROSTER.into(),
         algorithms: vec![BULLY],
         timing: AlgoTiming::default(),
         options: Options::default(),
@@ -359,7 +359,7 @@ fn extreme_values_from_an_authenticated_peer_do_not_panic() {
         });
         let mut node = Node::new(NodeConfig {
             id: 1,
-            ring: ROSTER.to_vec(),
+            ring: ROSTER.into(),
             algorithms: vec![kind],
             timing: AlgoTiming::default(),
             options: Options::default(),

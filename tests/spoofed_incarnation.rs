@@ -60,7 +60,7 @@ impl Net {
                 let incarnation = BASE_US + u64::from(id);
                 let node = Node::new(NodeConfig {
                     id,
-                    ring: IDS.to_vec(),
+                    ring: IDS.into(),
                     algorithms: vec![BULLY],
                     timing: Timing::default(),
                     options: Options::default(),

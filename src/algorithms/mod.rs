@@ -38,11 +38,11 @@ pub fn build(kind: AlgorithmKind, cfg: GroupConfig) -> Result<Box<dyn Algorithm>
     if !cfg.ring.contains(&cfg.me) {
         return Err(BuildError::NotInRoster {
             me: cfg.me,
-            ring: cfg.ring,
+            ring: cfg.ring.to_vec(),
         });
     }
     let mut seen = std::collections::HashSet::new();
-    for &id in &cfg.ring {
+    for &id in cfg.ring.iter() {
         if id == 0 {
             return Err(BuildError::ZeroId);
         }

@@ -45,7 +45,7 @@ pub enum Hop {
 #[derive(Clone, Debug)]
 pub struct RingView {
     me: NodeId,
-    ring: Vec<NodeId>,
+    ring: std::sync::Arc<[NodeId]>,
     pos: usize,
     suspected: BTreeSet<NodeId>,
 }

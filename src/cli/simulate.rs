@@ -56,11 +56,13 @@ pub struct Estimate {
 
 /// Memory per simulated node (its groups, link state and timers) and per election
 /// message (in flight at once in the synchronous model), and wall time per message,
-/// measured with the release build (`electd simulate --algorithm bully --nodes 1000`:
-/// 392 MB, 5.7 s; `raft --nodes 2000`: 60 MB) on a 2-core x86-64. Estimates to
-/// warn before a run that cannot finish, not promises.
-const BYTES_PER_NODE: f64 = 30e3;
-const BYTES_PER_MESSAGE: f64 = 400.0;
+/// measured with the release build on a 2-core x86-64: memory after the link's
+/// per-peer arrays (`electd simulate --algorithm bully --nodes 1000`: 174 MB; 4096:
+/// 2.8 GB; `raft --nodes 2000`: 18 MB), time before them (`bully --nodes 1000`: 5.7 s;
+/// 0.5 s now, so the time estimate is on the safe side). Estimates to warn before a
+/// run that cannot finish, not promises.
+const BYTES_PER_NODE: f64 = 10e3;
+const BYTES_PER_MESSAGE: f64 = 180.0;
 const SECONDS_PER_MESSAGE: f64 = 9e-6;
 const SECONDS_PER_NODE: f64 = 3e-4;
 /// Above these a run is announced with its estimate before it starts.

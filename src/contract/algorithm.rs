@@ -488,8 +488,9 @@ pub struct GroupConfig {
     /// This node's id.
     pub me: NodeId,
     /// Every roster member including `me`, in logical ring order (ring algorithms send
-    /// to the next entry, wrapping). Bully-family code only looks at the ids.
-    pub ring: Vec<NodeId>,
+    /// to the next entry, wrapping). Bully-family code only looks at the ids. Shared
+    /// (one copy for every group of a node, and every node of a simulation).
+    pub ring: std::sync::Arc<[NodeId]>,
     /// The cluster's timing.
     pub timing: Timing,
     /// The algorithm switches (`[raft]`).

@@ -382,7 +382,7 @@ mod tests {
             assert!(e.failover_target.median >= 1.0, "{}", e.name);
             let cfg = GroupConfig {
                 me: 1,
-                ring: vec![1, 2, 3],
+                ring: vec![1, 2, 3].into(),
                 timing: Default::default(),
                 options: Default::default(),
                 incarnation: 1,

@@ -733,7 +733,7 @@ mod tests {
         let m = Metrics::new(3, &algos).expect("registry");
         let mut node = Node::new(NodeConfig {
             id: 3,
-            ring: vec![1, 2, 3],
+            ring: vec![1, 2, 3].into(),
             algorithms: algos.to_vec(),
             timing: Timing::default(),
             options: Options::default(),
@@ -801,7 +801,7 @@ mod tests {
         m.hook_skipped(2);
         let mut node = Node::new(NodeConfig {
             id: 7,
-            ring: vec![5, 6, 7],
+            ring: vec![5, 6, 7].into(),
             algorithms: algos.to_vec(),
             timing: Timing::default(),
             options: Options::default(),
@@ -865,7 +865,7 @@ mod tests {
         let m = Metrics::for_cluster("prod-eu", 2, &algos, ft).expect("registry");
         let mut node = Node::new(NodeConfig {
             id: 2,
-            ring: vec![1, 2, 3],
+            ring: vec![1, 2, 3].into(),
             algorithms: algos.to_vec(),
             timing: Timing::default(),
             options: Options::default(),

@@ -46,4 +46,3 @@ impl Hasher for FxHasher {
 }
 
 pub(super) type FxHashMap<K, V> = std::collections::HashMap<K, V, FxBuild>;
-pub(super) type FxHashSet<K> = std::collections::HashSet<K, FxBuild>;

@@ -39,7 +39,7 @@
 
 use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::message::Message;
-use crate::node::fxhash::{FxHashMap, FxHashSet};
+use crate::node::fxhash::FxHashMap;
 use crate::node::{Datagram, Time};
 use crate::NodeId;
 use std::cmp::Reverse;
@@ -94,16 +94,15 @@ impl LinkConfig {
     }
 }
 
-/// Round-trip estimate of one peer (RFC 6298). The smoothed round trip and its
-/// variation are kept as nanoseconds (24 bytes instead of 48: one per peer on every
-/// node, millions in a large simulation) and computed as [`Duration`]s, so the
-/// arithmetic is exactly the one on durations.
+/// Round-trip estimate of one peer (RFC 6298), as computed: the smoothed round trip
+/// and its variation in nanoseconds, computed as [`Duration`]s so the arithmetic is
+/// exactly the one on durations. Stored flat in [`Peer`].
 #[derive(Clone, Copy, Debug, Default)]
 struct Rtt {
     srtt_ns: u64,
     var_ns: u64,
     /// Doublings of the RTO since the last valid sample.
-    backoff: u32,
+    backoff: u8,
     /// A sample was taken (`srtt_ns` and `var_ns` are meaningful).
     sampled: bool,
 }
@@ -145,13 +144,216 @@ impl Rtt {
     }
 }
 
+/// Slabs and heaps larger than this are freed once empty (after a burst) rather
+/// than kept.
+const KEEP_SLOTS: usize = 64;
+
+/// No slot (the end of a pending list, or a peer with nothing pending).
+const NIL: u32 = u32::MAX;
+
+/// Flags of [`Peer`].
+const SAMPLED: u8 = 1;
+const GIVEN_UP: u8 = 2;
+const LOST: u8 = 4;
+/// Out-of-order deliveries above the floor are kept in [`Link::above`].
+const HAS_ABOVE: u8 = 8;
+
+/// Everything the link keeps about one peer, in one array ([`Peers`]) indexed by the
+/// peer's position in the roster: 48 bytes per peer dealt with (a Bully election on N
+/// simulated nodes deals with N² pairs). Hash maps per field took about three times
+/// that (keys, half-empty tables grown to powers of two).
+#[derive(Clone, Copy, Debug)]
+struct Peer {
+    /// Last sequence sent to the peer.
+    next_seq: u64,
+    srtt_ns: u64,
+    var_ns: u64,
+    /// The peer's incarnation as last heard.
+    in_incarnation: u64,
+    /// Every sequence ≤ this from the peer has been delivered.
+    in_floor: u64,
+    /// The newest message pending to the peer (its `next` is the oldest), or [`NIL`].
+    tail: u32,
+    backoff: u8,
+    flags: u8,
+}
+
+/// A peer nothing was sent to or heard from.
+static UNTOUCHED: Peer = Peer {
+    next_seq: 0,
+    srtt_ns: 0,
+    var_ns: 0,
+    in_incarnation: 0,
+    in_floor: 0,
+    tail: NIL,
+    backoff: 0,
+    flags: 0,
+};
+
+/// Peers per page of [`Peers`].
+const PAGE: usize = 32;
+
+/// The per-peer array, in pages of [`PAGE`] peers allocated when one of them is first
+/// written: a node that only ever deals with a few peers (its ring neighbours, its
+/// leader) does not pay for the whole roster, one that deals with all of them (a
+/// Bully election) pays 8 bytes per page on top. Reading an untouched peer gives
+/// [`UNTOUCHED`].
+#[derive(Debug, Default)]
+struct Peers {
+    pages: Vec<Option<Box<[Peer; PAGE]>>>,
+}
+
+impl std::ops::Index<usize> for Peers {
+    type Output = Peer;
+    fn index(&self, i: usize) -> &Peer {
+        match self.pages.get(i / PAGE) {
+            Some(Some(page)) => &page[i % PAGE],
+            _ => &UNTOUCHED,
+        }
+    }
+}
+
+impl std::ops::IndexMut<usize> for Peers {
+    fn index_mut(&mut self, i: usize) -> &mut Peer {
+        if self.pages.len() <= i / PAGE {
+            self.pages.resize_with(i / PAGE + 1, || None);
+        }
+        let page = self.pages[i / PAGE].get_or_insert_with(|| Box::new([UNTOUCHED; PAGE]));
+        &mut page[i % PAGE]
+    }
+}
+
+impl Peer {
+    fn rtt(&self) -> Rtt {
+        Rtt {
+            srtt_ns: self.srtt_ns,
+            var_ns: self.var_ns,
+            backoff: self.backoff,
+            sampled: self.flags & SAMPLED != 0,
+        }
+    }
+    fn set_rtt(&mut self, r: Rtt) {
+        self.srtt_ns = r.srtt_ns;
+        self.var_ns = r.var_ns;
+        self.backoff = r.backoff;
+        self.set(SAMPLED, r.sampled);
+    }
+    fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+    fn set(&mut self, flag: u8, on: bool) {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
+    }
+}
+
+/// A message awaiting its ack, in the slab of [`Link::slots`]; the messages pending
+/// to one peer form a circular list in sending order through `next` (acks mostly come
+/// in that order, so the one acked is found at the head).
 #[derive(Debug)]
+struct Slot {
+    seq: u64,
+    /// Nanoseconds of [`Time`] (see [`heap_ns`]).
+    first_sent_ns: u64,
+    /// The message, in [`Link::kept`]; [`NIL`]: the slot is free (and `next` links
+    /// the free list).
+    msg: u32,
+    attempts: u32,
+    next: u32,
+    group: AlgorithmKind,
+}
+
+/// The messages of the pending slots, each kept once however many peers it went to
+/// in a row (a Bully ELECTION to every higher member, a COORDINATOR to all): a slot
+/// holds 4 bytes of it instead of 40.
+#[derive(Debug)]
+struct Kept {
+    entries: Vec<KeptMsg>,
+    /// First free entry (linked through `next_free`), or [`NIL`].
+    free: u32,
+    /// The entry kept last, shared by the next send if it is the same message.
+    last: u32,
+}
+
+#[derive(Debug)]
+struct KeptMsg {
+    msg: Option<Message>,
+    /// Slots holding it.
+    refs: u32,
+    next_free: u32,
+}
+
+impl Kept {
+    fn new() -> Self {
+        Kept {
+            entries: Vec::new(),
+            free: NIL,
+            last: NIL,
+        }
+    }
+
+    /// Keep `msg` for one more slot.
+    fn keep(&mut self, msg: Message) -> u32 {
+        if let Some(e) = self.entries.get_mut(self.last as usize) {
+            if e.msg.as_ref() == Some(&msg) {
+                e.refs += 1;
+                return self.last;
+            }
+        }
+        let e = KeptMsg {
+            msg: Some(msg),
+            refs: 1,
+            next_free: NIL,
+        };
+        let k = if self.free != NIL {
+            let k = self.free;
+            self.free = self.entries[k as usize].next_free;
+            self.entries[k as usize] = e;
+            k
+        } else {
+            self.entries.push(e);
+            (self.entries.len() - 1) as u32
+        };
+        self.last = k;
+        k
+    }
+
+    fn get(&self, k: u32) -> Option<&Message> {
+        self.entries.get(k as usize)?.msg.as_ref()
+    }
+
+    /// One slot lets go of entry `k`: its message (the last slot's is moved out).
+    fn release(&mut self, k: u32) -> Option<Message> {
+        let e = self.entries.get_mut(k as usize)?;
+        if e.refs > 1 {
+            e.refs -= 1;
+            return e.msg.clone();
+        }
+        e.refs = 0;
+        let msg = e.msg.take();
+        e.next_free = self.free;
+        self.free = k;
+        if self.last == k {
+            self.last = NIL;
+        }
+        msg
+    }
+}
+
+impl Slot {
+    fn first_sent(&self) -> Time {
+        Duration::from_nanos(self.first_sent_ns)
+    }
+}
+
+/// A message handed back by [`Link::take_pending`].
 struct Pending {
     group: AlgorithmKind,
     msg: Message,
     attempts: u32,
-    /// Nanoseconds of [`Time`] (see [`heap_ns`]): 8 bytes, not 16, in an entry kept
-    /// per message in flight.
     first_sent_ns: u64,
 }
 
@@ -174,31 +376,55 @@ pub enum Inbound {
     Nothing,
 }
 
-/// The receiving side's memory of one peer.
+/// Delivered sequences above a floor (out-of-order arrivals); boxed and absent when
+/// empty (the common case).
+#[allow(clippy::box_collection)] // the point: 8 bytes where it is absent
+type Above = Option<Box<BTreeSet<u64>>>;
+
+/// A broadcast window: the sequences of a sender's broadcast space delivered.
 #[derive(Debug, Default)]
-struct PeerIn {
-    incarnation: u64,
+struct Window {
     /// Every sequence ≤ floor has been delivered.
     floor: u64,
-    /// Delivered sequences above the floor (out of order arrivals); boxed and absent
-    /// when empty (the common case): a node keeps one `PeerIn` per roster member, and
-    /// an inline set would be two thirds of it (the simulator's thousands of nodes).
-    #[allow(clippy::box_collection)] // the point: 8 bytes inline instead of 24
-    above: Option<Box<BTreeSet<u64>>>,
+    above: Above,
 }
 
 const MAX_OUT_OF_ORDER: usize = 4096;
 
-impl PeerIn {
-    /// Move the floor over every sequence delivered just above it. Sequences are
-    /// chosen by the peer: no arithmetic here may overflow, whatever they are.
-    fn advance(&mut self) {
-        while let Some(next) = self.floor.checked_add(1) {
-            if !self.above.as_mut().is_some_and(|a| a.remove(&next)) {
-                break;
-            }
-            self.floor = next;
+/// Record `seq` as delivered in the window (`floor`, `above`): false if it was
+/// already. Sequences are chosen by the peer: no arithmetic here may overflow,
+/// whatever they are.
+fn accept(floor: &mut u64, above: &mut Above, seq: u64) -> bool {
+    if seq <= *floor {
+        return false;
+    }
+    if floor.checked_add(1) == Some(seq) {
+        // In order (the common case): no out-of-order bookkeeping.
+        *floor = seq;
+    } else if !above.get_or_insert_with(Box::default).insert(seq) {
+        return false;
+    }
+    advance(floor, above);
+    if above.as_ref().map_or(0, |a| a.len()) > MAX_OUT_OF_ORDER {
+        // Bounded memory: forget the oldest gap (a retransmission that old is moot).
+        if let Some(lowest) = above.as_mut().and_then(|a| a.pop_first()) {
+            *floor = lowest;
+            advance(floor, above);
         }
+    }
+    if above.as_ref().is_some_and(|a| a.is_empty()) {
+        *above = None;
+    }
+    true
+}
+
+/// Move the floor over every sequence delivered just above it.
+fn advance(floor: &mut u64, above: &mut Above) {
+    while let Some(next) = floor.checked_add(1) {
+        if !above.as_mut().is_some_and(|a| a.remove(&next)) {
+            break;
+        }
+        *floor = next;
     }
 }
 
@@ -212,6 +438,56 @@ fn heap_ns(t: Time) -> u64 {
 /// module documentation); per-peer sequences never reach it.
 pub const BROADCAST_SEQ: u64 = 1 << 63;
 
+/// Peer id → position in the per-peer arrays, mapped once: roster members by their
+/// rank in the sorted roster (one subtraction where the ids are consecutive, the
+/// usual 1..=N), any other id the link meets after them, in order of appearance.
+#[derive(Debug, Default)]
+struct PeerIndex {
+    /// The ids `first .. first + run` have positions `0 .. run`.
+    first: NodeId,
+    run: u32,
+    /// The other ids.
+    rest: FxHashMap<NodeId, u32>,
+    len: u32,
+}
+
+impl PeerIndex {
+    fn new(roster: &[NodeId]) -> Self {
+        let mut ids = roster.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut ix = PeerIndex::default();
+        let run = ids
+            .iter()
+            .zip(ids.first().copied().unwrap_or(0)..)
+            .take_while(|(id, want)| *id == want)
+            .count();
+        ix.first = ids.first().copied().unwrap_or(0);
+        ix.run = run as u32;
+        ix.len = ix.run;
+        for &id in &ids[run..] {
+            ix.rest.insert(id, ix.len);
+            ix.len += 1;
+        }
+        ix
+    }
+    fn find(&self, id: NodeId) -> Option<usize> {
+        match id.checked_sub(self.first) {
+            Some(i) if i < self.run => Some(i as usize),
+            _ => self.rest.get(&id).map(|&i| i as usize),
+        }
+    }
+    /// The position of `id`, given one if it has none yet.
+    fn find_or_add(&mut self, id: NodeId) -> usize {
+        if let Some(i) = self.find(id) {
+            return i;
+        }
+        self.rest.insert(id, self.len);
+        self.len += 1;
+        (self.len - 1) as usize
+    }
+}
+
 /// The reliable link of one node to all its peers (see the module documentation):
 /// sequences, acks, retransmission timers and the duplicate windows.
 #[derive(Debug)]
@@ -219,21 +495,31 @@ pub struct Link {
     me: NodeId,
     incarnation: u64,
     cfg: LinkConfig,
-    next_seq: FxHashMap<NodeId, u64>,
+    index: PeerIndex,
+    /// Per peer, by [`PeerIndex`] position.
+    peers: Peers,
     /// Last broadcast sequence used (without the [`BROADCAST_SEQ`] bit).
     next_broadcast: u64,
-    unacked: FxHashMap<(NodeId, u64), Pending>,
+    /// Messages awaiting their ack (the per-peer lists of [`Peer::tail`]).
+    slots: Vec<Slot>,
+    /// Their messages.
+    kept: Kept,
+    /// First free slot (the free slots are linked through `next`), or [`NIL`].
+    free: u32,
+    /// Messages awaiting their ack.
+    pending: usize,
     /// Retransmission deadlines in nanoseconds of [`Time`] (24 bytes an entry, not
     /// 32: one entry per message in flight), ordered as the times are.
     retx: BinaryHeap<Reverse<(u64, NodeId, u64)>>,
-    inbound: FxHashMap<NodeId, PeerIn>,
-    /// Per sender, the broadcast sequences delivered (incarnation kept in `inbound`).
-    inbound_broadcast: FxHashMap<NodeId, PeerIn>,
-    given_up: FxHashSet<NodeId>,
-    /// Peers the failure detector declared lost ([`Link::abandon`]) and not heard
-    /// from since: failures to them are counted apart from failures to live peers.
-    lost: FxHashSet<NodeId>,
-    rtt: FxHashMap<NodeId, Rtt>,
+    /// An entry of `retx` known to be a message still pending (checked once, not at
+    /// every [`Link::next_deadline`]: the driver asks after every input).
+    live_top: Option<(u64, NodeId, u64)>,
+    /// Out-of-order deliveries per peer position (rare: only a peer with
+    /// [`HAS_ABOVE`] has an entry).
+    #[allow(clippy::box_collection)] // moved to and from an `Above` as it is
+    above: FxHashMap<u32, Box<BTreeSet<u64>>>,
+    /// Per sender, the broadcast sequences delivered (incarnation kept in `peers`).
+    inbound_broadcast: FxHashMap<NodeId, Window>,
     /// The latest flights (messages first sent at one instant, a fan-out) and when an
     /// ack of each last came back, as nanoseconds of [`Time`]: `(first_sent, last_ack)`.
     flights: [(u64, u64); FLIGHTS],
@@ -276,21 +562,24 @@ pub struct Undeliverable {
 }
 
 impl Link {
-    /// The link of node `me` in its boot `incarnation`, with no peer heard from yet.
-    pub fn new(me: NodeId, incarnation: u64, cfg: LinkConfig) -> Self {
+    /// The link of node `me` in its boot `incarnation` to the members of `roster`
+    /// (any other peer gets its state when first met), with no peer heard from yet.
+    pub fn new(me: NodeId, incarnation: u64, roster: &[NodeId], cfg: LinkConfig) -> Self {
         Link {
             me,
             incarnation,
             cfg,
-            next_seq: FxHashMap::default(),
+            index: PeerIndex::new(roster),
+            peers: Peers::default(),
             next_broadcast: 0,
-            unacked: FxHashMap::default(),
+            slots: Vec::new(),
+            kept: Kept::new(),
+            free: NIL,
+            pending: 0,
             retx: BinaryHeap::new(),
-            inbound: FxHashMap::default(),
+            live_top: None,
+            above: FxHashMap::default(),
             inbound_broadcast: FxHashMap::default(),
-            given_up: FxHashSet::default(),
-            lost: FxHashSet::default(),
-            rtt: FxHashMap::default(),
             flights: [(0, 0); FLIGHTS],
             stats: LinkStats::default(),
         }
@@ -301,11 +590,16 @@ impl Link {
         &self.cfg
     }
 
+    /// The position of `peer` in the per-peer arrays, added if new.
+    fn position(&mut self, peer: NodeId) -> usize {
+        self.index.find_or_add(peer)
+    }
+
     /// The retransmission timeout a new message to `peer` would get now.
     pub(crate) fn rto(&self, peer: NodeId) -> Duration {
-        self.rtt
-            .get(&peer)
-            .copied()
+        self.index
+            .find(peer)
+            .map(|i| self.peers[i].rtt())
             .unwrap_or_default()
             .rto(&self.cfg)
     }
@@ -314,6 +608,103 @@ impl Link {
     /// RTO later, or at its give-up time if that comes first.
     fn next_try(&self, peer: NodeId, first_sent: Time, now: Time) -> Time {
         (now + self.rto(peer)).min(first_sent + self.cfg.give_up)
+    }
+
+    /// Keep `msg` until `seq` to the peer at position `i` is acked.
+    fn add_pending(
+        &mut self,
+        i: usize,
+        seq: u64,
+        group: AlgorithmKind,
+        msg: Message,
+        first_sent_ns: u64,
+    ) {
+        let slot = Slot {
+            seq,
+            first_sent_ns,
+            msg: self.kept.keep(msg),
+            attempts: 1,
+            next: NIL,
+            group,
+        };
+        let s = if self.free != NIL {
+            let s = self.free;
+            self.free = self.slots[s as usize].next;
+            self.slots[s as usize] = slot;
+            s
+        } else {
+            self.slots.push(slot);
+            (self.slots.len() - 1) as u32
+        };
+        let tail = self.peers[i].tail;
+        if tail == NIL {
+            self.slots[s as usize].next = s;
+        } else {
+            self.slots[s as usize].next = self.slots[tail as usize].next;
+            self.slots[tail as usize].next = s;
+        }
+        self.peers[i].tail = s;
+        self.pending += 1;
+    }
+
+    /// The slot of the message `seq` pending to the peer at position `i`, and the one
+    /// before it in the peer's list.
+    fn find_pending(&self, i: usize, seq: u64) -> Option<(u32, u32)> {
+        let tail = self.peers[i].tail;
+        if tail == NIL {
+            return None;
+        }
+        let (mut prev, mut s) = (tail, self.slots[tail as usize].next);
+        loop {
+            if self.slots[s as usize].seq == seq {
+                return Some((prev, s));
+            }
+            if s == tail {
+                return None;
+            }
+            prev = s;
+            s = self.slots[s as usize].next;
+        }
+    }
+
+    /// The slot of the message `seq` pending to `peer`, if it is.
+    fn pending_slot(&self, peer: NodeId, seq: u64) -> Option<u32> {
+        let i = self.index.find(peer)?;
+        self.find_pending(i, seq).map(|(_, s)| s)
+    }
+
+    /// Stop waiting for the ack of `seq` to the peer at position `i`.
+    fn take_pending(&mut self, i: usize, seq: u64) -> Option<Pending> {
+        let (prev, s) = self.find_pending(i, seq)?;
+        self.live_top = None;
+        let next = self.slots[s as usize].next;
+        if prev == s {
+            self.peers[i].tail = NIL;
+        } else {
+            self.slots[prev as usize].next = next;
+            if self.peers[i].tail == s {
+                self.peers[i].tail = prev;
+            }
+        }
+        let slot = &mut self.slots[s as usize];
+        let k = std::mem::replace(&mut slot.msg, NIL);
+        let (group, attempts, first_sent_ns) = (slot.group, slot.attempts, slot.first_sent_ns);
+        slot.next = self.free;
+        self.free = s;
+        self.pending -= 1;
+        let msg = self.kept.release(k);
+        if self.pending == 0 && self.slots.capacity() > KEEP_SLOTS {
+            // Nothing in flight: give a burst's memory back.
+            self.slots = Vec::new();
+            self.kept = Kept::new();
+            self.free = NIL;
+        }
+        Some(Pending {
+            group,
+            msg: msg?,
+            attempts,
+            first_sent_ns,
+        })
     }
 
     /// Wrap `msg` as one datagram for all of `to` at once (a multicast send; one
@@ -334,15 +725,20 @@ impl Link {
         self.next_broadcast += 1;
         let seq = BROADCAST_SEQ | self.next_broadcast;
         for &peer in to {
-            self.unacked.insert(
-                (peer, seq),
-                Pending {
-                    group,
-                    msg: msg.clone(),
-                    attempts: 1,
-                    first_sent_ns: heap_ns(now),
-                },
-            );
+            let i = self.position(peer);
+            // (A recipient listed twice keeps one entry, as a map keyed by it did.)
+            if let Some((_, s)) = self.find_pending(i, seq) {
+                let old = self.slots[s as usize].msg;
+                self.kept.release(old);
+                let k = self.kept.keep(msg.clone());
+                let slot = &mut self.slots[s as usize];
+                slot.msg = k;
+                slot.group = group;
+                slot.attempts = 1;
+                slot.first_sent_ns = heap_ns(now);
+            } else {
+                self.add_pending(i, seq, group, msg.clone(), heap_ns(now));
+            }
             let at = self.next_try(peer, now, now);
             self.retx.push(Reverse((heap_ns(at), peer, seq)));
         }
@@ -355,18 +751,10 @@ impl Link {
         if !msg.kind().is_reliable() {
             return self.datagram(0, 0, Some(group), Some(msg));
         }
-        let seq = self.next_seq.entry(to).or_insert(0);
-        *seq += 1;
-        let seq = *seq;
-        self.unacked.insert(
-            (to, seq),
-            Pending {
-                group,
-                msg: msg.clone(),
-                attempts: 1,
-                first_sent_ns: heap_ns(now),
-            },
-        );
+        let i = self.position(to);
+        self.peers[i].next_seq += 1;
+        let seq = self.peers[i].next_seq;
+        self.add_pending(i, seq, group, msg.clone(), heap_ns(now));
         let at = self.next_try(to, now, now);
         self.retx.push(Reverse((heap_ns(at), to, seq)));
         self.datagram(seq, 0, Some(group), Some(msg))
@@ -395,30 +783,36 @@ impl Link {
     /// of what it acknowledges.
     pub fn receive(&mut self, now: Time, d: &Datagram) -> (Inbound, Option<Datagram>, bool) {
         let ack = (d.seq != 0).then(|| self.datagram(0, d.seq, None, None));
-        let peer = self.inbound.entry(d.from).or_default();
-        if d.incarnation < peer.incarnation {
+        let i = self.position(d.from);
+        let peer = &mut self.peers[i];
+        if d.incarnation < peer.in_incarnation {
             self.stats.stale_dropped += 1;
             return (Inbound::Stale, None, false);
         }
-        if d.incarnation > peer.incarnation {
-            *peer = PeerIn {
-                incarnation: d.incarnation,
-                ..PeerIn::default()
-            };
+        if d.incarnation > peer.in_incarnation {
+            peer.in_incarnation = d.incarnation;
+            peer.in_floor = 0;
+            if peer.has(HAS_ABOVE) {
+                peer.set(HAS_ABOVE, false);
+                self.above.remove(&(i as u32));
+            }
             self.inbound_broadcast.remove(&d.from);
         }
         if d.ack != 0 {
-            if let Some(p) = self.unacked.remove(&(d.from, d.ack)) {
+            if let Some(p) = self.take_pending(i, d.ack) {
                 // Karn's rule: only a message sent once times a round trip.
                 if p.attempts == 1 {
-                    let rtt = self.rtt.entry(d.from).or_default();
+                    let mut rtt = self.peers[i].rtt();
                     rtt.sample(now.saturating_sub(p.first_sent()));
+                    self.peers[i].set_rtt(rtt);
                 }
                 self.flight_acked(p.first_sent_ns, heap_ns(now));
             }
         }
-        self.lost.remove(&d.from);
-        let revived = self.given_up.remove(&d.from);
+        let peer = &mut self.peers[i];
+        peer.set(LOST, false);
+        let revived = peer.has(GIVEN_UP);
+        peer.set(GIVEN_UP, false);
         if d.seq == 0 {
             let verdict = if d.body.is_some() {
                 Inbound::Deliver
@@ -429,33 +823,29 @@ impl Link {
         }
         self.stats.acks_sent += 1;
         self.stats.datagrams_sent += 1;
-        let (peer, seq) = if d.seq & BROADCAST_SEQ != 0 {
-            let window = self.inbound_broadcast.entry(d.from).or_default();
-            (window, d.seq & !BROADCAST_SEQ)
+        let fresh = if d.seq & BROADCAST_SEQ != 0 {
+            let w = self.inbound_broadcast.entry(d.from).or_default();
+            accept(&mut w.floor, &mut w.above, d.seq & !BROADCAST_SEQ)
+        } else if !peer.has(HAS_ABOVE) && peer.in_floor.checked_add(1) == Some(d.seq) {
+            // In order, nothing out of order kept (the common case).
+            peer.in_floor = d.seq;
+            true
         } else {
-            (self.inbound.entry(d.from).or_default(), d.seq)
-        };
-        if seq <= peer.floor {
-            self.stats.duplicates_dropped += 1;
-            return (Inbound::Duplicate, ack, revived);
-        }
-        if peer.floor.checked_add(1) == Some(seq) {
-            // In order (the common case): no out-of-order bookkeeping.
-            peer.floor = seq;
-        } else if !peer.above.get_or_insert_with(Box::default).insert(seq) {
-            self.stats.duplicates_dropped += 1;
-            return (Inbound::Duplicate, ack, revived);
-        }
-        peer.advance();
-        if peer.above.as_ref().map_or(0, |a| a.len()) > MAX_OUT_OF_ORDER {
-            // Bounded memory: forget the oldest gap (a retransmission that old is moot).
-            if let Some(lowest) = peer.above.as_mut().and_then(|a| a.pop_first()) {
-                peer.floor = lowest;
-                peer.advance();
+            let mut above = if peer.has(HAS_ABOVE) {
+                self.above.remove(&(i as u32))
+            } else {
+                None
+            };
+            let fresh = accept(&mut peer.in_floor, &mut above, d.seq);
+            peer.set(HAS_ABOVE, above.is_some());
+            if let Some(a) = above {
+                self.above.insert(i as u32, a);
             }
-        }
-        if peer.above.as_ref().is_some_and(|a| a.is_empty()) {
-            peer.above = None;
+            fresh
+        };
+        if !fresh {
+            self.stats.duplicates_dropped += 1;
+            return (Inbound::Duplicate, ack, revived);
         }
         (Inbound::Deliver, ack, revived)
     }
@@ -484,11 +874,16 @@ impl Link {
 
     /// Earliest retransmission deadline, if any message is unacknowledged.
     pub(crate) fn next_deadline(&mut self) -> Option<Time> {
-        while let Some(Reverse((_, peer, seq))) = self.retx.peek() {
-            if self.unacked.contains_key(&(*peer, *seq)) {
+        while let Some(&Reverse(top)) = self.retx.peek() {
+            if self.live_top == Some(top) || self.pending_slot(top.1, top.2).is_some() {
+                self.live_top = Some(top);
                 break;
             }
             self.retx.pop();
+        }
+        if self.retx.is_empty() && self.retx.capacity() > KEEP_SLOTS {
+            // Nothing in flight: give a burst's memory back.
+            self.retx = BinaryHeap::new();
         }
         self.retx
             .peek()
@@ -508,17 +903,21 @@ impl Link {
                 break;
             }
             self.retx.pop();
-            let Some(p) = self.unacked.get(&(peer, seq)) else {
+            let Some(s) = self.pending_slot(peer, seq) else {
                 continue;
             };
+            let p = &self.slots[s as usize];
             let out_of_time = now >= p.first_sent() + self.cfg.give_up;
             let out_of_tries = self.cfg.max_attempts.is_some_and(|m| p.attempts >= m);
+            let Some(i) = self.index.find(peer) else {
+                continue;
+            };
             if out_of_time || out_of_tries {
-                let Some(p) = self.unacked.remove(&(peer, seq)) else {
+                let Some(p) = self.take_pending(i, seq) else {
                     continue;
                 };
-                self.count_failure(peer);
-                self.given_up.insert(peer);
+                self.count_failure(i);
+                self.peers[i].set(GIVEN_UP, true);
                 failed.push(Undeliverable {
                     peer,
                     group: p.group,
@@ -546,16 +945,18 @@ impl Link {
             // A retransmission timeout doubles the peer's RTO (RFC 6298 §5.5), for
             // new messages too, until a fresh sample.
             let (attempts, first_sent) = (p.attempts + 1, p.first_sent());
-            let rtt = self.rtt.entry(peer).or_default();
+            let mut rtt = self.peers[i].rtt();
             if rtt.rto(&self.cfg) < self.cfg.rto_max {
                 rtt.backoff = (rtt.backoff + 1).min(16);
+                self.peers[i].set_rtt(rtt);
             }
             let next = self.next_try(peer, first_sent, now);
-            let Some(p) = self.unacked.get_mut(&(peer, seq)) else {
+            let p = &mut self.slots[s as usize];
+            p.attempts = attempts;
+            let (group, k) = (p.group, p.msg);
+            let Some(msg) = self.kept.get(k).cloned() else {
                 continue;
             };
-            p.attempts = attempts;
-            let (group, msg) = (p.group, p.msg.clone());
             self.retx.push(Reverse((heap_ns(next), peer, seq)));
             self.stats.retransmissions += 1;
             self.stats.datagrams_sent += 1;
@@ -567,19 +968,40 @@ impl Link {
     /// declared `peer` lost: until it is heard from again, failures to it are counted
     /// in [`LinkStats::delivery_failures_to_lost`].
     pub fn declare_lost(&mut self, peer: NodeId) {
-        self.lost.insert(peer);
+        let i = self.position(peer);
+        self.peers[i].set(LOST, true);
     }
 
-    fn count_failure(&mut self, peer: NodeId) {
+    fn count_failure(&mut self, i: usize) {
         self.stats.delivery_failures += 1;
-        if self.lost.contains(&peer) {
+        if self.peers[i].has(LOST) {
             self.stats.delivery_failures_to_lost += 1;
         }
     }
 
     /// Number of messages waiting for an ack.
     pub(crate) fn in_flight(&self) -> usize {
-        self.unacked.len()
+        self.pending
+    }
+
+    /// The sequences pending to the peer at position `i`, in sending order.
+    fn pending_seqs(&self, i: usize, group: Option<AlgorithmKind>) -> Vec<u64> {
+        let mut seqs = Vec::new();
+        let tail = self.peers[i].tail;
+        if tail == NIL {
+            return seqs;
+        }
+        let mut s = tail;
+        loop {
+            s = self.slots[s as usize].next;
+            let slot = &self.slots[s as usize];
+            if group.is_none_or(|g| g == slot.group) {
+                seqs.push(slot.seq);
+            }
+            if s == tail {
+                return seqs;
+            }
+        }
     }
 
     /// Give up now on every message of `group` still unacknowledged by `peer` (the
@@ -589,18 +1011,14 @@ impl Link {
     /// then its later failures count as failures to a lost peer too
     /// ([`LinkStats::delivery_failures_to_lost`]).
     pub(crate) fn abandon(&mut self, peer: NodeId, group: AlgorithmKind) -> Vec<Undeliverable> {
-        self.lost.insert(peer);
-        let mut seqs: Vec<u64> = self
-            .unacked
-            .iter()
-            .filter(|((p, _), m)| *p == peer && m.group == group)
-            .map(|((_, seq), _)| *seq)
-            .collect();
+        let i = self.position(peer);
+        self.peers[i].set(LOST, true);
+        let mut seqs = self.pending_seqs(i, Some(group));
         seqs.sort_unstable();
         let mut out = Vec::with_capacity(seqs.len());
         for seq in seqs {
-            if let Some(m) = self.unacked.remove(&(peer, seq)) {
-                self.count_failure(peer);
+            if let Some(m) = self.take_pending(i, seq) {
+                self.count_failure(i);
                 out.push(Undeliverable {
                     peer,
                     group: m.group,
@@ -609,7 +1027,7 @@ impl Link {
             }
         }
         if !out.is_empty() {
-            self.given_up.insert(peer);
+            self.peers[i].set(GIVEN_UP, true);
         }
         out
     }
@@ -619,6 +1037,10 @@ impl Link {
 mod tests {
     use super::*;
     use crate::contract::message::Message;
+
+    /// The roster of the tests' links; peer 5 is not on it (the link keeps state for
+    /// any peer it meets, roster or not).
+    const ROSTER: &[NodeId] = &[1, 2, 3, 4];
 
     fn reliable(from: NodeId, seq: u64) -> Datagram {
         Datagram {
@@ -633,7 +1055,7 @@ mod tests {
 
     #[test]
     fn duplicates_are_acked_but_delivered_once_and_order_does_not_matter() {
-        let mut link = Link::new(1, 1, LinkConfig::default());
+        let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
         let expected = [
             (3, Inbound::Deliver),
             (1, Inbound::Deliver),
@@ -659,7 +1081,7 @@ mod tests {
     #[test]
     fn sequences_at_the_top_of_the_range_do_not_overflow() {
         for (base, max) in [(0, BROADCAST_SEQ - 1), (BROADCAST_SEQ, u64::MAX)] {
-            let mut link = Link::new(1, 1, LinkConfig::default());
+            let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
             let top = max - MAX_OUT_OF_ORDER as u64 - 1;
             for seq in top..=max {
                 let (verdict, _, _) = link.receive(Duration::ZERO, &reliable(2, seq));
@@ -673,7 +1095,9 @@ mod tests {
     }
 
     fn unacked_to(l: &Link, peer: NodeId) -> usize {
-        l.unacked.keys().filter(|(p, _)| *p == peer).count()
+        l.index
+            .find(peer)
+            .map_or(0, |i| l.pending_seqs(i, None).len())
     }
 
     fn election(seq: u64) -> Message {
@@ -685,7 +1109,7 @@ mod tests {
 
     #[test]
     fn abandon_hands_back_one_groups_pending_messages_in_order() {
-        let mut l = Link::new(1, 1, LinkConfig::default());
+        let mut l = Link::new(1, 1, ROSTER, LinkConfig::default());
         let t = Duration::ZERO;
         l.send(t, 5, AlgorithmKind::Ring, election(1));
         l.send(t, 5, AlgorithmKind::Bully, election(2));
@@ -708,8 +1132,8 @@ mod tests {
 
     #[test]
     fn in_order_and_out_of_order_deliveries_and_duplicates() {
-        let mut a = Link::new(1, 1, LinkConfig::default());
-        let mut b = Link::new(2, 1, LinkConfig::default());
+        let mut a = Link::new(1, 1, ROSTER, LinkConfig::default());
+        let mut b = Link::new(2, 1, ROSTER, LinkConfig::default());
         let t = Duration::ZERO;
         let d1 = a.send(t, 2, AlgorithmKind::Bully, election(1));
         let d2 = a.send(t, 2, AlgorithmKind::Bully, election(2));
@@ -721,6 +1145,90 @@ mod tests {
         assert_eq!(b.receive(t, &d3).0, Inbound::Duplicate);
         assert_eq!(b.receive(t, &d1).0, Inbound::Duplicate);
         assert_eq!(b.stats.duplicates_dropped, 3);
+    }
+
+    /// The pending lists: messages to several peers (on the roster and off it), acked
+    /// in any order, leave exactly the unacked ones in flight, retransmitted in
+    /// deadline order and handed back in sending order; freed slots are reused.
+    #[test]
+    fn pending_messages_per_peer_acked_in_any_order() {
+        let mut l = Link::new(1, 1, ROSTER, LinkConfig::default());
+        let t = Duration::ZERO;
+        assert_eq!(l.rto(9), LinkConfig::default().retransmit, "untouched peer");
+        let mut sent = Vec::new();
+        for k in 0..6u64 {
+            for peer in [2, 4, 5, 9] {
+                let d = l.send(t, peer, AlgorithmKind::Bully, election(k));
+                sent.push((peer, d.seq, k));
+            }
+        }
+        assert_eq!(l.in_flight(), 24);
+        assert_eq!(
+            l.kept.entries.len(),
+            6,
+            "one copy per message sent in a row"
+        );
+        // Ack every other message, newest first.
+        for &(peer, seq, _) in sent.iter().rev().step_by(2) {
+            l.receive(ms(1), &ack_from(peer, seq));
+        }
+        assert_eq!(l.in_flight(), 12);
+        let slots = l.slots.len();
+        // Acks for what is no longer pending, or was never sent, change nothing.
+        l.receive(ms(1), &ack_from(2, 999));
+        l.receive(ms(1), &ack_from(3, 1));
+        assert_eq!(l.in_flight(), 12);
+        // New messages take the freed slots.
+        let d = l.send(ms(2), 3, AlgorithmKind::Bully, election(9));
+        assert_eq!(l.slots.len(), slots, "a freed slot is reused");
+        l.receive(ms(3), &ack_from(3, d.seq));
+        let left: Vec<(NodeId, u64)> = sent
+            .iter()
+            .rev()
+            .skip(1)
+            .step_by(2)
+            .map(|&(p, seq, _)| (p, seq))
+            .collect();
+        for &(peer, seq) in &left {
+            assert_eq!(
+                l.pending_slot(peer, seq).map(|s| l.slots[s as usize].seq),
+                Some(seq)
+            );
+        }
+        // The first retransmission round resends exactly the unacked ones, ordered by
+        // (deadline, peer, sequence) as the heap orders them.
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        let due = l.next_deadline().unwrap();
+        l.on_timeout(due, &mut tx, &mut failed);
+        let mut want = left.clone();
+        want.sort_unstable();
+        let got: Vec<(NodeId, u64)> = tx.iter().map(|(p, d)| (*p, d.seq)).collect();
+        assert_eq!(got, want);
+        for (peer, d) in &tx {
+            let k = sent
+                .iter()
+                .find(|s| (s.0, s.1) == (*peer, d.seq))
+                .unwrap()
+                .2;
+            assert_eq!(
+                d.body,
+                Some(election(k)),
+                "each resent with its own message"
+            );
+        }
+        // Abandoning a peer hands back its messages in sending order.
+        let gone: Vec<Message> = l
+            .abandon(5, AlgorithmKind::Bully)
+            .into_iter()
+            .map(|u| u.msg)
+            .collect();
+        let want: Vec<Message> = sent
+            .iter()
+            .filter(|&&(p, seq, _)| p == 5 && left.contains(&(p, seq)))
+            .map(|&(_, _, k)| election(k))
+            .collect();
+        assert_eq!(gone, want);
+        assert_eq!(l.in_flight(), 12 - want.len());
     }
 
     fn ack_from(peer: NodeId, seq: u64) -> Datagram {
@@ -750,7 +1258,7 @@ mod tests {
             give_up: ms(900),
             max_attempts: None,
         };
-        let mut l = Link::new(1, 1, cfg.clone());
+        let mut l = Link::new(1, 1, ROSTER, cfg.clone());
         assert_eq!(l.rto(2), cfg.retransmit, "no sample yet");
         let d = l.send(ms(0), 2, AlgorithmKind::Bully, election(1));
         l.receive(ms(8), &ack_from(2, d.seq));
@@ -766,6 +1274,7 @@ mod tests {
         let mut fast = Link::new(
             1,
             1,
+            ROSTER,
             LinkConfig {
                 rto_min: ms(5),
                 ..cfg.clone()
@@ -791,7 +1300,7 @@ mod tests {
             give_up: ms(1000),
             max_attempts: None,
         };
-        let mut l = Link::new(1, 1, cfg.clone());
+        let mut l = Link::new(1, 1, ROSTER, cfg.clone());
         let (mut tx, mut failed) = (Vec::new(), Vec::new());
         let d = l.send(ms(0), 2, AlgorithmKind::Bully, election(1));
         let mut now = ms(0);
@@ -831,7 +1340,7 @@ mod tests {
             give_up: ms(75),
             max_attempts: None,
         };
-        let mut l = Link::new(1, 1, cfg.clone());
+        let mut l = Link::new(1, 1, ROSTER, cfg.clone());
         let peers: Vec<NodeId> = (2..=9).collect();
         let seqs: Vec<u64> = peers
             .iter()
@@ -868,7 +1377,7 @@ mod tests {
         assert_eq!(now, cfg.give_up, "given up at the usual time");
         // A flight whose acks trickle in for longer than the RTO ceiling: what is not
         // acked by then goes again at the ceiling after the send, not later.
-        let mut big = Link::new(1, 1, cfg.clone());
+        let mut big = Link::new(1, 1, ROSTER, cfg.clone());
         let peers: Vec<NodeId> = (2..=21).collect();
         let seqs: Vec<u64> = peers
             .iter()
@@ -888,7 +1397,7 @@ mod tests {
         }
         assert_eq!(first_retry, Some(cfg.rto_max));
         // A lone message: its RTO after the send, as before.
-        let mut lone = Link::new(1, 1, cfg.clone());
+        let mut lone = Link::new(1, 1, ROSTER, cfg.clone());
         lone.send(ms(100), 2, AlgorithmKind::Bully, election(1));
         assert_eq!(lone.next_deadline(), Some(ms(100) + cfg.retransmit));
     }
@@ -905,7 +1414,7 @@ mod tests {
                 give_up: ms(150),
                 max_attempts: None,
             };
-            let mut l = Link::new(1, 1, cfg.clone());
+            let mut l = Link::new(1, 1, ROSTER, cfg.clone());
             l.send(ms(3), 2, AlgorithmKind::Bully, election(1));
             let (mut tx, mut failed) = (Vec::new(), Vec::new());
             let mut verdict = None;
@@ -922,6 +1431,7 @@ mod tests {
         let mut l = Link::new(
             1,
             1,
+            ROSTER,
             LinkConfig {
                 max_attempts: Some(2),
                 ..LinkConfig::default()
@@ -943,7 +1453,7 @@ mod tests {
             give_up: ms(50),
             ..LinkConfig::default()
         };
-        let mut l = Link::new(1, 1, cfg);
+        let mut l = Link::new(1, 1, ROSTER, cfg);
         let drain = |l: &mut Link| {
             let (mut tx, mut failed) = (Vec::new(), Vec::new());
             while let Some(at) = l.next_deadline() {

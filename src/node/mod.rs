@@ -43,6 +43,7 @@ use crate::contract::rng::Rng;
 use crate::NodeId;
 use link::{Inbound, Link, LinkConfig, LinkStats};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Effects buffers larger than this are freed after use rather than kept.
@@ -74,8 +75,9 @@ pub struct Datagram {
 pub struct NodeConfig {
     /// This node's id, a member of `ring`.
     pub id: NodeId,
-    /// Every roster id including this node's, in logical ring order.
-    pub ring: Vec<NodeId>,
+    /// Every roster id including this node's, in logical ring order (shared: the
+    /// node's groups keep this one copy, as may the driver's other nodes).
+    pub ring: Arc<[NodeId]>,
     /// The groups to run, one per algorithm (no duplicates).
     pub algorithms: Vec<AlgorithmKind>,
     /// Heartbeat, failure timeout and election timeouts of every group.
@@ -279,9 +281,10 @@ pub struct Node {
     /// The algorithm switches (the lease settings are read here).
     options: Options,
     id: NodeId,
-    ring: Vec<NodeId>,
-    /// The roster sorted, for membership checks in O(log N).
-    members: Vec<NodeId>,
+    ring: Arc<[NodeId]>,
+    /// The roster sorted, for membership checks in O(log N) (the same allocation as
+    /// `ring` where that is sorted, the usual case).
+    members: Arc<[NodeId]>,
     timing: Timing,
     groups: Vec<Group>,
     link: Link,
@@ -335,8 +338,14 @@ impl Node {
                 leader_priority: None,
             });
         }
-        let mut members = cfg.ring.clone();
-        members.sort_unstable();
+        let members: Arc<[NodeId]> = if cfg.ring.is_sorted() {
+            cfg.ring.clone()
+        } else {
+            let mut sorted = cfg.ring.to_vec();
+            sorted.sort_unstable();
+            sorted.into()
+        };
+        let link = Link::new(cfg.id, cfg.incarnation, &members, cfg.link);
         Ok(Node {
             options: cfg.options.clone(),
             id: cfg.id,
@@ -344,7 +353,7 @@ impl Node {
             ring: cfg.ring,
             timing: cfg.timing,
             groups,
-            link: Link::new(cfg.id, cfg.incarnation, cfg.link),
+            link,
             rng: Rng::new(cfg.seed),
             timers: Vec::new(),
             transmits: Vec::new(),

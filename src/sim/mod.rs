@@ -29,7 +29,7 @@ pub mod scenario;
 pub(crate) mod tokens;
 
 use crate::contract::algorithm::{AlgorithmKind, Options, Timing};
-use crate::contract::message::MessageType;
+use crate::contract::message::{Message, MessageType};
 use crate::contract::rng::Rng;
 use crate::node::link::LinkConfig;
 use crate::node::{Datagram, Event, Node, NodeConfig, Time};
@@ -40,6 +40,7 @@ use report::{ElectionReport, MessageCounts};
 use scenario::Op;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Virtual processing time a node spends per input (see the module documentation).
@@ -102,14 +103,28 @@ pub enum SimError {
     Empty,
 }
 
+/// A queued event: 40 bytes. A datagram in flight is packed: a bare ack (half of
+/// the traffic of a large election) inline, a datagram with a body inline but for the
+/// body (in [`Bodies`]), anything else boxed. `to`: node index. `trace_id`: the
+/// datagram's id in the trace (0 when not tracing).
 enum Payload {
-    /// `to`: node index. `trace_id`: the datagram's id in the trace (0 when not
-    /// tracing); two u32 take the room one index took before traces existed.
-    Deliver {
+    Ack {
+        ack: u64,
         to: u32,
-        datagram: Datagram,
         trace_id: u32,
+        from: NodeId,
+        incarnation: u32,
     },
+    Data {
+        seq: u64,
+        to: u32,
+        trace_id: u32,
+        from: NodeId,
+        incarnation: u32,
+        body: u32,
+        group: AlgorithmKind,
+    },
+    Other(Box<(u32, u32, Datagram)>),
     Wake {
         node: usize,
     },
@@ -156,6 +171,92 @@ impl Bucket {
 
     fn is_empty(&self) -> bool {
         self.chunks.iter().all(|c| c.is_empty())
+    }
+}
+
+/// The bodies of the datagrams in flight, by slot: in chunks, so that a burst does not
+/// double one buffer, and freed when none is left.
+#[derive(Default)]
+struct Bodies {
+    chunks: Vec<Vec<Option<Message>>>,
+    free: Vec<u32>,
+    used: usize,
+}
+
+impl Bodies {
+    const CHUNK: usize = 1 << 16;
+
+    fn put(&mut self, m: Message) -> u32 {
+        self.used += 1;
+        if let Some(s) = self.free.pop() {
+            let s = s as usize;
+            self.chunks[s / Self::CHUNK][s % Self::CHUNK] = Some(m);
+            return s as u32;
+        }
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < Self::CHUNK => c.push(Some(m)),
+            _ => {
+                let mut c = Vec::with_capacity(Self::CHUNK);
+                c.push(Some(m));
+                self.chunks.push(c);
+            }
+        }
+        let last = self.chunks.len() - 1;
+        (last * Self::CHUNK + self.chunks[last].len() - 1) as u32
+    }
+
+    fn take(&mut self, s: u32) -> Option<Message> {
+        let i = s as usize;
+        let m = self
+            .chunks
+            .get_mut(i / Self::CHUNK)?
+            .get_mut(i % Self::CHUNK)?
+            .take()?;
+        self.used -= 1;
+        if self.used == 0 {
+            self.chunks = Vec::new();
+            self.free = Vec::new();
+        } else {
+            self.free.push(s);
+        }
+        Some(m)
+    }
+
+    /// Room for another body (slot numbers are u32).
+    fn has_room(&self) -> bool {
+        self.used < u32::MAX as usize
+    }
+}
+
+/// Node id → index in [`Sim::nodes`]: a table by id where the ids are small (the
+/// usual 1..=N, in any ring order; one load per datagram sent), a hash map otherwise.
+enum NodeIndex {
+    Dense(Vec<u32>),
+    Sparse(HashMap<NodeId, usize>),
+}
+
+impl NodeIndex {
+    fn new(ids: &[NodeId]) -> Self {
+        let max = ids.iter().copied().max().unwrap_or(0) as usize;
+        if max <= 4 * ids.len() + 64 {
+            let mut t = vec![u32::MAX; max + 1];
+            for (i, &id) in ids.iter().enumerate() {
+                t[id as usize] = i as u32;
+            }
+            NodeIndex::Dense(t)
+        } else {
+            NodeIndex::Sparse(ids.iter().enumerate().map(|(i, &id)| (id, i)).collect())
+        }
+    }
+
+    fn get(&self, id: NodeId) -> Option<usize> {
+        match self {
+            NodeIndex::Dense(t) => t
+                .get(id as usize)
+                .filter(|&&i| i != u32::MAX)
+                .map(|&i| i as usize),
+            NodeIndex::Sparse(m) => m.get(&id).copied(),
+        }
     }
 }
 
@@ -206,9 +307,13 @@ pub struct Sim {
     /// (time, insertion). Many events share an instant on the synchronous network, so
     /// buckets beat a heap of single events.
     queue: BTreeMap<u64, Bucket>,
+    /// The bodies of the datagrams in `queue`.
+    bodies: Bodies,
     queued: usize,
     nodes: Vec<SimNode>,
-    index: HashMap<NodeId, usize>,
+    /// `cfg.ids`, shared by every node built (one copy of the roster, not one per node).
+    roster: Arc<[NodeId]>,
+    index: NodeIndex,
     rng: Rng,
     net: NetConfig,
     cuts: Cuts,
@@ -239,9 +344,8 @@ impl Sim {
         }
         let mut rng = Rng::new(cfg.seed);
         let mut nodes = Vec::with_capacity(cfg.ids.len());
-        let mut index = HashMap::with_capacity(cfg.ids.len());
-        for (i, &id) in cfg.ids.iter().enumerate() {
-            index.insert(id, i);
+        let index = NodeIndex::new(&cfg.ids);
+        for &id in &cfg.ids {
             nodes.push(SimNode {
                 id,
                 node: None,
@@ -257,15 +361,18 @@ impl Sim {
             });
         }
         // Validate the roster once (duplicates, id 0) by building a throwaway node.
-        let probe = Self::node_config(&cfg, cfg.ids[0], 0, 0);
+        let roster: Arc<[NodeId]> = cfg.ids.clone().into();
+        let probe = Self::node_config(&cfg, &roster, cfg.ids[0], 0, 0);
         Node::new(probe)?;
         Ok(Sim {
             net: cfg.net.clone(),
             cfg,
             now: Duration::ZERO,
             queue: BTreeMap::new(),
+            bodies: Bodies::default(),
             queued: 0,
             nodes,
+            roster,
             index,
             rng,
             cuts: Cuts::default(),
@@ -282,10 +389,16 @@ impl Sim {
         })
     }
 
-    fn node_config(cfg: &SimConfig, id: NodeId, incarnation: u64, seed: u64) -> NodeConfig {
+    fn node_config(
+        cfg: &SimConfig,
+        roster: &Arc<[NodeId]>,
+        id: NodeId,
+        incarnation: u64,
+        seed: u64,
+    ) -> NodeConfig {
         NodeConfig {
             id,
-            ring: cfg.ids.clone(),
+            ring: roster.clone(),
             algorithms: cfg.algorithms.clone(),
             timing: cfg.timing.clone(),
             options: cfg.options.clone(),
@@ -332,8 +445,8 @@ impl Sim {
     /// Is `id` running (started and not crashed)? False for an unknown id.
     pub fn is_alive(&self, id: NodeId) -> bool {
         self.index
-            .get(&id)
-            .map(|&i| self.nodes[i].alive)
+            .get(id)
+            .map(|i| self.nodes[i].alive)
             .unwrap_or(false)
     }
 
@@ -348,16 +461,11 @@ impl Sim {
 
     /// The node object of `id` (crashed nodes keep their last state).
     pub fn node(&self, id: NodeId) -> Option<&Node> {
-        self.index
-            .get(&id)
-            .and_then(|&i| self.nodes[i].node.as_ref())
+        self.index.get(id).and_then(|i| self.nodes[i].node.as_ref())
     }
 
     fn idx(&self, id: NodeId) -> Result<usize, SimError> {
-        self.index
-            .get(&id)
-            .copied()
-            .ok_or(SimError::UnknownNode(id))
+        self.index.get(id).ok_or(SimError::UnknownNode(id))
     }
 
     /// Boot (or reboot) node `id`.
@@ -395,7 +503,7 @@ impl Sim {
         let sn = &mut self.nodes[i];
         sn.incarnation += 1;
         let seed = sn.seed ^ sn.incarnation.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let cfg = Self::node_config(&self.cfg, id, sn.incarnation, seed);
+        let cfg = Self::node_config(&self.cfg, &self.roster, id, sn.incarnation, seed);
         let mut node = Node::new(cfg)?;
         node.restore(&durable);
         node.start(self.now, elect);
@@ -838,7 +946,7 @@ impl Sim {
     }
 
     fn transmit(&mut self, from: NodeId, to: NodeId, d: Datagram) {
-        let Some(&ti) = self.index.get(&to) else {
+        let Some(ti) = self.index.get(to) else {
             return;
         };
         let trace_id = match self.trace.as_mut() {
@@ -878,15 +986,100 @@ impl Sim {
             if counted {
                 self.election_in_flight += 1;
             }
-            let datagram = d.clone();
-            self.push(
-                self.now + delay,
-                Payload::Deliver {
-                    to: ti as u32,
-                    datagram,
-                    trace_id,
+            let payload = self.pack(ti as u32, trace_id, d.clone());
+            self.push(self.now + delay, payload);
+        }
+    }
+
+    /// `d` for node index `to` as a queued event (see [`Payload`]).
+    fn pack(&mut self, to: u32, trace_id: u32, d: Datagram) -> Payload {
+        let incarnation = u32::try_from(d.incarnation).ok();
+        match (d, incarnation) {
+            (
+                Datagram {
+                    from,
+                    seq: 0,
+                    ack,
+                    group: None,
+                    body: None,
+                    ..
                 },
-            );
+                Some(incarnation),
+            ) => Payload::Ack {
+                ack,
+                to,
+                trace_id,
+                from,
+                incarnation,
+            },
+            (
+                Datagram {
+                    from,
+                    seq,
+                    ack: 0,
+                    group: Some(group),
+                    body: Some(body),
+                    ..
+                },
+                Some(incarnation),
+            ) if self.bodies.has_room() => Payload::Data {
+                seq,
+                to,
+                trace_id,
+                from,
+                incarnation,
+                body: self.bodies.put(body),
+                group,
+            },
+            (d, _) => Payload::Other(Box::new((to, trace_id, d))),
+        }
+    }
+
+    /// The datagram of a queued event packed by [`Sim::pack`]: (node index, datagram,
+    /// trace id); `None` for the other events.
+    fn unpack(&mut self, payload: Payload) -> Option<(u32, Datagram, u32)> {
+        match payload {
+            Payload::Ack {
+                ack,
+                to,
+                trace_id,
+                from,
+                incarnation,
+            } => {
+                let d = Datagram {
+                    from,
+                    incarnation: u64::from(incarnation),
+                    seq: 0,
+                    ack,
+                    group: None,
+                    body: None,
+                };
+                Some((to, d, trace_id))
+            }
+            Payload::Data {
+                seq,
+                to,
+                trace_id,
+                from,
+                incarnation,
+                body,
+                group,
+            } => {
+                let d = Datagram {
+                    from,
+                    incarnation: u64::from(incarnation),
+                    seq,
+                    ack: 0,
+                    group: Some(group),
+                    body: self.bodies.take(body),
+                };
+                Some((to, d, trace_id))
+            }
+            Payload::Other(b) => {
+                let (to, trace_id, d) = *b;
+                Some((to, d, trace_id))
+            }
+            Payload::Wake { .. } | Payload::Ready { .. } => None,
         }
     }
 
@@ -902,81 +1095,95 @@ impl Sim {
         };
         let at = Duration::from_nanos(t);
         self.now = self.now.max(at);
-        match payload {
-            Payload::Deliver {
-                to,
-                datagram,
-                trace_id,
-            } => {
-                let to = to as usize;
-                let alive = self.nodes[to].alive;
-                if trace_id != 0 {
-                    let id = u64::from(trace_id);
-                    let to = self.nodes[to].id;
-                    self.trace_record(|t| {
-                        if alive {
-                            Record::Deliver { t, id, to }
-                        } else {
-                            Record::Drop {
-                                t,
-                                id,
-                                reason: Cow::Borrowed("dead"),
-                            }
-                        }
-                    });
-                }
-                if !alive {
-                    if datagram
-                        .body
-                        .as_ref()
-                        .is_some_and(|b| !b.kind().is_liveness())
-                    {
-                        self.election_in_flight -= 1;
-                    }
-                    return true;
-                }
-                if self.busy(to) || !self.nodes[to].inbox.is_empty() {
-                    self.nodes[to].inbox.push_back(datagram);
-                    self.ready_later(to);
-                    return true;
-                }
-                self.handle_datagram_at(to, datagram);
-            }
+        let payload = match payload {
             Payload::Wake { node } => {
-                let sn = &self.nodes[node];
-                if !sn.alive || sn.next_wake != Some(at) {
-                    return true;
-                }
-                if self.busy(node) || !self.nodes[node].inbox.is_empty() {
-                    self.nodes[node].next_wake = None;
-                    self.nodes[node].timer_due = true;
-                    self.ready_later(node);
-                    return true;
-                }
-                self.handle_timeout_at(node);
+                self.wake(node, at);
+                return true;
             }
             Payload::Ready { node } => {
-                self.nodes[node].ready_queued = false;
-                if !self.nodes[node].alive {
-                    return true;
-                }
-                if self.busy(node) {
-                    self.ready_later(node);
-                    return true;
-                }
-                // Due timers first (the runtime's biased loop), then the backlog.
-                if std::mem::take(&mut self.nodes[node].timer_due) {
-                    self.handle_timeout_at(node);
-                } else if let Some(d) = self.nodes[node].inbox.pop_front() {
-                    self.handle_datagram_at(node, d);
-                }
-                let sn = &self.nodes[node];
-                if sn.timer_due || !sn.inbox.is_empty() {
-                    self.ready_later(node);
-                }
+                self.ready(node);
+                return true;
             }
-        }
+            p => p,
+        };
+        let Some((to, datagram, trace_id)) = self.unpack(payload) else {
+            return true;
+        };
+        self.deliver(to as usize, datagram, trace_id);
         true
+    }
+
+    /// A datagram arrives at node index `to`.
+    fn deliver(&mut self, to: usize, datagram: Datagram, trace_id: u32) {
+        let alive = self.nodes[to].alive;
+        if trace_id != 0 {
+            let id = u64::from(trace_id);
+            let to = self.nodes[to].id;
+            self.trace_record(|t| {
+                if alive {
+                    Record::Deliver { t, id, to }
+                } else {
+                    Record::Drop {
+                        t,
+                        id,
+                        reason: Cow::Borrowed("dead"),
+                    }
+                }
+            });
+        }
+        if !alive {
+            if datagram
+                .body
+                .as_ref()
+                .is_some_and(|b| !b.kind().is_liveness())
+            {
+                self.election_in_flight -= 1;
+            }
+            return;
+        }
+        if self.busy(to) || !self.nodes[to].inbox.is_empty() {
+            self.nodes[to].inbox.push_back(datagram);
+            self.ready_later(to);
+            return;
+        }
+        self.handle_datagram_at(to, datagram);
+    }
+
+    /// Node index `node`'s wake-up of time `at` is due.
+    fn wake(&mut self, node: usize, at: Time) {
+        let sn = &self.nodes[node];
+        if !sn.alive || sn.next_wake != Some(at) {
+            return;
+        }
+        if self.busy(node) || !self.nodes[node].inbox.is_empty() {
+            self.nodes[node].next_wake = None;
+            self.nodes[node].timer_due = true;
+            self.ready_later(node);
+            return;
+        }
+        self.handle_timeout_at(node);
+    }
+
+    /// Node index `node` is free again: it takes the next input from its inbox.
+    fn ready(&mut self, node: usize) {
+        self.nodes[node].ready_queued = false;
+        if !self.nodes[node].alive {
+            return;
+        }
+        if self.busy(node) {
+            self.ready_later(node);
+            return;
+        }
+        // Due timers first (the runtime's biased loop), then the backlog.
+        if std::mem::take(&mut self.nodes[node].timer_due) {
+            self.handle_timeout_at(node);
+        } else if let Some(d) = self.nodes[node].inbox.pop_front() {
+            self.handle_datagram_at(node, d);
+        }
+        let sn = &self.nodes[node];
+        if sn.timer_due || !sn.inbox.is_empty() {
+            self.ready_later(node);
+        }
     }
 
     /// Advance virtual time by `d`.
@@ -1075,5 +1282,96 @@ impl Sim {
             }
         }
         Ok(all_settled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::message::ElectionTag;
+
+    /// Every shape of datagram comes out of the queue as it went in: bare acks and
+    /// datagrams with a body (packed), and what does not fit the packed forms (an
+    /// incarnation above 32 bits, a datagram with both a sequence and an ack, a body
+    /// without a group, nothing at all), boxed.
+    #[test]
+    fn queued_datagrams_come_out_as_they_went_in() {
+        let mut sim = Sim::new(SimConfig::new(AlgorithmKind::Bully, 3, 1)).unwrap();
+        let election = Message::Election {
+            tag: ElectionTag {
+                initiator: 2,
+                seq: 7,
+            },
+            epoch: 3,
+        };
+        let base = Datagram {
+            from: 2,
+            incarnation: 5,
+            seq: 0,
+            ack: 0,
+            group: None,
+            body: None,
+        };
+        let shapes = [
+            Datagram {
+                ack: 9,
+                ..base.clone()
+            },
+            Datagram {
+                seq: 4,
+                group: Some(AlgorithmKind::Ring),
+                body: Some(election.clone()),
+                ..base.clone()
+            },
+            Datagram {
+                group: Some(AlgorithmKind::Bully),
+                body: Some(Message::Heartbeat { term: 1, leader: 2 }),
+                ..base.clone()
+            },
+            Datagram {
+                incarnation: 1 << 40,
+                ack: 9,
+                ..base.clone()
+            },
+            Datagram {
+                incarnation: u64::MAX,
+                seq: 4,
+                group: Some(AlgorithmKind::Bully),
+                body: Some(election.clone()),
+                ..base.clone()
+            },
+            Datagram {
+                seq: 4,
+                ack: 3,
+                group: Some(AlgorithmKind::Bully),
+                body: Some(election.clone()),
+                ..base.clone()
+            },
+            Datagram {
+                seq: 4,
+                body: Some(election.clone()),
+                ..base.clone()
+            },
+            base.clone(),
+        ];
+        let packed: Vec<Payload> = shapes
+            .iter()
+            .enumerate()
+            .map(|(i, d)| sim.pack(i as u32, 100 + i as u32, d.clone()))
+            .collect();
+        assert!(matches!(packed[0], Payload::Ack { .. }));
+        assert!(matches!(packed[1], Payload::Data { .. }));
+        assert!(matches!(packed[2], Payload::Data { .. }));
+        assert!(matches!(packed[3], Payload::Other(_)));
+        assert_eq!(sim.bodies.used, 2, "the packed bodies wait in the slab");
+        for (i, (p, d)) in packed.into_iter().zip(shapes).enumerate() {
+            assert_eq!(
+                sim.unpack(p),
+                Some((i as u32, d, 100 + i as u32)),
+                "shape {i}"
+            );
+        }
+        assert_eq!(sim.bodies.used, 0);
+        assert!(sim.bodies.chunks.is_empty(), "freed once empty");
     }
 }

@@ -14,7 +14,7 @@ use crate::NodeId;
 pub(super) fn cfg(me: NodeId, ring: &[NodeId]) -> GroupConfig {
     GroupConfig {
         me,
-        ring: ring.to_vec(),
+        ring: ring.into(),
         timing: Timing::default(),
         options: Options::default(),
         incarnation: 1,
