@@ -537,7 +537,7 @@ pub fn markdown(r: &ColdResults) -> String {
     if r.rows.is_empty() {
         return s;
     }
-    let _ = writeln!(s, "## Cold start and failover at scale\n");
+    let _ = writeln!(s, "\n## Cold start and failover at scale\n");
     let _ = writeln!(
         s,
         "N nodes of one algorithm started at once (heartbeat {} ms, failure_timeout {} ms, \
