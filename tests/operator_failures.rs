@@ -5,7 +5,7 @@
 mod common;
 
 use common::{counter_sum, http_get, Cluster, Timing};
-use electd::contract::algorithm::AlgorithmKind::{Bully, Raft};
+use electd::contract::algorithm::AlgorithmKind::{Bully, Raft, Ring};
 use std::time::{Duration, Instant};
 
 const TIMING: Timing = Timing::LOOPBACK;
@@ -129,6 +129,32 @@ fn a_node_that_cannot_persist_is_unhealthy_not_mute() {
         "{lines} lines:\n{}",
         c.log(x)
     );
+}
+
+/// A follower that only adopts another leader's token promises nothing with it, so
+/// the datagrams of that step leave even when its state file cannot be written (a
+/// vote or a node's own claim would be held back, see above). On a ring that matters:
+/// the adopting node forwards the announcement. Node 1 loses its state directory,
+/// Ring's leader 3 dies, 2 wins and sends its announcement round the ring (2 → 1 →
+/// 2, dead 3 skipped): held back at node 1, the lap would never come back and 2's
+/// election would never end.
+#[test]
+fn a_follower_that_cannot_persist_still_forwards_the_announcement() {
+    let mut c = Cluster::new("persist-adopt", 3, &[Ring], &TIMING);
+    for id in 1..=3 {
+        std::fs::create_dir_all(c.dir.join(format!("state-{id}"))).unwrap();
+    }
+    c.append_config("[state]\nfile = \"state-{node}/ring.state\"\n");
+    c.start_all();
+    c.wait_agreement(DEADLINE, |l| l.get("ring") == Some(&3))
+        .unwrap_or_else(|e| panic!("no leader 3: {e}\n{}", c.log(1)));
+    std::fs::remove_dir_all(c.dir.join("state-1")).unwrap();
+    c.kill(3);
+    c.wait_agreement(DEADLINE, |l| l.get("ring") == Some(&2))
+        .unwrap_or_else(|e| panic!("the lap did not come back: {e}\n{}", c.log(2)));
+    wait_for("node 1 to report the failed write", || {
+        metric(&c, 1, "electd_errors_total", &[("class", "state_write")]).filter(|v| *v >= 1.0)
+    });
 }
 
 /// Issue 20, item 4: changes pile up behind a slow hook, then SIGTERM. The daemon must

@@ -819,31 +819,23 @@ impl Driver {
     /// as the token goes: it was reported nowhere yet. At 64 processes on two cores
     /// the followers' writes before their acks were most of the time a COORDINATOR
     /// took to reach everyone, and on a ring each hop's write delayed the next hop.
-    fn adoptions_only(&self) -> bool {
-        if self.state_file.is_none() {
-            return false;
-        }
-        let now = self.node.durable();
-        now != self.stored
-            && now
-                .iter()
-                .filter(|n| !self.stored.contains(n))
-                .all(|(kind, d)| {
-                    *kind != AlgorithmKind::Raft && d.voted_for.is_some_and(|l| l != self.cfg.id)
-                })
+    fn adoptions_only(&self, now: &[(AlgorithmKind, Durable)]) -> bool {
+        now.iter()
+            .filter(|n| !self.stored.contains(n))
+            .all(|(kind, d)| {
+                *kind != AlgorithmKind::Raft && d.voted_for.is_some_and(|l| l != self.cfg.id)
+            })
     }
 
-    /// Put the node's datagrams on the wire, then publish metrics, status and events.
-    /// Write the durable state if it changed. False if it could not be written: then
-    /// nothing of this step may leave the node (a vote must be on disk before it is
-    /// sent); reliable messages go out later with the link's retransmissions, after the
-    /// next successful write.
+    /// Write `now`, the node's durable state, if it changed since the last write. If it
+    /// could not be written, the caller sends nothing of the affected groups (a vote
+    /// must be on disk before it is sent); their reliable messages go out later with
+    /// the link's retransmissions, after the next successful write.
     /// Returns the groups whose new state is not on disk (empty when all is written).
-    fn persist(&mut self) -> Vec<AlgorithmKind> {
+    fn persist(&mut self, now: Vec<(AlgorithmKind, Durable)>) -> Vec<AlgorithmKind> {
         let Some(file) = &mut self.state_file else {
             return Vec::new();
         };
-        let now = self.node.durable();
         if now == self.stored {
             return Vec::new();
         }
@@ -915,19 +907,25 @@ impl Driver {
     }
 
     async fn flush<T: Transport>(&mut self, socket: &T) {
-        if self.adoptions_only() {
-            // Nothing this node promises (see `adoptions_only`): the datagrams leave
-            // at once, the write follows, and only then do status, /watch, hooks and
-            // metrics report the token (a failed write holds nothing back: the next
-            // successful one catches up, and the problem is reported meanwhile).
+        let now = if self.state_file.is_some() {
+            self.node.durable()
+        } else {
+            Vec::new()
+        };
+        if now == self.stored || self.adoptions_only(&now) {
+            // Nothing to write, or nothing this node promises (see `adoptions_only`):
+            // the datagrams leave at once, the write (if any) follows, and only then do
+            // status, /watch, hooks and metrics report the token (a failed write holds
+            // nothing back: the next successful one catches up, and the problem is
+            // reported meanwhile).
             let transmits: Vec<(NodeId, Datagram)> = self.node.drain_transmits().collect();
             let multicasts: Vec<Datagram> = self.node.drain_multicasts().collect();
             self.send_all(socket, transmits, multicasts).await;
-            self.persist();
+            self.persist(now);
             self.after_send();
             return;
         }
-        let held = self.persist();
+        let held = self.persist(now);
         if !held.is_empty() {
             // A vote must be on disk before it is sent: nothing of these groups leaves
             // (reliable messages go out later with the link's retransmissions).
