@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 int main(int argc, char **argv) {
+  if (argc != 3) { fprintf(stderr, "usage: %s ADDRESS PORT (runs until killed)\n", argv[0]); return 2; }
   int s = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
   struct sockaddr_in a = {0}; a.sin_family = AF_INET; a.sin_port = htons(atoi(argv[2]));
-  inet_pton(AF_INET, argv[1], &a.sin_addr);
+  if (inet_pton(AF_INET, argv[1], &a.sin_addr) != 1) { fprintf(stderr, "not an IPv4 address: %s\n", argv[1]); return 2; }
   if (bind(s, (struct sockaddr*)&a, sizeof a)) { perror("bind"); return 1; }
   int ep = epoll_create1(0); struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.fd = s};
   epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
