@@ -470,8 +470,8 @@ pub struct LeaseOptions {
 /// The driver reads it with [`Algorithm::durable`] after every input and must store it
 /// before it puts the datagrams produced by that input on the wire — except a non-Raft
 /// follower's adoption of another leader's token (`voted_for` that leader), which it may
-/// store right after them, as long as it reports the token nowhere (status, events)
-/// before it is stored; on restart it hands the stored value back with
+/// store right after them (when that step was its only input and the previous write
+/// succeeded), reporting the token (status, events) only after the write is attempted; on restart it hands the stored value back with
 /// [`Algorithm::restore`] before `on_start`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Durable {

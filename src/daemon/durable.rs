@@ -98,9 +98,6 @@ fn read(path: &Path) -> Result<(u64, States), DurableError> {
         let text = std::str::from_utf8(&bytes).map_err(|e| corrupt(e.to_string()))?;
         return Ok((0, parse_json(text).map_err(corrupt)?));
     }
-    if !bytes.starts_with(MAGIC.as_bytes()) {
-        return Err(corrupt("neither a record nor JSON".into()));
-    }
     let mut best: Option<(u64, States)> = None;
     let mut problems = Vec::new();
     for (i, slot) in bytes.chunks(SLOT).take(2).enumerate() {
@@ -207,7 +204,7 @@ impl StateFile {
     /// Fails at start, not at the first election, if it cannot be written.
     pub(crate) fn open(path: &Path) -> Result<(StateFile, States), DurableError> {
         let (seq, states) = read(path)?;
-        let sf = StateFile::create(path, seq + 2, &states)?;
+        let sf = StateFile::create(path, seq.saturating_add(2).max(2), &states)?;
         Ok((sf, states))
     }
 
@@ -222,7 +219,7 @@ impl StateFile {
             source,
         };
         let mut image = vec![0u8; 2 * SLOT];
-        for k in [seq - 1, seq] {
+        for k in [seq.saturating_sub(1), seq] {
             let at = (k % 2) as usize * SLOT;
             image[at..at + SLOT].copy_from_slice(&record(k, states).map_err(io)?);
         }
@@ -260,7 +257,7 @@ impl StateFile {
             path: self.path.clone(),
             source,
         };
-        let seq = self.seq + 1;
+        let seq = self.seq.saturating_add(1);
         let removed = self.file.metadata().map_err(io)?.nlink() == 0;
         if removed {
             *self = StateFile::create(&self.path, seq, states)?;
