@@ -151,7 +151,7 @@ fn a_follower_that_cannot_persist_still_forwards_the_announcement() {
     std::fs::remove_dir_all(c.dir.join("state-1")).unwrap();
     c.kill(3);
     c.wait_agreement(DEADLINE, |l| l.get("ring") == Some(&2))
-        .unwrap_or_else(|e| panic!("the lap did not come back: {e}\n{}", c.log(2)));
+        .unwrap_or_else(|e| panic!("the lap did not come back: {e}\n{}\n{}", c.log(1), c.log(2)));
     wait_for("node 1 to report the failed write", || {
         metric(&c, 1, "electd_errors_total", &[("class", "state_write")]).filter(|v| *v >= 1.0)
     });

@@ -284,7 +284,10 @@ pub async fn run_with<T: Transport>(
             biased;
             _ = &mut shutdown => break,
             c = control.recv(), if control_open => match c {
-                Some(c) => d.control(c),
+                Some(c) => {
+                    d.control(c);
+                    d.note_input();
+                }
                 None => control_open = false,
             },
             // Due timers first: a leader's heartbeats go out on time however full
@@ -440,10 +443,14 @@ struct Driver {
     stored: Vec<(AlgorithmKind, Durable)>,
     /// The open state file (`[state] file`), if any.
     state_file: Option<durable::StateFile>,
-    /// Inputs (datagrams, timer firings, commands) handled since the last flush.
-    inputs: u32,
-    /// The last write of the state file failed (its datagrams may be held back).
-    write_failed: bool,
+    /// Some input (a datagram, timer firings, a command) since the last flush left
+    /// the durable state holding more than adoptions (see [`Driver::adoptions_only`]).
+    claimed: bool,
+    /// A state holding more than adoptions (a vote, a claim, or a batch of several
+    /// inputs) failed to be written and its datagrams are held back: until a write
+    /// succeeds, nothing takes the adoption fast path, which would let them leave with
+    /// the link's retransmissions.
+    claim_unwritten: bool,
     origin: Instant,
     origin_unix: f64,
     paused: bool,
@@ -485,8 +492,8 @@ impl Driver {
             node,
             stored,
             state_file,
-            inputs: 0,
-            write_failed: false,
+            claimed: false,
+            claim_unwritten: false,
             shared,
             origin: Instant::now(),
             origin_unix,
@@ -566,8 +573,8 @@ impl Driver {
                 if let Some(t) = self.shared.tracer() {
                     t.received(self.cfg.id, &dg);
                 }
-                self.inputs += 1;
                 self.node.handle_datagram(now, dg);
+                self.note_input();
             }
             Err(e) => self.dropped(e, from),
         }
@@ -624,8 +631,8 @@ impl Driver {
         if let Some(t) = self.shared.tracer() {
             t.timers(self.cfg.id, &self.node.due_timers(now));
         }
-        self.inputs += 1;
         self.node.handle_timeout(now);
+        self.note_input();
         for (reason, n) in self.drops.flush(now) {
             tracing::warn!(
                 node = self.cfg.id,
@@ -636,7 +643,6 @@ impl Driver {
     }
 
     fn control(&mut self, c: Control) {
-        self.inputs += 1;
         match c {
             Control::Elect(kind, reply) => {
                 let ok = !self.paused && self.node.call_election(self.now(), kind);
@@ -828,19 +834,35 @@ impl Driver {
     /// as the token goes: it was reported nowhere yet. At 64 processes on two cores
     /// the followers' writes before their acks were most of the time a COORDINATOR
     /// took to reach everyone, and on a ring each hop's write delayed the next hop.
-    /// Only the state at the end of a batch is seen: a claim made by one input and
-    /// replaced by an adoption in the next, or a claim whose write failed and whose
-    /// datagrams wait for retransmission, would look like an adoption. So this holds
-    /// only after a single input, with the previous write done.
+    /// A batch may hold several inputs, and a claim made by one and replaced by an
+    /// adoption in the next would look like an adoption at the end of it: so every
+    /// input is looked at ([`Driver::note_input`]). A claim whose write failed, and
+    /// whose datagrams wait for retransmission, blocks this until a write succeeds; an
+    /// adoption whose write failed holds nothing back (a ring member with a broken
+    /// disk still forwards the next announcement).
     fn adoptions_only(&self, now: &[(AlgorithmKind, Durable)]) -> bool {
-        self.inputs <= 1
-            && !self.write_failed
-            && now
-                .iter()
-                .filter(|n| !self.stored.contains(n))
-                .all(|(kind, d)| {
-                    *kind != AlgorithmKind::Raft && d.voted_for.is_some_and(|l| l != self.cfg.id)
-                })
+        !self.claimed
+            && !self.claim_unwritten
+            && now.iter().all(|(kind, d)| !self.is_claim(*kind, d))
+    }
+
+    /// Whether `d`, group `kind`'s durable state, changed since the last write into
+    /// something other than a follower's adoption of another node (see
+    /// [`Driver::adoptions_only`]).
+    fn is_claim(&self, kind: AlgorithmKind, d: &Durable) -> bool {
+        let adoption = kind != AlgorithmKind::Raft && d.voted_for.is_some_and(|l| l != self.cfg.id);
+        !adoption && !self.stored.iter().any(|s| s.0 == kind && s.1 == *d)
+    }
+
+    /// After each input: remember whether it left a claim in the durable state.
+    fn note_input(&mut self) {
+        if self.state_file.is_none() || self.claimed {
+            return;
+        }
+        let mut claimed = false;
+        self.node
+            .each_durable(|kind, d| claimed |= self.is_claim(kind, &d));
+        self.claimed = claimed;
     }
 
     /// Write `now`, the node's durable state, if it changed since the last write. If it
@@ -853,11 +875,12 @@ impl Driver {
             return Vec::new();
         };
         if now == self.stored {
+            self.claim_unwritten = false;
             return Vec::new();
         }
         match file.store(&now) {
             Ok(()) => {
-                self.write_failed = false;
+                self.claim_unwritten = false;
                 self.stored = now;
                 if self.shared.problems().iter().any(|p| p.0 == "persist") {
                     tracing::info!(node = self.cfg.id, "durable state written again");
@@ -866,7 +889,6 @@ impl Driver {
                 Vec::new()
             }
             Err(e) => {
-                self.write_failed = true;
                 self.shared.metrics.error("state_write");
                 self.shared
                     .set_problem("persist", Some(format!("cannot write the state file: {e}")));
@@ -931,7 +953,7 @@ impl Driver {
             Vec::new()
         };
         let fast = now == self.stored || self.adoptions_only(&now);
-        self.inputs = 0;
+        self.claimed = false;
         if fast {
             // Nothing to write, or nothing this node promises (see `adoptions_only`):
             // the datagrams leave at once, the write (if any) follows, and only then do
@@ -947,6 +969,7 @@ impl Driver {
         }
         let held = self.persist(now);
         if !held.is_empty() {
+            self.claim_unwritten = true;
             // A vote must be on disk before it is sent: nothing of these groups leaves
             // (reliable messages go out later with the link's retransmissions).
             let mine = |d: &Datagram| d.group.is_some_and(|g| held.contains(&g));

@@ -382,6 +382,16 @@ impl Node {
             .collect()
     }
 
+    /// Call `f` with each group's durable state, as [`Node::durable`] lists them
+    /// (without building the list).
+    pub fn each_durable(&self, mut f: impl FnMut(AlgorithmKind, Durable)) {
+        for g in &self.groups {
+            if let Some(d) = g.algo.durable() {
+                f(g.kind, d);
+            }
+        }
+    }
+
     /// Restore the durable state of a previous life; call before [`Node::start`].
     /// Entries for groups this node does not run are ignored.
     pub fn restore(&mut self, states: &[(AlgorithmKind, Durable)]) {

@@ -249,7 +249,10 @@ impl ProcCluster {
             .arg(&self.config)
             .arg("--node-id")
             .arg(id.to_string())
-            .env("ELECTD_LOG", "warn")
+            .env(
+                "ELECTD_LOG",
+                std::env::var("TEST_ELECTD_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .envs(state.iter().map(|s| ("ELECTD_STATE_FILE", s.as_str())))
             .envs(env.iter().copied())
             .stdin(Stdio::null())
