@@ -44,23 +44,51 @@ pub fn failover_buckets(ft: std::time::Duration) -> Vec<f64> {
     m.into_iter().map(|x| x * ft).collect()
 }
 
+/// Per-algorithm slots of [`Exported`], indexed by `AlgorithmKind as usize`.
+const ALGOS: usize = AlgorithmKind::ALL.len();
+/// Per-type slots, indexed by `MessageType as usize`.
+const TYPES: usize = MessageType::ALL.len();
+
+/// What was exported so far, in arrays indexed by algorithm and message type: a node
+/// syncs after every batch (every heartbeat of an idle follower), so this costs a
+/// few comparisons when nothing changed, no hashing and no allocation.
 #[derive(Default)]
 struct Exported {
-    sent: HashMap<(AlgorithmKind, MessageType), u64>,
-    received: HashMap<(AlgorithmKind, MessageType), u64>,
-    started: HashMap<AlgorithmKind, u64>,
-    won: HashMap<AlgorithmKind, u64>,
-    changes: HashMap<AlgorithmKind, u64>,
+    sent: [[u64; TYPES]; ALGOS],
+    received: [[u64; TYPES]; ALGOS],
+    /// The labelled children of `messages_sent` / `messages_received`, looked up once.
+    sent_child: [[Option<IntCounter>; TYPES]; ALGOS],
+    received_child: [[Option<IntCounter>; TYPES]; ALGOS],
+    started: [u64; ALGOS],
+    won: [u64; ALGOS],
+    changes: [u64; ALGOS],
     retransmissions: u64,
     failures: u64,
     failures_to_lost: u64,
     duplicates: u64,
     invalid: HashMap<&'static str, u64>,
-    leaderless: HashMap<AlgorithmKind, f64>,
-    group_retransmissions: HashMap<AlgorithmKind, u64>,
-    group_failures: HashMap<AlgorithmKind, u64>,
+    leaderless: [f64; ALGOS],
+    group_retransmissions: [u64; ALGOS],
+    group_failures: [u64; ALGOS],
     /// Last (leader, is_leader, has_leader, term) set per group.
-    gauges: HashMap<AlgorithmKind, [i64; 4]>,
+    gauges: [Option<[i64; 4]>; ALGOS],
+}
+
+/// Advance the labelled counter cached in `child` (looked up in `vec` with `labels`
+/// the first time) from `*prev` to `now`.
+fn advance_child(
+    vec: &IntCounterVec,
+    labels: &[&str],
+    child: &mut Option<IntCounter>,
+    prev: &mut u64,
+    now: u64,
+) {
+    if now > *prev {
+        child
+            .get_or_insert_with(|| vec.with_label_values(labels))
+            .inc_by(now - *prev);
+        *prev = now;
+    }
 }
 
 /// The registry and every metric of one node.
@@ -426,12 +454,12 @@ impl Metrics {
         let Ok(mut ex) = self.exported.lock() else {
             return;
         };
-        for a in node.algorithms().collect::<Vec<_>>() {
+        for a in node.algorithms() {
             let Some(t) = node.leaderless(a, now) else {
                 continue;
             };
             let t = t.as_secs_f64();
-            let prev = ex.leaderless.entry(a).or_insert(0.0);
+            let prev = &mut ex.leaderless[a as usize];
             if t > *prev {
                 self.leaderless
                     .with_label_values(&[a.as_str()])
@@ -443,30 +471,31 @@ impl Metrics {
 
     /// Bring every counter and gauge up to date with `node`'s own counters.
     pub fn sync(&self, node: &Node) {
-        let Ok(mut ex) = self.exported.lock() else {
+        let Ok(mut guard) = self.exported.lock() else {
             return;
         };
-        for a in node.algorithms().collect::<Vec<_>>() {
+        let ex = &mut *guard;
+        for a in node.algorithms() {
             let Some(stats) = node.group_stats(a) else {
                 continue;
             };
+            let i = a as usize;
             for t in MessageType::ALL {
-                let s = stats.sent_of(t);
-                let prev = ex.sent.entry((a, t)).or_insert(0);
-                if s > *prev {
-                    self.messages_sent
-                        .with_label_values(&[a.as_str(), t.as_str()])
-                        .inc_by(s - *prev);
-                    *prev = s;
-                }
-                let r = stats.received_of(t);
-                let prev = ex.received.entry((a, t)).or_insert(0);
-                if r > *prev {
-                    self.messages_received
-                        .with_label_values(&[a.as_str(), t.as_str()])
-                        .inc_by(r - *prev);
-                    *prev = r;
-                }
+                let (j, labels) = (t as usize, [a.as_str(), t.as_str()]);
+                advance_child(
+                    &self.messages_sent,
+                    &labels,
+                    &mut ex.sent_child[i][j],
+                    &mut ex.sent[i][j],
+                    stats.sent_of(t),
+                );
+                advance_child(
+                    &self.messages_received,
+                    &labels,
+                    &mut ex.received_child[i][j],
+                    &mut ex.received[i][j],
+                    stats.received_of(t),
+                );
             }
             let l = [a.as_str()];
             // A labelled child is looked up (label hashing, a lock) only when its
@@ -474,46 +503,41 @@ impl Metrics {
             advance_vec(
                 &self.elections_started,
                 &l,
-                ex.started.entry(a).or_insert(0),
+                &mut ex.started[i],
                 stats.elections_started,
             );
-            advance_vec(
-                &self.elections_won,
-                &l,
-                ex.won.entry(a).or_insert(0),
-                stats.elections_won,
-            );
+            advance_vec(&self.elections_won, &l, &mut ex.won[i], stats.elections_won);
             advance_vec(
                 &self.leader_changes,
                 &l,
-                ex.changes.entry(a).or_insert(0),
+                &mut ex.changes[i],
                 stats.leader_changes,
             );
             advance_vec(
                 &self.group_retransmissions,
                 &l,
-                ex.group_retransmissions.entry(a).or_insert(0),
+                &mut ex.group_retransmissions[i],
                 stats.retransmissions,
             );
             advance_vec(
                 &self.group_delivery_failures,
                 &l,
-                ex.group_failures.entry(a).or_insert(0),
+                &mut ex.group_failures[i],
                 stats.delivery_failures,
             );
-            if let Some(st) = node.group_status(a) {
+            if let Some((leader, term)) = node.leadership(a) {
                 let now = [
-                    st.leader.map(i64::from).unwrap_or(-1),
-                    i64::from(st.leader == Some(node.id())),
-                    i64::from(st.leader.is_some()),
-                    st.term.min(i64::MAX as u64) as i64,
+                    leader.map(i64::from).unwrap_or(-1),
+                    i64::from(leader == Some(node.id())),
+                    i64::from(leader.is_some()),
+                    term.min(i64::MAX as u64) as i64,
                 ];
-                if ex.gauges.get(&a) != Some(&now) {
+                if ex.gauges[i] != Some(now) {
                     self.leader.with_label_values(&l).set(now[0]);
                     self.is_leader.with_label_values(&l).set(now[1]);
                     self.has_leader.with_label_values(&l).set(now[2]);
                     self.term.with_label_values(&l).set(now[3]);
-                    ex.gauges.insert(a, now);
+                    ex.gauges[i] = Some(now);
                 }
             }
         }

@@ -57,7 +57,7 @@ use crate::daemon::durable;
 use crate::daemon::shared::{Control, GroupView, LeaderEvent, Lease, Shared};
 use crate::daemon::socket::{send_error_kind, Transport};
 use crate::node::link::LinkConfig;
-use crate::node::{Datagram, Event, Node, NodeConfig, Time};
+use crate::node::{Datagram, Event, Node, NodeConfig, StatusKey, Time};
 use crate::security::droplog::{DropLog, Verdict};
 use crate::security::gate::{Dropped, Gate, GateConfig};
 use crate::security::keyring::Keyring;
@@ -273,8 +273,8 @@ pub async fn run_with<T: Transport>(
     d.flush(&socket).await;
     let mut buf = vec![0u8; MAX_DATAGRAM + 1];
     let mut gbuf = vec![0u8; MAX_DATAGRAM + 1];
-    let sleep = tokio::time::sleep_until(d.deadline());
-    tokio::pin!(sleep);
+    let mut armed = d.deadline();
+    let mut sleep = Box::pin(tokio::time::sleep_until(armed));
     tokio::pin!(shutdown);
     let mut tick = tokio::time::interval(RETRY_UNRESOLVED);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -317,7 +317,17 @@ pub async fn run_with<T: Transport>(
             _ = tick.tick(), if has_names => d.resolve_due(),
         }
         d.flush(&socket).await;
-        sleep.as_mut().reset(d.deadline());
+        // A deadline that moved later gets a new timer instead of `reset`: tokio extends
+        // a timer lazily (it stays in the wheel at its old slot, whose expiry wakes the
+        // thread only to file it again), and a follower's detector deadline moves later
+        // with every heartbeat: that was one wakeup in six of an idle follower.
+        let next = d.deadline();
+        if next > armed {
+            sleep = Box::pin(tokio::time::sleep_until(next));
+        } else if next < armed {
+            sleep.as_mut().reset(next);
+        }
+        armed = next;
     }
     d.leave(&socket, &mut buf).await;
     Ok(())
@@ -451,6 +461,10 @@ struct Driver {
     /// succeeds, nothing takes the adoption fast path, which would let them leave with
     /// the link's retransmissions.
     claim_unwritten: bool,
+    /// What the status snapshot last published showed (see [`Driver::publish`]).
+    published: Vec<StatusKey>,
+    /// Whether the node was paused, and held a lease, at that publish.
+    published_as: Option<(bool, bool)>,
     origin: Instant,
     origin_unix: f64,
     paused: bool,
@@ -494,6 +508,8 @@ impl Driver {
             state_file,
             claimed: false,
             claim_unwritten: false,
+            published: Vec::new(),
+            published_as: None,
             shared,
             origin: Instant::now(),
             origin_unix,
@@ -1017,9 +1033,9 @@ impl Driver {
         if let Some(t) = self.shared.tracer() {
             t.decided(self.cfg.id, &self.node, &events);
         }
-        let metrics = &self.shared.metrics;
-        metrics.sync_at(&self.node, now);
+        self.shared.metrics.sync_at(&self.node, now);
         self.publish();
+        let metrics = &self.shared.metrics;
         for e in &events {
             metrics.observe(e);
             if let Event::LeaderChanged {
@@ -1110,8 +1126,29 @@ impl Driver {
         }
     }
 
-    fn publish(&self) {
+    /// Republish the status snapshot if anything it shows changed (a held lease
+    /// always does: its end moves with every answer; so does the first publish
+    /// after one).
+    fn publish(&mut self) {
         let now = self.now();
+        let mut leased = false;
+        for kind in self.node.algorithms() {
+            leased |= self.node.lease(kind, now).is_some_and(|d| !d.is_zero());
+        }
+        let same = !leased
+            && self.published_as == Some((self.paused, false))
+            && self.published.len() == self.node.algorithms().count()
+            && self
+                .node
+                .status_keys()
+                .zip(&self.published)
+                .all(|(a, b)| a == *b);
+        if same {
+            return;
+        }
+        self.published.clear();
+        self.published.extend(self.node.status_keys());
+        self.published_as = Some((self.paused, leased));
         let groups = self
             .node
             .status()

@@ -226,6 +226,20 @@ pub struct GroupStatus {
     pub ineligible: Vec<Ineligible>,
 }
 
+/// A group's [`GroupStatus`] as plain values (the ineligibility reasons as bits):
+/// see [`Node::status_keys`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatusKey {
+    algorithm: AlgorithmKind,
+    state: &'static str,
+    leader: Option<NodeId>,
+    term: u64,
+    since: Time,
+    electing: bool,
+    last_election: Option<Duration>,
+    ineligible: u8,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Slot {
     Algo(Timer),
@@ -1069,6 +1083,24 @@ impl Node {
             .collect()
     }
 
+    /// What [`Node::status`] shows of each group, without building it: equal keys,
+    /// equal status (the runtime republishes `/status` only when one changed).
+    pub fn status_keys(&self) -> impl Iterator<Item = StatusKey> + '_ {
+        self.groups.iter().map(|g| StatusKey {
+            algorithm: g.kind,
+            state: g.algo.state(),
+            leader: g.leader,
+            term: g.term,
+            since: g.since,
+            electing: g.algo.is_electing(),
+            last_election: g.stats.last_election,
+            ineligible: g
+                .ineligible
+                .iter()
+                .fold(0u8, |bits, i| bits | 1 << (*i as u8)),
+        })
+    }
+
     /// The quorum lease of this node's leadership of `kind`'s group at `now`:
     /// `None` when the group keeps no lease (not Raft with check-quorum, and no
     /// `[lease] require_quorum`); otherwise how long no other leader can be elected,
@@ -1159,6 +1191,13 @@ impl Node {
     /// The snapshot of group `kind`, if the node runs it.
     pub fn group_status(&self, kind: AlgorithmKind) -> Option<GroupStatus> {
         self.status().into_iter().find(|s| s.algorithm == kind)
+    }
+
+    /// The leader group `kind` believes in and its term, without building the status
+    /// (`None` for a group not run).
+    pub fn leadership(&self, kind: AlgorithmKind) -> Option<(Option<NodeId>, u64)> {
+        self.group_index(kind)
+            .map(|g| (self.groups[g].leader, self.groups[g].term))
     }
 
     /// The leader group `kind` believes in (`None` also for a group not run).

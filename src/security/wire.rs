@@ -33,6 +33,12 @@ use crate::NodeId;
 use prost::Message as _;
 use std::collections::HashSet;
 
+thread_local! {
+    /// The re-encoding buffer of [`Codec::decode`] (at most [`MAX_DATAGRAM`] bytes).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> =
+        std::cell::RefCell::new(Vec::with_capacity(MAX_DATAGRAM));
+}
+
 /// Wire version written into every envelope.
 pub const WIRE_VERSION: u32 = 1;
 /// Largest datagram electd sends or accepts (well under the 65 507 bytes of UDP/IPv4;
@@ -186,6 +192,7 @@ impl Codec {
     }
 
     /// Decode, authenticate and validate one datagram (see the module documentation).
+    /// Allocates only what the datagram's own fields hold.
     pub fn decode(&self, bytes: &[u8]) -> Result<(Datagram, Header), WireError> {
         if bytes.len() > MAX_DATAGRAM {
             return Err(WireError::Oversize);
@@ -199,26 +206,32 @@ impl Codec {
         }
         // Only the canonical encoding is accepted: no unknown fields, no over-long
         // varints, no repeated fields. The tag then binds the exact bytes received.
-        if env.encode_to_vec() != bytes {
-            return Err(WireError::Decode);
-        }
-        if env.version != WIRE_VERSION {
-            return Err(WireError::Version(env.version));
-        }
-        if env.cluster != self.cluster {
-            return Err(WireError::Cluster);
-        }
-        if let Some(keys) = &self.keys {
-            let tag = std::mem::take(&mut env.tag);
-            if tag.is_empty() {
-                return Err(WireError::BadTag);
+        // (Both re-encodings go to one buffer per thread: no allocation per datagram.)
+        SCRATCH.with_borrow_mut(|buf| {
+            buf.clear();
+            if env.encode(buf).is_err() || buf.as_slice() != bytes {
+                return Err(WireError::Decode);
             }
-            keys.verify(env.key_id, &env.encode_to_vec(), &tag)
-                .map_err(|e| match e {
+            if env.version != WIRE_VERSION {
+                return Err(WireError::Version(env.version));
+            }
+            if env.cluster != self.cluster {
+                return Err(WireError::Cluster);
+            }
+            if let Some(keys) = &self.keys {
+                let tag = std::mem::take(&mut env.tag);
+                if tag.is_empty() {
+                    return Err(WireError::BadTag);
+                }
+                buf.clear();
+                env.encode(buf).map_err(|_| WireError::Decode)?;
+                keys.verify(env.key_id, buf, &tag).map_err(|e| match e {
                     VerifyError::UnknownKey => WireError::NoKey(env.key_id),
                     VerifyError::BadTag => WireError::BadTag,
                 })?;
-        }
+            }
+            Ok(())
+        })?;
         if env.sender == 0 || !self.roster.contains(&env.sender) {
             return Err(WireError::UnknownSender(env.sender));
         }
