@@ -122,9 +122,13 @@ impl Watchers {
             .map(|l| l as NodeId);
         let stamp = v.get("at_us").and_then(|t| t.as_u64());
         self.update(id, generation, |view| {
-            view.leader = leader;
-            view.at = now;
-            view.stamp_us = stamp;
+            // A later event naming the leader already followed (a new term of the same
+            // leader, a snapshot after a reconnection) does not move when it was adopted.
+            if !(view.connected && view.leader == leader) {
+                view.leader = leader;
+                view.at = now;
+                view.stamp_us = stamp;
+            }
             view.connected = true;
         });
     }
