@@ -297,7 +297,17 @@ fn cost_targets(c: &super::cost::CostResults) -> Vec<Target> {
                          its heartbeats to the receivers (see docs/bench/idle)"
                             .into()
                     } else {
-                        String::new()
+                        let each: Vec<String> = run
+                            .nodes
+                            .iter()
+                            .filter(|n| n.role == role)
+                            .map(|n| format!("node {} {:.2} %", n.node, n.cpu_percent))
+                            .collect();
+                        format!(
+                            "each follower: {}; on a small machine a receiver woken later in \
+                             the leader's burst of heartbeats pays more (docs/bench/idle)",
+                            each.join(", ")
+                        )
                     },
                 });
             }
