@@ -33,8 +33,10 @@ for want in ["etcd", "raft", "bully", "ring"]:
     n = run["stats"]["n"] + len(below)
     assert n + run["timeouts"] == r["rounds"], f"{want}: {n} samples + {run['timeouts']} timeouts != {r['rounds']} rounds"
     assert run["stats"]["n"] > 0, f"{want}: no failover measured"
-    # No detector can notice a crash before E - heartbeat: such a sample is a bug
-    # of the measurement or of the system (the report flags it; here it fails).
+    # No detector can notice a crash sooner than its system's limit (electd: E -
+    # heartbeat; etcd, which counts E in heartbeat ticks: E - 2 x heartbeat): such a
+    # sample is a bug of the measurement or of the system (the report flags it; here
+    # it fails).
     assert not below, f"{want}: samples below the detection limit: {below}"
 assert "electd ÷ etcd, per percentile" in report, "report lacks the ratio table"
 print("system-etcd: etcd and electd measured under one driver;",

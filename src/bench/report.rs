@@ -383,8 +383,10 @@ fn etcd_section(s: &mut String, e: &super::versus_etcd::VersusEtcd) {
          system, measured by one poll-based driver: the time until every survivor names one new \
          leader that names itself (etcd `POST /v3/maintenance/status`, electd `GET /status`, \
          polled every ~0.5 ms). Split votes: terms above the first that a failover used. A \
-         sample below E − heartbeat (the least a heartbeat detector can take) or a round \
-         without agreement is flagged with its cause and kept out of the statistics.\n",
+         sample below the least the system's detector can take (electd: E − heartbeat; etcd, \
+         which counts E in ticks of the heartbeat interval from the first tick after the last \
+         heartbeat: E − 2 × heartbeat) or a round without agreement is flagged with its cause \
+         and kept out of the statistics.\n",
         e.etcd_version, e.rounds
     );
     header(

@@ -15,6 +15,10 @@
 //! term before the kill took `k − 1` extra rounds (etcd and electd's Raft both use
 //! pre-vote, so only real candidacies raise the term).
 //!
+//! The least a failover can take (samples below it are flagged, see [`detection_limit_ms`])
+//! differs: electd's detectors run in continuous time, etcd counts its election timeout
+//! in ticks of the heartbeat interval.
+//!
 //! Without an `etcd` binary on PATH the section is skipped with a loud message
 //! (`scripts/system-etcd.sh` installs Debian's etcd-server).
 
@@ -53,7 +57,7 @@ pub struct PollRun {
     pub split_votes: u64,
     pub split_votes_per_1000: f64,
     /// Samples kept out of `stats`, with their cause: below the detection limit
-    /// (E − heartbeat, impossible for a heartbeat detector) or no agreement.
+    /// ([`detection_limit_ms`], impossible for the system's detector) or no agreement.
     pub flagged: Vec<super::Flagged>,
 }
 
@@ -115,6 +119,29 @@ fn wait_agreement(c: &dyn Polled, of: &[usize], deadline: Instant) -> Option<(us
     }
 }
 
+/// The least time from a SIGKILL of the leader to a new leader that `system` can take,
+/// and why. electd's detectors run in continuous time: a follower that heard the last
+/// heartbeat (at most one interval before the kill) waits at least E from it, so E −
+/// heartbeat. etcd counts its election timeout in ticks of the heartbeat interval: a
+/// heartbeat zeroes the elapsed ticks, and a follower campaigns once they reach its
+/// randomized timeout (at least E / tick of them), so the first tick may come just after
+/// the heartbeat and the follower campaigns E − tick after it: E − 2 × heartbeat after
+/// the kill.
+pub fn detection_limit_ms(system: &str) -> (f64, &'static str) {
+    if system == "etcd" {
+        (
+            (ELECTION_MS - 2 * HEARTBEAT_MS) as f64,
+            "E − 2 × heartbeat: etcd counts E in ticks of the heartbeat interval from the first \
+             tick after the last heartbeat",
+        )
+    } else {
+        (
+            (ELECTION_MS - HEARTBEAT_MS) as f64,
+            "E − heartbeat: the last heartbeat left at most one interval before the kill",
+        )
+    }
+}
+
 fn measure(
     system: &str,
     c: &mut dyn Polled,
@@ -124,7 +151,7 @@ fn measure(
 ) -> anyhow::Result<PollRun> {
     let all: Vec<usize> = (0..c.members()).collect();
     let hb = Duration::from_millis(HEARTBEAT_MS);
-    let limit_ms = (ELECTION_MS - HEARTBEAT_MS) as f64;
+    let (limit_ms, why) = detection_limit_ms(system);
     let (mut samples, mut below) = (Vec::new(), Vec::new());
     let (mut timeouts, mut split_votes, mut done) = (0, 0u64, 0);
     let mut attempts = 0;
@@ -165,9 +192,9 @@ fn measure(
                     below.push(super::Flagged {
                         ms: Some(t),
                         cause: format!(
-                            "below the detection limit {limit_ms:.0} ms although every member \
-                             named leader {leader} at term {term0} just before the kill (agreed \
-                             at term {term}): unexplained"
+                            "below the detection limit {limit_ms:.0} ms ({why}) although every \
+                             member named leader {leader} at term {term0} just before the kill \
+                             (agreed at term {term}): unexplained"
                         ),
                     });
                 } else {
