@@ -514,11 +514,15 @@ impl Node {
                         // granularity, a busy batch) must not stretch every period and
                         // eat the failure detector's margin. After a long stall (a
                         // paused process) it resumes one period from now, no burst.
-                        let next = deadline + self.timing.heartbeat;
+                        // After a long stall (a paused process) it resumes at the next
+                        // beat of its schedule, no burst: every group this node leads keeps
+                        // the same schedule (see `heartbeat_grid`).
+                        let hb = self.timing.heartbeat;
+                        let next = deadline + hb;
                         let next = if next > now {
                             next
                         } else {
-                            now + self.timing.heartbeat
+                            heartbeat_grid(now, hb)
                         };
                         self.arm(g, Slot::Heartbeat, next);
                         if self.quorum_lost(g, now) {
@@ -1500,7 +1504,8 @@ impl Node {
         match leader {
             Some(l) if l == me => {
                 self.disarm(g, Slot::Detector);
-                self.arm(g, Slot::Heartbeat, now + self.timing.heartbeat);
+                let hb = self.timing.heartbeat;
+                self.arm(g, Slot::Heartbeat, heartbeat_grid(now + hb / 2, hb));
             }
             Some(_) => {
                 self.disarm(g, Slot::Heartbeat);
@@ -1512,6 +1517,16 @@ impl Node {
             }
         }
     }
+}
+
+/// The first beat after `t` on the schedule every group of a node beats to: the
+/// multiples of `hb` in driver time. A node that leads several groups then wakes once
+/// per period and sends their heartbeats together, and its followers read them in one
+/// wakeup, instead of one wakeup per group at phases set by when each was won.
+fn heartbeat_grid(t: Time, hb: Duration) -> Time {
+    let hb_ns = hb.as_nanos().max(1);
+    let beats = t.as_nanos() / hb_ns + 1;
+    Duration::from_nanos(u64::try_from(beats * hb_ns).unwrap_or(u64::MAX))
 }
 
 /// The term, epoch or round a message carries (0 for those without one).
