@@ -1072,17 +1072,20 @@ impl Node {
 
     /// A snapshot of every group's state, in configuration order.
     pub fn status(&self) -> Vec<GroupStatus> {
-        self.groups
-            .iter()
-            .map(|g| GroupStatus {
-                algorithm: g.kind,
-                state: g.algo.state(),
-                leader: g.leader,
-                term: g.term,
-                since: g.since,
-                electing: g.algo.is_electing(),
-                last_election: g.stats.last_election,
-                ineligible: g.ineligible.iter().copied().collect(),
+        self.status_keys()
+            .map(|k| GroupStatus {
+                algorithm: k.algorithm,
+                state: k.state,
+                leader: k.leader,
+                term: k.term,
+                since: k.since,
+                electing: k.electing,
+                last_election: k.last_election,
+                // The reasons in their order (a set's order is the enum's).
+                ineligible: Ineligible::ALL
+                    .into_iter()
+                    .filter(|i| k.ineligible & (1 << (*i as u8)) != 0)
+                    .collect(),
             })
             .collect()
     }
