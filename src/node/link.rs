@@ -157,38 +157,56 @@ const GIVEN_UP: u8 = 2;
 const LOST: u8 = 4;
 /// Out-of-order deliveries above the floor are kept in [`Link::above`].
 const HAS_ABOVE: u8 = 8;
+/// The sequence counter and receive floor are in [`Link::wide`].
+const WIDE: u8 = 16;
 
 /// Everything the link keeps about one peer, in one array ([`Peers`]) indexed by the
-/// peer's position in the roster: 48 bytes per peer dealt with (a Bully election on N
-/// simulated nodes deals with N² pairs). Hash maps per field took about three times
+/// peer's position in the roster: 32 bytes per peer dealt with (a Bully election on N
+/// simulated nodes deals with N² pairs). Hash maps per field took about five times
 /// that (keys, half-empty tables grown to powers of two).
+///
+/// The sequence counter and the receive floor are 32-bit here; a peer whose sequences
+/// pass `u32::MAX` either way (four billion messages, or a hostile sequence number)
+/// moves both to [`Link::wide`] (flag [`WIDE`]) and carries on with 64-bit ones: no
+/// sequence is reused and nothing wraps. The round-trip estimate is kept in 32-bit
+/// nanoseconds, saturating at 4.29 s (an RTO above that is clamped to the ceiling
+/// unless `rto_max` is set above it).
 #[derive(Clone, Copy, Debug)]
 struct Peer {
-    /// Last sequence sent to the peer.
-    next_seq: u64,
-    srtt_ns: u64,
-    var_ns: u64,
     /// The peer's incarnation as last heard.
     in_incarnation: u64,
-    /// Every sequence ≤ this from the peer has been delivered.
-    in_floor: u64,
+    /// Last sequence sent to the peer (unless [`WIDE`]).
+    next_seq: u32,
+    /// Every sequence ≤ this from the peer has been delivered (unless [`WIDE`]).
+    in_floor: u32,
+    srtt_ns: u32,
+    var_ns: u32,
     /// The newest message pending to the peer (its `next` is the oldest), or [`NIL`].
     tail: u32,
     backoff: u8,
     flags: u8,
 }
 
+const _: () = assert!(std::mem::size_of::<Peer>() == 32);
+
 /// A peer nothing was sent to or heard from.
 static UNTOUCHED: Peer = Peer {
+    in_incarnation: 0,
     next_seq: 0,
+    in_floor: 0,
     srtt_ns: 0,
     var_ns: 0,
-    in_incarnation: 0,
-    in_floor: 0,
     tail: NIL,
     backoff: 0,
     flags: 0,
 };
+
+/// The 64-bit sequence counter and receive floor of a [`WIDE`] peer.
+#[derive(Clone, Copy, Debug, Default)]
+struct Wide {
+    next_seq: u64,
+    in_floor: u64,
+}
 
 /// Peers per page of [`Peers`].
 const PAGE: usize = 32;
@@ -226,15 +244,16 @@ impl std::ops::IndexMut<usize> for Peers {
 impl Peer {
     fn rtt(&self) -> Rtt {
         Rtt {
-            srtt_ns: self.srtt_ns,
-            var_ns: self.var_ns,
+            srtt_ns: u64::from(self.srtt_ns),
+            var_ns: u64::from(self.var_ns),
             backoff: self.backoff,
             sampled: self.flags & SAMPLED != 0,
         }
     }
     fn set_rtt(&mut self, r: Rtt) {
-        self.srtt_ns = r.srtt_ns;
-        self.var_ns = r.var_ns;
+        // Saturating: 4.29 s is above any RTO ceiling but a deliberately huge one.
+        self.srtt_ns = u32::try_from(r.srtt_ns).unwrap_or(u32::MAX);
+        self.var_ns = u32::try_from(r.var_ns).unwrap_or(u32::MAX);
         self.backoff = r.backoff;
         self.set(SAMPLED, r.sampled);
     }
@@ -518,6 +537,8 @@ pub struct Link {
     /// [`HAS_ABOVE`] has an entry).
     #[allow(clippy::box_collection)] // moved to and from an `Above` as it is
     above: FxHashMap<u32, Box<BTreeSet<u64>>>,
+    /// Sequence counter and receive floor of the peers past 32 bits (flag [`WIDE`]).
+    wide: FxHashMap<u32, Wide>,
     /// Per sender, the broadcast sequences delivered (incarnation kept in `peers`).
     inbound_broadcast: FxHashMap<NodeId, Window>,
     /// The latest flights (messages first sent at one instant, a fan-out) and when an
@@ -579,6 +600,7 @@ impl Link {
             retx: BinaryHeap::new(),
             live_top: None,
             above: FxHashMap::default(),
+            wide: FxHashMap::default(),
             inbound_broadcast: FxHashMap::default(),
             flights: [(0, 0); FLIGHTS],
             stats: LinkStats::default(),
@@ -593,6 +615,70 @@ impl Link {
     /// The position of `peer` in the per-peer arrays, added if new.
     fn position(&mut self, peer: NodeId) -> usize {
         self.index.find_or_add(peer)
+    }
+
+    /// The 64-bit state of the peer at position `i`, moved there if it was not yet.
+    fn widen(&mut self, i: usize) -> &mut Wide {
+        let peer = &mut self.peers[i];
+        let narrow = Wide {
+            next_seq: u64::from(peer.next_seq),
+            in_floor: u64::from(peer.in_floor),
+        };
+        let was_wide = peer.has(WIDE);
+        peer.set(WIDE, true);
+        let w = self.wide.entry(i as u32).or_default();
+        if !was_wide {
+            *w = narrow;
+        }
+        w
+    }
+
+    /// The last sequence sent to the peer at position `i`.
+    #[cfg(test)]
+    fn next_seq(&self, i: usize) -> u64 {
+        let peer = &self.peers[i];
+        if peer.has(WIDE) {
+            self.wide.get(&(i as u32)).map_or(0, |w| w.next_seq)
+        } else {
+            u64::from(peer.next_seq)
+        }
+    }
+
+    /// A new sequence for the peer at position `i`: one above the last, never reused.
+    fn bump_seq(&mut self, i: usize) -> u64 {
+        let peer = &mut self.peers[i];
+        if !peer.has(WIDE) {
+            if let Some(n) = peer.next_seq.checked_add(1) {
+                peer.next_seq = n;
+                return u64::from(n);
+            }
+        }
+        let w = self.widen(i);
+        // Per-peer sequences stay below the broadcast bit: 2⁶³ messages to one peer
+        // are not sent in any lifetime.
+        w.next_seq += 1;
+        w.next_seq
+    }
+
+    /// Every sequence ≤ this from the peer at position `i` was delivered.
+    fn in_floor(&self, i: usize) -> u64 {
+        let peer = &self.peers[i];
+        if peer.has(WIDE) {
+            self.wide.get(&(i as u32)).map_or(0, |w| w.in_floor)
+        } else {
+            u64::from(peer.in_floor)
+        }
+    }
+
+    fn set_in_floor(&mut self, i: usize, floor: u64) {
+        let peer = &mut self.peers[i];
+        if !peer.has(WIDE) {
+            if let Ok(f) = u32::try_from(floor) {
+                peer.in_floor = f;
+                return;
+            }
+        }
+        self.widen(i).in_floor = floor;
     }
 
     /// The retransmission timeout a new message to `peer` would get now.
@@ -752,8 +838,7 @@ impl Link {
             return self.datagram(0, 0, Some(group), Some(msg));
         }
         let i = self.position(to);
-        self.peers[i].next_seq += 1;
-        let seq = self.peers[i].next_seq;
+        let seq = self.bump_seq(i);
         self.add_pending(i, seq, group, msg.clone(), heap_ns(now));
         let at = self.next_try(to, now, now);
         self.retx.push(Reverse((heap_ns(at), to, seq)));
@@ -791,11 +876,11 @@ impl Link {
         }
         if d.incarnation > peer.in_incarnation {
             peer.in_incarnation = d.incarnation;
-            peer.in_floor = 0;
             if peer.has(HAS_ABOVE) {
                 peer.set(HAS_ABOVE, false);
                 self.above.remove(&(i as u32));
             }
+            self.set_in_floor(i, 0);
             self.inbound_broadcast.remove(&d.from);
         }
         if d.ack != 0 {
@@ -813,6 +898,7 @@ impl Link {
         peer.set(LOST, false);
         let revived = peer.has(GIVEN_UP);
         peer.set(GIVEN_UP, false);
+        let narrow = !peer.has(HAS_ABOVE) && !peer.has(WIDE);
         if d.seq == 0 {
             let verdict = if d.body.is_some() {
                 Inbound::Deliver
@@ -826,9 +912,9 @@ impl Link {
         let fresh = if d.seq & BROADCAST_SEQ != 0 {
             let w = self.inbound_broadcast.entry(d.from).or_default();
             accept(&mut w.floor, &mut w.above, d.seq & !BROADCAST_SEQ)
-        } else if !peer.has(HAS_ABOVE) && peer.in_floor.checked_add(1) == Some(d.seq) {
+        } else if narrow && u64::from(peer.in_floor) + 1 == d.seq && d.seq <= u64::from(u32::MAX) {
             // In order, nothing out of order kept (the common case).
-            peer.in_floor = d.seq;
+            peer.in_floor = d.seq as u32;
             true
         } else {
             let mut above = if peer.has(HAS_ABOVE) {
@@ -836,7 +922,10 @@ impl Link {
             } else {
                 None
             };
-            let fresh = accept(&mut peer.in_floor, &mut above, d.seq);
+            let mut floor = self.in_floor(i);
+            let fresh = accept(&mut floor, &mut above, d.seq);
+            self.set_in_floor(i, floor);
+            let peer = &mut self.peers[i];
             peer.set(HAS_ABOVE, above.is_some());
             if let Some(a) = above {
                 self.above.insert(i as u32, a);
@@ -1092,6 +1181,69 @@ mod tests {
             let (verdict, _, _) = link.receive(Duration::ZERO, &reliable(2, base + 5));
             assert_eq!(verdict, Inbound::Duplicate, "far below the trimmed floor");
         }
+    }
+
+    /// A peer's sequences past 32 bits, sent and received, go on in 64 bits: no
+    /// sequence is reused, duplicates are still recognised, acks still match, and a
+    /// restart of the peer resets its floor as before.
+    #[test]
+    fn sequences_past_32_bits_go_on_in_64_bits() {
+        let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
+        let i = link.position(2);
+        link.peers[i].next_seq = u32::MAX - 1;
+        let mut seqs = Vec::new();
+        for _ in 0..3 {
+            seqs.push(
+                link.send(Duration::ZERO, 2, AlgorithmKind::Bully, election(1))
+                    .seq,
+            );
+        }
+        let top = u64::from(u32::MAX);
+        assert_eq!(
+            seqs,
+            [top, top + 1, top + 2],
+            "one above the last, never reused"
+        );
+        assert_eq!(link.next_seq(i), top + 2);
+        assert_eq!(unacked_to(&link, 2), 3);
+        for seq in seqs {
+            link.receive(Duration::from_millis(1), &ack_from(2, seq));
+        }
+        assert_eq!(unacked_to(&link, 2), 0, "every ack matched its message");
+
+        // Receiving: in order across the boundary, then a duplicate below and above it.
+        // (From peer 3, whose counters are still narrow.)
+        let i = link.position(3);
+        link.peers[i].in_incarnation = 1;
+        link.peers[i].in_floor = u32::MAX - 1;
+        for seq in top..top + 3 {
+            let (verdict, ack, _) = link.receive(Duration::ZERO, &reliable(3, seq));
+            assert_eq!(verdict, Inbound::Deliver, "seq {seq}");
+            assert_eq!(ack.map(|a| a.ack), Some(seq));
+        }
+        assert_eq!(link.in_floor(i), top + 2);
+        for seq in [top - 1, top + 1] {
+            let (verdict, _, _) = link.receive(Duration::ZERO, &reliable(3, seq));
+            assert_eq!(verdict, Inbound::Duplicate, "seq {seq}");
+        }
+        // The peer restarts: its new sequence space starts at 1 again.
+        let mut d = reliable(3, 1);
+        d.incarnation = 2;
+        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
+        assert_eq!(link.in_floor(i), 1);
+    }
+
+    /// Round trips beyond 32-bit nanoseconds (4.29 s) saturate: the RTO stays at the
+    /// ceiling, where it would be clamped anyway.
+    #[test]
+    fn round_trips_past_32_bit_nanoseconds_saturate_at_the_ceiling() {
+        let cfg = LinkConfig::default();
+        let mut link = Link::new(1, 1, ROSTER, cfg.clone());
+        let d = link.send(Duration::ZERO, 2, AlgorithmKind::Bully, election(1));
+        link.receive(Duration::from_secs(10), &ack_from(2, d.seq));
+        assert_eq!(link.rto(2), cfg.rto_max);
+        let i = link.index.find(2).unwrap();
+        assert_eq!(link.peers[i].srtt_ns, u32::MAX);
     }
 
     fn unacked_to(l: &Link, peer: NodeId) -> usize {
