@@ -187,7 +187,7 @@ struct Peer {
     flags: u8,
 }
 
-const _: () = assert!(std::mem::size_of::<Peer>() == 32);
+const _: () = assert!(size_of::<Peer>() == 32);
 
 /// A peer nothing was sent to or heard from.
 static UNTOUCHED: Peer = Peer {
@@ -271,18 +271,43 @@ impl Peer {
 
 /// A message awaiting its ack, in the slab of [`Link::slots`]; the messages pending
 /// to one peer form a circular list in sending order through `next` (acks mostly come
-/// in that order, so the one acked is found at the head).
+/// in that order, so the one acked is found at the head). 24 bytes: the sequence is
+/// kept as its [`SeqKey`] (the full one is the only one of the peer's pending
+/// sequences with those low bits, see [`Link::full_seq`]).
 #[derive(Debug)]
 struct Slot {
-    seq: u64,
     /// Nanoseconds of [`Time`] (see [`heap_ns`]).
     first_sent_ns: u64,
+    /// The low 32 bits of the sequence.
+    seq: u32,
     /// The message, in [`Link::kept`]; [`NIL`]: the slot is free (and `next` links
     /// the free list).
     msg: u32,
-    attempts: u32,
     next: u32,
+    /// Sends so far, the first one included (saturating: `give_up` ends the retries
+    /// long before 65535 of them at any RTO floor above 12 µs).
+    attempts: u16,
     group: AlgorithmKind,
+    /// A broadcast sequence ([`BROADCAST_SEQ`]).
+    broadcast: bool,
+}
+
+const _: () = assert!(size_of::<Slot>() == 24);
+
+/// A pending sequence as the link keeps it: the broadcast bit at bit 32, the low 32
+/// bits of the sequence below it. Two sequences pending to one peer never share a
+/// key (that would take four billion messages in flight to it).
+type SeqKey = u64;
+
+fn seq_key(seq: u64) -> SeqKey {
+    (u64::from(seq & BROADCAST_SEQ != 0) << 32) | (seq & u64::from(u32::MAX))
+}
+
+/// The full sequence of the `key` pending below or at the last sequence sent `last`
+/// in its space (the newest one with those low bits), if there is one.
+fn unkey(last: u64, key: SeqKey) -> Option<u64> {
+    let lo = key as u32;
+    last.checked_sub(u64::from((last as u32).wrapping_sub(lo)))
 }
 
 /// The messages of the pending slots, each kept once however many peers it went to
@@ -366,6 +391,24 @@ impl Slot {
     fn first_sent(&self) -> Time {
         Duration::from_nanos(self.first_sent_ns)
     }
+    fn key(&self) -> SeqKey {
+        (u64::from(self.broadcast) << 32) | u64::from(self.seq)
+    }
+}
+
+/// A retransmission deadline in nanoseconds of [`Time`] and what is due then: the
+/// peer's position (bits 33 and up) and the [`SeqKey`] (16 bytes an entry, one per
+/// message in flight). Ordered by deadline, then position (for roster members the
+/// order of their ids), then sequence.
+type Due = (u64, u64);
+
+fn due(at: u64, i: usize, key: SeqKey) -> Due {
+    (at, ((i as u64) << 33) | key)
+}
+
+/// The peer position and sequence key of a [`Due`] entry.
+fn undue(d: Due) -> (usize, SeqKey) {
+    ((d.1 >> 33) as usize, d.1 & ((1 << 33) - 1))
 }
 
 /// A message handed back by [`Link::take_pending`].
@@ -467,6 +510,8 @@ struct PeerIndex {
     run: u32,
     /// The other ids.
     rest: FxHashMap<NodeId, u32>,
+    /// The other ids by position (from `run` on).
+    rest_ids: Vec<NodeId>,
     len: u32,
 }
 
@@ -486,9 +531,17 @@ impl PeerIndex {
         ix.len = ix.run;
         for &id in &ids[run..] {
             ix.rest.insert(id, ix.len);
+            ix.rest_ids.push(id);
             ix.len += 1;
         }
         ix
+    }
+    /// The id at position `i`.
+    fn id(&self, i: usize) -> Option<NodeId> {
+        match i.checked_sub(self.run as usize) {
+            None => Some(self.first + i as NodeId),
+            Some(r) => self.rest_ids.get(r).copied(),
+        }
     }
     fn find(&self, id: NodeId) -> Option<usize> {
         match id.checked_sub(self.first) {
@@ -502,6 +555,7 @@ impl PeerIndex {
             return i;
         }
         self.rest.insert(id, self.len);
+        self.rest_ids.push(id);
         self.len += 1;
         (self.len - 1) as usize
     }
@@ -527,12 +581,12 @@ pub struct Link {
     free: u32,
     /// Messages awaiting their ack.
     pending: usize,
-    /// Retransmission deadlines in nanoseconds of [`Time`] (24 bytes an entry, not
-    /// 32: one entry per message in flight), ordered as the times are.
-    retx: BinaryHeap<Reverse<(u64, NodeId, u64)>>,
+    /// Retransmission deadlines (16 bytes an entry: one entry per message in
+    /// flight), earliest first.
+    retx: BinaryHeap<Reverse<Due>>,
     /// An entry of `retx` known to be a message still pending (checked once, not at
     /// every [`Link::next_deadline`]: the driver asks after every input).
-    live_top: Option<(u64, NodeId, u64)>,
+    live_top: Option<Due>,
     /// Out-of-order deliveries per peer position (rare: only a peer with
     /// [`HAS_ABOVE`] has an entry).
     #[allow(clippy::box_collection)] // moved to and from an `Above` as it is
@@ -634,7 +688,6 @@ impl Link {
     }
 
     /// The last sequence sent to the peer at position `i`.
-    #[cfg(test)]
     fn next_seq(&self, i: usize) -> u64 {
         let peer = &self.peers[i];
         if peer.has(WIDE) {
@@ -706,12 +759,13 @@ impl Link {
         first_sent_ns: u64,
     ) {
         let slot = Slot {
-            seq,
             first_sent_ns,
+            seq: seq as u32,
             msg: self.kept.keep(msg),
-            attempts: 1,
             next: NIL,
+            attempts: 1,
             group,
+            broadcast: seq & BROADCAST_SEQ != 0,
         };
         let s = if self.free != NIL {
             let s = self.free;
@@ -733,16 +787,26 @@ impl Link {
         self.pending += 1;
     }
 
-    /// The slot of the message `seq` pending to the peer at position `i`, and the one
+    /// The full sequence of the message pending to the peer at position `i` under
+    /// `key`.
+    fn full_seq(&self, i: usize, key: SeqKey) -> Option<u64> {
+        if key >> 32 != 0 {
+            unkey(self.next_broadcast, key).map(|s| BROADCAST_SEQ | s)
+        } else {
+            unkey(self.next_seq(i), key)
+        }
+    }
+
+    /// The slot of the message `key` pending to the peer at position `i`, and the one
     /// before it in the peer's list.
-    fn find_pending(&self, i: usize, seq: u64) -> Option<(u32, u32)> {
+    fn find_pending(&self, i: usize, key: SeqKey) -> Option<(u32, u32)> {
         let tail = self.peers[i].tail;
         if tail == NIL {
             return None;
         }
         let (mut prev, mut s) = (tail, self.slots[tail as usize].next);
         loop {
-            if self.slots[s as usize].seq == seq {
+            if self.slots[s as usize].key() == key {
                 return Some((prev, s));
             }
             if s == tail {
@@ -754,14 +818,15 @@ impl Link {
     }
 
     /// The slot of the message `seq` pending to `peer`, if it is.
+    #[cfg(test)]
     fn pending_slot(&self, peer: NodeId, seq: u64) -> Option<u32> {
         let i = self.index.find(peer)?;
-        self.find_pending(i, seq).map(|(_, s)| s)
+        self.find_pending(i, seq_key(seq)).map(|(_, s)| s)
     }
 
-    /// Stop waiting for the ack of `seq` to the peer at position `i`.
-    fn take_pending(&mut self, i: usize, seq: u64) -> Option<Pending> {
-        let (prev, s) = self.find_pending(i, seq)?;
+    /// Stop waiting for the ack of `key` to the peer at position `i`.
+    fn take_pending(&mut self, i: usize, key: SeqKey) -> Option<Pending> {
+        let (prev, s) = self.find_pending(i, key)?;
         self.live_top = None;
         let next = self.slots[s as usize].next;
         if prev == s {
@@ -788,7 +853,7 @@ impl Link {
         Some(Pending {
             group,
             msg: msg?,
-            attempts,
+            attempts: u32::from(attempts),
             first_sent_ns,
         })
     }
@@ -813,7 +878,7 @@ impl Link {
         for &peer in to {
             let i = self.position(peer);
             // (A recipient listed twice keeps one entry, as a map keyed by it did.)
-            if let Some((_, s)) = self.find_pending(i, seq) {
+            if let Some((_, s)) = self.find_pending(i, seq_key(seq)) {
                 let old = self.slots[s as usize].msg;
                 self.kept.release(old);
                 let k = self.kept.keep(msg.clone());
@@ -826,7 +891,7 @@ impl Link {
                 self.add_pending(i, seq, group, msg.clone(), heap_ns(now));
             }
             let at = self.next_try(peer, now, now);
-            self.retx.push(Reverse((heap_ns(at), peer, seq)));
+            self.retx.push(Reverse(due(heap_ns(at), i, seq_key(seq))));
         }
         self.datagram(seq, 0, Some(group), Some(msg))
     }
@@ -841,7 +906,7 @@ impl Link {
         let seq = self.bump_seq(i);
         self.add_pending(i, seq, group, msg.clone(), heap_ns(now));
         let at = self.next_try(to, now, now);
-        self.retx.push(Reverse((heap_ns(at), to, seq)));
+        self.retx.push(Reverse(due(heap_ns(at), i, seq_key(seq))));
         self.datagram(seq, 0, Some(group), Some(msg))
     }
 
@@ -883,8 +948,12 @@ impl Link {
             self.set_in_floor(i, 0);
             self.inbound_broadcast.remove(&d.from);
         }
-        if d.ack != 0 {
-            if let Some(p) = self.take_pending(i, d.ack) {
+        // Keys are the sequences' low bits: only the ack of the one sequence that can
+        // be pending under its key matches (not one never sent, nor one four billion
+        // sequences old).
+        let key = seq_key(d.ack);
+        if d.ack != 0 && self.full_seq(i, key) == Some(d.ack) {
+            if let Some(p) = self.take_pending(i, key) {
                 // Karn's rule: only a message sent once times a round trip.
                 if p.attempts == 1 {
                     let mut rtt = self.peers[i].rtt();
@@ -964,7 +1033,8 @@ impl Link {
     /// Earliest retransmission deadline, if any message is unacknowledged.
     pub(crate) fn next_deadline(&mut self) -> Option<Time> {
         while let Some(&Reverse(top)) = self.retx.peek() {
-            if self.live_top == Some(top) || self.pending_slot(top.1, top.2).is_some() {
+            let (i, key) = undue(top);
+            if self.live_top == Some(top) || self.find_pending(i, key).is_some() {
                 self.live_top = Some(top);
                 break;
             }
@@ -976,7 +1046,7 @@ impl Link {
         }
         self.retx
             .peek()
-            .map(|Reverse((t, _, _))| Duration::from_nanos(*t))
+            .map(|Reverse((t, _))| Duration::from_nanos(*t))
     }
 
     /// Retransmit what is due; messages past their last attempt come back as
@@ -987,22 +1057,27 @@ impl Link {
         transmit: &mut Vec<(NodeId, Datagram)>,
         failed: &mut Vec<Undeliverable>,
     ) {
-        while let Some(&Reverse((t, peer, seq))) = self.retx.peek() {
+        while let Some(&Reverse(top)) = self.retx.peek() {
+            let t = top.0;
             if t > heap_ns(now) {
                 break;
             }
             self.retx.pop();
-            let Some(s) = self.pending_slot(peer, seq) else {
+            let (i, key) = undue(top);
+            let Some((_, s)) = self.find_pending(i, key) else {
+                continue;
+            };
+            let Some(peer) = self.index.id(i) else {
                 continue;
             };
             let p = &self.slots[s as usize];
             let out_of_time = now >= p.first_sent() + self.cfg.give_up;
-            let out_of_tries = self.cfg.max_attempts.is_some_and(|m| p.attempts >= m);
-            let Some(i) = self.index.find(peer) else {
-                continue;
-            };
+            let out_of_tries = self
+                .cfg
+                .max_attempts
+                .is_some_and(|m| u32::from(p.attempts) >= m);
             if out_of_time || out_of_tries {
-                let Some(p) = self.take_pending(i, seq) else {
+                let Some(p) = self.take_pending(i, key) else {
                     continue;
                 };
                 self.count_failure(i);
@@ -1028,12 +1103,12 @@ impl Link {
                 .map(|ack| (Duration::from_nanos(ack) + self.rto(peer)).min(latest))
                 .filter(|&at| at > now);
             if let Some(at) = restart {
-                self.retx.push(Reverse((heap_ns(at), peer, seq)));
+                self.retx.push(Reverse(due(heap_ns(at), i, key)));
                 continue;
             }
             // A retransmission timeout doubles the peer's RTO (RFC 6298 §5.5), for
             // new messages too, until a fresh sample.
-            let (attempts, first_sent) = (p.attempts + 1, p.first_sent());
+            let (attempts, first_sent) = (p.attempts.saturating_add(1), p.first_sent());
             let mut rtt = self.peers[i].rtt();
             if rtt.rto(&self.cfg) < self.cfg.rto_max {
                 rtt.backoff = (rtt.backoff + 1).min(16);
@@ -1046,9 +1121,12 @@ impl Link {
             let Some(msg) = self.kept.get(k).cloned() else {
                 continue;
             };
-            self.retx.push(Reverse((heap_ns(next), peer, seq)));
+            self.retx.push(Reverse(due(heap_ns(next), i, key)));
             self.stats.retransmissions += 1;
             self.stats.datagrams_sent += 1;
+            let Some(seq) = self.full_seq(i, key) else {
+                continue;
+            };
             transmit.push((peer, self.datagram(seq, 0, Some(group), Some(msg))));
         }
     }
@@ -1073,8 +1151,8 @@ impl Link {
         self.pending
     }
 
-    /// The sequences pending to the peer at position `i`, in sending order.
-    fn pending_seqs(&self, i: usize, group: Option<AlgorithmKind>) -> Vec<u64> {
+    /// The keys of the sequences pending to the peer at position `i`, in sending order.
+    fn pending_seqs(&self, i: usize, group: Option<AlgorithmKind>) -> Vec<SeqKey> {
         let mut seqs = Vec::new();
         let tail = self.peers[i].tail;
         if tail == NIL {
@@ -1085,7 +1163,7 @@ impl Link {
             s = self.slots[s as usize].next;
             let slot = &self.slots[s as usize];
             if group.is_none_or(|g| g == slot.group) {
-                seqs.push(slot.seq);
+                seqs.push(slot.key());
             }
             if s == tail {
                 return seqs;
@@ -1206,10 +1284,25 @@ mod tests {
         );
         assert_eq!(link.next_seq(i), top + 2);
         assert_eq!(unacked_to(&link, 2), 3);
+        // Retransmissions carry the full sequences (those due at one instant in the
+        // order of their low bits).
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        let due = link.next_deadline().unwrap();
+        link.on_timeout(due, &mut tx, &mut failed);
+        let mut resent: Vec<u64> = tx.iter().map(|(_, d)| d.seq).collect();
+        resent.sort_unstable();
+        assert_eq!(resent, seqs);
+        // An ack of a sequence with the same low 32 bits (sent four billion messages
+        // earlier, or never) matches nothing.
+        for old in [top + 2 - (1 << 32), top + 2 + (1 << 32)] {
+            link.receive(Duration::from_millis(1), &ack_from(2, old));
+        }
+        assert_eq!(unacked_to(&link, 2), 3);
         for seq in seqs {
             link.receive(Duration::from_millis(1), &ack_from(2, seq));
         }
         assert_eq!(unacked_to(&link, 2), 0, "every ack matched its message");
+        assert!(failed.is_empty());
 
         // Receiving: in order across the boundary, then a duplicate below and above it.
         // (From peer 3, whose counters are still narrow.)
@@ -1343,7 +1436,9 @@ mod tests {
             .collect();
         for &(peer, seq) in &left {
             assert_eq!(
-                l.pending_slot(peer, seq).map(|s| l.slots[s as usize].seq),
+                l.pending_slot(peer, seq).and_then(
+                    |s| l.full_seq(l.index.find(peer).unwrap(), l.slots[s as usize].key())
+                ),
                 Some(seq)
             );
         }
