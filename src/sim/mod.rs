@@ -103,22 +103,21 @@ pub enum SimError {
     Empty,
 }
 
-/// A queued event: 40 bytes. A datagram in flight is packed: a bare ack (half of
+/// A queued event: 24 bytes. A datagram in flight is packed: a bare ack (half of
 /// the traffic of a large election) inline, a datagram with a body inline but for the
-/// body (in [`Bodies`]), anything else boxed. `to`: node index. `trace_id`: the
-/// datagram's id in the trace (0 when not tracing).
+/// body (in [`Bodies`]), as long as its incarnation and sequence (or ack) fit in 32
+/// bits and it is not traced; anything else boxed (with its id in the trace). `to`:
+/// node index.
 enum Payload {
     Ack {
-        ack: u64,
+        ack: u32,
         to: u32,
-        trace_id: u32,
         from: NodeId,
         incarnation: u32,
     },
     Data {
-        seq: u64,
+        seq: u32,
         to: u32,
-        trace_id: u32,
         from: NodeId,
         incarnation: u32,
         body: u32,
@@ -133,6 +132,8 @@ enum Payload {
         node: usize,
     },
 }
+
+const _: () = assert!(size_of::<Payload>() == 24);
 
 /// Events of one instant, FIFO, in chunks of at most [`Bucket::CHUNK`]: a burst of
 /// millions of events (a Bully election on thousands of nodes) grows chunk by chunk
@@ -993,45 +994,41 @@ impl Sim {
 
     /// `d` for node index `to` as a queued event (see [`Payload`]).
     fn pack(&mut self, to: u32, trace_id: u32, d: Datagram) -> Payload {
-        let incarnation = u32::try_from(d.incarnation).ok();
-        match (d, incarnation) {
-            (
-                Datagram {
-                    from,
-                    seq: 0,
-                    ack,
-                    group: None,
-                    body: None,
-                    ..
-                },
-                Some(incarnation),
-            ) => Payload::Ack {
+        let narrow = |v: u64| u32::try_from(v).ok();
+        let fits = trace_id == 0
+            && narrow(d.incarnation).is_some()
+            && narrow(d.seq).is_some()
+            && narrow(d.ack).is_some();
+        match d {
+            Datagram {
+                from,
+                incarnation,
+                seq: 0,
                 ack,
+                group: None,
+                body: None,
+            } if fits => Payload::Ack {
+                ack: ack as u32,
                 to,
-                trace_id,
                 from,
-                incarnation,
+                incarnation: incarnation as u32,
             },
-            (
-                Datagram {
-                    from,
-                    seq,
-                    ack: 0,
-                    group: Some(group),
-                    body: Some(body),
-                    ..
-                },
-                Some(incarnation),
-            ) if self.bodies.has_room() => Payload::Data {
-                seq,
-                to,
-                trace_id,
+            Datagram {
                 from,
                 incarnation,
+                seq,
+                ack: 0,
+                group: Some(group),
+                body: Some(body),
+            } if fits && self.bodies.has_room() => Payload::Data {
+                seq: seq as u32,
+                to,
+                from,
+                incarnation: incarnation as u32,
                 body: self.bodies.put(body),
                 group,
             },
-            (d, _) => Payload::Other(Box::new((to, trace_id, d))),
+            d => Payload::Other(Box::new((to, trace_id, d))),
         }
     }
 
@@ -1042,7 +1039,6 @@ impl Sim {
             Payload::Ack {
                 ack,
                 to,
-                trace_id,
                 from,
                 incarnation,
             } => {
@@ -1050,16 +1046,15 @@ impl Sim {
                     from,
                     incarnation: u64::from(incarnation),
                     seq: 0,
-                    ack,
+                    ack: u64::from(ack),
                     group: None,
                     body: None,
                 };
-                Some((to, d, trace_id))
+                Some((to, d, 0))
             }
             Payload::Data {
                 seq,
                 to,
-                trace_id,
                 from,
                 incarnation,
                 body,
@@ -1068,12 +1063,12 @@ impl Sim {
                 let d = Datagram {
                     from,
                     incarnation: u64::from(incarnation),
-                    seq,
+                    seq: u64::from(seq),
                     ack: 0,
                     group: Some(group),
                     body: self.bodies.take(body),
                 };
-                Some((to, d, trace_id))
+                Some((to, d, 0))
             }
             Payload::Other(b) => {
                 let (to, trace_id, d) = *b;
@@ -1292,8 +1287,8 @@ mod tests {
 
     /// Every shape of datagram comes out of the queue as it went in: bare acks and
     /// datagrams with a body (packed), and what does not fit the packed forms (an
-    /// incarnation above 32 bits, a datagram with both a sequence and an ack, a body
-    /// without a group, nothing at all), boxed.
+    /// incarnation, sequence or ack above 32 bits, a traced datagram, a
+    /// datagram with both a sequence and an ack, a body without a group), boxed.
     #[test]
     fn queued_datagrams_come_out_as_they_went_in() {
         let mut sim = Sim::new(SimConfig::new(AlgorithmKind::Bully, 3, 1)).unwrap();
@@ -1353,23 +1348,38 @@ mod tests {
                 ..base.clone()
             },
             base.clone(),
+            Datagram {
+                ack: 1 << 32,
+                ..base.clone()
+            },
+            Datagram {
+                seq: crate::node::link::BROADCAST_SEQ | 4,
+                group: Some(AlgorithmKind::Bully),
+                body: Some(election.clone()),
+                ..base.clone()
+            },
         ];
-        let packed: Vec<Payload> = shapes
+        // Untraced (trace id 0), then all of them again traced.
+        let traced = |i: usize| if i < shapes.len() { 0 } else { 100 + i as u32 };
+        let all: Vec<Datagram> = shapes.iter().chain(&shapes).cloned().collect();
+        let packed: Vec<Payload> = all
             .iter()
             .enumerate()
-            .map(|(i, d)| sim.pack(i as u32, 100 + i as u32, d.clone()))
+            .map(|(i, d)| sim.pack(i as u32, traced(i), d.clone()))
             .collect();
         assert!(matches!(packed[0], Payload::Ack { .. }));
         assert!(matches!(packed[1], Payload::Data { .. }));
         assert!(matches!(packed[2], Payload::Data { .. }));
-        assert!(matches!(packed[3], Payload::Other(_)));
+        // (Nothing at all, shape 7, packs as an ack of nothing.)
+        assert!(matches!(packed[7], Payload::Ack { .. }));
+        for (i, p) in packed.iter().enumerate().skip(3) {
+            if i != 7 {
+                assert!(matches!(p, Payload::Other(_)), "shape {i} is boxed");
+            }
+        }
         assert_eq!(sim.bodies.used, 2, "the packed bodies wait in the slab");
-        for (i, (p, d)) in packed.into_iter().zip(shapes).enumerate() {
-            assert_eq!(
-                sim.unpack(p),
-                Some((i as u32, d, 100 + i as u32)),
-                "shape {i}"
-            );
+        for (i, (p, d)) in packed.into_iter().zip(all).enumerate() {
+            assert_eq!(sim.unpack(p), Some((i as u32, d, traced(i))), "shape {i}");
         }
         assert_eq!(sim.bodies.used, 0);
         assert!(sim.bodies.chunks.is_empty(), "freed once empty");
