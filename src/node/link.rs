@@ -399,7 +399,8 @@ impl Slot {
 /// A retransmission deadline in nanoseconds of [`Time`] and what is due then: the
 /// peer's position (bits 33 and up) and the [`SeqKey`] (16 bytes an entry, one per
 /// message in flight). Ordered by deadline, then position (for roster members the
-/// order of their ids), then sequence.
+/// order of their ids), then sequence. Positions take 31 bits: a link meets fewer
+/// than two billion distinct peers (each costs it a map entry besides).
 type Due = (u64, u64);
 
 fn due(at: u64, i: usize, key: SeqKey) -> Due {
@@ -1443,7 +1444,8 @@ mod tests {
             );
         }
         // The first retransmission round resends exactly the unacked ones, ordered by
-        // (deadline, peer, sequence) as the heap orders them.
+        // (deadline, peer position, sequence) as the heap orders them: roster members
+        // by id, then the others (5, then 9) in the order they were first met.
         let (mut tx, mut failed) = (Vec::new(), Vec::new());
         let due = l.next_deadline().unwrap();
         l.on_timeout(due, &mut tx, &mut failed);
