@@ -176,43 +176,75 @@ impl Bucket {
 }
 
 /// The bodies of the datagrams in flight, by slot: in chunks, so that a burst does not
-/// double one buffer, and freed when none is left.
+/// double one buffer, and freed when none is left. A body equal to the one its sender
+/// put last, while that one is still in flight, shares its slot (a Bully node's OKs to
+/// every lower member, its ELECTION to every higher one).
 #[derive(Default)]
 struct Bodies {
-    chunks: Vec<Vec<Option<Message>>>,
+    chunks: Vec<Vec<Body>>,
     free: Vec<u32>,
+    /// Slots in use.
     used: usize,
+}
+
+/// A slot of [`Bodies`]: the body and the datagrams in flight that carry it.
+struct Body {
+    msg: Option<Message>,
+    refs: u32,
 }
 
 impl Bodies {
     const CHUNK: usize = 1 << 16;
 
-    fn put(&mut self, m: Message) -> u32 {
+    fn get_mut(&mut self, s: u32) -> Option<&mut Body> {
+        let i = s as usize;
+        self.chunks
+            .get_mut(i / Self::CHUNK)?
+            .get_mut(i % Self::CHUNK)
+    }
+
+    /// Keep `m` for one more datagram in flight; `last`: the slot its sender put last
+    /// (a hint, updated; any slot holding an equal body may be shared).
+    fn put(&mut self, m: Message, last: &mut u32) -> u32 {
+        if let Some(b) = self.get_mut(*last) {
+            if b.refs < u32::MAX && b.msg.as_ref() == Some(&m) {
+                b.refs += 1;
+                return *last;
+            }
+        }
         self.used += 1;
+        let body = Body {
+            msg: Some(m),
+            refs: 1,
+        };
         if let Some(s) = self.free.pop() {
-            let s = s as usize;
-            self.chunks[s / Self::CHUNK][s % Self::CHUNK] = Some(m);
-            return s as u32;
+            let i = s as usize;
+            self.chunks[i / Self::CHUNK][i % Self::CHUNK] = body;
+            *last = s;
+            return s;
         }
         match self.chunks.last_mut() {
-            Some(c) if c.len() < Self::CHUNK => c.push(Some(m)),
+            Some(c) if c.len() < Self::CHUNK => c.push(body),
             _ => {
                 let mut c = Vec::with_capacity(Self::CHUNK);
-                c.push(Some(m));
+                c.push(body);
                 self.chunks.push(c);
             }
         }
-        let last = self.chunks.len() - 1;
-        (last * Self::CHUNK + self.chunks[last].len() - 1) as u32
+        let n = self.chunks.len() - 1;
+        let s = (n * Self::CHUNK + self.chunks[n].len() - 1) as u32;
+        *last = s;
+        s
     }
 
     fn take(&mut self, s: u32) -> Option<Message> {
-        let i = s as usize;
-        let m = self
-            .chunks
-            .get_mut(i / Self::CHUNK)?
-            .get_mut(i % Self::CHUNK)?
-            .take()?;
+        let b = self.get_mut(s)?;
+        if b.refs > 1 {
+            b.refs -= 1;
+            return b.msg.clone();
+        }
+        let m = b.msg.take()?;
+        b.refs = 0;
         self.used -= 1;
         if self.used == 0 {
             self.chunks = Vec::new();
@@ -310,6 +342,8 @@ pub struct Sim {
     queue: BTreeMap<u64, Bucket>,
     /// The bodies of the datagrams in `queue`.
     bodies: Bodies,
+    /// Per node index, the slot of [`Sim::bodies`] it put last (a hint).
+    last_body: Vec<u32>,
     queued: usize,
     nodes: Vec<SimNode>,
     /// `cfg.ids`, shared by every node built (one copy of the roster, not one per node).
@@ -371,6 +405,7 @@ impl Sim {
             now: Duration::ZERO,
             queue: BTreeMap::new(),
             bodies: Bodies::default(),
+            last_body: Vec::new(),
             queued: 0,
             nodes,
             roster,
@@ -1020,14 +1055,22 @@ impl Sim {
                 ack: 0,
                 group: Some(group),
                 body: Some(body),
-            } if fits && self.bodies.has_room() => Payload::Data {
-                seq: seq as u32,
-                to,
-                from,
-                incarnation: incarnation as u32,
-                body: self.bodies.put(body),
-                group,
-            },
+            } if fits && self.bodies.has_room() => {
+                let sender = self.index.get(from).unwrap_or(usize::MAX);
+                if sender != usize::MAX && self.last_body.len() <= sender {
+                    self.last_body.resize(sender + 1, u32::MAX);
+                }
+                let mut none = u32::MAX;
+                let last = self.last_body.get_mut(sender).unwrap_or(&mut none);
+                Payload::Data {
+                    seq: seq as u32,
+                    to,
+                    from,
+                    incarnation: incarnation as u32,
+                    body: self.bodies.put(body, last),
+                    group,
+                }
+            }
             d => Payload::Other(Box::new((to, trace_id, d))),
         }
     }
@@ -1383,5 +1426,46 @@ mod tests {
         }
         assert_eq!(sim.bodies.used, 0);
         assert!(sim.bodies.chunks.is_empty(), "freed once empty");
+    }
+
+    /// A sender's equal bodies in a row share a slot until the last datagram carrying
+    /// it is delivered; each delivery gets the body whole, and a different body (or a
+    /// stale hint) gets a slot of its own.
+    #[test]
+    fn equal_bodies_share_a_slot_while_in_flight() {
+        let mut b = Bodies::default();
+        let ok = Message::Ok {
+            responder: 5,
+            tag: crate::contract::message::ElectionTag {
+                initiator: 1,
+                seq: 1,
+            },
+        };
+        let other = Message::Resign { epoch: 2 };
+        let mut last = u32::MAX;
+        let s1 = b.put(ok.clone(), &mut last);
+        let s2 = b.put(ok.clone(), &mut last);
+        let s3 = b.put(ok.clone(), &mut last);
+        assert_eq!((s1, s2, s3), (s1, s1, s1));
+        assert_eq!(b.used, 1, "one slot for three datagrams");
+        let s4 = b.put(other.clone(), &mut last);
+        assert_ne!(s4, s1);
+        assert_eq!(last, s4);
+        assert_eq!(b.take(s1), Some(ok.clone()));
+        assert_eq!(b.take(s1), Some(ok.clone()));
+        assert_eq!(b.used, 2);
+        assert_eq!(b.take(s1), Some(ok.clone()));
+        assert_eq!(b.take(s1), None, "taken as often as put, no more");
+        assert_eq!(b.used, 1);
+        // A hint to a slot freed and reused for another body shares nothing.
+        let mut stale = s1;
+        let s5 = b.put(other.clone(), &mut stale);
+        let s6 = b.put(ok.clone(), &mut stale);
+        assert_ne!(s5, s6);
+        assert_eq!(b.take(s4), Some(other.clone()));
+        assert_eq!(b.take(s5), Some(other));
+        assert_eq!(b.take(s6), Some(ok));
+        assert_eq!(b.used, 0);
+        assert!(b.chunks.is_empty(), "freed once empty");
     }
 }
