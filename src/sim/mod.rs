@@ -1436,7 +1436,7 @@ mod tests {
         let mut b = Bodies::default();
         let ok = Message::Ok {
             responder: 5,
-            tag: crate::contract::message::ElectionTag {
+            tag: ElectionTag {
                 initiator: 1,
                 seq: 1,
             },
