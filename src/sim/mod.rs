@@ -103,11 +103,11 @@ pub enum SimError {
     Empty,
 }
 
-/// A queued event: 24 bytes. A datagram in flight is packed: a bare ack (half of
+/// A queued event: 20 bytes. A datagram in flight is packed: a bare ack (half of
 /// the traffic of a large election) inline, a datagram with a body inline but for the
-/// body (in [`Bodies`]), as long as its incarnation and sequence (or ack) fit in 32
-/// bits and it is not traced; anything else boxed (with its id in the trace). `to`:
-/// node index.
+/// body (in [`Bodies`]), as long as its sequence (or ack) fits in 32 bits, its
+/// incarnation in 16 (a bare ack's in 32) and it is not traced; anything else boxed
+/// in [`Others`] (with its id in the trace). `to`, `node`: node index.
 enum Payload {
     Ack {
         ack: u32,
@@ -119,21 +119,54 @@ enum Payload {
         seq: u32,
         to: u32,
         from: NodeId,
-        incarnation: u32,
         body: u32,
+        incarnation: u16,
         group: AlgorithmKind,
     },
-    Other(Box<(u32, u32, Datagram)>),
+    /// The slot in [`Sim::others`].
+    Other(u32),
     Wake {
-        node: usize,
+        node: u32,
     },
     /// A busy node is free again: it takes the next input from its inbox.
     Ready {
-        node: usize,
+        node: u32,
     },
 }
 
-const _: () = assert!(size_of::<Payload>() == 24);
+const _: () = assert!(size_of::<Payload>() == 20);
+
+/// The datagrams in flight that do not fit [`Payload`]'s packed forms, boxed, by slot.
+#[derive(Default)]
+struct Others {
+    slots: Vec<Option<Box<(u32, u32, Datagram)>>>,
+    free: Vec<u32>,
+}
+
+impl Others {
+    fn put(&mut self, o: (u32, u32, Datagram)) -> u32 {
+        let o = Some(Box::new(o));
+        if let Some(s) = self.free.pop() {
+            self.slots[s as usize] = o;
+            return s;
+        }
+        self.slots.push(o);
+        // (Four billion boxed datagrams in flight would not fit in memory first.)
+        u32::try_from(self.slots.len() - 1).unwrap_or(u32::MAX)
+    }
+
+    fn take(&mut self, s: u32) -> Option<(u32, u32, Datagram)> {
+        let o = *self.slots.get_mut(s as usize)?.take()?;
+        if self.free.len() + 1 == self.slots.len() {
+            // None left: give a burst's memory back.
+            self.slots = Vec::new();
+            self.free = Vec::new();
+        } else {
+            self.free.push(s);
+        }
+        Some(o)
+    }
+}
 
 /// Events of one instant, FIFO, in chunks of at most [`Bucket::CHUNK`]: a burst of
 /// millions of events (a Bully election on thousands of nodes) grows chunk by chunk
@@ -342,6 +375,8 @@ pub struct Sim {
     queue: BTreeMap<u64, Bucket>,
     /// The bodies of the datagrams in `queue`.
     bodies: Bodies,
+    /// The datagrams in `queue` that are not packed.
+    others: Others,
     /// Per node index, the slot of [`Sim::bodies`] it put last (a hint).
     last_body: Vec<u32>,
     queued: usize,
@@ -405,6 +440,7 @@ impl Sim {
             now: Duration::ZERO,
             queue: BTreeMap::new(),
             bodies: Bodies::default(),
+            others: Others::default(),
             last_body: Vec::new(),
             queued: 0,
             nodes,
@@ -639,7 +675,7 @@ impl Sim {
         if !self.nodes[i].ready_queued {
             self.nodes[i].ready_queued = true;
             let at = self.nodes[i].busy_until.max(self.now);
-            self.push(at, Payload::Ready { node: i });
+            self.push(at, Payload::Ready { node: i as u32 });
         }
     }
 
@@ -976,7 +1012,7 @@ impl Sim {
             let sn = &mut self.nodes[i];
             if sn.next_wake.is_none_or(|cur| w < cur) {
                 sn.next_wake = Some(w);
-                self.push(w.max(self.now), Payload::Wake { node: i });
+                self.push(w.max(self.now), Payload::Wake { node: i as u32 });
             }
         }
     }
@@ -1055,7 +1091,7 @@ impl Sim {
                 ack: 0,
                 group: Some(group),
                 body: Some(body),
-            } if fits && self.bodies.has_room() => {
+            } if fits && incarnation <= u64::from(u16::MAX) && self.bodies.has_room() => {
                 let sender = self.index.get(from).unwrap_or(usize::MAX);
                 if sender != usize::MAX && self.last_body.len() <= sender {
                     self.last_body.resize(sender + 1, u32::MAX);
@@ -1066,12 +1102,12 @@ impl Sim {
                     seq: seq as u32,
                     to,
                     from,
-                    incarnation: incarnation as u32,
+                    incarnation: incarnation as u16,
                     body: self.bodies.put(body, last),
                     group,
                 }
             }
-            d => Payload::Other(Box::new((to, trace_id, d))),
+            d => Payload::Other(self.others.put((to, trace_id, d))),
         }
     }
 
@@ -1113,8 +1149,8 @@ impl Sim {
                 };
                 Some((to, d, 0))
             }
-            Payload::Other(b) => {
-                let (to, trace_id, d) = *b;
+            Payload::Other(s) => {
+                let (to, trace_id, d) = self.others.take(s)?;
                 Some((to, d, trace_id))
             }
             Payload::Wake { .. } | Payload::Ready { .. } => None,
@@ -1135,11 +1171,11 @@ impl Sim {
         self.now = self.now.max(at);
         let payload = match payload {
             Payload::Wake { node } => {
-                self.wake(node, at);
+                self.wake(node as usize, at);
                 return true;
             }
             Payload::Ready { node } => {
-                self.ready(node);
+                self.ready(node as usize);
                 return true;
             }
             p => p,
@@ -1330,7 +1366,7 @@ mod tests {
 
     /// Every shape of datagram comes out of the queue as it went in: bare acks and
     /// datagrams with a body (packed), and what does not fit the packed forms (an
-    /// incarnation, sequence or ack above 32 bits, a traced datagram, a
+    /// incarnation above 32 bits, or 16 with a body, a sequence or ack above 32 bits, a traced datagram, a
     /// datagram with both a sequence and an ack, a body without a group), boxed.
     #[test]
     fn queued_datagrams_come_out_as_they_went_in() {
@@ -1401,6 +1437,19 @@ mod tests {
                 body: Some(election.clone()),
                 ..base.clone()
             },
+            Datagram {
+                incarnation: 1 << 16,
+                seq: 4,
+                group: Some(AlgorithmKind::Bully),
+                body: Some(election.clone()),
+                ..base.clone()
+            },
+            // A bare ack keeps 32 bits of incarnation inline.
+            Datagram {
+                incarnation: 1 << 16,
+                ack: 9,
+                ..base.clone()
+            },
         ];
         // Untraced (trace id 0), then all of them again traced.
         let traced = |i: usize| if i < shapes.len() { 0 } else { 100 + i as u32 };
@@ -1415,8 +1464,9 @@ mod tests {
         assert!(matches!(packed[2], Payload::Data { .. }));
         // (Nothing at all, shape 7, packs as an ack of nothing.)
         assert!(matches!(packed[7], Payload::Ack { .. }));
+        assert!(matches!(packed[11], Payload::Ack { .. }));
         for (i, p) in packed.iter().enumerate().skip(3) {
-            if i != 7 {
+            if i != 7 && i != 11 {
                 assert!(matches!(p, Payload::Other(_)), "shape {i} is boxed");
             }
         }
@@ -1426,6 +1476,7 @@ mod tests {
         }
         assert_eq!(sim.bodies.used, 0);
         assert!(sim.bodies.chunks.is_empty(), "freed once empty");
+        assert!(sim.others.slots.is_empty(), "freed once empty");
     }
 
     /// A sender's equal bodies in a row share a slot until the last datagram carrying
