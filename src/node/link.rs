@@ -159,22 +159,27 @@ const LOST: u8 = 4;
 const HAS_ABOVE: u8 = 8;
 /// The sequence counter and receive floor are in [`Link::wide`].
 const WIDE: u8 = 16;
+/// The incarnation is in [`Link::wide_incarnation`].
+const WIDE_INCARNATION: u8 = 32;
 
 /// Everything the link keeps about one peer, in one array ([`Peers`]) indexed by the
-/// peer's position in the roster: 32 bytes per peer dealt with (a Bully election on N
+/// peer's position in the roster: 28 bytes per peer dealt with (a Bully election on N
 /// simulated nodes deals with N² pairs). Hash maps per field took about five times
 /// that (keys, half-empty tables grown to powers of two).
 ///
 /// The sequence counter and the receive floor are 32-bit here; a peer whose sequences
 /// pass `u32::MAX` either way (four billion messages, or a hostile sequence number)
 /// moves both to [`Link::wide`] (flag [`WIDE`]) and carries on with 64-bit ones: no
-/// sequence is reused and nothing wraps. The round-trip estimate is kept in 32-bit
+/// sequence is reused and nothing wraps. Likewise the peer's incarnation: one above
+/// `u32::MAX` (the daemon's are boot times in microseconds) is kept whole in
+/// [`Link::wide_incarnation`] (flag [`WIDE_INCARNATION`]); the simulator's small ones
+/// stay here. The round-trip estimate is kept in 32-bit
 /// nanoseconds, saturating at 4.29 s (an RTO above that is clamped to the ceiling
 /// unless `rto_max` is set above it).
 #[derive(Clone, Copy, Debug)]
 struct Peer {
-    /// The peer's incarnation as last heard.
-    in_incarnation: u64,
+    /// The peer's incarnation as last heard (unless [`WIDE_INCARNATION`]).
+    in_incarnation: u32,
     /// Last sequence sent to the peer (unless [`WIDE`]).
     next_seq: u32,
     /// Every sequence ≤ this from the peer has been delivered (unless [`WIDE`]).
@@ -187,7 +192,7 @@ struct Peer {
     flags: u8,
 }
 
-const _: () = assert!(size_of::<Peer>() == 32);
+const _: () = assert!(size_of::<Peer>() == 28);
 
 /// A peer nothing was sent to or heard from.
 static UNTOUCHED: Peer = Peer {
@@ -594,6 +599,8 @@ pub struct Link {
     above: FxHashMap<u32, Box<BTreeSet<u64>>>,
     /// Sequence counter and receive floor of the peers past 32 bits (flag [`WIDE`]).
     wide: FxHashMap<u32, Wide>,
+    /// Incarnations past 32 bits (flag [`WIDE_INCARNATION`]), by peer position.
+    wide_incarnation: FxHashMap<u32, u64>,
     /// Per sender, the broadcast sequences delivered (incarnation kept in `peers`).
     inbound_broadcast: FxHashMap<NodeId, Window>,
     /// The latest flights (messages first sent at one instant, a fan-out) and when an
@@ -656,6 +663,7 @@ impl Link {
             live_top: None,
             above: FxHashMap::default(),
             wide: FxHashMap::default(),
+            wide_incarnation: FxHashMap::default(),
             inbound_broadcast: FxHashMap::default(),
             flights: [(0, 0); FLIGHTS],
             stats: LinkStats::default(),
@@ -712,6 +720,27 @@ impl Link {
         // are not sent in any lifetime.
         w.next_seq += 1;
         w.next_seq
+    }
+
+    /// The incarnation of the peer at position `i` as last heard.
+    fn in_incarnation(&self, i: usize) -> u64 {
+        let peer = &self.peers[i];
+        if peer.has(WIDE_INCARNATION) {
+            self.wide_incarnation.get(&(i as u32)).copied().unwrap_or(0)
+        } else {
+            u64::from(peer.in_incarnation)
+        }
+    }
+
+    fn set_in_incarnation(&mut self, i: usize, incarnation: u64) {
+        let peer = &mut self.peers[i];
+        match u32::try_from(incarnation) {
+            Ok(n) if !peer.has(WIDE_INCARNATION) => peer.in_incarnation = n,
+            _ => {
+                peer.set(WIDE_INCARNATION, true);
+                self.wide_incarnation.insert(i as u32, incarnation);
+            }
+        }
     }
 
     /// Every sequence ≤ this from the peer at position `i` was delivered.
@@ -935,13 +964,14 @@ impl Link {
     pub fn receive(&mut self, now: Time, d: &Datagram) -> (Inbound, Option<Datagram>, bool) {
         let ack = (d.seq != 0).then(|| self.datagram(0, d.seq, None, None));
         let i = self.position(d.from);
-        let peer = &mut self.peers[i];
-        if d.incarnation < peer.in_incarnation {
+        let heard = self.in_incarnation(i);
+        if d.incarnation < heard {
             self.stats.stale_dropped += 1;
             return (Inbound::Stale, None, false);
         }
-        if d.incarnation > peer.in_incarnation {
-            peer.in_incarnation = d.incarnation;
+        if d.incarnation > heard {
+            self.set_in_incarnation(i, d.incarnation);
+            let peer = &mut self.peers[i];
             if peer.has(HAS_ABOVE) {
                 peer.set(HAS_ABOVE, false);
                 self.above.remove(&(i as u32));
@@ -1325,6 +1355,51 @@ mod tests {
         d.incarnation = 2;
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
         assert_eq!(link.in_floor(i), 1);
+    }
+
+    /// Incarnations past 32 bits (the daemon's boot times in microseconds) are kept
+    /// whole: an earlier life is stale however close, a later one resets the floor,
+    /// and a peer that went from a small incarnation to a wide one compares right.
+    #[test]
+    fn incarnations_past_32_bits_are_kept_whole() {
+        let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
+        let with = |inc: u64, seq: u64| Datagram {
+            incarnation: inc,
+            ..reliable(2, seq)
+        };
+        let boot = 1_700_000_000_000_000u64;
+        assert_eq!(
+            link.receive(Duration::ZERO, &with(boot, 1)).0,
+            Inbound::Deliver
+        );
+        assert_eq!(
+            link.receive(Duration::ZERO, &with(boot, 1)).0,
+            Inbound::Duplicate
+        );
+        for old in [boot - 1, boot - (1 << 32), boot & u64::from(u32::MAX), 1] {
+            assert_eq!(
+                link.receive(Duration::ZERO, &with(old, 2)).0,
+                Inbound::Stale,
+                "incarnation {old}"
+            );
+        }
+        assert_eq!(link.stats.stale_dropped, 4);
+        // A restart: sequences start over.
+        assert_eq!(
+            link.receive(Duration::ZERO, &with(boot + 1, 1)).0,
+            Inbound::Deliver
+        );
+        let i = link.index.find(2).unwrap();
+        assert_eq!(link.in_incarnation(i), boot + 1);
+        // Peer 3: small, then past 32 bits.
+        let mut d = with(7, 1);
+        d.from = 3;
+        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
+        d.incarnation = 1 << 33;
+        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
+        d.incarnation = 8;
+        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Stale);
+        assert_eq!(link.in_incarnation(link.index.find(3).unwrap()), 1 << 33);
     }
 
     /// Round trips beyond 32-bit nanoseconds (4.29 s) saturate: the RTO stays at the
