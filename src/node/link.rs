@@ -157,38 +157,61 @@ const GIVEN_UP: u8 = 2;
 const LOST: u8 = 4;
 /// Out-of-order deliveries above the floor are kept in [`Link::above`].
 const HAS_ABOVE: u8 = 8;
+/// The sequence counter and receive floor are in [`Link::wide`].
+const WIDE: u8 = 16;
+/// The incarnation is in [`Link::wide_incarnation`].
+const WIDE_INCARNATION: u8 = 32;
 
 /// Everything the link keeps about one peer, in one array ([`Peers`]) indexed by the
-/// peer's position in the roster: 48 bytes per peer dealt with (a Bully election on N
-/// simulated nodes deals with N² pairs). Hash maps per field took about three times
+/// peer's position in the roster: 28 bytes per peer dealt with (a Bully election on N
+/// simulated nodes deals with N² pairs). Hash maps per field took about five times
 /// that (keys, half-empty tables grown to powers of two).
+///
+/// The sequence counter and the receive floor are 32-bit here; a peer whose sequences
+/// pass `u32::MAX` either way (four billion messages, or a hostile sequence number)
+/// moves both to [`Link::wide`] (flag [`WIDE`]) and carries on with 64-bit ones: no
+/// sequence is reused and nothing wraps. Likewise the peer's incarnation: one above
+/// `u32::MAX` (the daemon's are boot times in microseconds) is kept whole in
+/// [`Link::wide_incarnation`] (flag [`WIDE_INCARNATION`]); the simulator's small ones
+/// stay here. The round-trip estimate is kept in 32-bit
+/// nanoseconds, saturating at 4.29 s (an RTO above that is clamped to the ceiling
+/// unless `rto_max` is set above it).
 #[derive(Clone, Copy, Debug)]
 struct Peer {
-    /// Last sequence sent to the peer.
-    next_seq: u64,
-    srtt_ns: u64,
-    var_ns: u64,
-    /// The peer's incarnation as last heard.
-    in_incarnation: u64,
-    /// Every sequence ≤ this from the peer has been delivered.
-    in_floor: u64,
+    /// The peer's incarnation as last heard (unless [`WIDE_INCARNATION`]).
+    in_incarnation: u32,
+    /// Last sequence sent to the peer (unless [`WIDE`]).
+    next_seq: u32,
+    /// Every sequence ≤ this from the peer has been delivered (unless [`WIDE`]).
+    in_floor: u32,
+    srtt_ns: u32,
+    var_ns: u32,
     /// The newest message pending to the peer (its `next` is the oldest), or [`NIL`].
     tail: u32,
     backoff: u8,
     flags: u8,
 }
 
+const _: () = assert!(size_of::<Peer>() == 28);
+
 /// A peer nothing was sent to or heard from.
 static UNTOUCHED: Peer = Peer {
+    in_incarnation: 0,
     next_seq: 0,
+    in_floor: 0,
     srtt_ns: 0,
     var_ns: 0,
-    in_incarnation: 0,
-    in_floor: 0,
     tail: NIL,
     backoff: 0,
     flags: 0,
 };
+
+/// The 64-bit sequence counter and receive floor of a [`WIDE`] peer.
+#[derive(Clone, Copy, Debug, Default)]
+struct Wide {
+    next_seq: u64,
+    in_floor: u64,
+}
 
 /// Peers per page of [`Peers`].
 const PAGE: usize = 32;
@@ -226,15 +249,16 @@ impl std::ops::IndexMut<usize> for Peers {
 impl Peer {
     fn rtt(&self) -> Rtt {
         Rtt {
-            srtt_ns: self.srtt_ns,
-            var_ns: self.var_ns,
+            srtt_ns: u64::from(self.srtt_ns),
+            var_ns: u64::from(self.var_ns),
             backoff: self.backoff,
             sampled: self.flags & SAMPLED != 0,
         }
     }
     fn set_rtt(&mut self, r: Rtt) {
-        self.srtt_ns = r.srtt_ns;
-        self.var_ns = r.var_ns;
+        // Saturating: 4.29 s is above any RTO ceiling but a deliberately huge one.
+        self.srtt_ns = u32::try_from(r.srtt_ns).unwrap_or(u32::MAX);
+        self.var_ns = u32::try_from(r.var_ns).unwrap_or(u32::MAX);
         self.backoff = r.backoff;
         self.set(SAMPLED, r.sampled);
     }
@@ -252,18 +276,43 @@ impl Peer {
 
 /// A message awaiting its ack, in the slab of [`Link::slots`]; the messages pending
 /// to one peer form a circular list in sending order through `next` (acks mostly come
-/// in that order, so the one acked is found at the head).
+/// in that order, so the one acked is found at the head). 24 bytes: the sequence is
+/// kept as its [`SeqKey`] (the full one is the only one of the peer's pending
+/// sequences with those low bits, see [`Link::full_seq`]).
 #[derive(Debug)]
 struct Slot {
-    seq: u64,
     /// Nanoseconds of [`Time`] (see [`heap_ns`]).
     first_sent_ns: u64,
+    /// The low 32 bits of the sequence.
+    seq: u32,
     /// The message, in [`Link::kept`]; [`NIL`]: the slot is free (and `next` links
     /// the free list).
     msg: u32,
-    attempts: u32,
     next: u32,
+    /// Sends so far, the first one included (saturating: `give_up` ends the retries
+    /// long before 65535 of them at any RTO floor above 12 µs).
+    attempts: u16,
     group: AlgorithmKind,
+    /// A broadcast sequence ([`BROADCAST_SEQ`]).
+    broadcast: bool,
+}
+
+const _: () = assert!(size_of::<Slot>() == 24);
+
+/// A pending sequence as the link keeps it: the broadcast bit at bit 32, the low 32
+/// bits of the sequence below it. Two sequences pending to one peer never share a
+/// key (that would take four billion messages in flight to it).
+type SeqKey = u64;
+
+fn seq_key(seq: u64) -> SeqKey {
+    (u64::from(seq & BROADCAST_SEQ != 0) << 32) | (seq & u64::from(u32::MAX))
+}
+
+/// The full sequence of the `key` pending below or at the last sequence sent `last`
+/// in its space (the newest one with those low bits), if there is one.
+fn unkey(last: u64, key: SeqKey) -> Option<u64> {
+    let lo = key as u32;
+    last.checked_sub(u64::from((last as u32).wrapping_sub(lo)))
 }
 
 /// The messages of the pending slots, each kept once however many peers it went to
@@ -347,6 +396,25 @@ impl Slot {
     fn first_sent(&self) -> Time {
         Duration::from_nanos(self.first_sent_ns)
     }
+    fn key(&self) -> SeqKey {
+        (u64::from(self.broadcast) << 32) | u64::from(self.seq)
+    }
+}
+
+/// A retransmission deadline in nanoseconds of [`Time`] and what is due then: the
+/// peer's position (bits 33 and up) and the [`SeqKey`] (16 bytes an entry, one per
+/// message in flight). Ordered by deadline, then position (for roster members the
+/// order of their ids), then sequence. Positions take 31 bits: a link meets fewer
+/// than two billion distinct peers (each costs it a map entry besides).
+type Due = (u64, u64);
+
+fn due(at: u64, i: usize, key: SeqKey) -> Due {
+    (at, ((i as u64) << 33) | key)
+}
+
+/// The peer position and sequence key of a [`Due`] entry.
+fn undue(d: Due) -> (usize, SeqKey) {
+    ((d.1 >> 33) as usize, d.1 & ((1 << 33) - 1))
 }
 
 /// A message handed back by [`Link::take_pending`].
@@ -448,6 +516,8 @@ struct PeerIndex {
     run: u32,
     /// The other ids.
     rest: FxHashMap<NodeId, u32>,
+    /// The other ids by position (from `run` on).
+    rest_ids: Vec<NodeId>,
     len: u32,
 }
 
@@ -467,9 +537,17 @@ impl PeerIndex {
         ix.len = ix.run;
         for &id in &ids[run..] {
             ix.rest.insert(id, ix.len);
+            ix.rest_ids.push(id);
             ix.len += 1;
         }
         ix
+    }
+    /// The id at position `i`.
+    fn id(&self, i: usize) -> Option<NodeId> {
+        match i.checked_sub(self.run as usize) {
+            None => Some(self.first + i as NodeId),
+            Some(r) => self.rest_ids.get(r).copied(),
+        }
     }
     fn find(&self, id: NodeId) -> Option<usize> {
         match id.checked_sub(self.first) {
@@ -483,6 +561,7 @@ impl PeerIndex {
             return i;
         }
         self.rest.insert(id, self.len);
+        self.rest_ids.push(id);
         self.len += 1;
         (self.len - 1) as usize
     }
@@ -508,16 +587,20 @@ pub struct Link {
     free: u32,
     /// Messages awaiting their ack.
     pending: usize,
-    /// Retransmission deadlines in nanoseconds of [`Time`] (24 bytes an entry, not
-    /// 32: one entry per message in flight), ordered as the times are.
-    retx: BinaryHeap<Reverse<(u64, NodeId, u64)>>,
+    /// Retransmission deadlines (16 bytes an entry: one entry per message in
+    /// flight), earliest first.
+    retx: BinaryHeap<Reverse<Due>>,
     /// An entry of `retx` known to be a message still pending (checked once, not at
     /// every [`Link::next_deadline`]: the driver asks after every input).
-    live_top: Option<(u64, NodeId, u64)>,
+    live_top: Option<Due>,
     /// Out-of-order deliveries per peer position (rare: only a peer with
     /// [`HAS_ABOVE`] has an entry).
     #[allow(clippy::box_collection)] // moved to and from an `Above` as it is
     above: FxHashMap<u32, Box<BTreeSet<u64>>>,
+    /// Sequence counter and receive floor of the peers past 32 bits (flag [`WIDE`]).
+    wide: FxHashMap<u32, Wide>,
+    /// Incarnations past 32 bits (flag [`WIDE_INCARNATION`]), by peer position.
+    wide_incarnation: FxHashMap<u32, u64>,
     /// Per sender, the broadcast sequences delivered (incarnation kept in `peers`).
     inbound_broadcast: FxHashMap<NodeId, Window>,
     /// The latest flights (messages first sent at one instant, a fan-out) and when an
@@ -579,6 +662,8 @@ impl Link {
             retx: BinaryHeap::new(),
             live_top: None,
             above: FxHashMap::default(),
+            wide: FxHashMap::default(),
+            wide_incarnation: FxHashMap::default(),
             inbound_broadcast: FxHashMap::default(),
             flights: [(0, 0); FLIGHTS],
             stats: LinkStats::default(),
@@ -593,6 +678,90 @@ impl Link {
     /// The position of `peer` in the per-peer arrays, added if new.
     fn position(&mut self, peer: NodeId) -> usize {
         self.index.find_or_add(peer)
+    }
+
+    /// The 64-bit state of the peer at position `i`, moved there if it was not yet.
+    fn widen(&mut self, i: usize) -> &mut Wide {
+        let peer = &mut self.peers[i];
+        let narrow = Wide {
+            next_seq: u64::from(peer.next_seq),
+            in_floor: u64::from(peer.in_floor),
+        };
+        let was_wide = peer.has(WIDE);
+        peer.set(WIDE, true);
+        let w = self.wide.entry(i as u32).or_default();
+        if !was_wide {
+            *w = narrow;
+        }
+        w
+    }
+
+    /// The last sequence sent to the peer at position `i`.
+    fn next_seq(&self, i: usize) -> u64 {
+        let peer = &self.peers[i];
+        if peer.has(WIDE) {
+            self.wide.get(&(i as u32)).map_or(0, |w| w.next_seq)
+        } else {
+            u64::from(peer.next_seq)
+        }
+    }
+
+    /// A new sequence for the peer at position `i`: one above the last, never reused.
+    fn bump_seq(&mut self, i: usize) -> u64 {
+        let peer = &mut self.peers[i];
+        if !peer.has(WIDE) {
+            if let Some(n) = peer.next_seq.checked_add(1) {
+                peer.next_seq = n;
+                return u64::from(n);
+            }
+        }
+        let w = self.widen(i);
+        // Per-peer sequences stay below the broadcast bit: 2⁶³ messages to one peer
+        // are not sent in any lifetime.
+        w.next_seq += 1;
+        w.next_seq
+    }
+
+    /// The incarnation of the peer at position `i` as last heard.
+    fn in_incarnation(&self, i: usize) -> u64 {
+        let peer = &self.peers[i];
+        if peer.has(WIDE_INCARNATION) {
+            self.wide_incarnation.get(&(i as u32)).copied().unwrap_or(0)
+        } else {
+            u64::from(peer.in_incarnation)
+        }
+    }
+
+    fn set_in_incarnation(&mut self, i: usize, incarnation: u64) {
+        let peer = &mut self.peers[i];
+        match u32::try_from(incarnation) {
+            Ok(n) if !peer.has(WIDE_INCARNATION) => peer.in_incarnation = n,
+            _ => {
+                peer.set(WIDE_INCARNATION, true);
+                self.wide_incarnation.insert(i as u32, incarnation);
+            }
+        }
+    }
+
+    /// Every sequence ≤ this from the peer at position `i` was delivered.
+    fn in_floor(&self, i: usize) -> u64 {
+        let peer = &self.peers[i];
+        if peer.has(WIDE) {
+            self.wide.get(&(i as u32)).map_or(0, |w| w.in_floor)
+        } else {
+            u64::from(peer.in_floor)
+        }
+    }
+
+    fn set_in_floor(&mut self, i: usize, floor: u64) {
+        let peer = &mut self.peers[i];
+        if !peer.has(WIDE) {
+            if let Ok(f) = u32::try_from(floor) {
+                peer.in_floor = f;
+                return;
+            }
+        }
+        self.widen(i).in_floor = floor;
     }
 
     /// The retransmission timeout a new message to `peer` would get now.
@@ -620,12 +789,13 @@ impl Link {
         first_sent_ns: u64,
     ) {
         let slot = Slot {
-            seq,
             first_sent_ns,
+            seq: seq as u32,
             msg: self.kept.keep(msg),
-            attempts: 1,
             next: NIL,
+            attempts: 1,
             group,
+            broadcast: seq & BROADCAST_SEQ != 0,
         };
         let s = if self.free != NIL {
             let s = self.free;
@@ -647,16 +817,26 @@ impl Link {
         self.pending += 1;
     }
 
-    /// The slot of the message `seq` pending to the peer at position `i`, and the one
+    /// The full sequence of the message pending to the peer at position `i` under
+    /// `key`.
+    fn full_seq(&self, i: usize, key: SeqKey) -> Option<u64> {
+        if key >> 32 != 0 {
+            unkey(self.next_broadcast, key).map(|s| BROADCAST_SEQ | s)
+        } else {
+            unkey(self.next_seq(i), key)
+        }
+    }
+
+    /// The slot of the message `key` pending to the peer at position `i`, and the one
     /// before it in the peer's list.
-    fn find_pending(&self, i: usize, seq: u64) -> Option<(u32, u32)> {
+    fn find_pending(&self, i: usize, key: SeqKey) -> Option<(u32, u32)> {
         let tail = self.peers[i].tail;
         if tail == NIL {
             return None;
         }
         let (mut prev, mut s) = (tail, self.slots[tail as usize].next);
         loop {
-            if self.slots[s as usize].seq == seq {
+            if self.slots[s as usize].key() == key {
                 return Some((prev, s));
             }
             if s == tail {
@@ -668,14 +848,15 @@ impl Link {
     }
 
     /// The slot of the message `seq` pending to `peer`, if it is.
+    #[cfg(test)]
     fn pending_slot(&self, peer: NodeId, seq: u64) -> Option<u32> {
         let i = self.index.find(peer)?;
-        self.find_pending(i, seq).map(|(_, s)| s)
+        self.find_pending(i, seq_key(seq)).map(|(_, s)| s)
     }
 
-    /// Stop waiting for the ack of `seq` to the peer at position `i`.
-    fn take_pending(&mut self, i: usize, seq: u64) -> Option<Pending> {
-        let (prev, s) = self.find_pending(i, seq)?;
+    /// Stop waiting for the ack of `key` to the peer at position `i`.
+    fn take_pending(&mut self, i: usize, key: SeqKey) -> Option<Pending> {
+        let (prev, s) = self.find_pending(i, key)?;
         self.live_top = None;
         let next = self.slots[s as usize].next;
         if prev == s {
@@ -702,7 +883,7 @@ impl Link {
         Some(Pending {
             group,
             msg: msg?,
-            attempts,
+            attempts: u32::from(attempts),
             first_sent_ns,
         })
     }
@@ -727,7 +908,7 @@ impl Link {
         for &peer in to {
             let i = self.position(peer);
             // (A recipient listed twice keeps one entry, as a map keyed by it did.)
-            if let Some((_, s)) = self.find_pending(i, seq) {
+            if let Some((_, s)) = self.find_pending(i, seq_key(seq)) {
                 let old = self.slots[s as usize].msg;
                 self.kept.release(old);
                 let k = self.kept.keep(msg.clone());
@@ -740,7 +921,7 @@ impl Link {
                 self.add_pending(i, seq, group, msg.clone(), heap_ns(now));
             }
             let at = self.next_try(peer, now, now);
-            self.retx.push(Reverse((heap_ns(at), peer, seq)));
+            self.retx.push(Reverse(due(heap_ns(at), i, seq_key(seq))));
         }
         self.datagram(seq, 0, Some(group), Some(msg))
     }
@@ -752,11 +933,10 @@ impl Link {
             return self.datagram(0, 0, Some(group), Some(msg));
         }
         let i = self.position(to);
-        self.peers[i].next_seq += 1;
-        let seq = self.peers[i].next_seq;
+        let seq = self.bump_seq(i);
         self.add_pending(i, seq, group, msg.clone(), heap_ns(now));
         let at = self.next_try(to, now, now);
-        self.retx.push(Reverse((heap_ns(at), to, seq)));
+        self.retx.push(Reverse(due(heap_ns(at), i, seq_key(seq))));
         self.datagram(seq, 0, Some(group), Some(msg))
     }
 
@@ -784,22 +964,27 @@ impl Link {
     pub fn receive(&mut self, now: Time, d: &Datagram) -> (Inbound, Option<Datagram>, bool) {
         let ack = (d.seq != 0).then(|| self.datagram(0, d.seq, None, None));
         let i = self.position(d.from);
-        let peer = &mut self.peers[i];
-        if d.incarnation < peer.in_incarnation {
+        let heard = self.in_incarnation(i);
+        if d.incarnation < heard {
             self.stats.stale_dropped += 1;
             return (Inbound::Stale, None, false);
         }
-        if d.incarnation > peer.in_incarnation {
-            peer.in_incarnation = d.incarnation;
-            peer.in_floor = 0;
+        if d.incarnation > heard {
+            self.set_in_incarnation(i, d.incarnation);
+            let peer = &mut self.peers[i];
             if peer.has(HAS_ABOVE) {
                 peer.set(HAS_ABOVE, false);
                 self.above.remove(&(i as u32));
             }
+            self.set_in_floor(i, 0);
             self.inbound_broadcast.remove(&d.from);
         }
-        if d.ack != 0 {
-            if let Some(p) = self.take_pending(i, d.ack) {
+        // Keys are the sequences' low bits: only the ack of the one sequence that can
+        // be pending under its key matches (not one never sent, nor one four billion
+        // sequences old).
+        let key = seq_key(d.ack);
+        if d.ack != 0 && self.full_seq(i, key) == Some(d.ack) {
+            if let Some(p) = self.take_pending(i, key) {
                 // Karn's rule: only a message sent once times a round trip.
                 if p.attempts == 1 {
                     let mut rtt = self.peers[i].rtt();
@@ -813,6 +998,7 @@ impl Link {
         peer.set(LOST, false);
         let revived = peer.has(GIVEN_UP);
         peer.set(GIVEN_UP, false);
+        let narrow = !peer.has(HAS_ABOVE) && !peer.has(WIDE);
         if d.seq == 0 {
             let verdict = if d.body.is_some() {
                 Inbound::Deliver
@@ -826,9 +1012,9 @@ impl Link {
         let fresh = if d.seq & BROADCAST_SEQ != 0 {
             let w = self.inbound_broadcast.entry(d.from).or_default();
             accept(&mut w.floor, &mut w.above, d.seq & !BROADCAST_SEQ)
-        } else if !peer.has(HAS_ABOVE) && peer.in_floor.checked_add(1) == Some(d.seq) {
+        } else if narrow && u64::from(peer.in_floor) + 1 == d.seq && d.seq <= u64::from(u32::MAX) {
             // In order, nothing out of order kept (the common case).
-            peer.in_floor = d.seq;
+            peer.in_floor = d.seq as u32;
             true
         } else {
             let mut above = if peer.has(HAS_ABOVE) {
@@ -836,7 +1022,10 @@ impl Link {
             } else {
                 None
             };
-            let fresh = accept(&mut peer.in_floor, &mut above, d.seq);
+            let mut floor = self.in_floor(i);
+            let fresh = accept(&mut floor, &mut above, d.seq);
+            self.set_in_floor(i, floor);
+            let peer = &mut self.peers[i];
             peer.set(HAS_ABOVE, above.is_some());
             if let Some(a) = above {
                 self.above.insert(i as u32, a);
@@ -875,7 +1064,8 @@ impl Link {
     /// Earliest retransmission deadline, if any message is unacknowledged.
     pub(crate) fn next_deadline(&mut self) -> Option<Time> {
         while let Some(&Reverse(top)) = self.retx.peek() {
-            if self.live_top == Some(top) || self.pending_slot(top.1, top.2).is_some() {
+            let (i, key) = undue(top);
+            if self.live_top == Some(top) || self.find_pending(i, key).is_some() {
                 self.live_top = Some(top);
                 break;
             }
@@ -887,7 +1077,7 @@ impl Link {
         }
         self.retx
             .peek()
-            .map(|Reverse((t, _, _))| Duration::from_nanos(*t))
+            .map(|Reverse((t, _))| Duration::from_nanos(*t))
     }
 
     /// Retransmit what is due; messages past their last attempt come back as
@@ -898,22 +1088,27 @@ impl Link {
         transmit: &mut Vec<(NodeId, Datagram)>,
         failed: &mut Vec<Undeliverable>,
     ) {
-        while let Some(&Reverse((t, peer, seq))) = self.retx.peek() {
+        while let Some(&Reverse(top)) = self.retx.peek() {
+            let t = top.0;
             if t > heap_ns(now) {
                 break;
             }
             self.retx.pop();
-            let Some(s) = self.pending_slot(peer, seq) else {
+            let (i, key) = undue(top);
+            let Some((_, s)) = self.find_pending(i, key) else {
+                continue;
+            };
+            let Some(peer) = self.index.id(i) else {
                 continue;
             };
             let p = &self.slots[s as usize];
             let out_of_time = now >= p.first_sent() + self.cfg.give_up;
-            let out_of_tries = self.cfg.max_attempts.is_some_and(|m| p.attempts >= m);
-            let Some(i) = self.index.find(peer) else {
-                continue;
-            };
+            let out_of_tries = self
+                .cfg
+                .max_attempts
+                .is_some_and(|m| u32::from(p.attempts) >= m);
             if out_of_time || out_of_tries {
-                let Some(p) = self.take_pending(i, seq) else {
+                let Some(p) = self.take_pending(i, key) else {
                     continue;
                 };
                 self.count_failure(i);
@@ -939,12 +1134,12 @@ impl Link {
                 .map(|ack| (Duration::from_nanos(ack) + self.rto(peer)).min(latest))
                 .filter(|&at| at > now);
             if let Some(at) = restart {
-                self.retx.push(Reverse((heap_ns(at), peer, seq)));
+                self.retx.push(Reverse(due(heap_ns(at), i, key)));
                 continue;
             }
             // A retransmission timeout doubles the peer's RTO (RFC 6298 §5.5), for
             // new messages too, until a fresh sample.
-            let (attempts, first_sent) = (p.attempts + 1, p.first_sent());
+            let (attempts, first_sent) = (p.attempts.saturating_add(1), p.first_sent());
             let mut rtt = self.peers[i].rtt();
             if rtt.rto(&self.cfg) < self.cfg.rto_max {
                 rtt.backoff = (rtt.backoff + 1).min(16);
@@ -957,9 +1152,12 @@ impl Link {
             let Some(msg) = self.kept.get(k).cloned() else {
                 continue;
             };
-            self.retx.push(Reverse((heap_ns(next), peer, seq)));
+            self.retx.push(Reverse(due(heap_ns(next), i, key)));
             self.stats.retransmissions += 1;
             self.stats.datagrams_sent += 1;
+            let Some(seq) = self.full_seq(i, key) else {
+                continue;
+            };
             transmit.push((peer, self.datagram(seq, 0, Some(group), Some(msg))));
         }
     }
@@ -984,8 +1182,8 @@ impl Link {
         self.pending
     }
 
-    /// The sequences pending to the peer at position `i`, in sending order.
-    fn pending_seqs(&self, i: usize, group: Option<AlgorithmKind>) -> Vec<u64> {
+    /// The keys of the sequences pending to the peer at position `i`, in sending order.
+    fn pending_seqs(&self, i: usize, group: Option<AlgorithmKind>) -> Vec<SeqKey> {
         let mut seqs = Vec::new();
         let tail = self.peers[i].tail;
         if tail == NIL {
@@ -996,7 +1194,7 @@ impl Link {
             s = self.slots[s as usize].next;
             let slot = &self.slots[s as usize];
             if group.is_none_or(|g| g == slot.group) {
-                seqs.push(slot.seq);
+                seqs.push(slot.key());
             }
             if s == tail {
                 return seqs;
@@ -1092,6 +1290,129 @@ mod tests {
             let (verdict, _, _) = link.receive(Duration::ZERO, &reliable(2, base + 5));
             assert_eq!(verdict, Inbound::Duplicate, "far below the trimmed floor");
         }
+    }
+
+    /// A peer's sequences past 32 bits, sent and received, go on in 64 bits: no
+    /// sequence is reused, duplicates are still recognised, acks still match, and a
+    /// restart of the peer resets its floor as before.
+    #[test]
+    fn sequences_past_32_bits_go_on_in_64_bits() {
+        let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
+        let i = link.position(2);
+        link.peers[i].next_seq = u32::MAX - 1;
+        let mut seqs = Vec::new();
+        for _ in 0..3 {
+            seqs.push(
+                link.send(Duration::ZERO, 2, AlgorithmKind::Bully, election(1))
+                    .seq,
+            );
+        }
+        let top = u64::from(u32::MAX);
+        assert_eq!(
+            seqs,
+            [top, top + 1, top + 2],
+            "one above the last, never reused"
+        );
+        assert_eq!(link.next_seq(i), top + 2);
+        assert_eq!(unacked_to(&link, 2), 3);
+        // Retransmissions carry the full sequences (those due at one instant in the
+        // order of their low bits).
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        let due = link.next_deadline().unwrap();
+        link.on_timeout(due, &mut tx, &mut failed);
+        let mut resent: Vec<u64> = tx.iter().map(|(_, d)| d.seq).collect();
+        resent.sort_unstable();
+        assert_eq!(resent, seqs);
+        // An ack of a sequence with the same low 32 bits (sent four billion messages
+        // earlier, or never) matches nothing.
+        for old in [top + 2 - (1 << 32), top + 2 + (1 << 32)] {
+            link.receive(Duration::from_millis(1), &ack_from(2, old));
+        }
+        assert_eq!(unacked_to(&link, 2), 3);
+        for seq in seqs {
+            link.receive(Duration::from_millis(1), &ack_from(2, seq));
+        }
+        assert_eq!(unacked_to(&link, 2), 0, "every ack matched its message");
+        assert!(failed.is_empty());
+
+        // Receiving: in order across the boundary, then a duplicate below and above it.
+        // (From peer 3, whose counters are still narrow.)
+        let i = link.position(3);
+        link.peers[i].in_incarnation = 1;
+        link.peers[i].in_floor = u32::MAX - 1;
+        for seq in top..top + 3 {
+            let (verdict, ack, _) = link.receive(Duration::ZERO, &reliable(3, seq));
+            assert_eq!(verdict, Inbound::Deliver, "seq {seq}");
+            assert_eq!(ack.map(|a| a.ack), Some(seq));
+        }
+        assert_eq!(link.in_floor(i), top + 2);
+        for seq in [top - 1, top + 1] {
+            let (verdict, _, _) = link.receive(Duration::ZERO, &reliable(3, seq));
+            assert_eq!(verdict, Inbound::Duplicate, "seq {seq}");
+        }
+        // The peer restarts: its new sequence space starts at 1 again.
+        let mut d = reliable(3, 1);
+        d.incarnation = 2;
+        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
+        assert_eq!(link.in_floor(i), 1);
+    }
+
+    /// Incarnations past 32 bits (the daemon's boot times in microseconds) are kept
+    /// whole: an earlier life is stale however close, a later one resets the floor,
+    /// and a peer that went from a small incarnation to a wide one compares right.
+    #[test]
+    fn incarnations_past_32_bits_are_kept_whole() {
+        let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
+        let with = |inc: u64, seq: u64| Datagram {
+            incarnation: inc,
+            ..reliable(2, seq)
+        };
+        let boot = 1_700_000_000_000_000u64;
+        assert_eq!(
+            link.receive(Duration::ZERO, &with(boot, 1)).0,
+            Inbound::Deliver
+        );
+        assert_eq!(
+            link.receive(Duration::ZERO, &with(boot, 1)).0,
+            Inbound::Duplicate
+        );
+        for old in [boot - 1, boot - (1 << 32), boot & u64::from(u32::MAX), 1] {
+            assert_eq!(
+                link.receive(Duration::ZERO, &with(old, 2)).0,
+                Inbound::Stale,
+                "incarnation {old}"
+            );
+        }
+        assert_eq!(link.stats.stale_dropped, 4);
+        // A restart: sequences start over.
+        assert_eq!(
+            link.receive(Duration::ZERO, &with(boot + 1, 1)).0,
+            Inbound::Deliver
+        );
+        let i = link.index.find(2).unwrap();
+        assert_eq!(link.in_incarnation(i), boot + 1);
+        // Peer 3: small, then past 32 bits.
+        let mut d = with(7, 1);
+        d.from = 3;
+        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
+        d.incarnation = 1 << 33;
+        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
+        d.incarnation = 8;
+        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Stale);
+        assert_eq!(link.in_incarnation(link.index.find(3).unwrap()), 1 << 33);
+    }
+
+    /// Round trips beyond 32-bit nanoseconds (4.29 s) saturate: the RTO stays at the
+    /// ceiling, where it would be clamped anyway.
+    #[test]
+    fn round_trips_past_32_bit_nanoseconds_saturate_at_the_ceiling() {
+        let cfg = LinkConfig::default();
+        let mut link = Link::new(1, 1, ROSTER, cfg.clone());
+        let d = link.send(Duration::ZERO, 2, AlgorithmKind::Bully, election(1));
+        link.receive(Duration::from_secs(10), &ack_from(2, d.seq));
+        assert_eq!(link.rto(2), cfg.rto_max);
+        let i = link.index.find(2).unwrap();
+        assert_eq!(link.peers[i].srtt_ns, u32::MAX);
     }
 
     fn unacked_to(l: &Link, peer: NodeId) -> usize {
@@ -1191,12 +1512,15 @@ mod tests {
             .collect();
         for &(peer, seq) in &left {
             assert_eq!(
-                l.pending_slot(peer, seq).map(|s| l.slots[s as usize].seq),
+                l.pending_slot(peer, seq).and_then(
+                    |s| l.full_seq(l.index.find(peer).unwrap(), l.slots[s as usize].key())
+                ),
                 Some(seq)
             );
         }
         // The first retransmission round resends exactly the unacked ones, ordered by
-        // (deadline, peer, sequence) as the heap orders them.
+        // (deadline, peer position, sequence) as the heap orders them: roster members
+        // by id, then the others (5, then 9) in the order they were first met.
         let (mut tx, mut failed) = (Vec::new(), Vec::new());
         let due = l.next_deadline().unwrap();
         l.on_timeout(due, &mut tx, &mut failed);

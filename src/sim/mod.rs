@@ -103,35 +103,69 @@ pub enum SimError {
     Empty,
 }
 
-/// A queued event: 40 bytes. A datagram in flight is packed: a bare ack (half of
+/// A queued event: 20 bytes. A datagram in flight is packed: a bare ack (half of
 /// the traffic of a large election) inline, a datagram with a body inline but for the
-/// body (in [`Bodies`]), anything else boxed. `to`: node index. `trace_id`: the
-/// datagram's id in the trace (0 when not tracing).
+/// body (in [`Bodies`]), as long as its sequence (or ack) fits in 32 bits, its
+/// incarnation in 16 (a bare ack's in 32) and it is not traced; anything else boxed
+/// in [`Others`] (with its id in the trace). `to`, `node`: node index.
 enum Payload {
     Ack {
-        ack: u64,
+        ack: u32,
         to: u32,
-        trace_id: u32,
         from: NodeId,
         incarnation: u32,
     },
     Data {
-        seq: u64,
+        seq: u32,
         to: u32,
-        trace_id: u32,
         from: NodeId,
-        incarnation: u32,
         body: u32,
+        incarnation: u16,
         group: AlgorithmKind,
     },
-    Other(Box<(u32, u32, Datagram)>),
+    /// The slot in [`Sim::others`].
+    Other(u32),
     Wake {
-        node: usize,
+        node: u32,
     },
     /// A busy node is free again: it takes the next input from its inbox.
     Ready {
-        node: usize,
+        node: u32,
     },
+}
+
+const _: () = assert!(size_of::<Payload>() == 20);
+
+/// The datagrams in flight that do not fit [`Payload`]'s packed forms, boxed, by slot.
+#[derive(Default)]
+struct Others {
+    slots: Vec<Option<Box<(u32, u32, Datagram)>>>,
+    free: Vec<u32>,
+}
+
+impl Others {
+    fn put(&mut self, o: (u32, u32, Datagram)) -> u32 {
+        let o = Some(Box::new(o));
+        if let Some(s) = self.free.pop() {
+            self.slots[s as usize] = o;
+            return s;
+        }
+        self.slots.push(o);
+        // (Four billion boxed datagrams in flight would not fit in memory first.)
+        u32::try_from(self.slots.len() - 1).unwrap_or(u32::MAX)
+    }
+
+    fn take(&mut self, s: u32) -> Option<(u32, u32, Datagram)> {
+        let o = *self.slots.get_mut(s as usize)?.take()?;
+        if self.free.len() + 1 == self.slots.len() {
+            // None left: give a burst's memory back.
+            self.slots = Vec::new();
+            self.free = Vec::new();
+        } else {
+            self.free.push(s);
+        }
+        Some(o)
+    }
 }
 
 /// Events of one instant, FIFO, in chunks of at most [`Bucket::CHUNK`]: a burst of
@@ -175,43 +209,75 @@ impl Bucket {
 }
 
 /// The bodies of the datagrams in flight, by slot: in chunks, so that a burst does not
-/// double one buffer, and freed when none is left.
+/// double one buffer, and freed when none is left. A body equal to the one its sender
+/// put last, while that one is still in flight, shares its slot (a Bully node's OKs to
+/// every lower member, its ELECTION to every higher one).
 #[derive(Default)]
 struct Bodies {
-    chunks: Vec<Vec<Option<Message>>>,
+    chunks: Vec<Vec<Body>>,
     free: Vec<u32>,
+    /// Slots in use.
     used: usize,
+}
+
+/// A slot of [`Bodies`]: the body and the datagrams in flight that carry it.
+struct Body {
+    msg: Option<Message>,
+    refs: u32,
 }
 
 impl Bodies {
     const CHUNK: usize = 1 << 16;
 
-    fn put(&mut self, m: Message) -> u32 {
+    fn get_mut(&mut self, s: u32) -> Option<&mut Body> {
+        let i = s as usize;
+        self.chunks
+            .get_mut(i / Self::CHUNK)?
+            .get_mut(i % Self::CHUNK)
+    }
+
+    /// Keep `m` for one more datagram in flight; `last`: the slot its sender put last
+    /// (a hint, updated; any slot holding an equal body may be shared).
+    fn put(&mut self, m: Message, last: &mut u32) -> u32 {
+        if let Some(b) = self.get_mut(*last) {
+            if b.refs < u32::MAX && b.msg.as_ref() == Some(&m) {
+                b.refs += 1;
+                return *last;
+            }
+        }
         self.used += 1;
+        let body = Body {
+            msg: Some(m),
+            refs: 1,
+        };
         if let Some(s) = self.free.pop() {
-            let s = s as usize;
-            self.chunks[s / Self::CHUNK][s % Self::CHUNK] = Some(m);
-            return s as u32;
+            let i = s as usize;
+            self.chunks[i / Self::CHUNK][i % Self::CHUNK] = body;
+            *last = s;
+            return s;
         }
         match self.chunks.last_mut() {
-            Some(c) if c.len() < Self::CHUNK => c.push(Some(m)),
+            Some(c) if c.len() < Self::CHUNK => c.push(body),
             _ => {
                 let mut c = Vec::with_capacity(Self::CHUNK);
-                c.push(Some(m));
+                c.push(body);
                 self.chunks.push(c);
             }
         }
-        let last = self.chunks.len() - 1;
-        (last * Self::CHUNK + self.chunks[last].len() - 1) as u32
+        let n = self.chunks.len() - 1;
+        let s = (n * Self::CHUNK + self.chunks[n].len() - 1) as u32;
+        *last = s;
+        s
     }
 
     fn take(&mut self, s: u32) -> Option<Message> {
-        let i = s as usize;
-        let m = self
-            .chunks
-            .get_mut(i / Self::CHUNK)?
-            .get_mut(i % Self::CHUNK)?
-            .take()?;
+        let b = self.get_mut(s)?;
+        if b.refs > 1 {
+            b.refs -= 1;
+            return b.msg.clone();
+        }
+        let m = b.msg.take()?;
+        b.refs = 0;
         self.used -= 1;
         if self.used == 0 {
             self.chunks = Vec::new();
@@ -309,6 +375,10 @@ pub struct Sim {
     queue: BTreeMap<u64, Bucket>,
     /// The bodies of the datagrams in `queue`.
     bodies: Bodies,
+    /// The datagrams in `queue` that are not packed.
+    others: Others,
+    /// Per node index, the slot of [`Sim::bodies`] it put last (a hint).
+    last_body: Vec<u32>,
     queued: usize,
     nodes: Vec<SimNode>,
     /// `cfg.ids`, shared by every node built (one copy of the roster, not one per node).
@@ -370,6 +440,8 @@ impl Sim {
             now: Duration::ZERO,
             queue: BTreeMap::new(),
             bodies: Bodies::default(),
+            others: Others::default(),
+            last_body: Vec::new(),
             queued: 0,
             nodes,
             roster,
@@ -603,7 +675,7 @@ impl Sim {
         if !self.nodes[i].ready_queued {
             self.nodes[i].ready_queued = true;
             let at = self.nodes[i].busy_until.max(self.now);
-            self.push(at, Payload::Ready { node: i });
+            self.push(at, Payload::Ready { node: i as u32 });
         }
     }
 
@@ -940,7 +1012,7 @@ impl Sim {
             let sn = &mut self.nodes[i];
             if sn.next_wake.is_none_or(|cur| w < cur) {
                 sn.next_wake = Some(w);
-                self.push(w.max(self.now), Payload::Wake { node: i });
+                self.push(w.max(self.now), Payload::Wake { node: i as u32 });
             }
         }
     }
@@ -993,45 +1065,49 @@ impl Sim {
 
     /// `d` for node index `to` as a queued event (see [`Payload`]).
     fn pack(&mut self, to: u32, trace_id: u32, d: Datagram) -> Payload {
-        let incarnation = u32::try_from(d.incarnation).ok();
-        match (d, incarnation) {
-            (
-                Datagram {
-                    from,
-                    seq: 0,
-                    ack,
-                    group: None,
-                    body: None,
-                    ..
-                },
-                Some(incarnation),
-            ) => Payload::Ack {
+        let narrow = |v: u64| u32::try_from(v).ok();
+        let fits = trace_id == 0
+            && narrow(d.incarnation).is_some()
+            && narrow(d.seq).is_some()
+            && narrow(d.ack).is_some();
+        match d {
+            Datagram {
+                from,
+                incarnation,
+                seq: 0,
                 ack,
+                group: None,
+                body: None,
+            } if fits => Payload::Ack {
+                ack: ack as u32,
                 to,
-                trace_id,
+                from,
+                incarnation: incarnation as u32,
+            },
+            Datagram {
                 from,
                 incarnation,
-            },
-            (
-                Datagram {
-                    from,
-                    seq,
-                    ack: 0,
-                    group: Some(group),
-                    body: Some(body),
-                    ..
-                },
-                Some(incarnation),
-            ) if self.bodies.has_room() => Payload::Data {
                 seq,
-                to,
-                trace_id,
-                from,
-                incarnation,
-                body: self.bodies.put(body),
-                group,
-            },
-            (d, _) => Payload::Other(Box::new((to, trace_id, d))),
+                ack: 0,
+                group: Some(group),
+                body: Some(body),
+            } if fits && incarnation <= u64::from(u16::MAX) && self.bodies.has_room() => {
+                let sender = self.index.get(from).unwrap_or(usize::MAX);
+                if sender != usize::MAX && self.last_body.len() <= sender {
+                    self.last_body.resize(sender + 1, u32::MAX);
+                }
+                let mut none = u32::MAX;
+                let last = self.last_body.get_mut(sender).unwrap_or(&mut none);
+                Payload::Data {
+                    seq: seq as u32,
+                    to,
+                    from,
+                    incarnation: incarnation as u16,
+                    body: self.bodies.put(body, last),
+                    group,
+                }
+            }
+            d => Payload::Other(self.others.put((to, trace_id, d))),
         }
     }
 
@@ -1042,7 +1118,6 @@ impl Sim {
             Payload::Ack {
                 ack,
                 to,
-                trace_id,
                 from,
                 incarnation,
             } => {
@@ -1050,16 +1125,15 @@ impl Sim {
                     from,
                     incarnation: u64::from(incarnation),
                     seq: 0,
-                    ack,
+                    ack: u64::from(ack),
                     group: None,
                     body: None,
                 };
-                Some((to, d, trace_id))
+                Some((to, d, 0))
             }
             Payload::Data {
                 seq,
                 to,
-                trace_id,
                 from,
                 incarnation,
                 body,
@@ -1068,15 +1142,15 @@ impl Sim {
                 let d = Datagram {
                     from,
                     incarnation: u64::from(incarnation),
-                    seq,
+                    seq: u64::from(seq),
                     ack: 0,
                     group: Some(group),
                     body: self.bodies.take(body),
                 };
-                Some((to, d, trace_id))
+                Some((to, d, 0))
             }
-            Payload::Other(b) => {
-                let (to, trace_id, d) = *b;
+            Payload::Other(s) => {
+                let (to, trace_id, d) = self.others.take(s)?;
                 Some((to, d, trace_id))
             }
             Payload::Wake { .. } | Payload::Ready { .. } => None,
@@ -1097,11 +1171,11 @@ impl Sim {
         self.now = self.now.max(at);
         let payload = match payload {
             Payload::Wake { node } => {
-                self.wake(node, at);
+                self.wake(node as usize, at);
                 return true;
             }
             Payload::Ready { node } => {
-                self.ready(node);
+                self.ready(node as usize);
                 return true;
             }
             p => p,
@@ -1292,8 +1366,8 @@ mod tests {
 
     /// Every shape of datagram comes out of the queue as it went in: bare acks and
     /// datagrams with a body (packed), and what does not fit the packed forms (an
-    /// incarnation above 32 bits, a datagram with both a sequence and an ack, a body
-    /// without a group, nothing at all), boxed.
+    /// incarnation above 32 bits, or 16 with a body, a sequence or ack above 32 bits, a traced datagram, a
+    /// datagram with both a sequence and an ack, a body without a group), boxed.
     #[test]
     fn queued_datagrams_come_out_as_they_went_in() {
         let mut sim = Sim::new(SimConfig::new(AlgorithmKind::Bully, 3, 1)).unwrap();
@@ -1353,25 +1427,96 @@ mod tests {
                 ..base.clone()
             },
             base.clone(),
+            Datagram {
+                ack: 1 << 32,
+                ..base.clone()
+            },
+            Datagram {
+                seq: crate::node::link::BROADCAST_SEQ | 4,
+                group: Some(AlgorithmKind::Bully),
+                body: Some(election.clone()),
+                ..base.clone()
+            },
+            Datagram {
+                incarnation: 1 << 16,
+                seq: 4,
+                group: Some(AlgorithmKind::Bully),
+                body: Some(election.clone()),
+                ..base.clone()
+            },
+            // A bare ack keeps 32 bits of incarnation inline.
+            Datagram {
+                incarnation: 1 << 16,
+                ack: 9,
+                ..base.clone()
+            },
         ];
-        let packed: Vec<Payload> = shapes
+        // Untraced (trace id 0), then all of them again traced.
+        let traced = |i: usize| if i < shapes.len() { 0 } else { 100 + i as u32 };
+        let all: Vec<Datagram> = shapes.iter().chain(&shapes).cloned().collect();
+        let packed: Vec<Payload> = all
             .iter()
             .enumerate()
-            .map(|(i, d)| sim.pack(i as u32, 100 + i as u32, d.clone()))
+            .map(|(i, d)| sim.pack(i as u32, traced(i), d.clone()))
             .collect();
         assert!(matches!(packed[0], Payload::Ack { .. }));
         assert!(matches!(packed[1], Payload::Data { .. }));
         assert!(matches!(packed[2], Payload::Data { .. }));
-        assert!(matches!(packed[3], Payload::Other(_)));
+        // (Nothing at all, shape 7, packs as an ack of nothing.)
+        assert!(matches!(packed[7], Payload::Ack { .. }));
+        assert!(matches!(packed[11], Payload::Ack { .. }));
+        for (i, p) in packed.iter().enumerate().skip(3) {
+            if i != 7 && i != 11 {
+                assert!(matches!(p, Payload::Other(_)), "shape {i} is boxed");
+            }
+        }
         assert_eq!(sim.bodies.used, 2, "the packed bodies wait in the slab");
-        for (i, (p, d)) in packed.into_iter().zip(shapes).enumerate() {
-            assert_eq!(
-                sim.unpack(p),
-                Some((i as u32, d, 100 + i as u32)),
-                "shape {i}"
-            );
+        for (i, (p, d)) in packed.into_iter().zip(all).enumerate() {
+            assert_eq!(sim.unpack(p), Some((i as u32, d, traced(i))), "shape {i}");
         }
         assert_eq!(sim.bodies.used, 0);
         assert!(sim.bodies.chunks.is_empty(), "freed once empty");
+        assert!(sim.others.slots.is_empty(), "freed once empty");
+    }
+
+    /// A sender's equal bodies in a row share a slot until the last datagram carrying
+    /// it is delivered; each delivery gets the body whole, and a different body (or a
+    /// stale hint) gets a slot of its own.
+    #[test]
+    fn equal_bodies_share_a_slot_while_in_flight() {
+        let mut b = Bodies::default();
+        let ok = Message::Ok {
+            responder: 5,
+            tag: ElectionTag {
+                initiator: 1,
+                seq: 1,
+            },
+        };
+        let other = Message::Resign { epoch: 2 };
+        let mut last = u32::MAX;
+        let s1 = b.put(ok.clone(), &mut last);
+        let s2 = b.put(ok.clone(), &mut last);
+        let s3 = b.put(ok.clone(), &mut last);
+        assert_eq!((s1, s2, s3), (s1, s1, s1));
+        assert_eq!(b.used, 1, "one slot for three datagrams");
+        let s4 = b.put(other.clone(), &mut last);
+        assert_ne!(s4, s1);
+        assert_eq!(last, s4);
+        assert_eq!(b.take(s1), Some(ok.clone()));
+        assert_eq!(b.take(s1), Some(ok.clone()));
+        assert_eq!(b.used, 2);
+        assert_eq!(b.take(s1), Some(ok.clone()));
+        assert_eq!(b.take(s1), None, "taken as often as put, no more");
+        assert_eq!(b.used, 1);
+        // A hint to a slot freed and reused for another body shares nothing.
+        let mut stale = s1;
+        let s5 = b.put(other.clone(), &mut stale);
+        let s6 = b.put(ok.clone(), &mut stale);
+        assert_ne!(s5, s6);
+        assert_eq!(b.take(s4), Some(other.clone()));
+        assert_eq!(b.take(s5), Some(other));
+        assert_eq!(b.take(s6), Some(ok));
+        assert_eq!(b.used, 0);
+        assert!(b.chunks.is_empty(), "freed once empty");
     }
 }
