@@ -10,3 +10,4 @@ pub(crate) mod process_metrics;
 pub mod runtime;
 pub mod shared;
 pub mod socket;
+pub mod timer;

@@ -2,8 +2,10 @@
 //! algorithm as an independent group) over one datagram socket.
 //!
 //! # Contract
-//! - One socket, one task, one deadline table ([`Node::poll_timeout`]) and one tokio
-//!   `Sleep` reset to the next deadline after every batch of work (the quinn pattern).
+//! - One socket, one task, one deadline table ([`Node::poll_timeout`]) and one timer
+//!   set to the next deadline after every batch of work (the quinn pattern): a kernel
+//!   timer to the microsecond on a real socket, tokio's otherwise
+//!   ([`crate::daemon::timer`]).
 //! - The socket and the shutdown signal are passed in ([`run`], the mini-redis
 //!   pattern), and the socket is anything implementing [`Transport`]: real UDP in
 //!   `electd run` and the demo, turmoil's simulated UDP in the tests.
@@ -56,6 +58,7 @@ use crate::contract::policy::Ineligible;
 use crate::daemon::durable;
 use crate::daemon::shared::{Control, GroupView, LeaderEvent, Lease, Shared};
 use crate::daemon::socket::{send_error_kind, Transport};
+use crate::daemon::timer::Deadline;
 use crate::node::link::LinkConfig;
 use crate::node::{Datagram, Event, Node, NodeConfig, StatusKey, Time};
 use crate::security::droplog::{DropLog, Verdict};
@@ -273,8 +276,10 @@ pub async fn run_with<T: Transport>(
     d.flush(&socket).await;
     let mut buf = vec![0u8; MAX_DATAGRAM + 1];
     let mut gbuf = vec![0u8; MAX_DATAGRAM + 1];
-    let mut armed = d.deadline();
-    let mut sleep = Box::pin(tokio::time::sleep_until(armed));
+    let mut timer = Deadline::new(d.deadline(), socket.wall_clock());
+    if socket.wall_clock() && !timer.is_precise() {
+        tracing::warn!("no kernel timer (timerfd): deadlines fire about 1 ms late on average");
+    }
     tokio::pin!(shutdown);
     let mut tick = tokio::time::interval(RETRY_UNRESOLVED);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -292,7 +297,7 @@ pub async fn run_with<T: Transport>(
             },
             // Due timers first: a leader's heartbeats go out on time however full
             // the socket is.
-            _ = &mut sleep, if !d.paused => {
+            _ = timer.wait(), if !d.paused => {
                 // What already waits in the socket is read first (one batch at most):
                 // an answer that arrived before its timeout must not lose to it.
                 d.drain_pending(&socket, &mut buf);
@@ -317,17 +322,7 @@ pub async fn run_with<T: Transport>(
             _ = tick.tick(), if has_names => d.resolve_due(),
         }
         d.flush(&socket).await;
-        // A deadline that moved later gets a new timer instead of `reset`: tokio extends
-        // a timer lazily (it stays in the wheel at its old slot, whose expiry wakes the
-        // thread only to file it again), and a follower's detector deadline moves later
-        // with every heartbeat: that was one wakeup in six of an idle follower.
-        let next = d.deadline();
-        if next > armed {
-            sleep = Box::pin(tokio::time::sleep_until(next));
-        } else if next < armed {
-            sleep.as_mut().reset(next);
-        }
-        armed = next;
+        timer.set(d.deadline());
     }
     d.leave(&socket, &mut buf).await;
     Ok(())

@@ -50,6 +50,13 @@ pub trait Transport: Send + Sync + 'static {
     fn try_recv_from(&self, _buf: &mut [u8]) -> Option<io::Result<(usize, SocketAddr)>> {
         None
     }
+
+    /// Whether the transport lives in the machine's own time, so the runtime may keep
+    /// its deadline with a kernel timer ([`crate::daemon::timer`]). False (tokio's
+    /// timers, which follow a paused or simulated clock) unless the transport says so.
+    fn wall_clock(&self) -> bool {
+        false
+    }
 }
 
 impl Transport for tokio::net::UdpSocket {
@@ -77,6 +84,10 @@ impl Transport for tokio::net::UdpSocket {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
             r => Some(r),
         }
+    }
+
+    fn wall_clock(&self) -> bool {
+        true
     }
 }
 
