@@ -12,8 +12,10 @@
 //! data directory, electd its state directory) and must rejoin before the next round.
 //!
 //! Split votes are counted from the terms: a failover that ends `k` terms above the
-//! term before the kill took `k − 1` extra rounds (etcd and electd's Raft both use
-//! pre-vote, so only real candidacies raise the term).
+//! term before the kill took `k − 1` extra rounds; in both systems only a candidacy
+//! raises the term (electd's Raft runs a pre-vote before it, etcd 3.4 as Debian ships
+//! it does not: `--pre-vote` is off by default before etcd 3.5, and the bench keeps
+//! etcd's defaults).
 //!
 //! The least a failover can take (samples below it are flagged, see [`detection_limit_ms`])
 //! differs: electd's detectors run in continuous time, etcd counts its election timeout

@@ -513,10 +513,9 @@ impl Node {
                         // after it fired: a runtime that wakes a little late (timer
                         // granularity, a busy batch) must not stretch every period and
                         // eat the failure detector's margin. After a long stall (a
-                        // paused process) it resumes one period from now, no burst.
-                        // After a long stall (a paused process) it resumes at the next
-                        // beat of its schedule, no burst: every group this node leads keeps
-                        // the same schedule (see `heartbeat_grid`).
+                        // paused process) it resumes at the next beat of its schedule,
+                        // no burst: every group this node leads keeps the same schedule
+                        // (see `heartbeat_grid`).
                         let hb = self.timing.heartbeat;
                         let next = deadline + hb;
                         let next = if next > now {
