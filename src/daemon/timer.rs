@@ -106,6 +106,9 @@ impl Deadline {
                     match fd.readable().await {
                         Ok(mut guard) => {
                             if guard.try_io(|inner| linux::read(inner.get_ref())).is_ok() {
+                                // The expiry is consumed: the next wait goes straight to
+                                // the reactor instead of first reading nothing.
+                                guard.clear_ready();
                                 return;
                             }
                         }
