@@ -61,6 +61,9 @@ pub struct PollRun {
     /// Samples kept out of `stats`, with their cause: below the detection limit
     /// ([`detection_limit_ms`], impossible for the system's detector) or no agreement.
     pub flagged: Vec<super::Flagged>,
+    /// Restarts after which the member did not report its boot's change to its
+    /// election clock within the deadline (etcd: the tick advance, see [`Etcd`]).
+    pub unsettled: usize,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -92,6 +95,17 @@ trait Polled {
     fn view(&self, i: usize) -> Option<View>;
     fn kill(&mut self, i: usize);
     fn restart(&mut self, i: usize) -> anyhow::Result<()>;
+    /// Wait, at most until `deadline`, until restarted member `i` has done what its
+    /// boot does to its election clock; false if it did not report it in time.
+    fn settled(&mut self, _i: usize, _deadline: Instant) -> bool {
+        true
+    }
+    /// What the logs of `members` say happened to their election clocks from one
+    /// election timeout before the kill at `kill_unix_ms` to `until_unix_ms` (for a
+    /// failover faster than the detector allows), each with its time from the kill.
+    fn evidence(&self, _members: &[usize], _kill_unix_ms: u64, _until_unix_ms: u64) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Every member of `of` answers and names the same leader, which names itself.
@@ -155,7 +169,7 @@ fn measure(
     let hb = Duration::from_millis(HEARTBEAT_MS);
     let (limit_ms, why) = detection_limit_ms(system);
     let (mut samples, mut below) = (Vec::new(), Vec::new());
-    let (mut timeouts, mut split_votes, mut done) = (0, 0u64, 0);
+    let (mut timeouts, mut split_votes, mut done, mut unsettled) = (0, 0u64, 0, 0);
     let mut attempts = 0;
     while done < rounds {
         attempts += 1;
@@ -175,6 +189,7 @@ fn measure(
         }
         let survivors: Vec<usize> = all.iter().copied().filter(|&i| i != leader).collect();
         let t0 = Instant::now();
+        let t0_unix_ms = unix_ms();
         c.kill(leader);
         let deadline = t0 + Duration::from_secs(5);
         // The killed member is not among the survivors, so an agreement among them
@@ -191,12 +206,18 @@ fn measure(
             Some((took, term)) => {
                 let t = ms(took);
                 if t < limit_ms {
+                    let seen = c.evidence(&survivors, t0_unix_ms, t0_unix_ms + t.ceil() as u64);
+                    let found = if seen.is_empty() {
+                        "nothing in the members' logs explains it: unexplained".to_string()
+                    } else {
+                        format!("the members' logs: {}", seen.join("; "))
+                    };
                     below.push(super::Flagged {
                         ms: Some(t),
                         cause: format!(
                             "below the detection limit {limit_ms:.0} ms ({why}) although every \
                              member named leader {leader} at term {term0} just before the kill \
-                             (agreed at term {term}): unexplained"
+                             (agreed at term {term}); {found}"
                         ),
                     });
                 } else {
@@ -213,6 +234,9 @@ fn measure(
             }
         }
         c.restart(leader)?;
+        if !c.settled(leader, Instant::now() + SETTLE_WITHIN) {
+            unsettled += 1;
+        }
         if done % 5 == 0 {
             log(&format!("    {system}: {done}/{rounds} rounds"));
         }
@@ -227,8 +251,56 @@ fn measure(
         split_votes,
         split_votes_per_1000: split_votes as f64 * 1000.0 / rounds.max(1) as f64,
         flagged: below,
+        unsettled,
     })
 }
+
+/// How long a restarted member may take to report its boot (etcd waits up to 5 s for
+/// its peer connections before it gives the tick advance up).
+const SETTLE_WITHIN: Duration = Duration::from_secs(6);
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A zap timestamp as etcd writes it (`2026-11-24T16:07:23.294Z`) in Unix milliseconds.
+fn parse_zap_ts(ts: &str) -> Option<u64> {
+    let b = ts.as_bytes();
+    if b.len() < 23 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[19] != b'.' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| ts.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss, ms) = (num(11..13)?, num(14..16)?, num(17..19)?, num(20..23)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    // Days from 1970-01-01 to y-m-d (proleptic Gregorian; Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(((days * 24 + hh) * 60 + mm) * 60 + ss)
+        .ok()?
+        .checked_mul(1000)?
+        .checked_add(ms as u64)
+}
+
+/// What etcd logs about a member's election clock and campaigns (zap, info level).
+const ELECTION_CLOCK_LINES: [&str; 7] = [
+    "fast-forwarding election ticks",
+    "is starting a new election",
+    "became candidate",
+    "became pre-candidate",
+    "A tick missed to fire",
+    "failed to send out heartbeat on time",
+    "slow fdatasync",
+];
 
 /// A five-member etcd cluster on 127.0.0.1; every process is killed by PID on drop.
 struct Etcd {
@@ -292,7 +364,10 @@ impl Etcd {
             .args(["--initial-cluster-token", "electd-bench"])
             .args(["--heartbeat-interval", &HEARTBEAT_MS.to_string()])
             .args(["--election-timeout", &ELECTION_MS.to_string()])
-            .args(["--log-level", "error"])
+            // Info level, as JSON: the boot's tick advance and every campaign are
+            // logged with millisecond timestamps (see `settled` and `evidence`).
+            .args(["--logger", "zap", "--log-outputs", "stderr"])
+            .args(["--log-level", "info"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -328,6 +403,51 @@ impl Polled for Etcd {
     }
     fn restart(&mut self, i: usize) -> anyhow::Result<()> {
         self.start(i)
+    }
+    /// A restarted etcd member fast-forwards its election clock by E − 2 ticks once its
+    /// peer connections are up (`--initial-election-tick-advance`, on by default), and
+    /// only the leader's next heartbeat zeroes it again. A leader killed around that
+    /// moment leaves a member that campaigns after as little as two ticks: a failover
+    /// below what the detector allows, measuring a boot instead of a crash. So the next
+    /// round waits until the member's log (truncated at each start) reports the advance.
+    fn settled(&mut self, i: usize, deadline: Instant) -> bool {
+        let log = self.dir.join(format!("m{i}.log"));
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains(ELECTION_CLOCK_LINES[0]) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    fn evidence(&self, members: &[usize], kill_unix_ms: u64, until_unix_ms: u64) -> Vec<String> {
+        let from_unix_ms = kill_unix_ms.saturating_sub(ELECTION_MS);
+        let mut seen = Vec::new();
+        for &i in members {
+            let text =
+                std::fs::read_to_string(self.dir.join(format!("m{i}.log"))).unwrap_or_default();
+            for line in text.lines() {
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                    continue;
+                };
+                let (Some(ts), Some(msg)) = (v["ts"].as_str(), v["msg"].as_str()) else {
+                    continue;
+                };
+                let Some(at) = parse_zap_ts(ts) else { continue };
+                if at < from_unix_ms
+                    || at > until_unix_ms
+                    || !ELECTION_CLOCK_LINES.iter().any(|l| msg.contains(l))
+                {
+                    continue;
+                }
+                let rel = at as i64 - kill_unix_ms as i64;
+                seen.push(format!("m{i} at {rel:+} ms: {msg}"));
+            }
+        }
+        seen
     }
 }
 
@@ -506,6 +626,82 @@ mod tests {
         fn restart(&mut self, _: usize) -> anyhow::Result<()> {
             Ok(())
         }
+    }
+
+    #[test]
+    fn zap_timestamps_read_as_unix_milliseconds() {
+        // 2026-11-24T16:07:23.294Z: `date -u -d 2026-11-24T16:07:23Z +%s` = 1795536443.
+        assert_eq!(
+            parse_zap_ts("2026-11-24T16:07:23.294Z"),
+            Some(1_795_536_443_294)
+        );
+        assert_eq!(parse_zap_ts("1970-01-01T00:00:00.000Z"), Some(0));
+        // A leap day, and the first day of a year after one.
+        assert_eq!(
+            parse_zap_ts("2024-02-29T00:00:00.000Z"),
+            Some(1_709_164_800_000)
+        );
+        assert_eq!(
+            parse_zap_ts("2025-01-01T00:00:00.001Z"),
+            Some(1_735_689_600_001)
+        );
+        for bad in [
+            "",
+            "2026-11-24",
+            "2026-13-01T00:00:00.000Z",
+            "2026-11-24 16:07:23.294Z",
+            "yyyy-mm-ddThh:mm:ss.mmmZ",
+        ] {
+            assert_eq!(parse_zap_ts(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn evidence_lists_the_election_clock_lines_in_the_window() {
+        let dir = std::env::temp_dir().join(format!("electd-etcd-evidence-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let line = |ts: &str, msg: &str| {
+            format!("{{\"level\":\"info\",\"ts\":\"{ts}\",\"caller\":\"raft/raft.go:1\",\"msg\":\"{msg}\"}}\n")
+        };
+        let log = [
+            line(
+                "2026-11-24T16:07:23.100Z",
+                "initialized peer connections; fast-forwarding election ticks",
+            ),
+            line(
+                "2026-11-24T16:07:23.210Z",
+                "initialized peer connections; fast-forwarding election ticks",
+            ),
+            "not json at all\n".to_string(),
+            line("2026-11-24T16:07:23.250Z", "a1 received MsgHeartbeat"),
+            line(
+                "2026-11-24T16:07:23.339Z",
+                "a1 is starting a new election at term 18",
+            ),
+            line("2026-11-24T16:07:25.000Z", "a1 became candidate at term 19"),
+        ]
+        .concat();
+        std::fs::write(dir.join("m2.log"), log).expect("log");
+        let e = Etcd {
+            exe: PathBuf::from("etcd"),
+            dir: dir.clone(),
+            initial: String::new(),
+            peers: Vec::new(),
+            clients: Vec::new(),
+            children: (0..MEMBERS).map(|_| None).collect(),
+        };
+        // The kill at .300: the window runs from E (100 ms) before it to 200 ms after it;
+        // m1 has no log, a line that is not JSON or not about the clock is skipped.
+        let kill = parse_zap_ts("2026-11-24T16:07:23.300Z").expect("ts");
+        let seen = e.evidence(&[1, 2], kill, kill + 200);
+        assert_eq!(
+            seen,
+            vec![
+                "m2 at -90 ms: initialized peer connections; fast-forwarding election ticks"
+                    .to_string(),
+                "m2 at +39 ms: a1 is starting a new election at term 18".to_string(),
+            ]
+        );
     }
 
     fn v(me: &str, leader: Option<&str>, term: u64) -> Option<View> {
