@@ -2,7 +2,7 @@
 //! leaders, then a measurement window during which nothing happens but heartbeats.
 //! Per process: resident memory (`VmRSS`, peak `VmHWM` from `/proc/<pid>/status`),
 //! CPU (the run time of every thread in nanoseconds, `/proc/<pid>/task/*/schedstat`,
-//! over the window; where the kernel has no schedstat, user + system clock ticks from
+//! the median of three consecutive windows; where the kernel has no schedstat, user + system clock ticks from
 //! `/proc/<pid>/stat`, whose 10 ms grain is a tenth of the 0.3 % target over 10 s), and wire traffic (`electd_bytes_sent_total`, `electd_datagrams_sent_total`
 //! from `/metrics`, over the window). The leader of a group sends the heartbeats, so
 //! leaders and followers are reported apart.
@@ -25,8 +25,10 @@ pub struct NodeCost {
     pub groups_led: usize,
     pub rss_mib: f64,
     pub peak_rss_mib: f64,
-    /// Percent of one core over the window.
+    /// Percent of one core: the median of `cpu_windows`.
     pub cpu_percent: f64,
+    /// Percent of one core in each window, in order.
+    pub cpu_windows: Vec<f64>,
     pub bytes_per_sec: f64,
     pub datagrams_per_sec: f64,
 }
@@ -36,7 +38,9 @@ pub struct CostRun {
     pub label: String,
     pub heartbeat_ms: u64,
     pub algorithms: Vec<AlgorithmKind>,
+    /// One window's length; CPU is measured over `windows` of them in a row.
     pub window_s: f64,
+    pub windows: usize,
     pub nodes: Vec<NodeCost>,
 }
 
@@ -69,6 +73,20 @@ pub fn plan(quick: bool) -> (Vec<(u64, Vec<AlgorithmKind>)>, Duration) {
             ],
             Duration::from_secs(10),
         )
+    }
+}
+
+/// Consecutive measurement windows per run (full bench).
+pub const WINDOWS: usize = 3;
+
+/// The median of `v` (the mean of the middle two for an even count; 0 when empty).
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
     }
 }
 
@@ -169,6 +187,7 @@ fn leaders(c: &ProcCluster) -> Option<BTreeMap<String, u64>> {
 
 pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<CostResults> {
     let (plan, window) = plan(opts.quick);
+    let windows = if opts.quick { 1 } else { WINDOWS };
     let mut runs = Vec::new();
     for (hb, algorithms) in plan {
         let label = if algorithms.len() == 1 {
@@ -199,28 +218,44 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<CostResult
         // Idle: every follower has armed its detector, start-up allocations are done.
         std::thread::sleep(Duration::from_millis(20 * hb).max(Duration::from_millis(500)));
         let ids = c.ids();
-        let before: Vec<Sample> = ids
-            .iter()
-            .map(|&id| sample(&c, id).with_context(|| format!("cost {label}: node {id}")))
-            .collect::<anyhow::Result<_>>()?;
-        let t0 = Instant::now();
-        std::thread::sleep(window);
-        let after: Vec<Sample> = ids
-            .iter()
-            .map(|&id| sample(&c, id).with_context(|| format!("cost {label}: node {id}")))
-            .collect::<anyhow::Result<_>>()?;
-        let secs = t0.elapsed().as_secs_f64();
+        let take = || -> anyhow::Result<(Instant, Vec<Sample>)> {
+            let at = Instant::now();
+            let s = ids
+                .iter()
+                .map(|&id| sample(&c, id).with_context(|| format!("cost {label}: node {id}")))
+                .collect::<anyhow::Result<_>>()?;
+            Ok((at, s))
+        };
+        // Consecutive windows; a node's CPU is its median window, so that one burst of
+        // other work on the machine (a reclaim after the simulator's gigabytes, a
+        // build) moves at most one window.
+        let mut samples = vec![take()?];
+        for _ in 0..windows {
+            std::thread::sleep(window);
+            samples.push(take()?);
+        }
+        let (first, last) = (&samples[0], &samples[samples.len() - 1]);
+        let secs = last.0.duration_since(first.0).as_secs_f64();
         let mut nodes = Vec::new();
-        for ((&id, b), a) in ids.iter().zip(&before).zip(&after) {
+        for (k, &id) in ids.iter().enumerate() {
             let pid = c.pid(id).unwrap_or(0);
             let groups_led = led.values().filter(|&&l| l == u64::from(id)).count();
+            let cpu_windows: Vec<f64> = samples
+                .windows(2)
+                .map(|w| {
+                    let span = w[1].0.duration_since(w[0].0).as_secs_f64();
+                    w[1].1[k].cpu_ns.saturating_sub(w[0].1[k].cpu_ns) as f64 / 1e9 / span * 100.0
+                })
+                .collect();
+            let (b, a) = (&first.1[k], &last.1[k]);
             nodes.push(NodeCost {
                 node: id,
                 role: if groups_led > 0 { "leader" } else { "follower" },
                 groups_led,
                 rss_mib: proc_kib(pid, "VmRSS:") / 1024.0,
                 peak_rss_mib: proc_kib(pid, "VmHWM:") / 1024.0,
-                cpu_percent: a.cpu_ns.saturating_sub(b.cpu_ns) as f64 / 1e9 / secs * 100.0,
+                cpu_percent: median(&cpu_windows),
+                cpu_windows,
                 bytes_per_sec: (a.bytes - b.bytes) / secs,
                 datagrams_per_sec: (a.datagrams - b.datagrams) / secs,
             });
@@ -229,7 +264,8 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<CostResult
             label: label.clone(),
             heartbeat_ms: hb,
             algorithms,
-            window_s: secs,
+            window_s: window.as_secs_f64(),
+            windows,
             nodes,
         };
         log(&format!(
@@ -246,6 +282,14 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<CostResult
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_of_windows() {
+        assert_eq!(median(&[]), 0.0);
+        assert_eq!(median(&[0.4]), 0.4);
+        assert_eq!(median(&[1.15, 0.2, 0.3]), 0.3);
+        assert_eq!(median(&[0.1, 0.4, 0.2, 0.3]), 0.25);
+    }
 
     #[test]
     fn reads_own_cpu_ticks_and_rss() {

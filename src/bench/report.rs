@@ -278,7 +278,11 @@ fn cost_targets(c: &super::cost::CostResults) -> Vec<Target> {
                 .map(|n| n.cpu_percent)
                 .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
         };
-        let window = format!("over {:.0} s", run.window_s);
+        let window = if run.windows > 1 {
+            format!("median of {} windows of {:.0} s", run.windows, run.window_s)
+        } else {
+            format!("over {:.0} s", run.window_s)
+        };
         if run.algorithms == [AlgorithmKind::Bully] {
             for (role, bound) in [("leader", 1.0), ("follower", 0.3)] {
                 let Some(cpu) = worst(role) else {
@@ -893,11 +897,13 @@ pub fn markdown(r: &Results) -> String {
     let _ = writeln!(s, "\n## Cost per node\n");
     let _ = writeln!(
         s,
-        "Five `electd run` processes at idle after agreeing; per process over the window: \
-         resident memory (`/proc/<pid>/status`), CPU (run time of all threads in ns, \
-         `/proc/<pid>/task/*/schedstat`, as % of one core) and bytes on the wire \
-         (`electd_bytes_sent_total`). A group's leader sends its heartbeats; followers send \
-         nothing at idle but Raft's heartbeat acks.\n"
+        "Five `electd run` processes at idle after agreeing; per process: resident memory \
+         (`/proc/<pid>/status`), CPU (run time of all threads in ns, \
+         `/proc/<pid>/task/*/schedstat`, as % of one core: the median of consecutive windows, \
+         each window's figure in the last column, so that one burst of other work on the \
+         machine moves one window, not the figure) and bytes on the wire \
+         (`electd_bytes_sent_total`, over all the windows). A group's leader sends its \
+         heartbeats; followers send nothing at idle but Raft's heartbeat acks.\n"
     );
     header(
         &mut s,
@@ -910,6 +916,7 @@ pub fn markdown(r: &Results) -> String {
             "CPU %",
             "bytes/s",
             "datagrams/s",
+            "CPU % per window",
         ],
     );
     for run in &r.cost.runs {
@@ -925,6 +932,11 @@ pub fn markdown(r: &Results) -> String {
                     format!("{:.2}", n.cpu_percent),
                     format!("{:.0}", n.bytes_per_sec),
                     format!("{:.0}", n.datagrams_per_sec),
+                    n.cpu_windows
+                        .iter()
+                        .map(|c| format!("{c:.2}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 ],
             );
         }
