@@ -32,13 +32,6 @@ use std::time::{Duration, Instant};
 
 /// How long a cold start may take before the row is a miss.
 const AGREE_WITHIN: Duration = Duration::from_secs(30);
-/// Now as Unix microseconds (the clock of the nodes' `at_us` stamps).
-fn unix_us() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
-}
 
 /// How long a failover may take before the row is a miss.
 const FAILOVER_WITHIN: Duration = Duration::from_secs(10);
@@ -362,7 +355,7 @@ fn failover_processes(
     let before = proc_counts(c, &survivors, kind);
     let rcv1 = udp_rcvbuf_errors();
     let under_way = super::failover::election_under_way(c, &survivors, leader);
-    let kill_us = unix_us();
+    let kill_us = super::unix_us();
     let t0 = Instant::now();
     c.kill(leader);
     let mut p = Phase {

@@ -189,7 +189,7 @@ fn measure(
         }
         let survivors: Vec<usize> = all.iter().copied().filter(|&i| i != leader).collect();
         let t0 = Instant::now();
-        let t0_unix_ms = unix_ms();
+        let t0_unix_ms = super::unix_us() / 1000;
         c.kill(leader);
         let deadline = t0 + Duration::from_secs(5);
         // The killed member is not among the survivors, so an agreement among them
@@ -258,13 +258,6 @@ fn measure(
 /// How long a restarted member may take to report its boot (etcd waits up to 5 s for
 /// its peer connections before it gives the tick advance up).
 const SETTLE_WITHIN: Duration = Duration::from_secs(6);
-
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
 
 /// A zap timestamp as etcd writes it (`2026-11-24T16:07:23.294Z`) in Unix milliseconds.
 fn parse_zap_ts(ts: &str) -> Option<u64> {
