@@ -64,6 +64,8 @@ pub struct PollRun {
     /// Restarts after which the member did not report its boot's change to its
     /// election clock within the deadline (etcd: the tick advance, see [`Etcd`]).
     pub unsettled: usize,
+    /// Restart to that report, over the restarts that reported it (ms).
+    pub settle: Stats,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -170,6 +172,7 @@ fn measure(
     let (limit_ms, why) = detection_limit_ms(system);
     let (mut samples, mut below) = (Vec::new(), Vec::new());
     let (mut timeouts, mut split_votes, mut done, mut unsettled) = (0, 0u64, 0, 0);
+    let mut settle_ms = Vec::new();
     let mut attempts = 0;
     while done < rounds {
         attempts += 1;
@@ -234,7 +237,10 @@ fn measure(
             }
         }
         c.restart(leader)?;
-        if !c.settled(leader, Instant::now() + SETTLE_WITHIN) {
+        let restarted = Instant::now();
+        if c.settled(leader, restarted + SETTLE_WITHIN) {
+            settle_ms.push(ms(restarted.elapsed()));
+        } else {
             unsettled += 1;
         }
         if done % 5 == 0 {
@@ -252,6 +258,7 @@ fn measure(
         split_votes_per_1000: split_votes as f64 * 1000.0 / rounds.max(1) as f64,
         flagged: below,
         unsettled,
+        settle: Stats::of(&settle_ms),
     })
 }
 
