@@ -1,11 +1,12 @@
 //! Cost per node at idle: five real `electd run` processes that agree on their
-//! leaders, then a measurement window during which nothing happens but heartbeats.
+//! leaders, then measurement windows during which nothing happens but heartbeats.
 //! Per process: resident memory (`VmRSS`, peak `VmHWM` from `/proc/<pid>/status`),
-//! CPU (the run time of every thread in nanoseconds, `/proc/<pid>/task/*/schedstat`,
-//! the median of three consecutive windows; where the kernel has no schedstat, user + system clock ticks from
-//! `/proc/<pid>/stat`, whose 10 ms grain is a tenth of the 0.3 % target over 10 s), and wire traffic (`electd_bytes_sent_total`, `electd_datagrams_sent_total`
-//! from `/metrics`, over the window). The leader of a group sends the heartbeats, so
-//! leaders and followers are reported apart.
+//! CPU (the run time of every thread in nanoseconds, `/proc/<pid>/task/*/schedstat`;
+//! where the kernel has no schedstat, user + system clock ticks from `/proc/<pid>/stat`,
+//! whose 10 ms grain is a tenth of the 0.3 % target over 10 s) as the median of three
+//! consecutive 10 s windows, and wire traffic (`electd_bytes_sent_total`,
+//! `electd_datagrams_sent_total` from `/metrics`, over all the windows). The leader of a
+//! group sends the heartbeats, so leaders and followers are reported apart.
 
 use super::BenchOptions;
 use anyhow::Context;
