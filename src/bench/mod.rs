@@ -325,7 +325,6 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
     Ok(results)
 }
 
-/// Milliseconds of a duration, as a float.
 /// Now as Unix microseconds (the clock of the nodes' `at_us` stamps and of etcd's logs).
 pub fn unix_us() -> u64 {
     std::time::SystemTime::now()
@@ -334,6 +333,7 @@ pub fn unix_us() -> u64 {
         .unwrap_or(0)
 }
 
+/// Milliseconds of a duration, as a float.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }

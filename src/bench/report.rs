@@ -395,27 +395,44 @@ fn etcd_section(s: &mut String, e: &super::versus_etcd::VersusEtcd) {
         e.etcd_version, e.rounds
     );
     if let Some(etcd) = e.run("etcd") {
+        let within = super::versus_etcd::SETTLE_WITHIN.as_secs();
         let unsettled = if etcd.unsettled == 0 {
-            "every restarted member reported it within 6 s".to_string()
+            format!("every restarted member reported it within {within} s")
         } else {
             format!(
-                "**{} of {} restarted members did not report it within 6 s** (the next round \
-                 went ahead)",
+                "**{} of {} restarted members did not report it within {within} s** (the next \
+                 round went ahead)",
                 etcd.unsettled, e.rounds
             )
+        };
+        let when = if etcd.settle.n == 0 {
+            "in this run no restarted member reported it".to_string()
+        } else {
+            format!(
+                "in this run {:.0} ms after its start (median; {:.0}–{:.0} ms over {} restarts)",
+                etcd.settle.median, etcd.settle.min, etcd.settle.max, etcd.settle.n
+            )
+        };
+        // Pre-vote became etcd's default in 3.5.
+        let minor = e
+            .etcd_version
+            .strip_prefix("etcd 3.")
+            .and_then(|v| v.split('.').next())
+            .and_then(|m| m.parse::<u32>().ok());
+        let prevote = match minor {
+            Some(m) if m < 5 => format!("etcd 3.{m}: no pre-vote"),
+            Some(m) => format!("etcd 3.{m}: pre-vote"),
+            None => "its own pre-vote default".to_string(),
         };
         let _ = writeln!(
             s,
             "A restarted etcd member fast-forwards its election clock by E − 2 ticks once its \
-             peer connections are up (`--initial-election-tick-advance`, on by default): in this \
-             run {:.0} ms after its start (median; {:.0}–{:.0} ms over {} restarts), and only \
-             the leader's next heartbeat zeroes the \
+             peer connections are up (`--initial-election-tick-advance`, on by default): \
+             {when}, and only the leader's next heartbeat zeroes the \
              clock again. A leader killed around that moment leaves a member that campaigns \
              after as little as two ticks, which measures a boot, not a crash: after each \
              restart the driver waits for the member's log to report the advance before the \
-             next round ({unsettled}). etcd runs with its defaults otherwise (etcd 3.4: no \
-             pre-vote).\n",
-            etcd.settle.median, etcd.settle.min, etcd.settle.max, etcd.settle.n
+             next round ({unsettled}). etcd runs with its defaults otherwise ({prevote}).\n"
         );
     }
     header(

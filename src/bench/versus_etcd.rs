@@ -102,9 +102,9 @@ trait Polled {
     fn settled(&mut self, _i: usize, _deadline: Instant) -> bool {
         true
     }
-    /// What the logs of `members` say happened to their election clocks from one
-    /// election timeout before the kill at `kill_unix_ms` to `until_unix_ms` (for a
-    /// failover faster than the detector allows), each with its time from the kill.
+    /// What the logs of `members` say happened to their election clocks from two
+    /// heartbeats before the kill at `kill_unix_ms` to `until_unix_ms` (for a failover
+    /// faster than the detector allows), each with its time from the kill.
     fn evidence(&self, _members: &[usize], _kill_unix_ms: u64, _until_unix_ms: u64) -> Vec<String> {
         Vec::new()
     }
@@ -264,12 +264,21 @@ fn measure(
 
 /// How long a restarted member may take to report its boot (etcd waits up to 5 s for
 /// its peer connections before it gives the tick advance up).
-const SETTLE_WITHIN: Duration = Duration::from_secs(6);
+pub const SETTLE_WITHIN: Duration = Duration::from_secs(6);
 
 /// A zap timestamp as etcd writes it (`2026-11-24T16:07:23.294Z`) in Unix milliseconds.
 fn parse_zap_ts(ts: &str) -> Option<u64> {
     let b = ts.as_bytes();
-    if b.len() < 23 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[19] != b'.' {
+    // Exactly `YYYY-MM-DDThh:mm:ss.mmm` and a UTC zone (`Z` or `+0000`).
+    let shape = b"dddd-dd-ddTdd:dd:dd.ddd";
+    let utc = matches!(ts.get(23..), Some("Z" | "+0000" | "+00:00"));
+    if !utc
+        || b.len() < shape.len()
+        || !shape.iter().zip(b).all(|(&want, &c)| match want {
+            b'd' => c.is_ascii_digit(),
+            _ => c == want,
+        })
+    {
         return None;
     }
     let num = |r: std::ops::Range<usize>| ts.get(r)?.parse::<i64>().ok();
@@ -367,6 +376,8 @@ impl Etcd {
             // Info level, as JSON: the boot's tick advance and every campaign are
             // logged with millisecond timestamps (see `settled` and `evidence`).
             .args(["--logger", "zap", "--log-outputs", "stderr"])
+            // zap writes local time with its offset; UTC is what `parse_zap_ts` reads.
+            .env("TZ", "UTC")
             .args(["--log-level", "info"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -424,7 +435,9 @@ impl Polled for Etcd {
         }
     }
     fn evidence(&self, members: &[usize], kill_unix_ms: u64, until_unix_ms: u64) -> Vec<String> {
-        let from_unix_ms = kill_unix_ms.saturating_sub(ELECTION_MS);
+        // From two heartbeats before the kill: what happened to a clock earlier was
+        // undone by the leader's heartbeats since (zap's stamps have 1 ms grain).
+        let from_unix_ms = kill_unix_ms.saturating_sub(2 * HEARTBEAT_MS);
         let mut seen = Vec::new();
         for &i in members {
             let text =
@@ -645,12 +658,20 @@ mod tests {
             parse_zap_ts("2025-01-01T00:00:00.001Z"),
             Some(1_735_689_600_001)
         );
+        assert_eq!(
+            parse_zap_ts("2026-11-24T16:07:23.294+0000"),
+            Some(1_795_536_443_294)
+        );
         for bad in [
             "",
             "2026-11-24",
             "2026-13-01T00:00:00.000Z",
             "2026-11-24 16:07:23.294Z",
             "yyyy-mm-ddThh:mm:ss.mmmZ",
+            "2026-11-24T-1:07:23.294Z",
+            "2026-+1-24T16:07:23.294Z",
+            "2026-11-24T16:07:23.294",
+            "2026-11-25T02:51:48.198+0900",
         ] {
             assert_eq!(parse_zap_ts(bad), None, "{bad:?}");
         }
@@ -672,6 +693,10 @@ mod tests {
                 "2026-11-24T16:07:23.210Z",
                 "initialized peer connections; fast-forwarding election ticks",
             ),
+            line(
+                "2026-11-24T16:07:23.288Z",
+                "initialized peer connections; fast-forwarding election ticks",
+            ),
             "not json at all\n".to_string(),
             line("2026-11-24T16:07:23.250Z", "a1 received MsgHeartbeat"),
             line(
@@ -690,14 +715,15 @@ mod tests {
             clients: Vec::new(),
             children: (0..MEMBERS).map(|_| None).collect(),
         };
-        // The kill at .300: the window runs from E (100 ms) before it to 200 ms after it;
-        // m1 has no log, a line that is not JSON or not about the clock is skipped.
+        // The kill at .300: the window runs from two heartbeats (20 ms) before it to
+        // 200 ms after it (the advance at .210 was undone by the heartbeats since); m1 has
+        // no log, a line that is not JSON or not about the clock is skipped.
         let kill = parse_zap_ts("2026-11-24T16:07:23.300Z").expect("ts");
         let seen = e.evidence(&[1, 2], kill, kill + 200);
         assert_eq!(
             seen,
             vec![
-                "m2 at -90 ms: initialized peer connections; fast-forwarding election ticks"
+                "m2 at -12 ms: initialized peer connections; fast-forwarding election ticks"
                     .to_string(),
                 "m2 at +39 ms: a1 is starting a new election at term 18".to_string(),
             ]

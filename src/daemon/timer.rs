@@ -101,7 +101,10 @@ impl Deadline {
             #[cfg(target_os = "linux")]
             Imp::Fd(fd) => {
                 // At most a few spurious readiness reports (one per re-arm): each read
-                // that finds no expiry clears the readiness and waits again.
+                // that finds no expiry clears the readiness and waits again. A read that
+                // fails otherwise (it cannot on a valid timerfd) counts as a fire: the
+                // node then fires nothing that is not due, and no error repeats in a
+                // busy loop.
                 loop {
                     match fd.readable().await {
                         Ok(mut guard) => {
