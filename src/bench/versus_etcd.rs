@@ -64,7 +64,8 @@ pub struct PollRun {
     /// Restarts after which the member did not report its boot's change to its
     /// election clock within the deadline (etcd: the tick advance, see [`Etcd`]).
     pub unsettled: usize,
-    /// Restart to that report, over the restarts that reported it (ms).
+    /// Restart to that report, over the restarts that reported it (ms, to the 5 ms
+    /// step at which the log is read); empty for electd.
     pub settle: Stats,
 }
 
@@ -98,9 +99,10 @@ trait Polled {
     fn kill(&mut self, i: usize);
     fn restart(&mut self, i: usize) -> anyhow::Result<()>;
     /// Wait, at most until `deadline`, until restarted member `i` has done what its
-    /// boot does to its election clock; false if it did not report it in time.
-    fn settled(&mut self, _i: usize, _deadline: Instant) -> bool {
-        true
+    /// boot does to its election clock; false if it did not report it in time, `None`
+    /// when the system's boot does nothing to it (electd).
+    fn settled(&mut self, _i: usize, _deadline: Instant) -> Option<bool> {
+        None
     }
     /// What the logs of `members` say happened to their election clocks from two
     /// heartbeats before the kill at `kill_unix_ms` to `until_unix_ms` (for a failover
@@ -238,10 +240,10 @@ fn measure(
         }
         c.restart(leader)?;
         let restarted = Instant::now();
-        if c.settled(leader, restarted + SETTLE_WITHIN) {
-            settle_ms.push(ms(restarted.elapsed()));
-        } else {
-            unsettled += 1;
+        match c.settled(leader, restarted + SETTLE_WITHIN) {
+            Some(true) => settle_ms.push(ms(restarted.elapsed())),
+            Some(false) => unsettled += 1,
+            None => {}
         }
         if done % 5 == 0 {
             log(&format!("    {system}: {done}/{rounds} rounds"));
@@ -421,15 +423,15 @@ impl Polled for Etcd {
     /// moment leaves a member that campaigns after as little as two ticks: a failover
     /// below what the detector allows, measuring a boot instead of a crash. So the next
     /// round waits until the member's log (truncated at each start) reports the advance.
-    fn settled(&mut self, i: usize, deadline: Instant) -> bool {
+    fn settled(&mut self, i: usize, deadline: Instant) -> Option<bool> {
         let log = self.dir.join(format!("m{i}.log"));
         loop {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             if text.contains(ELECTION_CLOCK_LINES[0]) {
-                return true;
+                return Some(true);
             }
             if Instant::now() >= deadline {
-                return false;
+                return Some(false);
             }
             std::thread::sleep(Duration::from_millis(5));
         }

@@ -22,6 +22,8 @@ mod drain_tests;
 mod failover_tests;
 mod fxhash;
 #[cfg(test)]
+mod heartbeat_tests;
+#[cfg(test)]
 mod lease_tests;
 pub mod link;
 #[cfg(test)]

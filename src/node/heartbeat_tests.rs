@@ -1,0 +1,65 @@
+//! The heartbeat schedule of a node that leads several groups ([`heartbeat_grid`]).
+
+use super::*;
+
+fn leader_of_two_groups() -> Node {
+    Node::new(NodeConfig {
+        id: 5,
+        ring: (1..=5).collect(),
+        algorithms: vec![AlgorithmKind::Bully, AlgorithmKind::ImprovedBully],
+        timing: Timing::default(),
+        options: Options::default(),
+        link: LinkConfig::default(),
+        incarnation: 1,
+        seed: 7,
+    })
+    .unwrap()
+}
+
+/// The heartbeat deadline of every group, in group order.
+fn beats(n: &Node) -> Vec<Option<Time>> {
+    (0..n.groups.len())
+        .map(|g| {
+            n.timers
+                .iter()
+                .find(|t| t.0 as usize == g && matches!(t.1, Slot::Heartbeat))
+                .map(|t| t.2)
+        })
+        .collect()
+}
+
+#[test]
+fn every_group_led_beats_on_one_schedule_of_multiples_of_the_period() {
+    let hb = Timing::default().heartbeat;
+    let mut n = leader_of_two_groups();
+    // Won at an instant off the schedule: both groups at once (the highest id).
+    let start = hb * 3 + hb / 3;
+    n.start(start, true);
+    assert_eq!(n.leader(AlgorithmKind::Bully), Some(5));
+    assert_eq!(n.leader(AlgorithmKind::ImprovedBully), Some(5));
+    let first = beats(&n);
+    let at = first[0].expect("the Bully group's heartbeat is armed");
+    assert_eq!(first, vec![Some(at); 2], "one schedule for both groups");
+    assert_eq!(at.as_nanos() % hb.as_nanos(), 0, "a multiple of the period");
+    assert!(at >= start + hb / 2 && at <= start + hb / 2 + hb, "{at:?}");
+
+    // Fired a little late: the next beat keeps the schedule.
+    n.handle_timeout(at + hb / 10);
+    assert_eq!(beats(&n), vec![Some(at + hb); 2]);
+    // After a stall of several periods: the next multiple, no burst of missed beats.
+    let late = at + hb * 4 + hb / 4;
+    n.handle_timeout(late);
+    assert_eq!(beats(&n), vec![Some(at + hb * 5); 2]);
+}
+
+#[test]
+fn the_grid_is_the_next_multiple_after_t() {
+    let hb = Duration::from_millis(10);
+    assert_eq!(heartbeat_grid(Duration::ZERO, hb), hb);
+    assert_eq!(heartbeat_grid(Duration::from_micros(9_999), hb), hb);
+    assert_eq!(heartbeat_grid(hb, hb), hb * 2, "strictly after t");
+    assert_eq!(
+        heartbeat_grid(Duration::from_millis(35), hb),
+        Duration::from_millis(40)
+    );
+}
