@@ -7,11 +7,16 @@
 //!   and the leader's datagram count falls below its logical heartbeat count (with
 //!   unicast every heartbeat message is its own datagram, so datagrams ≥ messages).
 //!   The network-namespace version of this check is scripts/system-netns.sh.
+//! - Batched heartbeats: followers read their leader's heartbeats from the second
+//!   socket the kernel selects them into (SO_REUSEPORT + classic BPF), keep following
+//!   it without a single election, and still lose it when it falls silent.
 
 mod http_common;
 
 use electd::contract::algorithm::AlgorithmKind;
+use electd::daemon::heartbeats::bind_udp_pair;
 use electd::daemon::runtime::{self, NetOptions, RuntimeConfig};
+use electd::daemon::shared::Control;
 use electd::daemon::shared::Shared;
 use electd::daemon::socket::{bind_udp, join_multicast};
 use electd::NodeId;
@@ -66,6 +71,7 @@ async fn dns() {
             multicast: None,
             names,
             resolve_every: Duration::from_secs(30),
+            heartbeats: None,
         };
         let mut until = stopped.clone();
         tasks.push(tokio::task::spawn_local(runtime::run_with(
@@ -186,6 +192,96 @@ async fn multicast() {
         0.0,
         "{text}"
     );
+    let _ = stop.send(true);
+    for t in tasks {
+        let r = tokio::time::timeout(http_common::DEADLINE, t).await;
+        assert!(matches!(r, Ok(Ok(Ok(())))), "{r:?}");
+    }
+}
+
+#[tokio::test]
+async fn followers_read_heartbeats_in_batches_and_still_lose_a_silent_leader() {
+    tokio::task::LocalSet::new().run_until(batched()).await;
+}
+
+async fn batched() {
+    let algo = AlgorithmKind::Bully;
+    let ids: [NodeId; 3] = [1, 2, 3];
+    let mut sockets = Vec::new();
+    for _ in ids {
+        let (s, hb) = bind_udp_pair("127.0.0.1:0".parse().unwrap(), true).unwrap();
+        let hb = hb.expect("a heartbeat socket: this kernel refused SO_ATTACH_REUSEPORT_CBPF");
+        sockets.push((s, hb));
+    }
+    let peers: Vec<_> = ids
+        .iter()
+        .zip(&sockets)
+        .map(|(&id, s)| (id, s.0.local_addr().unwrap()))
+        .collect();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut nodes: Vec<Arc<Shared>> = Vec::new();
+    let mut tasks = Vec::new();
+    for (&id, (socket, hb)) in ids.iter().zip(sockets) {
+        let (s, control) = shared(id, &[algo], None);
+        let net = NetOptions {
+            heartbeats: Some(hb),
+            ..NetOptions::default()
+        };
+        let mut until = stopped.clone();
+        tasks.push(tokio::task::spawn_local(runtime::run_with(
+            socket,
+            net,
+            cfg(id, peers.clone(), algo),
+            s.clone(),
+            control,
+            async move {
+                let _ = until.wait_for(|s| *s).await;
+            },
+        )));
+        nodes.push(s);
+    }
+    let leader_of = |s: &Shared| s.group(algo).and_then(|g| g.leader);
+    let agree_on = |l: NodeId, among: &[Arc<Shared>]| among.iter().all(|s| leader_of(s) == Some(l));
+    wait_until("all to agree on 3 (Bully: highest id)", || {
+        agree_on(3, &nodes)
+    })
+    .await;
+    let metric =
+        |s: &Shared, name: &str, labels: &[&str]| sample(&s.metrics.encode(), name, labels);
+    let elections = |s: &Shared| metric(s, "electd_elections_started_total", &[]);
+    let before: Vec<f64> = nodes[..2].iter().map(|s| elections(s)).collect();
+    // 40 heartbeats each through the heartbeat socket: 4 failure timeouts of 10.
+    wait_until("followers to read 40 batched heartbeats each", || {
+        nodes[..2]
+            .iter()
+            .all(|s| metric(s, "electd_heartbeats_batched_total", &[]) >= 40.0)
+    })
+    .await;
+    assert!(agree_on(3, &nodes), "the leader was never lost");
+    let after: Vec<f64> = nodes[..2].iter().map(|s| elections(s)).collect();
+    assert_eq!(before, after, "no follower called an election meanwhile");
+    for s in &nodes[..2] {
+        let received = metric(s, "electd_messages_received_total", &["type=\"heartbeat\""]);
+        let batched = metric(s, "electd_heartbeats_batched_total", &[]);
+        assert!(
+            received >= batched,
+            "every batched heartbeat reached the node"
+        );
+    }
+    // The leader falls silent (pause: no traffic, the process lives): its heartbeats
+    // stop, the followers' detectors expire and they elect 2.
+    assert!(nodes[2].command(Control::Pause).await);
+    wait_until("1 and 2 to agree on 2 after the leader fell silent", || {
+        agree_on(2, &nodes[..2])
+    })
+    .await;
+    // Node 1 now reads 2's heartbeats in batches: the kernel's selection followed.
+    let seen = metric(&nodes[0], "electd_heartbeats_batched_total", &[]);
+    wait_until("node 1 to read 20 batched heartbeats of 2", || {
+        metric(&nodes[0], "electd_heartbeats_batched_total", &[]) >= seen + 20.0
+    })
+    .await;
+    assert!(agree_on(2, &nodes[..2]));
     let _ = stop.send(true);
     for t in tasks {
         let r = tokio::time::timeout(http_common::DEADLINE, t).await;

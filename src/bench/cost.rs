@@ -39,6 +39,8 @@ pub struct CostRun {
     pub label: String,
     pub heartbeat_ms: u64,
     pub algorithms: Vec<AlgorithmKind>,
+    /// `transport.batch_heartbeats` of the run (the default: true).
+    pub batched: bool,
     /// One window's length; CPU is measured over `windows` of them in a row.
     pub window_s: f64,
     pub windows: usize,
@@ -56,21 +58,22 @@ pub struct CostResults {
     pub runs: Vec<CostRun>,
 }
 
-/// (heartbeat ms, algorithms) per run, and the window.
-pub fn plan(quick: bool) -> (Vec<(u64, Vec<AlgorithmKind>)>, Duration) {
+/// (heartbeat ms, algorithms, `transport.batch_heartbeats`) per run, and the window.
+/// The full bench also runs Bully at 10 ms with heartbeats read one by one, the
+/// comparison for batching.
+pub fn plan(quick: bool) -> (Vec<(u64, Vec<AlgorithmKind>, bool)>, Duration) {
     let all = AlgorithmKind::available();
+    let bully = || vec![AlgorithmKind::Bully];
     if quick {
-        (
-            vec![(10, vec![AlgorithmKind::Bully])],
-            Duration::from_secs(1),
-        )
+        (vec![(10, bully(), true)], Duration::from_secs(1))
     } else {
         (
             vec![
-                (10, vec![AlgorithmKind::Bully]),
-                (10, all.clone()),
-                (100, vec![AlgorithmKind::Bully]),
-                (100, all),
+                (10, bully(), true),
+                (10, bully(), false),
+                (10, all.clone(), true),
+                (100, bully(), true),
+                (100, all, true),
             ],
             Duration::from_secs(10),
         )
@@ -190,17 +193,23 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<CostResult
     let (plan, window) = plan(opts.quick);
     let windows = if opts.quick { 1 } else { WINDOWS };
     let mut runs = Vec::new();
-    for (hb, algorithms) in plan {
-        let label = if algorithms.len() == 1 {
+    for (hb, algorithms, batched) in plan {
+        let mut label = if algorithms.len() == 1 {
             format!("{} at heartbeat {hb} ms", algorithms[0])
         } else {
             format!("all {} algorithms at heartbeat {hb} ms", algorithms.len())
         };
-        let t = ClusterTiming::with_heartbeat(hb);
+        if !batched {
+            label.push_str(", heartbeats read one by one");
+        }
+        let t = ClusterTiming {
+            batch_heartbeats: batched,
+            ..ClusterTiming::with_heartbeat(hb)
+        };
         let mut c = ProcCluster::new(
             &opts.exe,
             &std::env::temp_dir(),
-            &format!("cost-{hb}-{}", algorithms.len()),
+            &format!("cost-{hb}-{}-{batched}", algorithms.len()),
             5,
             &algorithms,
             &t,
@@ -265,6 +274,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<CostResult
             label: label.clone(),
             heartbeat_ms: hb,
             algorithms,
+            batched,
             window_s: window.as_secs_f64(),
             windows,
             nodes,

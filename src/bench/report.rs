@@ -269,7 +269,13 @@ fn sim_targets(points: &[super::scale::SimPoint]) -> Vec<Target> {
 /// side within 1 % on every node.
 fn cost_targets(c: &super::cost::CostResults) -> Vec<Target> {
     let mut out = Vec::new();
-    for run in c.runs.iter().filter(|c| c.heartbeat_ms == 10) {
+    // The same run with every heartbeat read at once, if the bench made it.
+    let one_by_one = |run: &super::cost::CostRun| {
+        c.runs.iter().find(|o| {
+            !o.batched && o.heartbeat_ms == run.heartbeat_ms && o.algorithms == run.algorithms
+        })
+    };
+    for run in c.runs.iter().filter(|c| c.heartbeat_ms == 10 && c.batched) {
         let rss = run.max_by(|n| n.rss_mib);
         let worst = |role: &str| {
             run.nodes
@@ -307,9 +313,26 @@ fn cost_targets(c: &super::cost::CostResults) -> Vec<Target> {
                             .filter(|n| n.role == role)
                             .map(|n| format!("node {} {:.2} %", n.node, n.cpu_percent))
                             .collect();
+                        let before = one_by_one(run)
+                            .map(|o| {
+                                let mut v: Vec<String> = o
+                                    .nodes
+                                    .iter()
+                                    .filter(|n| n.role == role)
+                                    .map(|n| format!("{:.2}", n.cpu_percent))
+                                    .collect();
+                                v.sort();
+                                format!(
+                                    "; with each heartbeat read at once \
+                                     (`transport.batch_heartbeats = false`, a wakeup per \
+                                     heartbeat) the followers took {} %",
+                                    v.join(", ")
+                                )
+                            })
+                            .unwrap_or_default();
                         format!(
-                            "each follower: {}; on a small machine a receiver woken later in \
-                             the leader's burst of heartbeats pays more (docs/bench/idle)",
+                            "each follower: {}; a follower reads its leader's heartbeats in \
+                             batches, about once per failure_timeout (docs/bench/idle){before}",
                             each.join(", ")
                         )
                     },

@@ -11,10 +11,11 @@
 
 use anyhow::Context;
 use electd::config::Config;
+use electd::daemon::heartbeats::bind_udp_pair;
 use electd::daemon::metrics::Metrics;
 use electd::daemon::runtime::{self, incarnation_now, NetOptions, RuntimeConfig};
 use electd::daemon::shared::Shared;
-use electd::daemon::socket::{bind_udp, join_multicast};
+use electd::daemon::socket::join_multicast;
 use electd::NodeId;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -61,15 +62,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 
 async fn serve(cfg: Config) -> anyhow::Result<()> {
     let me = cfg.me().clone();
-    let socket = bind_udp(me.bind_addr()).with_context(|| {
-        format!(
-            "cannot bind UDP {} (peer {} of {})",
-            me.bind_addr(),
-            me.id,
-            cfg.file.display()
-        )
-    })?;
+    let (socket, heartbeats) =
+        bind_udp_pair(me.bind_addr(), cfg.batch_heartbeats).with_context(|| {
+            format!(
+                "cannot bind UDP {} (peer {} of {})",
+                me.bind_addr(),
+                me.id,
+                cfg.file.display()
+            )
+        })?;
     let mut net = NetOptions::from_config(&cfg);
+    net.heartbeats = heartbeats;
     if let Some(group) = cfg.multicast {
         let rx = join_multicast(&socket, me.bind_addr(), group).with_context(|| {
             format!(

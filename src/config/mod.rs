@@ -24,6 +24,8 @@
 //! # max_attempts = 4                  # optional cap on sends per message (legacy)
 //! # multicast = "239.255.70.1:5740"   # broadcasts as one datagram to this group
 //! resolve_every = "30s"               # re-resolve DNS names of peers (and when unreachable)
+//! # batch_heartbeats = true           # a follower reads its leader's heartbeats in batches,
+//! #                                   # as of their arrival, instead of waking for each
 //!
 //! [security]
 //! key_file = "electd.key"             # from `electd keygen`; relative to this file
@@ -216,6 +218,10 @@ pub struct Config {
     pub multicast: Option<SocketAddr>,
     /// Period of DNS re-resolution of peer names (`transport.resolve_every`, 30 s).
     pub resolve_every: Duration,
+    /// Read the followed leaders' heartbeats in batches, as of the time they arrived,
+    /// instead of waking for each (`transport.batch_heartbeats`, default true; see
+    /// `daemon::heartbeats`).
+    pub batch_heartbeats: bool,
     /// `[security]`: the keyring, or insecure.
     pub security: Security,
     /// The key file (absolute), to re-read on `SIGHUP`; `None` when insecure.

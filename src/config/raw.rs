@@ -78,6 +78,7 @@ pub(super) struct RawTransport {
     pub(super) max_attempts: Option<i64>,
     pub(super) multicast: Option<String>,
     pub(super) resolve_every: Option<String>,
+    pub(super) batch_heartbeats: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -201,6 +202,7 @@ const SECTIONS: [(&str, &[&str]); 8] = [
             "max_attempts",
             "multicast",
             "resolve_every",
+            "batch_heartbeats",
         ],
     ),
     ("security", &["key_file", "insecure", "check_source"]),

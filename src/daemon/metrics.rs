@@ -111,6 +111,7 @@ pub struct Metrics {
     term: IntGaugeVec,
     invalid: IntCounterVec,
     datagrams_sent: IntCounter,
+    heartbeats_batched: IntCounter,
     bytes_sent: IntCounter,
     send_errors: IntCounterVec,
     hook_runs: IntCounterVec,
@@ -263,6 +264,11 @@ impl Metrics {
             &["reason"],
         )?;
         let datagrams_sent = counter("datagrams_sent_total", "UDP datagrams put on the wire.")?;
+        let heartbeats_batched = counter(
+            "heartbeats_batched_total",
+            "Datagrams read from the heartbeat socket: a followed leader's heartbeats, \
+             read in a batch as of the time they arrived (transport.batch_heartbeats).",
+        )?;
         let bytes_sent = counter("bytes_sent_total", "UDP payload bytes put on the wire.")?;
         let send_errors = counter_vec(
             "send_errors_total",
@@ -390,6 +396,7 @@ impl Metrics {
             term,
             invalid,
             datagrams_sent,
+            heartbeats_batched,
             bytes_sent,
             send_errors,
             hook_runs,
@@ -618,6 +625,11 @@ impl Metrics {
     pub fn datagram_sent(&self, bytes: usize) {
         self.datagrams_sent.inc();
         self.bytes_sent.inc_by(bytes as u64);
+    }
+
+    /// A datagram was read from the heartbeat socket.
+    pub fn heartbeat_batched(&self) {
+        self.heartbeats_batched.inc();
     }
 
     /// A datagram of `bytes` carrying a message of `group` went on the wire (counted

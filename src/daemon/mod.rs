@@ -3,6 +3,7 @@
 
 pub mod checks;
 pub mod durable;
+pub mod heartbeats;
 pub mod hooks;
 pub mod metrics;
 #[cfg(target_os = "linux")]

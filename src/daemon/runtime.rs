@@ -44,6 +44,13 @@
 //!   the peer unreachable (a pod recreated with a new IP is found again). A peer
 //!   without an address is skipped (`electd_send_errors_total{kind="no_address"}`)
 //!   and the link's verdicts work as for a dead peer.
+//! - Batched heartbeats ([`NetOptions::heartbeats`], config
+//!   `transport.batch_heartbeats`): the kernel puts the heartbeats of every leader this
+//!   node follows quietly ([`Node::quiet_heartbeats`]) into a second socket that no one
+//!   waits on; at the start of every turn, before anything else is handled, the runtime
+//!   reads them all and hands each to the node as of the time it arrived. The program
+//!   that selects them is replaced after any turn that changed the leaders followed.
+//!   See [`crate::daemon::heartbeats`].
 //!
 //! # Why one file of ~820 lines of code
 //! It is the one task of the contract above: the `select!` loop and the steps of a
@@ -56,6 +63,7 @@ use crate::contract::algorithm::{AlgorithmKind, Durable, Options, Timing};
 use crate::contract::message::Message;
 use crate::contract::policy::Ineligible;
 use crate::daemon::durable;
+use crate::daemon::heartbeats::{arrival, HeartbeatSocket, Pattern};
 use crate::daemon::shared::{Control, GroupView, LeaderEvent, Lease, Shared};
 use crate::daemon::socket::{send_error_kind, Transport};
 use crate::daemon::timer::Deadline;
@@ -190,6 +198,10 @@ pub struct NetOptions {
     pub names: Vec<(NodeId, String)>,
     /// Period of re-resolution (config `transport.resolve_every`); zero means 30 s.
     pub resolve_every: Duration,
+    /// The socket that receives the followed leaders' heartbeats, read in batches
+    /// (`None`: every datagram arrives on the main socket): see
+    /// [`crate::daemon::heartbeats::bind_udp_pair`].
+    pub heartbeats: Option<HeartbeatSocket>,
 }
 
 impl NetOptions {
@@ -198,6 +210,7 @@ impl NetOptions {
     pub fn from_config(c: &Config) -> NetOptions {
         NetOptions {
             multicast: None,
+            heartbeats: None,
             names: c
                 .peers
                 .iter()
@@ -261,6 +274,7 @@ pub async fn run_with<T: Transport>(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), RuntimeError> {
     let group_socket = net.multicast.as_mut().and_then(|m| m.1.take());
+    let beats = net.heartbeats.take();
     let v4_only = socket.local_addr().map(|a| a.is_ipv4()).unwrap_or(false);
     let (resolved_tx, mut resolved_rx) = mpsc::channel(64);
     let mut d = Driver::new(cfg, shared)?;
@@ -276,6 +290,14 @@ pub async fn run_with<T: Transport>(
     d.flush(&socket).await;
     let mut buf = vec![0u8; MAX_DATAGRAM + 1];
     let mut gbuf = vec![0u8; MAX_DATAGRAM + 1];
+    let mut hbuf = vec![0u8; if beats.is_some() { MAX_DATAGRAM + 1 } else { 0 }];
+    // What waits in the heartbeat socket arrived before anything else now to handle:
+    // it goes first (see the module documentation).
+    let mut read_beats = |d: &mut Driver| {
+        if let Some(b) = &beats {
+            d.drain_heartbeats(b, &mut hbuf);
+        }
+    };
     let mut timer = Deadline::new(d.deadline(), socket.wall_clock());
     if socket.wall_clock() && !timer.is_precise() {
         tracing::warn!("no kernel timer (timerfd): deadlines fire about 1 ms late on average");
@@ -290,6 +312,7 @@ pub async fn run_with<T: Transport>(
             _ = &mut shutdown => break,
             c = control.recv(), if control_open => match c {
                 Some(c) => {
+                    read_beats(&mut d);
                     d.control(c);
                     d.note_input();
                 }
@@ -298,16 +321,22 @@ pub async fn run_with<T: Transport>(
             // Due timers first: a leader's heartbeats go out on time however full
             // the socket is.
             _ = timer.wait(), if !d.paused => {
-                // What already waits in the socket is read first (one batch at most):
-                // an answer that arrived before its timeout must not lose to it.
+                // What already waits in the sockets is read first (one batch at most):
+                // an answer that arrived before its timeout must not lose to it, and
+                // the followed leader's heartbeats move the detector's deadline.
+                read_beats(&mut d);
                 d.drain_pending(&socket, &mut buf);
                 d.timeout();
             }
             r = socket.recv_from(&mut buf) => {
+                read_beats(&mut d);
                 d.received(r, &buf);
                 d.drain_batch(&socket, &mut buf);
             }
-            r = recv_group(group_socket.as_ref(), &mut gbuf) => d.received(r, &gbuf),
+            r = recv_group(group_socket.as_ref(), &mut gbuf) => {
+                read_beats(&mut d);
+                d.received(r, &gbuf);
+            }
             Some((id, r)) = resolved_rx.recv() => {
                 // Accept the peer's datagrams from where its name points now.
                 if let Some(addr) = r {
@@ -322,6 +351,9 @@ pub async fn run_with<T: Transport>(
             _ = tick.tick(), if has_names => d.resolve_due(),
         }
         d.flush(&socket).await;
+        if let Some(b) = &beats {
+            d.select_heartbeats(b);
+        }
         timer.set(d.deadline());
     }
     d.leave(&socket, &mut buf).await;
@@ -463,6 +495,15 @@ struct Driver {
     origin: Instant,
     origin_unix: f64,
     paused: bool,
+    /// The latest time handed to the node: a batched heartbeat is never handed an
+    /// earlier one.
+    fed: std::cell::Cell<Time>,
+    /// When the last drain of the heartbeat socket started (nothing read later arrived
+    /// before it).
+    drained: Time,
+    /// The leaders whose heartbeats the kernel now selects: (group, leader, its
+    /// incarnation, term).
+    selected: Vec<(AlgorithmKind, NodeId, u64, u64)>,
 }
 
 impl Driver {
@@ -509,6 +550,9 @@ impl Driver {
             origin: Instant::now(),
             origin_unix,
             paused: false,
+            fed: std::cell::Cell::new(Time::ZERO),
+            drained: Time::ZERO,
+            selected: Vec::new(),
             cfg,
         })
     }
@@ -538,7 +582,9 @@ impl Driver {
     }
 
     fn now(&self) -> Time {
-        Instant::now().saturating_duration_since(self.origin)
+        let t = Instant::now().saturating_duration_since(self.origin);
+        self.fed.set(self.fed.get().max(t));
+        t
     }
 
     fn deadline(&mut self) -> Instant {
@@ -566,6 +612,11 @@ impl Driver {
     }
 
     fn received(&mut self, r: io::Result<(usize, SocketAddr)>, buf: &[u8]) {
+        self.received_at(r, buf, None)
+    }
+
+    /// [`Driver::received`], for a datagram that arrived at `at` (`None`: now).
+    fn received_at(&mut self, r: io::Result<(usize, SocketAddr)>, buf: &[u8], at: Option<Time>) {
         let (n, from) = match r {
             Ok(x) => x,
             Err(e) => {
@@ -580,7 +631,10 @@ impl Driver {
         }
         match self.gate.open(&buf[..n], Some(from), unix_micros()) {
             Ok(dg) => {
-                let now = self.now();
+                let now = match at {
+                    Some(at) => at.max(self.fed.get()),
+                    None => self.now(),
+                };
                 if let Some(t) = self.shared.tracer() {
                     t.received(self.cfg.id, &dg);
                 }
@@ -612,6 +666,66 @@ impl Driver {
             match socket.try_recv_from(buf) {
                 Some(r) => self.received(r, buf),
                 None => return,
+            }
+        }
+    }
+
+    /// Read everything waiting in the heartbeat socket, oldest first, each as of the
+    /// time it arrived (see [`crate::daemon::heartbeats`]). Bounded: the socket's
+    /// buffer holds fewer datagrams than that.
+    fn drain_heartbeats(&mut self, beats: &HeartbeatSocket, buf: &mut [u8]) {
+        const MOST: usize = 16_384;
+        let now = self.now();
+        let wall = SystemTime::now();
+        let floor = std::mem::replace(&mut self.drained, now);
+        for _ in 0..MOST {
+            match beats.try_recv(buf) {
+                None => return,
+                Some(Ok(b)) => {
+                    self.shared.metrics.heartbeat_batched();
+                    let at = arrival(b.at, wall, now, floor);
+                    self.received_at(Ok((b.len, b.from)), buf, Some(at));
+                }
+                Some(Err(e)) => self.received(Err(e), buf),
+            }
+        }
+    }
+
+    /// Have the kernel select the heartbeats of the leaders now followed quietly
+    /// (after a turn: a no-op unless they changed).
+    fn select_heartbeats(&mut self, beats: &HeartbeatSocket) {
+        let gate = &self.gate;
+        let paused = self.paused;
+        let want = || {
+            self.node
+                .quiet_heartbeats()
+                .filter(move |_| !paused)
+                .filter_map(|(kind, leader, term)| {
+                    let inc = gate.incarnation_of(leader)?;
+                    Some((kind, leader, inc, term))
+                })
+        };
+        // Most turns change nothing: compare before collecting.
+        if want().eq(self.selected.iter().copied()) {
+            return;
+        }
+        let want: Vec<_> = want().collect();
+        let patterns: Vec<Pattern> = want
+            .iter()
+            .filter_map(|&(kind, leader, _, term)| gate.heartbeat_prefix(leader, kind, term))
+            .map(|(prefix, compare)| Pattern::new(&prefix, &compare))
+            .collect();
+        match beats.select(&patterns) {
+            Ok(()) => self.selected = want,
+            Err(e) => {
+                // Heartbeats keep arriving on the main socket (or, selected before, in
+                // the heartbeat socket, read every turn): slower, not wrong.
+                self.shared.metrics.error("heartbeat_select");
+                self.log_error(
+                    "heartbeat_select",
+                    &format!("cannot select heartbeats: {e}"),
+                );
+                self.selected = want;
             }
         }
     }

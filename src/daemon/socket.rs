@@ -148,10 +148,20 @@ fn report_buffers(rcv: BufferSize, snd: BufferSize) {
 /// Open the node's UDP socket on `addr` (port 0 picks a free port). Must be called
 /// inside a tokio runtime.
 pub fn bind_udp(addr: SocketAddr) -> io::Result<tokio::net::UdpSocket> {
+    tokio::net::UdpSocket::from_std(open_udp(addr, false)?.into())
+}
+
+/// [`bind_udp`] as a socket2 socket; `reuse_port`: in an `SO_REUSEPORT` group, for
+/// [`crate::daemon::heartbeats::bind_udp_pair`], which checks that the address is free
+/// first.
+pub(crate) fn open_udp(addr: SocketAddr, reuse_port: bool) -> io::Result<Socket> {
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
     // No SO_REUSEADDR: on UDP it does not help a restart (there is no TIME_WAIT), it
     // lets a second socket share the port, so that two nodes configured with one
     // address, or two sockets given port 0, would silently split the datagrams.
+    if reuse_port {
+        socket.set_reuse_port(true)?;
+    }
     if addr.is_ipv6() && addr.ip().is_unspecified() {
         // Dual stack where the system allows it; an IPv6-only host keeps working.
         let _ = socket.set_only_v6(false);
@@ -173,7 +183,7 @@ pub fn bind_udp(addr: SocketAddr) -> io::Result<tokio::net::UdpSocket> {
     );
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
-    tokio::net::UdpSocket::from_std(socket.into())
+    Ok(socket)
 }
 
 /// Hop limit of multicast datagrams: the group is one LAN segment.

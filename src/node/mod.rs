@@ -1208,6 +1208,25 @@ impl Node {
             .map(|g| (self.groups[g].leader, self.groups[g].term))
     }
 
+    /// The groups whose leader's next heartbeat would only move the failure detector's
+    /// deadline, as (group, leader, term): a group of the failure detector that follows
+    /// another node's leadership at the token it holds, not electing, not stepped down
+    /// for want of a quorum, and not answering heartbeats (`[lease] require_quorum`).
+    /// Such a heartbeat may be read late, as of the time it arrived
+    /// ([`crate::daemon::heartbeats`]); any other heartbeat is read at once.
+    pub fn quiet_heartbeats(&self) -> impl Iterator<Item = (AlgorithmKind, NodeId, u64)> + '_ {
+        self.groups.iter().filter_map(|grp| {
+            let leader = grp.leader.filter(|&l| l != self.id)?;
+            let quiet = grp.algo.uses_failure_detector()
+                && !self.options.lease.require_quorum.contains(&grp.kind)
+                && !grp.algo.is_electing()
+                && grp.transfer.is_none()
+                && !grp.ineligible.contains(&Ineligible::NoQuorum)
+                && Token::new(grp.term, grp.holder).admits(Token::new(grp.term, leader));
+            quiet.then_some((grp.kind, leader, grp.term))
+        })
+    }
+
     /// The leader group `kind` believes in (`None` also for a group not run).
     pub fn leader(&self, kind: AlgorithmKind) -> Option<NodeId> {
         self.group_index(kind).and_then(|g| self.groups[g].leader)

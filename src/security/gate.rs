@@ -163,6 +163,24 @@ impl Gate {
         self.sources.is_some()
     }
 
+    /// The incarnation of `peer` accepted so far (`None` before any datagram of it was).
+    pub fn incarnation_of(&self, peer: NodeId) -> Option<u64> {
+        self.replay.incarnation_of(peer)
+    }
+
+    /// The prefix of `leader`'s heartbeats in group `kind` at `term` (see
+    /// [`Codec::heartbeat_prefix`]), from its incarnation accepted so far; `None` before
+    /// any datagram of `leader` was.
+    pub fn heartbeat_prefix(
+        &self,
+        leader: NodeId,
+        kind: crate::contract::algorithm::AlgorithmKind,
+        term: u64,
+    ) -> Option<(Vec<u8>, Vec<bool>)> {
+        let incarnation = self.replay.incarnation_of(leader)?;
+        Some(self.codec.heartbeat_prefix(leader, incarnation, kind, term))
+    }
+
     /// Encode and sign `d` for `to` ([`crate::security::wire::GROUP`] for the multicast group)
     /// with the next counter towards `to`.
     pub fn seal(&mut self, to: NodeId, d: &Datagram) -> Result<Vec<u8>, WireError> {

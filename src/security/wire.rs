@@ -191,6 +191,47 @@ impl Codec {
         Ok(bytes)
     }
 
+    /// The first bytes of every heartbeat `leader` (of incarnation `incarnation`) sends
+    /// in group `kind` at `term`, unacknowledging and under this node's primary key id,
+    /// up to the end of its body; `compare` is false on the authentication tag's bytes.
+    /// The counter and receiver fields follow the body (fields in number order), so the
+    /// prefix is the same for every such heartbeat (see [`crate::daemon::heartbeats`]).
+    pub fn heartbeat_prefix(
+        &self,
+        leader: NodeId,
+        incarnation: u64,
+        kind: AlgorithmKind,
+        term: u64,
+    ) -> (Vec<u8>, Vec<bool>) {
+        let mut env = proto::Envelope {
+            version: WIRE_VERSION,
+            cluster: self.cluster.clone(),
+            sender: leader,
+            incarnation,
+            seq: 0,
+            ack: 0,
+            algorithm: algorithm_to_proto(kind) as i32,
+            tag: Vec::new(),
+            key_id: 0,
+            counter: 0,
+            receiver: 0,
+            body: Some(to_body(&Message::Heartbeat { term, leader })),
+        };
+        let Some(keys) = &self.keys else {
+            let bytes = env.encode_to_vec();
+            let compare = vec![true; bytes.len()];
+            return (bytes, compare);
+        };
+        let (key_id, tag) = keys.sign(b"");
+        env.key_id = key_id;
+        env.tag = vec![0; tag.len()];
+        let zeros = env.encode_to_vec();
+        env.tag = vec![0xff; tag.len()];
+        let ones = env.encode_to_vec();
+        let compare = zeros.iter().zip(&ones).map(|(a, b)| a == b).collect();
+        (zeros, compare)
+    }
+
     /// Decode, authenticate and validate one datagram (see the module documentation).
     /// Allocates only what the datagram's own fields hold.
     pub fn decode(&self, bytes: &[u8]) -> Result<(Datagram, Header), WireError> {

@@ -27,6 +27,8 @@ pub struct ClusterTiming {
     pub retransmit_ms: u64,
     /// Legacy `transport.max_attempts`; `None`: the adaptive link's defaults.
     pub max_attempts: Option<u32>,
+    /// `transport.batch_heartbeats` (the default, true, is not written).
+    pub batch_heartbeats: bool,
 }
 
 impl ClusterTiming {
@@ -42,6 +44,7 @@ impl ClusterTiming {
             election_max_ms: 200,
             retransmit_ms: 5,
             max_attempts: None,
+            batch_heartbeats: true,
         }
     }
 
@@ -69,6 +72,7 @@ impl ClusterTiming {
             election_max_ms: 20 * hb,
             retransmit_ms: 5,
             max_attempts: None,
+            batch_heartbeats: true,
         }
     }
 }
@@ -155,6 +159,11 @@ impl ProcCluster {
             t.max_attempts
                 .map(|n| format!("max_attempts = {n}\n"))
                 .unwrap_or_default()
+                + if t.batch_heartbeats {
+                    ""
+                } else {
+                    "batch_heartbeats = false\n"
+                }
         );
         Self::with_config(exe, dir, n, &head, Some(token))
     }
