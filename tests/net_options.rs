@@ -23,7 +23,14 @@ use electd::NodeId;
 use http_common::{runtime_config, shared, wait_until};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn unix_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
 
 fn cfg(id: NodeId, peers: Vec<(NodeId, SocketAddr)>, algo: AlgorithmKind) -> RuntimeConfig {
     // The source check stays on: a peer known by name is accepted from the address
@@ -270,11 +277,61 @@ async fn batched() {
     }
     // The leader falls silent (pause: no traffic, the process lives): its heartbeats
     // stop, the followers' detectors expire and they elect 2.
+    let mut events = nodes[0].subscribe();
+    // Node 1 reads its batch at its detector's deadline, every ~failure_timeout (200
+    // ms): the wait above ended at one. Let half a timeout of heartbeats queue first.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let queued = metric(&nodes[0], "electd_heartbeats_batched_total", &[]);
     assert!(nodes[2].command(Control::Pause).await);
+    // Every heartbeat of 3 arrived before this instant (the pause is processed after
+    // its last send, and loopback delivers within the send).
+    let paused_us = unix_us();
+    // A gap in the scenario (not a synchronisation): then a datagram to node 1's main
+    // socket wakes it, and its turn begins with a drain of the heartbeats still queued.
+    // Each must be dated when it arrived, before `paused_us`, not when it is read.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let poke = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    poke.send_to(b"not an envelope", peers[0].1).unwrap();
+    wait_until("node 1 to read the stray datagram", || {
+        metric(
+            &nodes[0],
+            "electd_invalid_datagrams_total",
+            &["reason=\"decode\""],
+        ) >= 1.0
+    })
+    .await;
+    assert!(
+        metric(&nodes[0], "electd_heartbeats_batched_total", &[]) >= queued + 5.0,
+        "node 1 read the heartbeats that queued before the pause in a batch"
+    );
     wait_until("1 and 2 to agree on 2 after the leader fell silent", || {
         agree_on(2, &nodes[..2])
     })
     .await;
+    // Node 1's failover runs from the last datagram it heard from 3 to adopting 2: so it
+    // heard 3 last at (adoption − failover), which must be before the pause.
+    let adopted_us = loop {
+        let e = events
+            .try_recv()
+            .expect("node 1's adoption of 2 among its events");
+        if e.leader == Some(2) && e.algorithm == algo {
+            break e.at_us;
+        }
+    };
+    let text = nodes[0].metrics.encode();
+    assert_eq!(
+        sample(&text, "electd_failover_seconds_count", &[]),
+        1.0,
+        "{text}"
+    );
+    let failover_us = (sample(&text, "electd_failover_seconds_sum", &[]) * 1e6) as u64;
+    let heard_us = adopted_us - failover_us;
+    assert!(
+        heard_us <= paused_us + 30_000,
+        "node 1 dated 3's last heartbeat {} ms after the pause: batched heartbeats must \
+         carry their arrival time, not the time they were read",
+        (heard_us as f64 - paused_us as f64) / 1e3
+    );
     // Node 1 now reads 2's heartbeats in batches: the kernel's selection followed.
     let seen = metric(&nodes[0], "electd_heartbeats_batched_total", &[]);
     wait_until("node 1 to read 20 batched heartbeats of 2", || {

@@ -62,15 +62,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 
 async fn serve(cfg: Config) -> anyhow::Result<()> {
     let me = cfg.me().clone();
-    let (socket, heartbeats) =
-        bind_udp_pair(me.bind_addr(), cfg.batch_heartbeats).with_context(|| {
-            format!(
-                "cannot bind UDP {} (peer {} of {})",
-                me.bind_addr(),
-                me.id,
-                cfg.file.display()
-            )
-        })?;
+    // With multicast the heartbeats arrive from the group: nothing to batch.
+    let batch = cfg.batch_heartbeats && cfg.multicast.is_none();
+    let (socket, heartbeats) = bind_udp_pair(me.bind_addr(), batch).with_context(|| {
+        format!(
+            "cannot bind UDP {} (peer {} of {})",
+            me.bind_addr(),
+            me.id,
+            cfg.file.display()
+        )
+    })?;
     let mut net = NetOptions::from_config(&cfg);
     net.heartbeats = heartbeats;
     if let Some(group) = cfg.multicast {

@@ -38,7 +38,10 @@
 //! `SO_REUSEPORT` would let a second process of the same user bind the address too.
 //! [`bind_udp_pair`] first binds the address alone (no reuse), so a second `electd`
 //! configured with the same address still fails with "address in use"; the program
-//! returns index 0 or 1 only, so a socket that joins the group later receives nothing.
+//! returns index 0 or 1 only, so a socket that joins the group later receives no
+//! unicast datagram. (Multicast goes to every socket on a port whatever the program;
+//! the heartbeat socket opts out with `IP_MULTICAST_ALL = 0`, and `electd run` opens no
+//! heartbeat socket when `transport.multicast` is set.)
 //!
 //! Any failure to set this up (an old kernel, a refused option) leaves the main socket
 //! alone, which receives everything, as before; `transport.batch_heartbeats = false`
@@ -278,6 +281,18 @@ fn heartbeat_socket(main: &Socket, addr: SocketAddr) -> io::Result<HeartbeatSock
     let _ = socket.set_recv_buffer_size(crate::daemon::socket::SOCKET_BUFFER);
     socket.set_nonblocking(true)?;
     set_int(&socket, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
+    // Multicast is delivered to every socket on the port, whatever the program says:
+    // this one joins no group and takes none (the main socket, or the group's own
+    // socket, receives them).
+    if addr.is_ipv4() {
+        set_int(&socket, libc::IPPROTO_IP, libc::IP_MULTICAST_ALL, 0)?;
+    } else {
+        set_int(&socket, libc::IPPROTO_IPV6, libc::IPV6_MULTICAST_ALL, 0)?;
+        if addr.ip().is_unspecified() {
+            // Dual stack: IPv4 multicast reaches it too.
+            let _ = set_int(&socket, libc::IPPROTO_IP, libc::IP_MULTICAST_ALL, 0);
+        }
+    }
     socket.bind(&addr.into())?;
     Ok(HeartbeatSocket { socket })
 }
@@ -371,7 +386,6 @@ impl HeartbeatSocket {
             let e = io::Error::last_os_error();
             return match e.kind() {
                 io::ErrorKind::WouldBlock => None,
-                io::ErrorKind::Interrupted => Some(Err(e)),
                 _ => Some(Err(e)),
             };
         }
@@ -427,27 +441,40 @@ fn socket_addr(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
     }
 }
 
-/// When a batched datagram arrived, on the runtime's clock: `now` is the runtime's
-/// time at the start of the drain and `wall` the wall clock then, `floor` the start of
-/// the drain before (nothing read now arrived before it). A timestamp that does not fit
-/// (none, from the future, or before `floor`: the wall clock was stepped) counts as
-/// `now`: a deadline may come late by one drain, never early.
-pub fn arrival(
-    at: Option<SystemTime>,
-    wall: SystemTime,
-    now: Duration,
-    floor: Duration,
-) -> Duration {
-    /// A datagram stamped just before the previous drain can be queued just after it.
-    const SLACK: Duration = Duration::from_millis(2);
-    let Some(at) = at else { return now };
-    let Ok(age) = wall.duration_since(at) else {
+/// Both clocks at the start of a drain of the heartbeat socket: the runtime's
+/// (monotonic) time and the wall clock, in which the kernel stamps datagrams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Drain {
+    /// The runtime's time.
+    pub now: Duration,
+    /// The wall clock.
+    pub wall: SystemTime,
+}
+
+/// How far the two clocks may drift apart between drains, and how long before the
+/// previous drain a datagram read now may have been stamped (stamped just before it,
+/// queued just after).
+pub const SLACK: Duration = Duration::from_millis(2);
+
+/// When a datagram stamped `at` and read in drain `cur` arrived, on the runtime's
+/// clock; `prev` is the drain before (nothing read now arrived before it). Whenever the
+/// stamp cannot be trusted it counts as `cur.now`, so a deadline computed from it may
+/// come late by one drain, never early: no stamp, a stamp from the future or from
+/// before `prev`, or a wall clock that did not advance with the runtime's since `prev`
+/// (stepped or slewed by more than [`SLACK`]: every stamp of this drain is suspect).
+pub fn arrival(at: Option<SystemTime>, cur: Drain, prev: Drain) -> Duration {
+    let now = cur.now;
+    let (Some(at), Ok(wall_since)) = (at, cur.wall.duration_since(prev.wall)) else {
         return now;
     };
-    if age > now.saturating_sub(floor) + SLACK {
+    let mono_since = now.saturating_sub(prev.now);
+    if wall_since > mono_since + SLACK || mono_since > wall_since + SLACK {
         return now;
     }
-    now.saturating_sub(age)
+    match cur.wall.duration_since(at) {
+        Ok(age) if age <= mono_since + SLACK => now.saturating_sub(age),
+        _ => now,
+    }
 }
 
 #[cfg(test)]
@@ -503,19 +530,45 @@ mod tests {
 
     #[test]
     fn arrival_takes_the_kernel_time_and_never_an_early_one() {
-        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        let now = Duration::from_secs(500);
-        let floor = now - Duration::from_millis(90);
         let ms = Duration::from_millis;
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let cur = Drain {
+            now: Duration::from_secs(500),
+            wall,
+        };
+        let prev = Drain {
+            now: cur.now - ms(90),
+            wall: wall - ms(90),
+        };
+        let now = cur.now;
         // Arrived 40 ms ago: 40 ms before now.
-        assert_eq!(arrival(Some(wall - ms(40)), wall, now, floor), now - ms(40));
+        assert_eq!(arrival(Some(wall - ms(40)), cur, prev), now - ms(40));
         // Just before the previous drain (queued just after it).
-        assert_eq!(arrival(Some(wall - ms(91)), wall, now, floor), now - ms(91));
+        assert_eq!(arrival(Some(wall - ms(91)), cur, prev), now - ms(91));
         // Long before the previous drain: the wall clock moved; now.
-        assert_eq!(arrival(Some(wall - ms(500)), wall, now, floor), now);
+        assert_eq!(arrival(Some(wall - ms(500)), cur, prev), now);
         // From the future, or none: now.
-        assert_eq!(arrival(Some(wall + ms(5)), wall, now, floor), now);
-        assert_eq!(arrival(None, wall, now, floor), now);
+        assert_eq!(arrival(Some(wall + ms(5)), cur, prev), now);
+        assert_eq!(arrival(None, cur, prev), now);
+        // The wall clock jumped 50 ms ahead since the previous drain (an NTP step, a
+        // VM resumed): a heartbeat of 10 ms ago looks 60 ms old; now, not 60 ms ago.
+        let stepped = Drain {
+            now: cur.now,
+            wall: wall + ms(50),
+        };
+        assert_eq!(arrival(Some(wall - ms(10)), stepped, prev), now);
+        // ... or back: now again.
+        let back = Drain {
+            now: cur.now,
+            wall: wall - ms(50),
+        };
+        assert_eq!(arrival(Some(wall - ms(60)), back, prev), now);
+        // Within the slack the stamps are used.
+        let slewed = Drain {
+            now: cur.now,
+            wall: wall + ms(1),
+        };
+        assert_eq!(arrival(Some(wall - ms(9)), slewed, prev), now - ms(10));
     }
 
     mod wire {

@@ -63,7 +63,7 @@ use crate::contract::algorithm::{AlgorithmKind, Durable, Options, Timing};
 use crate::contract::message::Message;
 use crate::contract::policy::Ineligible;
 use crate::daemon::durable;
-use crate::daemon::heartbeats::{arrival, HeartbeatSocket, Pattern};
+use crate::daemon::heartbeats::{self, arrival, HeartbeatSocket, Pattern};
 use crate::daemon::shared::{Control, GroupView, LeaderEvent, Lease, Shared};
 use crate::daemon::socket::{send_error_kind, Transport};
 use crate::daemon::timer::Deadline;
@@ -338,6 +338,7 @@ pub async fn run_with<T: Transport>(
                 d.received(r, &gbuf);
             }
             Some((id, r)) = resolved_rx.recv() => {
+                read_beats(&mut d);
                 // Accept the peer's datagrams from where its name points now.
                 if let Some(addr) = r {
                     d.gate.set_sources(id, vec![addr]);
@@ -348,7 +349,10 @@ pub async fn run_with<T: Transport>(
                 d.resolver.resolved(id, r, &mut d.peers);
                 d.check_roster();
             }
-            _ = tick.tick(), if has_names => d.resolve_due(),
+            _ = tick.tick(), if has_names => {
+                read_beats(&mut d);
+                d.resolve_due();
+            }
         }
         d.flush(&socket).await;
         if let Some(b) = &beats {
@@ -498,12 +502,14 @@ struct Driver {
     /// The latest time handed to the node: a batched heartbeat is never handed an
     /// earlier one.
     fed: std::cell::Cell<Time>,
-    /// When the last drain of the heartbeat socket started (nothing read later arrived
-    /// before it).
-    drained: Time,
+    /// Both clocks when the last drain of the heartbeat socket started (nothing read
+    /// later arrived before it).
+    drained: heartbeats::Drain,
     /// The leaders whose heartbeats the kernel now selects: (group, leader, its
     /// incarnation, term).
     selected: Vec<(AlgorithmKind, NodeId, u64, u64)>,
+    /// The kernel refused a selection: heartbeats are read at once from then on.
+    batching_failed: bool,
 }
 
 impl Driver {
@@ -551,8 +557,12 @@ impl Driver {
             origin_unix,
             paused: false,
             fed: std::cell::Cell::new(Time::ZERO),
-            drained: Time::ZERO,
+            drained: heartbeats::Drain {
+                now: Time::ZERO,
+                wall: SystemTime::now(),
+            },
             selected: Vec::new(),
+            batching_failed: false,
             cfg,
         })
     }
@@ -581,10 +591,17 @@ impl Driver {
         Ok(node)
     }
 
+    /// The time handed to the node for what happens now (never before one handed
+    /// earlier).
     fn now(&self) -> Time {
-        let t = Instant::now().saturating_duration_since(self.origin);
+        let t = self.clock();
         self.fed.set(self.fed.get().max(t));
         t
+    }
+
+    /// The runtime's clock, without handing it to the node.
+    fn clock(&self) -> Time {
+        Instant::now().saturating_duration_since(self.origin)
     }
 
     fn deadline(&mut self) -> Instant {
@@ -675,15 +692,19 @@ impl Driver {
     /// buffer holds fewer datagrams than that.
     fn drain_heartbeats(&mut self, beats: &HeartbeatSocket, buf: &mut [u8]) {
         const MOST: usize = 16_384;
-        let now = self.now();
-        let wall = SystemTime::now();
-        let floor = std::mem::replace(&mut self.drained, now);
+        // Not `now()`: that would hand this instant to the node ahead of the heartbeats
+        // that arrived before it, and each of them would then be dated now.
+        let cur = heartbeats::Drain {
+            now: self.clock(),
+            wall: SystemTime::now(),
+        };
+        let prev = std::mem::replace(&mut self.drained, cur);
         for _ in 0..MOST {
             match beats.try_recv(buf) {
                 None => return,
                 Some(Ok(b)) => {
                     self.shared.metrics.heartbeat_batched();
-                    let at = arrival(b.at, wall, now, floor);
+                    let at = arrival(b.at, cur, prev);
                     self.received_at(Ok((b.len, b.from)), buf, Some(at));
                 }
                 Some(Err(e)) => self.received(Err(e), buf),
@@ -694,6 +715,9 @@ impl Driver {
     /// Have the kernel select the heartbeats of the leaders now followed quietly
     /// (after a turn: a no-op unless they changed).
     fn select_heartbeats(&mut self, beats: &HeartbeatSocket) {
+        if self.batching_failed {
+            return;
+        }
         let gate = &self.gate;
         let paused = self.paused;
         let want = || {
@@ -718,14 +742,22 @@ impl Driver {
         match beats.select(&patterns) {
             Ok(()) => self.selected = want,
             Err(e) => {
-                // Heartbeats keep arriving on the main socket (or, selected before, in
-                // the heartbeat socket, read every turn): slower, not wrong.
+                // From now on every datagram to the main socket, read at once: the
+                // program before may select heartbeats that are no longer quiet.
                 self.shared.metrics.error("heartbeat_select");
-                self.log_error(
-                    "heartbeat_select",
-                    &format!("cannot select heartbeats: {e}"),
+                let cleared = match beats.select(&[]) {
+                    Ok(()) => String::new(),
+                    Err(e) => format!(
+                        " (nor could the previous selection be removed: {e}; what it \
+                         selects is still read at the start of every turn)"
+                    ),
+                };
+                tracing::error!(
+                    node = self.cfg.id,
+                    "cannot select heartbeats ({e}); they are read one by one from now on{cleared}"
                 );
-                self.selected = want;
+                self.batching_failed = true;
+                self.selected.clear();
             }
         }
     }
@@ -835,6 +867,8 @@ impl Driver {
                     );
                     self.cfg.keys = Some(keys);
                     self.gate.set_keys(self.cfg.keys.clone());
+                    // The heartbeats to select now carry the new primary key's id.
+                    self.selected.clear();
                 } else {
                     tracing::warn!(
                         node = self.cfg.id,
