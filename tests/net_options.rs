@@ -48,6 +48,42 @@ fn sample(text: &str, metric: &str, labels: &[&str]) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Start node `id`'s runtime over `socket` on the local set; it stops when `stopped`
+/// turns true.
+fn spawn(
+    id: NodeId,
+    socket: tokio::net::UdpSocket,
+    net: NetOptions,
+    peers: Vec<(NodeId, SocketAddr)>,
+    algo: AlgorithmKind,
+    stopped: &tokio::sync::watch::Receiver<bool>,
+) -> (Arc<Shared>, Task) {
+    let (s, control) = shared(id, &[algo], None);
+    let mut until = stopped.clone();
+    let task = tokio::task::spawn_local(runtime::run_with(
+        socket,
+        net,
+        cfg(id, peers, algo),
+        s.clone(),
+        control,
+        async move {
+            let _ = until.wait_for(|s| *s).await;
+        },
+    ));
+    (s, task)
+}
+
+type Task = tokio::task::JoinHandle<Result<(), runtime::RuntimeError>>;
+
+/// Stop every runtime and check that each returned cleanly.
+async fn stop_all(stop: tokio::sync::watch::Sender<bool>, tasks: Vec<Task>) {
+    let _ = stop.send(true);
+    for t in tasks {
+        let r = tokio::time::timeout(http_common::DEADLINE, t).await;
+        assert!(matches!(r, Ok(Ok(Ok(())))), "{r:?}");
+    }
+}
+
 #[tokio::test]
 async fn a_peer_known_only_by_name_is_resolved_in_the_background() {
     tokio::task::LocalSet::new().run_until(dns()).await;
@@ -73,25 +109,13 @@ async fn dns() {
         ),
         (2, s2, vec![(1, a1), (2, a2)], vec![]),
     ] {
-        let (s, control) = shared(id, &[algo], None);
         let net = NetOptions {
-            multicast: None,
             names,
-            resolve_every: Duration::from_secs(30),
-            heartbeats: None,
+            ..NetOptions::default()
         };
-        let mut until = stopped.clone();
-        tasks.push(tokio::task::spawn_local(runtime::run_with(
-            socket,
-            net,
-            cfg(id, peers, algo),
-            s.clone(),
-            control,
-            async move {
-                let _ = until.wait_for(|s| *s).await;
-            },
-        )));
+        let (s, task) = spawn(id, socket, net, peers, algo, &stopped);
         nodes.push(s);
+        tasks.push(task);
     }
     let leader = |s: &Shared| s.group(algo).and_then(|g| g.leader);
     wait_until("a raft leader both nodes agree on", || {
@@ -99,11 +123,7 @@ async fn dns() {
         l.is_some() && l == leader(&nodes[1])
     })
     .await;
-    let _ = stop.send(true);
-    for t in tasks {
-        let r = tokio::time::timeout(http_common::DEADLINE, t).await;
-        assert!(matches!(r, Ok(Ok(Ok(())))), "{r:?}");
-    }
+    stop_all(stop, tasks).await;
 }
 
 #[tokio::test]
@@ -139,23 +159,13 @@ async fn multicast() {
         let bind = socket.local_addr().unwrap();
         let rx = join_multicast(&socket, bind, group).expect("join the group on loopback");
         assert!(rx.is_some(), "a unicast-bound node needs a group socket");
-        let (s, control) = shared(id, &[algo], None);
         let net = NetOptions {
             multicast: Some((group, rx)),
             ..NetOptions::default()
         };
-        let mut until = stopped.clone();
-        tasks.push(tokio::task::spawn_local(runtime::run_with(
-            socket,
-            net,
-            cfg(id, peers.clone(), algo),
-            s.clone(),
-            control,
-            async move {
-                let _ = until.wait_for(|s| *s).await;
-            },
-        )));
+        let (s, task) = spawn(id, socket, net, peers.clone(), algo, &stopped);
         nodes.push(s);
+        tasks.push(task);
     }
     let agree = || {
         nodes
@@ -199,11 +209,7 @@ async fn multicast() {
         0.0,
         "{text}"
     );
-    let _ = stop.send(true);
-    for t in tasks {
-        let r = tokio::time::timeout(http_common::DEADLINE, t).await;
-        assert!(matches!(r, Ok(Ok(Ok(())))), "{r:?}");
-    }
+    stop_all(stop, tasks).await;
 }
 
 #[tokio::test]
@@ -229,23 +235,13 @@ async fn batched() {
     let mut nodes: Vec<Arc<Shared>> = Vec::new();
     let mut tasks = Vec::new();
     for (&id, (socket, hb)) in ids.iter().zip(sockets) {
-        let (s, control) = shared(id, &[algo], None);
         let net = NetOptions {
             heartbeats: Some(hb),
             ..NetOptions::default()
         };
-        let mut until = stopped.clone();
-        tasks.push(tokio::task::spawn_local(runtime::run_with(
-            socket,
-            net,
-            cfg(id, peers.clone(), algo),
-            s.clone(),
-            control,
-            async move {
-                let _ = until.wait_for(|s| *s).await;
-            },
-        )));
+        let (s, task) = spawn(id, socket, net, peers.clone(), algo, &stopped);
         nodes.push(s);
+        tasks.push(task);
     }
     let leader_of = |s: &Shared| s.group(algo).and_then(|g| g.leader);
     let agree_on = |l: NodeId, among: &[Arc<Shared>]| among.iter().all(|s| leader_of(s) == Some(l));
@@ -339,9 +335,5 @@ async fn batched() {
     })
     .await;
     assert!(agree_on(2, &nodes[..2]));
-    let _ = stop.send(true);
-    for t in tasks {
-        let r = tokio::time::timeout(http_common::DEADLINE, t).await;
-        assert!(matches!(r, Ok(Ok(Ok(())))), "{r:?}");
-    }
+    stop_all(stop, tasks).await;
 }
