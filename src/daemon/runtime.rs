@@ -510,6 +510,11 @@ struct Driver {
     selected: Vec<(AlgorithmKind, NodeId, u64, u64)>,
     /// The kernel refused a selection: heartbeats are read at once from then on.
     batching_failed: bool,
+    /// Drains of the heartbeat socket still to make although nothing is selected: a
+    /// selection arms two (a datagram the kernel classified by the old program as it
+    /// was replaced may land just after the next drain); a leader, which follows
+    /// nobody, then skips the reads that would find nothing.
+    beats_pending: u8,
 }
 
 impl Driver {
@@ -563,6 +568,7 @@ impl Driver {
             },
             selected: Vec::new(),
             batching_failed: false,
+            beats_pending: 0,
             cfg,
         })
     }
@@ -692,6 +698,12 @@ impl Driver {
     /// buffer holds fewer datagrams than that.
     fn drain_heartbeats(&mut self, beats: &HeartbeatSocket, buf: &mut [u8]) {
         const MOST: usize = 16_384;
+        if self.selected.is_empty() {
+            if self.beats_pending == 0 {
+                return;
+            }
+            self.beats_pending -= 1;
+        }
         // Not `now()`: that would hand this instant to the node ahead of the heartbeats
         // that arrived before it, and each of them would then be dated now.
         let cur = heartbeats::Drain {
@@ -739,6 +751,8 @@ impl Driver {
             .filter_map(|&(kind, leader, _, term)| gate.heartbeat_prefix(leader, kind, term))
             .map(|(prefix, compare)| Pattern::new(&prefix, &compare))
             .collect();
+        // What the selection before sent is still to read, and what this one sends.
+        self.beats_pending = 2;
         match beats.select(&patterns) {
             Ok(()) => self.selected = want,
             Err(e) => {
