@@ -698,12 +698,6 @@ impl Driver {
     /// buffer holds fewer datagrams than that.
     fn drain_heartbeats(&mut self, beats: &HeartbeatSocket, buf: &mut [u8]) {
         const MOST: usize = 16_384;
-        if self.selected.is_empty() {
-            if self.beats_pending == 0 {
-                return;
-            }
-            self.beats_pending -= 1;
-        }
         // Not `now()`: that would hand this instant to the node ahead of the heartbeats
         // that arrived before it, and each of them would then be dated now.
         let cur = heartbeats::Drain {
@@ -711,6 +705,14 @@ impl Driver {
             wall: SystemTime::now(),
         };
         let prev = std::mem::replace(&mut self.drained, cur);
+        if self.selected.is_empty() {
+            // Nothing selected: nothing arrived since `prev` either (so `cur` is a
+            // true bound for the next drain).
+            if self.beats_pending == 0 {
+                return;
+            }
+            self.beats_pending -= 1;
+        }
         for _ in 0..MOST {
             match beats.try_recv(buf) {
                 None => return,
@@ -719,7 +721,11 @@ impl Driver {
                     let at = arrival(b.at, cur, prev);
                     self.received_at(Ok((b.len, b.from)), buf, Some(at));
                 }
-                Some(Err(e)) => self.received(Err(e), buf),
+                Some(Err(e)) => {
+                    // Counted; the rest is read at the next turn.
+                    self.received(Err(e), buf);
+                    return;
+                }
             }
         }
     }
