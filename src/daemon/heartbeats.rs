@@ -298,21 +298,7 @@ fn heartbeat_socket(main: &Socket, addr: SocketAddr) -> io::Result<HeartbeatSock
 }
 
 fn set_int(s: &Socket, level: libc::c_int, name: libc::c_int, v: libc::c_int) -> io::Result<()> {
-    // SAFETY: a valid descriptor and a c_int option of the given size.
-    let r = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            level,
-            name,
-            (&v as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    setsockopt(s, level, name, &v)
 }
 
 /// Attach `prog` to the reuseport group of `s` (replacing the one before).
@@ -330,14 +316,20 @@ fn attach(s: &impl AsRawFd, prog: &[Insn]) -> io::Result<()> {
         len: filters.len() as u16,
         filter: filters.as_ptr() as *mut libc::sock_filter,
     };
-    // SAFETY: `fprog` points at `filters`, alive for the call; the kernel copies it.
+    // `fprog` points at `filters`, alive for the call; the kernel copies the program.
+    setsockopt(s, libc::SOL_SOCKET, libc::SO_ATTACH_REUSEPORT_CBPF, &fprog)
+}
+
+/// `setsockopt(2)` with the option value `v`, a plain C struct or integer.
+fn setsockopt<T>(s: &impl AsRawFd, level: libc::c_int, name: libc::c_int, v: &T) -> io::Result<()> {
+    // SAFETY: a valid descriptor, and a pointer to a live value of the size given.
     let r = unsafe {
         libc::setsockopt(
             s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_ATTACH_REUSEPORT_CBPF,
-            (&fprog as *const libc::sock_fprog).cast(),
-            size_of::<libc::sock_fprog>() as libc::socklen_t,
+            level,
+            name,
+            (v as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
         )
     };
     if r == 0 {
