@@ -52,7 +52,7 @@
 //!   that selects them is replaced after any turn that changed the leaders followed.
 //!   See [`crate::daemon::heartbeats`].
 //!
-//! # Why one file of ~820 lines of code
+//! # Why one file of ~1,100 lines of code
 //! It is the one task of the contract above: the `select!` loop and the steps of a
 //! batch (receive, flush, sync, publish, emit) share the `Driver`'s state and their
 //! order is the contract. The socket, durable state, metrics, hooks and the shared
