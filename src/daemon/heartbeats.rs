@@ -195,9 +195,10 @@ pub fn program(patterns: &[Pattern]) -> Result<Vec<Insn>, ProgramError> {
     Ok(p)
 }
 
-/// Run `prog` over `pkt` as the kernel does (the subset [`program`] emits): for tests
-/// and for the documentation of what the kernel runs. A load past the end returns 0.
-pub fn run(prog: &[Insn], pkt: &[u8]) -> u32 {
+/// Run `prog` over `pkt` as the kernel does (the subset [`program`] emits), for the
+/// tests. A load past the end returns 0.
+#[cfg(test)]
+fn run(prog: &[Insn], pkt: &[u8]) -> u32 {
     let mut a: u32 = 0;
     let mut pc = 0usize;
     // Jumps only go forward: at most one pass.

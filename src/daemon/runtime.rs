@@ -754,8 +754,10 @@ impl Driver {
         let want: Vec<_> = want().collect();
         let patterns: Vec<Pattern> = want
             .iter()
-            .filter_map(|&(kind, leader, _, term)| gate.heartbeat_prefix(leader, kind, term))
-            .map(|(prefix, compare)| Pattern::new(&prefix, &compare))
+            .map(|&(kind, leader, inc, term)| {
+                let (prefix, compare) = gate.heartbeat_prefix(leader, inc, kind, term);
+                Pattern::new(&prefix, &compare)
+            })
             .collect();
         // What the selection before sent is still to read, and what this one sends.
         self.beats_pending = 2;

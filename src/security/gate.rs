@@ -168,17 +168,16 @@ impl Gate {
         self.replay.incarnation_of(peer)
     }
 
-    /// The prefix of `leader`'s heartbeats in group `kind` at `term` (see
-    /// [`Codec::heartbeat_prefix`]), from its incarnation accepted so far; `None` before
-    /// any datagram of `leader` was.
+    /// The prefix of the heartbeats of `leader` (of `incarnation`) in group `kind` at
+    /// `term`: see [`Codec::heartbeat_prefix`].
     pub fn heartbeat_prefix(
         &self,
         leader: NodeId,
+        incarnation: u64,
         kind: crate::contract::algorithm::AlgorithmKind,
         term: u64,
-    ) -> Option<(Vec<u8>, Vec<bool>)> {
-        let incarnation = self.replay.incarnation_of(leader)?;
-        Some(self.codec.heartbeat_prefix(leader, incarnation, kind, term))
+    ) -> (Vec<u8>, Vec<bool>) {
+        self.codec.heartbeat_prefix(leader, incarnation, kind, term)
     }
 
     /// Encode and sign `d` for `to` ([`crate::security::wire::GROUP`] for the multicast group)

@@ -158,6 +158,21 @@ impl Codec {
 
     /// Encode (and sign) one datagram. Fails only if it would exceed [`MAX_DATAGRAM`].
     pub fn encode(&self, d: &Datagram, h: Header) -> Result<Vec<u8>, WireError> {
+        let mut env = self.envelope(d, h);
+        if let Some(keys) = &self.keys {
+            env.key_id = keys.primary().id;
+            let (_, tag) = keys.sign(&env.encode_to_vec());
+            env.tag = tag;
+        }
+        let bytes = env.encode_to_vec();
+        if bytes.len() > MAX_DATAGRAM {
+            return Err(WireError::Oversize);
+        }
+        Ok(bytes)
+    }
+
+    /// The envelope of `d` for `h`, not yet signed (tag empty, key id 0).
+    fn envelope(&self, d: &Datagram, h: Header) -> proto::Envelope {
         let (algorithm, body) = match (&d.body, d.group) {
             (Some(m), Some(g)) => (algorithm_to_proto(g) as i32, to_body(m)),
             _ => (
@@ -165,7 +180,7 @@ impl Codec {
                 Body::AckOnly(proto::Ack {}),
             ),
         };
-        let mut env = proto::Envelope {
+        proto::Envelope {
             version: WIRE_VERSION,
             cluster: self.cluster.clone(),
             sender: d.from,
@@ -178,17 +193,7 @@ impl Codec {
             counter: h.counter,
             receiver: h.to,
             body: Some(body),
-        };
-        if let Some(keys) = &self.keys {
-            env.key_id = keys.primary().id;
-            let (_, tag) = keys.sign(&env.encode_to_vec());
-            env.tag = tag;
         }
-        let bytes = env.encode_to_vec();
-        if bytes.len() > MAX_DATAGRAM {
-            return Err(WireError::Oversize);
-        }
-        Ok(bytes)
     }
 
     /// The first bytes of every heartbeat `leader` (of incarnation `incarnation`) sends
@@ -203,20 +208,17 @@ impl Codec {
         kind: AlgorithmKind,
         term: u64,
     ) -> (Vec<u8>, Vec<bool>) {
-        let mut env = proto::Envelope {
-            version: WIRE_VERSION,
-            cluster: self.cluster.clone(),
-            sender: leader,
+        // The envelope `encode` makes of such a heartbeat; counter and receiver 0 are
+        // left out, so the encoding ends with the body.
+        let beat = Datagram {
+            from: leader,
             incarnation,
             seq: 0,
             ack: 0,
-            algorithm: algorithm_to_proto(kind) as i32,
-            tag: Vec::new(),
-            key_id: 0,
-            counter: 0,
-            receiver: 0,
-            body: Some(to_body(&Message::Heartbeat { term, leader })),
+            group: Some(kind),
+            body: Some(Message::Heartbeat { term, leader }),
         };
+        let mut env = self.envelope(&beat, Header::default());
         let Some(keys) = &self.keys else {
             let bytes = env.encode_to_vec();
             let compare = vec![true; bytes.len()];
