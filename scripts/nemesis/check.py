@@ -1,0 +1,840 @@
+#!/usr/bin/env python3
+"""The nemesis run's checker: judges a run from what the outside saw, nothing else.
+
+  check.py --work WORK --out DIR     read WORK's logs, write DIR/report.md,
+                                     DIR/timeline.svg and DIR/summary.json; exit 1 when
+                                     any anomaly was found
+  check.py --self-test               feed synthetic logs with one anomaly of each kind
+                                     (and a clean one) and assert each is flagged
+
+It is written apart from electd (no code shared, only docs/ read): the inputs are the
+fenced store's log (store.jsonl), the writers' logs (writer-<alg>.jsonl), every node's
+/status as polled from outside (poll-<n>.jsonl) and the fault schedule
+(schedule.jsonl), all timed on the one machine's CLOCK_MONOTONIC (formats: see
+scripts/nemesis/run.py). Anomalies:
+
+  stale_write         the store accepted a write whose token is below one it accepted
+                      before (the fence itself broken), or from a host the token does not
+                      name, or under a token T while a higher leadership T' had already
+                      been established (its leader and a majority agreeing on it) for
+                      longer than `electd exec`'s stop bound (--poll + --grace + a tick,
+                      docs/exec.md)
+  exec_overlap        two copies of one algorithm's writer ran at once for longer than
+                      docs/exec.md's bound max(0, poll + timeout + grace - base) + a tick
+                      (base: failure_timeout; Raft: election_timeout min)
+  token_down          a node reported a fencing token (term, leader) below one it had
+                      reported before (reset only by a restart with the state file
+                      removed)
+  raft_two_leaders    two nodes each reported themselves Raft leader of one term
+  drain_forgotten     a drained node, restarted while drained, answered without
+                      `drained` before it was undrained
+  drained_leads       a node that showed `drained` reported itself leader
+  split               answering nodes disagreed on the leader longer than allowed after
+                      the last fault event (2 x failure_timeout after a heal: "a split
+                      that outlives the heal"; the leaderless bound after other events)
+  leaderless          a group had no leader (its leader reporting itself so, and a
+                      majority following it) longer than the timing bound allows, counted
+                      only while a majority of nodes was up and connected
+
+Every leaderless bound comes from one function, `leaderless_bound_ms` below.
+"""
+import argparse
+import bisect
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+ALGORITHMS = ["bully", "improved-bully", "ring", "lcr", "hs", "raft"]
+STEP = 0.05          # the grid the views are evaluated on (s)
+MAX_AGE = 0.6        # a poll older than this says nothing about the node (s)
+PROCESS_KINDS = {"kill", "kill-wipe", "stop", "drain"}
+NET_KINDS = {"partition", "one-way", "loss"}
+
+
+# ---------------------------------------------------------------------------------
+# The timing model: ONE place. Provisional until docs/architecture.md's "Timing
+# model" section lands; then these formulas must be replaced by that section's.
+# ---------------------------------------------------------------------------------
+PROVISIONAL = True
+
+
+def give_up_ms(t):
+    """transport.give_up's default: 3/4 of failure_timeout (electd config init)."""
+    return 0.75 * t["failure_timeout"]
+
+
+def observation_slack_ms(t, poll_s):
+    """What observing from outside adds: a follower learns the new leader from its next
+    heartbeat, each node is polled every poll_s (the view is up to MAX_AGE old), and
+    three views must agree."""
+    return t["heartbeat"] + 2 * poll_s * 1000 + MAX_AGE * 1000
+
+
+def leaderless_bound_ms(alg, t, poll_s, under_loss=False):
+    """The longest a group may stay without a leader after one fault, PROVISIONAL:
+
+    detection + election + one give-up on a dead peer + observation slack, with
+      Bully family:  failure_timeout + answer_timeout (T) + coordinator_timeout (T')
+                     + answer_timeout (a second cascade when the first responder died)
+      ring family:   failure_timeout + 2 give-ups (a dead successor skipped, twice: at
+                     most two nodes down) + failure_timeout (a lap's restart watchdog)
+      Raft:          election_timeout max (detection) + election_timeout max (a split
+                     vote: one more randomized timeout)
+    and three times that while 30 % loss is active (as scripts/system-netns.sh does).
+    """
+    ft = t["failure_timeout"]
+    if alg in ("bully", "improved-bully"):
+        b = ft + t["answer_timeout"] + t["coordinator_timeout"] + t["answer_timeout"]
+    elif alg in ("ring", "lcr", "hs"):
+        b = ft + 2 * give_up_ms(t) + ft
+    else:
+        b = 2 * t["election_max"]
+    b += give_up_ms(t) + observation_slack_ms(t, poll_s)
+    return b * (3 if under_loss else 1)
+
+
+def heal_bound_ms(t, poll_s):
+    """After a network fault heals every node follows one leader within 2 x
+    failure_timeout (issue 28), plus observing."""
+    return 2 * t["failure_timeout"] + observation_slack_ms(t, poll_s)
+
+
+def exec_overlap_bound_ms(alg, t, e):
+    """docs/exec.md: max(0, poll + timeout + grace - base) + one writer tick (50 ms)."""
+    base = t["election_min"] if alg == "raft" else t["failure_timeout"]
+    return max(0.0, e["poll"] + e["timeout"] + e["grace"] - base) + 50
+
+
+def exec_stop_bound_ms(e):
+    """docs/exec.md: a copy runs at most poll + grace after its node answered it no
+    longer leads; plus one writer tick."""
+    return e["poll"] + e["grace"] + 50
+
+
+def ms(v):
+    """'150ms' / '1s' / number -> milliseconds."""
+    if isinstance(v, (int, float)):
+        return float(v)
+    v = v.strip()
+    if v.endswith("ms"):
+        return float(v[:-2])
+    if v.endswith("s"):
+        return float(v[:-1]) * 1000
+    return float(v)
+
+
+# ---------------------------------------------------------------------------------
+def read_jsonl(path):
+    out = []
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass  # a line cut by a kill: ignored
+    return out
+
+
+class Run:
+    def __init__(self, work):
+        sched = read_jsonl(os.path.join(work, "schedule.jsonl"))
+        head = next(r for r in sched if r.get("ev") == "run")
+        self.params = head
+        self.timing = {k: float(v) for k, v in head["timing"].items()}
+        self.exec = {k: ms(v) for k, v in head["exec"].items()}
+        self.poll = float(head.get("poll", 0.1))
+        self.nodes = head["nodes"]
+        self.exec_algorithms = head["exec_algorithms"]
+        self.sched = sched
+        self.t_begin = next((r["t"] for r in sched if r.get("ev") == "faults-begin"), head["t"])
+        self.t_stop = next((r["t"] for r in sched if r.get("ev") == "stop"),
+                           max(r["t"] for r in sched))
+        self.polls = {n: sorted(read_jsonl(os.path.join(work, f"poll-{n}.jsonl")),
+                                key=lambda r: r["t"]) for n in self.nodes}
+        self.poll_t = {n: [r["t"] for r in self.polls[n]] for n in self.nodes}
+        self.store = read_jsonl(os.path.join(work, "store.jsonl"))
+        self.writers = {a: read_jsonl(os.path.join(work, f"writer-{a}.jsonl"))
+                        for a in self.exec_algorithms}
+        self.faults = {}
+        for r in sched:
+            if "id" not in r:
+                continue
+            f = self.faults.setdefault(r["id"], {"id": r["id"], "kind": r["kind"], "steps": []})
+            if r["ev"] == "start":
+                f.update(start=r["t"], nodes=r.get("nodes", []), desc=r.get("desc", ""),
+                         rec=r)
+            elif r["ev"] == "end":
+                f["end"] = r["t"]
+            else:
+                f["steps"].append(r)
+        for f in self.faults.values():
+            f.setdefault("end", f.get("start", self.t_stop))
+            f.setdefault("start", f["end"])
+            f.setdefault("nodes", [])
+            f.setdefault("desc", f["kind"])
+        t0 = min([self.t_begin] + [p[0]["t"] for p in self.polls.values() if p])
+        self.t0 = t0
+        self.grid = [t0 + i * STEP for i in range(int((self.t_stop - t0) / STEP) + 1)]
+
+    # ---- views
+    def view(self, n, t):
+        """Node n's latest answer at t: {alg: [term, leader, state, ineligible]}, or
+        None (down, or no recent answer)."""
+        i = bisect.bisect_right(self.poll_t[n], t) - 1
+        if i < 0:
+            return None
+        r = self.polls[n][i]
+        if t - r["t"] > MAX_AGE or "groups" not in r:
+            return None
+        return r["groups"]
+
+    def down_intervals(self, n):
+        """Intervals in which node n is not part of any quorum (killed, stopped)."""
+        out = []
+        for f in self.faults.values():
+            if n not in f["nodes"]:
+                continue
+            if f["kind"] in ("kill", "kill-wipe", "stop"):
+                out.append((f["start"], f["end"]))
+            if f["kind"] == "drain":
+                k = [s["t"] for s in f["steps"] if s.get("what") == "killed"]
+                r = [s["t"] for s in f["steps"] if s.get("what") == "restarted"]
+                if k:
+                    out.append((k[0], r[0] if r else f["end"]))
+        return out
+
+    def quorum_possible(self, t):
+        live = {n for n in self.nodes
+                if not any(a <= t < b for a, b in self.down_intervals_cache[n])}
+        sides = [set(self.nodes)]
+        for f in self.faults.values():
+            if not f["start"] <= t < f["end"]:
+                continue
+            if f["kind"] == "one-way":
+                live -= set(f["nodes"])
+            elif f["kind"] == "partition":
+                a, b = (set(x) for x in f["rec"]["sides"])
+                sides = [s & a for s in sides] + [s & b for s in sides]
+        return max(len(s & live) for s in sides) > len(self.nodes) // 2
+
+    def loss_active(self, a, b):
+        return any(f["kind"] == "loss" and f["start"] < b and f["end"] > a
+                   for f in self.faults.values())
+
+    def net_active(self, t):
+        return any(f["kind"] in NET_KINDS and f["start"] <= t < f["end"]
+                   for f in self.faults.values())
+
+    def events(self, alg):
+        """Every fault event that may legitimately move alg's leadership: (t, fault,
+        what). Transfers, spoofs and exec kills only for their own algorithm."""
+        out = []
+        for f in self.faults.values():
+            own = f["rec"].get("alg") if "rec" in f else None
+            if f["kind"] == "exec-kill":
+                continue
+            if f["kind"] in ("transfer", "spoof") and own != alg:
+                continue
+            if f["rec"].get("skipped") if "rec" in f else False:
+                continue
+            out.append((f["start"], f, "start"))
+            if f["end"] > f["start"]:
+                out.append((f["end"], f, "heal" if f["kind"] in NET_KINDS else "end"))
+            for s in f["steps"]:
+                if s.get("what") in ("killed", "restarted"):
+                    out.append((s["t"], f, s["what"]))
+        out.sort(key=lambda e: e[0])
+        return out
+
+    def allowance_ms(self, alg, ev, loss):
+        t, f, what = ev
+        if what == "heal" or f["kind"] == "spoof":
+            return heal_bound_ms(self.timing, self.poll)
+        return leaderless_bound_ms(alg, self.timing, self.poll, loss)
+
+
+def fmt_token(tok):
+    return f"({tok[0]}, {tok[1]})"
+
+
+def analyse(run):
+    anomalies = []
+
+    def flag(kind, t, text, alg=None):
+        anomalies.append({"type": kind, "t": t, "alg": alg, "text": text})
+
+    run.down_intervals_cache = {n: run.down_intervals(n) for n in run.nodes}
+    T = run.timing
+    rel = lambda t: t - run.t_begin  # noqa: E731  seconds since the faults began
+
+    # ---- per algorithm: the established leader over the grid
+    leader_line = {}
+    established = {}  # alg -> sorted [(first time, token)]
+    for alg in ALGORITHMS:
+        line = []
+        est = []
+        last_tok = None
+        for t in run.grid:
+            views = {n: run.view(n, t) for n in run.nodes}
+            got = None
+            for n, v in views.items():
+                if v and alg in v and v[alg][1] == n:
+                    followers = sum(1 for w in views.values() if w and alg in w and w[alg][1] == n)
+                    if followers > len(run.nodes) // 2:
+                        got = (v[alg][0], n)
+            line.append(got)
+            if got and got != last_tok:
+                est.append((t, tuple(got)))
+            last_tok = got or last_tok
+        leader_line[alg] = line
+        established[alg] = est
+
+    # ---- leaderless stretches against the bound
+    leaderless_rows = []  # per fault id and alg: [ms, allowed, failed, causes]
+    per_fault = {}
+    qp = [run.quorum_possible(t) for t in run.grid]
+    for alg in ALGORITHMS:
+        evs = run.events(alg)
+        ev_t = [e[0] for e in evs]
+        line = leader_line[alg]
+        i = 0
+        while i < len(run.grid):
+            if line[i] is not None or run.grid[i] < run.t_begin:
+                i += 1
+                continue
+            j = i
+            while j < len(run.grid) and line[j] is None:
+                j += 1
+            a, b = run.grid[i], run.grid[min(j, len(run.grid) - 1)]
+            counted = sum(STEP for k in range(i, j) if qp[k]) * 1000
+            i = j
+            if counted <= 0:
+                continue
+            k0 = bisect.bisect_right(ev_t, a) - 1
+            causes = [evs[k0]] if k0 >= 0 else []
+            causes += [e for e in evs if a < e[0] < b]
+            loss = run.loss_active(a, b)
+            # The stretch must end within its bound after the latest event that may have
+            # (re)started an election: the one before it began, or one during it. Time
+            # without a possible majority does not count.
+            excused = (b - a) * 1000 - counted
+            allowed_end = max((e[0] + run.allowance_ms(alg, e, loss) / 1000 for e in causes),
+                              default=a)
+            allowed = max(0.0, (allowed_end - a) * 1000 - excused)
+            if causes and allowed <= 0:
+                causes = []  # the last event is long past: nothing explains it
+            failed = counted > allowed
+            cause_txt = ", ".join(f"#{e[1]['id']} {e[1]['kind']} {e[2]}" for e in causes) or "no fault"
+            key = (causes[0][1]["id"] if causes else None, alg)
+            row = per_fault.setdefault(key, [0.0, 0.0, False, set()])
+            row[0] += counted
+            row[1] = max(row[1], allowed)
+            row[2] = row[2] or failed
+            row[3].add(cause_txt + (" (under 30 % loss)" if loss else ""))
+            leaderless_rows.append((alg, a, b, counted, allowed, failed, cause_txt))
+            if failed:
+                flag("leaderless", a, f"{alg}: no leader for {counted:.0f} ms from +{rel(a):.2f}s "
+                     f"(allowed {allowed:.0f} ms; {cause_txt}{', under loss' if loss else ''})", alg)
+
+    # ---- disagreement (splits) against the allowance after the last event
+    for alg in ALGORITHMS:
+        evs = run.events(alg)
+        ev_t = [e[0] for e in evs]
+        bad_from = None
+        worst = None
+        for t in run.grid + [None]:
+            bad = False
+            if t is not None and t >= run.t_begin and not run.net_active(t):
+                vals = set()
+                for n in run.nodes:
+                    v = run.view(n, t)
+                    if v and alg in v:
+                        vals.add(v[alg][1])
+                if len(vals) > 1:
+                    k = bisect.bisect_right(ev_t, t) - 1
+                    if k < 0:
+                        bad = True
+                        worst = (None, vals)
+                    else:
+                        ev = evs[k]
+                        allowed = run.allowance_ms(alg, ev, run.loss_active(ev[0], t)) / 1000
+                        if t - ev[0] > allowed:
+                            bad = True
+                            worst = (ev, vals)
+            if bad and bad_from is None:
+                bad_from = t
+            if not bad and bad_from is not None:
+                ev, vals = worst
+                what = "split outlives the heal" if ev and ev[2] == "heal" else "nodes disagree"
+                cause = f"#{ev[1]['id']} {ev[1]['kind']} {ev[2]} at +{rel(ev[0]):.2f}s" if ev else "no fault"
+                end = t if t is not None else run.t_stop
+                flag("split", bad_from, f"{alg}: {what} for {1000 * (end - bad_from):.0f} ms beyond "
+                     f"its allowance, from +{rel(bad_from):.2f}s (leaders seen {sorted(vals, key=str)}; "
+                     f"last event {cause})", alg)
+                bad_from = None
+
+    # ---- tokens per node never go down; Raft: one leader per term
+    wipes = {n: sorted(f["start"] for f in run.faults.values()
+                       if f["kind"] == "kill-wipe" and n in f["nodes"]) for n in run.nodes}
+    for n in run.nodes:
+        for alg in ALGORITHMS:
+            best = None
+            wi = 0
+            for r in run.polls[n]:
+                while wi < len(wipes[n]) and wipes[n][wi] <= r["t"]:
+                    best = None
+                    wi += 1
+                g = r.get("groups", {}).get(alg)
+                if not g or g[1] is None:
+                    continue
+                tok = (g[0], g[1])
+                if best is not None and tok < best:
+                    flag("token_down", r["t"], f"{alg}: node {n} reported {fmt_token(tok)} at "
+                         f"+{rel(r['t']):.2f}s after {fmt_token(best)}", alg)
+                best = max(best, tok) if best else tok
+    terms = {}
+    for n in run.nodes:
+        for r in run.polls[n]:
+            g = r.get("groups", {}).get("raft")
+            if g and g[1] == n:
+                terms.setdefault(g[0], {}).setdefault(n, r["t"])
+    for term, who in sorted(terms.items()):
+        if len(who) > 1:
+            flag("raft_two_leaders", min(who.values()),
+                 f"raft: nodes {sorted(who)} each reported themselves leader of term {term}", "raft")
+
+    # ---- drains
+    for f in sorted(run.faults.values(), key=lambda f: f["start"]):
+        if f["kind"] != "drain" or not f["nodes"]:
+            continue
+        n = f["nodes"][0]
+        killed = [s["t"] for s in f["steps"] if s.get("what") == "killed"]
+        until = f["end"]
+        seen_drained = None
+        for r in run.polls[n]:
+            if not f["start"] <= r["t"] < until:
+                continue
+            g = r.get("groups")
+            if not g:
+                continue
+            drained = all("drained" in v[3] for v in g.values())
+            if drained and seen_drained is None:
+                seen_drained = r["t"]
+            if killed and r["t"] > killed[0] and seen_drained is not None and seen_drained < killed[0]:
+                if not drained:
+                    flag("drain_forgotten", r["t"], f"node {n} (drain #{f['id']}) answered without "
+                         f"`drained` at +{rel(r['t']):.2f}s after its restart, before the undrain")
+                    break
+        for r in run.polls[n]:
+            if seen_drained is None or not seen_drained <= r["t"] < until:
+                continue
+            for alg, v in r.get("groups", {}).items():
+                if v[1] == n and "drained" in v[3]:
+                    lead_ok = leaderless_bound_ms(alg, T, run.poll) / 1000
+                    if r["t"] - seen_drained > lead_ok:
+                        flag("drained_leads", r["t"], f"{alg}: node {n} is drained (#{f['id']}) and "
+                             f"reports itself leader at +{rel(r['t']):.2f}s", alg)
+                        break
+
+    # ---- the store: the fence, the token's host, stale tokens
+    ops = {}
+    highest = {}
+    stop_slack = exec_stop_bound_ms(run.exec) / 1000
+    for w in sorted(run.store, key=lambda w: w["t"]):
+        alg = w["alg"]
+        o = ops.setdefault(alg, {"writes": 0, "accepted": 0, "refused": 0})
+        o["writes"] += 1
+        tok = (int(w["term"]), int(w["leader"]))
+        if not w["ok"]:
+            o["refused"] += 1
+            continue
+        o["accepted"] += 1
+        h = highest.get(alg, (0, 0))
+        if tok < h:
+            flag("stale_write", w["t"], f"{alg}: the store accepted {fmt_token(tok)} from node "
+                 f"{w['host']} after accepting {fmt_token(h)}", alg)
+        highest[alg] = max(h, tok)
+        if int(w["host"]) != tok[1]:
+            flag("stale_write", w["t"], f"{alg}: node {w['host']} wrote under {fmt_token(tok)}, "
+                 f"a token that names node {tok[1]}", alg)
+        est = established.get(alg, [])
+        higher = [(t, e) for t, e in est if e > tok and t < w["t"] - stop_slack]
+        if higher:
+            t1, e1 = higher[0]
+            flag("stale_write", w["t"], f"{alg}: the store accepted {fmt_token(tok)} from node "
+                 f"{w['host']} at +{rel(w['t']):.2f}s, {1000 * (w['t'] - t1):.0f} ms after "
+                 f"{fmt_token(e1)} was established (exec stop bound {1000 * stop_slack:.0f} ms)", alg)
+
+    # ---- exec copies
+    copies = {}
+    for alg, lines in run.writers.items():
+        cs = {}
+        for r in lines:
+            c = cs.setdefault(r["pid"], {"host": r["host"], "start": r["t"], "end": r["t"],
+                                          "stopped": False, "token": (r["term"], r["leader"])})
+            c["start"] = min(c["start"], r["t"])
+            c["end"] = max(c["end"], r["t"])
+            if r["ev"] == "stop":
+                c["stopped"] = True
+        runs = sorted(cs.items(), key=lambda kv: kv[1]["start"])
+        copies[alg] = runs
+        bound = exec_overlap_bound_ms(alg, T, run.exec)
+        for i, (pa, a) in enumerate(runs):
+            for pb, b in runs[i + 1:]:
+                ov = (min(a["end"], b["end"]) - max(a["start"], b["start"])) * 1000
+                if ov > bound:
+                    where = "the same host" if a["host"] == b["host"] else "two hosts"
+                    flag("exec_overlap", max(a["start"], b["start"]),
+                         f"{alg}: copies {pa} (node {a['host']}, {fmt_token(a['token'])}) and {pb} "
+                         f"(node {b['host']}, {fmt_token(b['token'])}) on {where} ran together for "
+                         f"{ov:.0f} ms (bound {bound:.0f} ms)", alg)
+    return {"anomalies": anomalies, "leader_line": leader_line, "established": established,
+            "leaderless": leaderless_rows, "per_fault": per_fault, "ops": ops, "copies": copies,
+            "quorum": qp}
+
+
+# ---------------------------------------------------------------------------------
+TYPES = ["stale_write", "exec_overlap", "token_down", "raft_two_leaders", "drain_forgotten",
+         "drained_leads", "split", "leaderless"]
+COLORS = {1: "#1f77b4", 2: "#ff7f0e", 3: "#2ca02c", 4: "#9467bd", 5: "#8c564b",
+          6: "#e377c2", 7: "#17becf"}
+KIND_COLORS = {"kill": "#d62728", "kill-wipe": "#7f0000", "stop": "#ff9896", "exec-kill": "#bcbd22",
+               "drain": "#9edae5", "partition": "#6b6ecf", "one-way": "#b5cf6b",
+               "loss": "#e7ba52", "transfer": "#17becf", "spoof": "#000000"}
+
+
+def svg(run, res, path):
+    W, left, right = 1400, 120, 20
+    lanes = ["kill", "stop", "drain", "partition", "loss", "transfer", "spoof"]
+    lane_of = {"kill": 0, "kill-wipe": 0, "exec-kill": 1, "stop": 1, "drain": 2, "partition": 3,
+               "one-way": 3, "loss": 4, "transfer": 5, "spoof": 6}
+    lane_label = ["kill / wipe", "stop / exec", "drain", "partition", "loss", "transfer", "spoof"]
+    lane_h, row_h, top = 16, 26, 40
+    t_a, t_b = run.t0, run.t_stop
+    x = lambda t: left + (t - t_a) / max(1e-9, t_b - t_a) * (W - left - right)  # noqa: E731
+    rows_top = top + len(lanes) * lane_h + 20
+    H = rows_top + len(ALGORITHMS) * row_h + 70
+    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+         f'font-family="sans-serif" font-size="11">',
+         f'<rect width="{W}" height="{H}" fill="white"/>',
+         f'<text x="{left}" y="18" font-size="14">electd nemesis run: seed {run.params["seed"]}, '
+         f'{run.params["duration"]:.0f} s of faults, {len(res["anomalies"])} anomalies '
+         f'(faults as bands, the established leader per algorithm; red: an anomaly)</text>']
+    for i, lab in enumerate(lane_label):
+        y = top + i * lane_h
+        o.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">{lab}</text>')
+        o.append(f'<line x1="{left}" x2="{W - right}" y1="{y + lane_h}" y2="{y + lane_h}" stroke="#eee"/>')
+    for f in run.faults.values():
+        if f["kind"] not in lane_of:
+            continue
+        y = top + lane_of[f["kind"]] * lane_h + 2
+        x1 = x(f["start"])
+        w = max(2.0, x(f["end"]) - x1)
+        nodes = ",".join(str(n) for n in f["nodes"])
+        o.append(f'<rect x="{x1:.1f}" y="{y}" width="{w:.1f}" height="{lane_h - 4}" '
+                 f'fill="{KIND_COLORS.get(f["kind"], "#999")}" opacity="0.8">'
+                 f'<title>#{f["id"]} {f["kind"]}: {esc(f["desc"])}</title></rect>')
+        if w > 22:
+            o.append(f'<text x="{x1 + 2:.1f}" y="{y + 10}" font-size="9" fill="white">{nodes}</text>')
+    for i, alg in enumerate(ALGORITHMS):
+        y = rows_top + i * row_h
+        o.append(f'<text x="{left - 6}" y="{y + 16}" text-anchor="end" font-size="12">{alg}</text>')
+        line = res["leader_line"][alg]
+        k = 0
+        while k < len(line):
+            j = k
+            while j < len(line) and line[j] == line[k]:
+                j += 1
+            a = run.grid[k]
+            b = run.grid[j] if j < len(line) else t_b
+            tok = line[k]
+            col = COLORS.get(tok[1], "#444") if tok else "#dddddd"
+            title = f"leader {tok[1]}, term {tok[0]}" if tok else "no leader"
+            o.append(f'<rect x="{x(a):.1f}" y="{y + 3}" width="{max(0.5, x(b) - x(a)):.1f}" '
+                     f'height="{row_h - 6}" fill="{col}"><title>{alg}: {title}</title></rect>')
+            k = j
+    for an in res["anomalies"]:
+        if an["alg"] in ALGORITHMS:
+            y = rows_top + ALGORITHMS.index(an["alg"]) * row_h
+        else:
+            y = rows_top - 8
+        xa = x(an["t"])
+        o.append(f'<path d="M{xa:.1f},{y} l-4,-7 l8,0 z" fill="red"><title>{an["type"]}: '
+                 f'{esc(an["text"])}</title></path>')
+    ya = rows_top + len(ALGORITHMS) * row_h + 4
+    o.append(f'<line x1="{left}" x2="{W - right}" y1="{ya}" y2="{ya}" stroke="black"/>')
+    span = t_b - t_a
+    tick = next(s for s in (5, 10, 20, 30, 60, 120) if span / s <= 20)
+    s = 0
+    while t_a + s <= t_b:
+        xx = x(t_a + s)
+        o.append(f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{ya}" y2="{ya + 4}" stroke="black"/>')
+        o.append(f'<text x="{xx:.1f}" y="{ya + 16}" text-anchor="middle">{s - (run.t_begin - t_a):.0f}s</text>')
+        s += tick
+    ly = ya + 36
+    o.append(f'<text x="{left}" y="{ly}">leader:</text>')
+    for i, n in enumerate(run.nodes):
+        o.append(f'<rect x="{left + 50 + i * 70}" y="{ly - 10}" width="14" height="12" fill="{COLORS.get(n, "#444")}"/>'
+                 f'<text x="{left + 68 + i * 70}" y="{ly}">node {n}</text>')
+    o.append(f'<rect x="{left + 50 + len(run.nodes) * 70}" y="{ly - 10}" width="14" height="12" fill="#dddddd"/>'
+             f'<text x="{left + 68 + len(run.nodes) * 70}" y="{ly}">none (no leader with a majority)</text>')
+    o.append("</svg>")
+    with open(path, "w") as fh:
+        fh.write("\n".join(o) + "\n")
+
+
+def esc(s):
+    return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def report(run, res, out):
+    an = res["anomalies"]
+    by_type = {t: [a for a in an if a["type"] == t] for t in TYPES}
+    T, E = run.timing, run.exec
+    L = []
+    L.append("# electd nemesis run")
+    L.append("")
+    L.append(f"Seed {run.params['seed']}, {run.params['duration']:.0f} s of faults over "
+             f"{len(run.nodes)} hosts, six groups each; `electd exec` writers for "
+             f"{', '.join(run.exec_algorithms)}; {'insecure' if run.params.get('insecure') else 'signed'} "
+             f"cluster. Timing (ms): " + ", ".join(f"{k} {v:g}" for k, v in T.items())
+             + "; exec: " + ", ".join(f"{k} {v:g} ms" for k, v in E.items()) + ".")
+    L.append("")
+    L.append(f"**{len(an)} anomalies.** " + ("" if an else "Every check passed."))
+    L.append("")
+    L.append("## Operations")
+    L.append("")
+    kinds = {}
+    for f in run.faults.values():
+        kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
+    L.append("Faults: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+             + f" ({sum(kinds.values())} in all).")
+    L.append("")
+    L.append("| algorithm | writes | accepted | refused by the fence | copies | handovers |")
+    L.append("|---|---:|---:|---:|---:|---:|")
+    for alg in run.exec_algorithms:
+        o = res["ops"].get(alg, {"writes": 0, "accepted": 0, "refused": 0})
+        runs = res["copies"].get(alg, [])
+        hand = sum(1 for (_, a), (_, b) in zip(runs, runs[1:]) if a["host"] != b["host"])
+        L.append(f"| {alg} | {o['writes']} | {o['accepted']} | {o['refused']} | {len(runs)} | {hand} |")
+    L.append("")
+    polls = sum(len(p) for p in run.polls.values())
+    L.append(f"/status polls: {polls} ({', '.join(f'node {n}: {len(p)}' for n, p in run.polls.items())}).")
+    L.append("")
+    L.append("## Anomalies per type")
+    L.append("")
+    L.append("| type | count | first ones |")
+    L.append("|---|---:|---|")
+    for t in TYPES:
+        items = by_type[t]
+        first = "<br>".join(esc(a["text"]) for a in items[:5])
+        cnt = f"**{len(items)}**" if items else "0"
+        L.append(f"| {t} | {cnt} | {first} |")
+    L.append("")
+    L.append("## Time without a leader, per fault and algorithm")
+    L.append("")
+    L.append("Milliseconds without an established leader (its own report and a majority "
+             "following it), counted while a majority of nodes was up and connected, against "
+             "the bound (`leaderless_bound_ms` in scripts/nemesis/check.py; "
+             + ("**provisional**: computed from the timing config until docs/architecture.md's "
+                "\"Timing model\" gives the model" if PROVISIONAL else "docs/architecture.md, Timing model")
+             + "). A failed cell is bold with its cause. Bounds per algorithm for one fault, "
+             "no loss: " + ", ".join(f"{a} {leaderless_bound_ms(a, T, run.poll):.0f}" for a in ALGORITHMS)
+             + f"; after a heal {heal_bound_ms(T, run.poll):.0f}.")
+    L.append("")
+    L.append("| fault | t (s) | what | " + " | ".join(ALGORITHMS) + " |")
+    L.append("|---|---:|---|" + "---:|" * len(ALGORITHMS))
+    ids = sorted({k[0] for k in res["per_fault"]}, key=lambda i: (i is None, i or 0))
+    shown = sorted(run.faults.values(), key=lambda f: f["start"])
+    for f in shown + ([{"id": None}] if None in ids else []):
+        fid = f["id"]
+        cells = []
+        for alg in ALGORITHMS:
+            row = res["per_fault"].get((fid, alg))
+            if not row:
+                cells.append("0")
+            elif row[2]:
+                cells.append(f"**{row[0]:.0f} / {row[1]:.0f}: {esc('; '.join(sorted(row[3])))}**")
+            else:
+                cells.append(f"{row[0]:.0f} / {row[1]:.0f}")
+        if fid is None:
+            L.append("| — | | leaderless with no fault to explain it | " + " | ".join(cells) + " |")
+        else:
+            L.append(f"| #{fid} {f['kind']} | {f['start'] - run.t_begin:.1f} | {esc(f['desc'])} | "
+                     + " | ".join(cells) + " |")
+    L.append("")
+    L.append("## Every anomaly")
+    L.append("")
+    if not an:
+        L.append("None.")
+    for a in sorted(an, key=lambda a: a["t"]):
+        L.append(f"- **{a['type']}** at +{a['t'] - run.t_begin:.2f}s: {esc(a['text'])}")
+    L.append("")
+    L.append("![timeline](timeline.svg)")
+    L.append("")
+    with open(os.path.join(out, "report.md"), "w") as fh:
+        fh.write("\n".join(L))
+
+
+def check(work, out):
+    run = Run(work)
+    res = analyse(run)
+    os.makedirs(out, exist_ok=True)
+    report(run, res, out)
+    svg(run, res, os.path.join(out, "timeline.svg"))
+    counts = {t: sum(1 for a in res["anomalies"] if a["type"] == t) for t in TYPES}
+    with open(os.path.join(out, "summary.json"), "w") as fh:
+        json.dump({"seed": run.params["seed"], "duration": run.params["duration"],
+                   "anomalies": counts, "ops": res["ops"],
+                   "faults": len(run.faults)}, fh, indent=1)
+    print("anomalies: " + ", ".join(f"{t} {c}" for t, c in counts.items()))
+    return res
+
+
+# ---------------------------------------------------------------------------------
+# Self-test: synthetic runs, one anomaly of each kind, and a clean one.
+# ---------------------------------------------------------------------------------
+def synth(work, bad):
+    """Five nodes, bully and raft; node 5 leads both (term 1) until a kill of node 5 at
+    t=10 (restart at 12); node 4 then leads (term 2). `bad` names the anomalies to plant."""
+    timing = {"heartbeat": 50, "failure_timeout": 500, "answer_timeout": 150,
+              "coordinator_timeout": 500, "election_min": 500, "election_max": 1000,
+              "retransmit": 50}
+    sched = [{"ev": "run", "t": 0.0, "seed": 0, "duration": 20, "nodes": [1, 2, 3, 4, 5],
+              "algorithms": ALGORITHMS, "exec_algorithms": ["bully"], "timing": timing,
+              "exec": {"poll": "50ms", "timeout": "150ms", "grace": "150ms", "settle": "400ms"},
+              "poll": 0.1},
+             {"ev": "faults-begin", "t": 1.0},
+             {"id": 1, "kind": "kill", "ev": "start", "t": 10.0, "nodes": [5], "desc": "kill 5"},
+             {"id": 1, "kind": "kill", "ev": "end", "t": 16.0},
+             {"id": 2, "kind": "drain", "ev": "start", "t": 16.5, "nodes": [2], "desc": "drain 2"},
+             {"id": 2, "kind": "drain", "ev": "step", "t": 16.6, "what": "drained", "nodes": [2]},
+             {"id": 2, "kind": "drain", "ev": "step", "t": 17.0, "what": "killed", "nodes": [2]},
+             {"id": 2, "kind": "drain", "ev": "step", "t": 17.2, "what": "restarted", "nodes": [2]},
+             {"id": 2, "kind": "drain", "ev": "end", "t": 19.0},
+             {"id": 3, "kind": "partition", "ev": "start", "t": 5.0, "nodes": [1],
+              "desc": "partition", "sides": [[1], [2, 3, 4, 5]]},
+             {"id": 3, "kind": "partition", "ev": "end", "t": 6.0},
+             {"ev": "faults-end", "t": 19.0}, {"ev": "stop", "t": 20.0}]
+    polls = {n: [] for n in range(1, 6)}
+    t = 0.0
+    while t < 20.0:
+        for n in range(1, 6):
+            if 10.0 <= t < 16.3 and n == 5:
+                polls[n].append({"t": t, "node": n, "down": "x"})
+                continue
+            if 17.0 <= t < 17.4 and n == 2:
+                polls[n].append({"t": t, "node": n, "down": "x"})
+                continue
+            tok = (1, 5) if t < 10.9 else (2, 4)
+            if "leaderless" in bad and 10.0 <= t < 14.0:
+                tok = (1, None)
+            if "split" in bad and 7.0 <= t < 9.5 and n == 1:
+                tok = (0, None)
+            if "token_down" in bad and n == 3 and 16.0 <= t < 16.3:
+                tok = (1, 5)
+            inel = ["drained"] if (16.6 <= t < 19.0 and n == 2
+                                   and not ("drain_forgotten" in bad and t >= 17.4)) else []
+            groups = {}
+            for alg in ALGORITHMS:
+                state = "leader" if tok[1] == n else "follower"
+                groups[alg] = [tok[0], tok[1], state, inel]
+            if "drained_leads" in bad and 17.5 <= t:  # node 2 leads ring while drained
+                groups["ring"] = [3, 2, "leader" if n == 2 else "follower", inel]
+            if "raft_two_leaders" in bad and 16.0 <= t:
+                groups["raft"] = [3, 3 if (n == 3 and t < 16.3) else 4, "x", []]
+            polls[n].append({"t": t, "node": n, "groups": groups})
+        t += 0.1
+    writer = []
+    store = []
+
+    def copy(pid, host, tok, a, b):
+        writer.append({"t": a, "ev": "start", "pid": pid, "host": host, "alg": "bully",
+                       "term": tok[0], "leader": tok[1]})
+        s = a
+        seq = 0
+        while s < b:
+            seq += 1
+            store.append({"t": s, "alg": "bully", "term": tok[0], "leader": tok[1], "host": host,
+                          "seq": seq, "pid": pid, "ok": True})
+            writer.append({"t": s, "ev": "write", "pid": pid, "host": host, "alg": "bully",
+                           "term": tok[0], "leader": tok[1], "seq": seq, "ok": True})
+            s += 0.05
+        writer.append({"t": b, "ev": "stop", "pid": pid, "host": host, "alg": "bully",
+                       "term": tok[0], "leader": tok[1]})
+
+    copy(100, 5, (1, 5), 1.5, 10.0)
+    copy(101, 4, (2, 4), 11.4, 19.0)
+    if "exec_overlap" in bad:  # a second copy on node 5 (an orphan of a killed exec)
+        copy(102, 5, (1, 5), 6.0, 8.0)
+    if "stale_write" in bad:
+        store.append({"t": 13.0, "alg": "bully", "term": 1, "leader": 5, "host": 5, "seq": 999,
+                      "pid": 100, "ok": True})
+    store.sort(key=lambda r: r["t"])
+    os.makedirs(work, exist_ok=True)
+    for name, rows in [("schedule.jsonl", sched), ("store.jsonl", store),
+                       ("writer-bully.jsonl", writer)] + [
+            (f"poll-{n}.jsonl", polls[n]) for n in polls]:
+        with open(os.path.join(work, name), "w") as fh:
+            fh.write("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def self_test():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import spoof  # the forger must match docs/wire.md's vector byte for byte
+    body = spoof.field_varint(1, 3) + spoof.field_varint(2, 5)
+    d = spoof.envelope("prod", 5, 1767225600000000, 6, 23, body, 7, 2, bytes(range(32)))
+    want = bytes.fromhex(
+        "0801120470726f64180520808081b184e9910338064220a34b0242a45e098c45984015b4eeb886ab3da5"
+        "bcc6fe84967ac0154009ecb7cc48a99ab79806ba010408031005d80107e00102")
+    assert d == want, "spoof.py does not encode docs/wire.md's raft-heartbeat vector"
+    print("self-test: spoof.py encodes docs/wire.md's raft-heartbeat vector exactly")
+    tmp = tempfile.mkdtemp(prefix="nemesis-selftest.")
+    failures = []
+    try:
+        cases = [("clean", set())] + [(t, {t}) for t in TYPES]
+        for name, bad in cases:
+            work = os.path.join(tmp, name)
+            synth(work, bad)
+            run = Run(work)
+            res = analyse(run)
+            found = {a["type"] for a in res["anomalies"]}
+            ok = found == bad
+            print(f"self-test {name:17s}: planted {sorted(bad) or 'nothing'}, flagged {sorted(found) or 'nothing'}"
+                  f" -> {'ok' if ok else 'WRONG'}")
+            if not ok:
+                failures.append((name, bad, found, [a["text"] for a in res["anomalies"]][:5]))
+        out = os.path.join(tmp, "out")
+        check(os.path.join(tmp, "leaderless"), out)
+        assert os.path.getsize(os.path.join(out, "timeline.svg")) > 1000
+        assert "**" in open(os.path.join(out, "report.md")).read()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        for f in failures:
+            print(f"SELF-TEST FAILED: {f}", file=sys.stderr)
+        return 1
+    print("self-test: every planted anomaly was flagged, the clean run was not")
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--work")
+    p.add_argument("--out")
+    p.add_argument("--self-test", action="store_true")
+    a = p.parse_args()
+    if a.self_test:
+        return self_test()
+    if not a.work or not a.out:
+        p.error("--work and --out are required (or --self-test)")
+    res = check(a.work, a.out)
+    return 1 if res["anomalies"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
