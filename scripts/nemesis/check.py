@@ -429,16 +429,27 @@ def analyse(run):
                     flag("drain_forgotten", r["t"], f"node {n} (drain #{f['id']}) answered without "
                          f"`drained` at +{rel(r['t']):.2f}s after its restart, before the undrain")
                     break
+        prev = {}
         for r in run.polls[n]:
             if seen_drained is None or not seen_drained <= r["t"] < until:
                 continue
             for alg, v in r.get("groups", {}).items():
-                if v[1] == n and "drained" in v[3]:
-                    lead_ok = leaderless_bound_ms(alg, T, run.poll) / 1000
-                    if r["t"] - seen_drained > lead_ok:
-                        flag("drained_leads", r["t"], f"{alg}: node {n} is drained (#{f['id']}) and "
-                             f"reports itself leader at +{rel(r['t']):.2f}s", alg)
-                        break
+                was = prev.get(alg)
+                prev[alg] = v[1]
+                if v[1] != n or "drained" not in v[3]:
+                    continue
+                # A drained leader steps down within the hand-over bound; a drained node
+                # never becomes leader.
+                lead_ok = leaderless_bound_ms(alg, T, run.poll) / 1000
+                if (was is not None and was != n) or r["t"] - seen_drained > lead_ok:
+                    how = "became leader" if was != n else "still leads"
+                    flag("drained_leads", r["t"], f"{alg}: node {n} is drained (#{f['id']}) and "
+                         f"{how} at +{rel(r['t']):.2f}s", alg)
+                    prev = {a: n for a in ALGORITHMS}
+                    break
+            else:
+                continue
+            break
 
     # ---- the store: the fence, the token's host, stale tokens
     ops = {}
