@@ -231,13 +231,15 @@ class Run:
 
     def events(self, alg):
         """Every fault event that may legitimately move alg's leadership: (t, fault,
-        what). Transfers, spoofs and exec kills only for their own algorithm."""
+        what). A transfer only for its own algorithm; a forged datagram for every one
+        (a peer's incarnation is one per node, shared by its groups: docs/wire.md §5);
+        an exec kill for none."""
         out = []
         for f in self.faults.values():
             own = f["rec"].get("alg") if "rec" in f else None
             if f["kind"] == "exec-kill":
                 continue
-            if f["kind"] in ("transfer", "spoof") and own != alg:
+            if f["kind"] == "transfer" and own != alg:
                 continue
             if f["rec"].get("skipped") if "rec" in f else False:
                 continue
@@ -567,6 +569,9 @@ def svg(run, res, path):
             title = f"leader {tok[1]}, term {tok[0]}" if tok else "no leader"
             o.append(f'<rect x="{x(a):.1f}" y="{y + 3}" width="{max(0.5, x(b) - x(a)):.1f}" '
                      f'height="{row_h - 6}" fill="{col}"><title>{alg}: {title}</title></rect>')
+            if tok and k > 0:  # a new token: a thin white line where it begins
+                o.append(f'<line x1="{x(a):.1f}" x2="{x(a):.1f}" y1="{y + 3}" y2="{y + row_h - 3}" '
+                         f'stroke="white" stroke-width="1"/>')
             k = j
     for an in res["anomalies"]:
         if an["alg"] in ALGORITHMS:

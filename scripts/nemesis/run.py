@@ -60,6 +60,7 @@ class Run:
         self.next_id = 0
         self.nft_tables = set()
         self.threads = []
+        self.held = {}  # slot -> the node a running fault holds
 
     # ---- helpers
     def ns(self, n):
@@ -186,14 +187,15 @@ class Run:
 
     # ---- faults: each returns (description, nodes, end action or None)
     def pick_target(self):
-        """Half the time the leader of a random group (the interesting case), else any."""
+        """Half the time the leader of a random group (the interesting case), else any
+        live node; never a node another running fault holds (killed, stopped, drained)."""
+        free = [n for n in self.nodes if n in self.daemon and n not in self.held.values()]
         if self.rng.random() < 0.5:
             alg = self.rng.choice(ALGORITHMS)
             leader, _ = self.leader_of(alg)
-            if leader in self.daemon:
+            if leader in free:
                 return leader, f"leader of {alg}"
-        live = [n for n in self.nodes if n in self.daemon]
-        return self.rng.choice(live), "random"
+        return self.rng.choice(free), "random"
 
     def f_kill(self, fid, wipe):
         n, why = self.pick_target()
@@ -208,10 +210,14 @@ class Run:
 
     def f_stop(self, fid):
         n, why = self.pick_target()
-        self.daemon[n].send_signal(signal.SIGSTOP)
+        p = self.daemon[n]
+        p.send_signal(signal.SIGSTOP)
 
         def end():
-            self.daemon[n].send_signal(signal.SIGCONT)
+            try:
+                p.send_signal(signal.SIGCONT)
+            except ProcessLookupError:
+                pass
         return f"SIGSTOP node {n} ({why})", [n], end
 
     def f_exec_kill(self, fid):
@@ -380,6 +386,7 @@ class Run:
                     action()
                     if final:
                         busy.discard(slot)
+                        self.held.pop(slot, None)
                         self.note(id=fid, kind=kind, ev="end")
                         self.progress(f"end   #{fid} {kind}")
             if now >= end_at and not pending:
@@ -408,6 +415,8 @@ class Run:
                     pending.append((time.monotonic() + d, fid, kind, slot, end, True))
                     if slot:
                         busy.add(slot)
+                        if slot in ("proc", "drain") and nodes:
+                            self.held[slot] = nodes[0]
                 else:
                     self.note(id=fid, kind=kind, ev="end")
                 next_start = time.monotonic() + self.rng.uniform(1.0, 3.0)

@@ -21,6 +21,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 
 LOCK = threading.Lock()
 HIGHEST = {}  # algorithm -> (term, leader)
@@ -42,7 +43,7 @@ def serve(conn, log):
                 ok = token >= before
                 if ok:
                     HIGHEST[alg] = token
-                t = os.clock_gettime(os.CLOCK_MONOTONIC)
+                t = time.clock_gettime(time.CLOCK_MONOTONIC)
                 rec = dict(req, t=t, ok=ok, max=list(before))
                 log.write((json.dumps(rec) + "\n").encode())
             f.write((json.dumps({"ok": ok, "max": list(max(before, token))}) + "\n").encode())

@@ -29,7 +29,7 @@ def main():
     base = {"alg": alg, "host": host, "pid": os.getpid(), "term": term, "leader": leader}
 
     def line(ev, **kw):
-        rec = dict(base, t=os.clock_gettime(os.CLOCK_MONOTONIC), ev=ev, **kw)
+        rec = dict(base, t=time.clock_gettime(time.CLOCK_MONOTONIC), ev=ev, **kw)
         os.write(fd, (json.dumps(rec) + "\n").encode())
 
     def on_term(_sig, _frame):
