@@ -56,6 +56,8 @@ class Run:
         self.sched = open(os.path.join(self.work, "schedule.jsonl"), "a", buffering=1)
         self.pids = open(os.path.join(self.work, "pids"), "a", buffering=1)
         self.t0 = time.monotonic()
+        # Every helper process's own bound: it exits by then even if nobody stops it.
+        self.deadline = self.t0 + a.duration + a.warmup + a.cooldown + 300
         self.counts = {}
         self.next_id = 0
         self.nft_tables = set()
@@ -124,7 +126,7 @@ class Run:
             "--grace", self.a.exec_grace, "--settle", self.a.exec_settle, "--",
             sys.executable, os.path.join(HERE, "writer.py"),
             os.path.join(self.work, "store.sock"),
-            os.path.join(self.work, f"writer-{alg}.jsonl"), str(n)]
+            os.path.join(self.work, f"writer-{alg}.jsonl"), str(n), str(self.deadline)]
         self.execs[(n, alg)] = self.spawn(argv, out)
 
     def stop_proc(self, p):
@@ -332,7 +334,8 @@ class Run:
             os.makedirs(os.path.join(self.work, f"state-{n}"), exist_ok=True)
         self.others.append(self.spawn([sys.executable, os.path.join(HERE, "store.py"),
                                        os.path.join(self.work, "store.sock"),
-                                       os.path.join(self.work, "store.jsonl")],
+                                       os.path.join(self.work, "store.jsonl"),
+                                       str(self.deadline)],
                                       open(os.path.join(self.work, "store.log"), "ab")))
         horizon = self.a.duration + self.a.warmup + self.a.cooldown + 120
         for n in self.nodes:

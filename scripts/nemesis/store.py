@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The nemesis run's fenced store: a stand-in for a database that fences writes.
 
-  store.py SOCKET LOG
+  store.py SOCKET LOG DEADLINE
 
 Listens on a Unix stream socket (reachable from every network namespace: a path, not
 an address, so the network faults never cut a writer off from it). Each request is one
@@ -50,7 +50,7 @@ def serve(conn, log):
 
 
 def main():
-    path, logpath = sys.argv[1], sys.argv[2]
+    path, logpath, deadline = sys.argv[1], sys.argv[2], float(sys.argv[3])
     log = open(logpath, "ab", buffering=0)
     if os.path.exists(path):
         os.unlink(path)
@@ -58,9 +58,14 @@ def main():
     srv.bind(path)
     os.chmod(path, 0o666)
     srv.listen(64)
+    srv.settimeout(1.0)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    while True:
-        conn, _ = srv.accept()
+    while time.clock_gettime(time.CLOCK_MONOTONIC) < deadline:  # bounded; else SIGTERM
+        try:
+            conn, _ = srv.accept()
+        except socket.timeout:
+            continue
+        conn.settimeout(None)
         threading.Thread(target=serve, args=(conn, log), daemon=True).start()
 
 

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """The workload `electd exec` runs on every host during the nemesis run.
 
-  writer.py STORE_SOCKET LOG HOST
+  writer.py STORE_SOCKET LOG HOST DEADLINE
 
 Reads its fencing token from the environment `electd exec` gives it (ELECTD_ALGORITHM,
 ELECTD_TERM, ELECTD_LEADER) and appends (token, host, sequence) to the fenced store every
 TICK (50 ms). Its own log (one file per algorithm, shared by every copy, each line one
 O_APPEND write(2) so copies never mix) gets a JSON line per event with CLOCK_MONOTONIC
 `t`: `start`, `write` (with the store's verdict, or `error` when the store did not
-answer) and `stop` (SIGTERM). A copy killed by SIGKILL simply has no `stop`.
+answer) and `stop` (SIGTERM). A copy killed by SIGKILL simply has no `stop`. DEADLINE (CLOCK_MONOTONIC seconds)
+bounds its loop: past it the writer exits even if nobody stopped it.
 """
 import json
 import os
@@ -22,6 +23,7 @@ TICK = 0.05
 
 def main():
     store, path, host = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    deadline = float(sys.argv[4])
     alg = os.environ.get("ELECTD_ALGORITHM", "?")
     term = int(os.environ.get("ELECTD_TERM") or 0)
     leader = int(os.environ.get("ELECTD_LEADER") or 0)
@@ -40,7 +42,7 @@ def main():
     line("start")
     conn = None
     seq = 0
-    while True:
+    while time.clock_gettime(time.CLOCK_MONOTONIC) < deadline:
         seq += 1
         try:
             if conn is None:
