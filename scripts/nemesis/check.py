@@ -248,7 +248,7 @@ class Run:
             if f["rec"].get("skipped") if "rec" in f else False:
                 continue
             out.append((f["start"], f, "start"))
-            if f["end"] > f["start"]:
+            if f["end"] > f["start"] + 0.01:  # an instant fault has no end of its own
                 out.append((f["end"], f, "heal" if f["kind"] in NET_KINDS else "end"))
             for s in f["steps"]:
                 if s.get("what") in ("killed", "restarted"):
@@ -355,32 +355,38 @@ def analyse(run):
         for t in run.grid + [None]:
             bad = False
             if t is not None and t >= run.t_begin and not run.net_active(t):
-                vals = set()
+                views = {}
                 for n in run.nodes:
                     v = run.view(n, t)
                     if v and alg in v:
-                        vals.add(v[alg][1])
+                        views[n] = v[alg][1]
+                vals = set(views.values())
                 if len(vals) > 1:
                     k = bisect.bisect_right(ev_t, t) - 1
                     if k < 0:
                         bad = True
-                        worst = (None, vals)
+                        worst = (None, views)
                     else:
                         ev = evs[k]
                         allowed = run.allowance_ms(alg, ev, run.loss_active(ev[0], t)) / 1000
                         if t - ev[0] > allowed:
                             bad = True
-                            worst = (ev, vals)
+                            worst = (ev, views)
             if bad and bad_from is None:
                 bad_from = t
+                first_views = worst[1]
             if not bad and bad_from is not None:
-                ev, vals = worst
+                ev = worst[0]
+                seen = " ".join(f"n{n}={'-' if v is None else v}" for n, v in sorted(first_views.items()))
                 what = "split outlives the heal" if ev and ev[2] == "heal" else "nodes disagree"
-                cause = f"#{ev[1]['id']} {ev[1]['kind']} {ev[2]} at +{rel(ev[0]):.2f}s" if ev else "no fault"
+                recent = [e for e in evs if bad_from - 10 <= e[0] <= bad_from][-4:]
+                cause = "; ".join(f"#{e[1]['id']} {e[2]} at +{rel(e[0]):.2f}s"
+                                  + (f" ({e[1]['desc']})" if e[2] == "start" else f" ({e[1]['kind']})")
+                                  for e in recent) or "no fault"
                 end = t if t is not None else run.t_stop
                 flag("split", bad_from, f"{alg}: {what} for {1000 * (end - bad_from):.0f} ms beyond "
-                     f"its allowance, from +{rel(bad_from):.2f}s (leaders seen {sorted(vals, key=str)}; "
-                     f"last event {cause})", alg)
+                     f"its allowance, from +{rel(bad_from):.2f}s (views then: {seen}; "
+                     f"events in the 10 s before: {cause})", alg)
                 bad_from = None
 
     # ---- tokens per node never go down; Raft: one leader per term
@@ -500,15 +506,26 @@ def analyse(run):
         runs = sorted(cs.items(), key=lambda kv: kv[1]["start"])
         copies[alg] = runs
         bound = exec_overlap_bound_ms(alg, T, run.exec)
+        # One anomaly per copy that overlapped later ones beyond the bound (a copy left
+        # behind overlaps every later one: one cause, one line, with the count).
         for i, (pa, a) in enumerate(runs):
+            over = []
             for pb, b in runs[i + 1:]:
                 ov = (min(a["end"], b["end"]) - max(a["start"], b["start"])) * 1000
                 if ov > bound:
-                    where = "the same host" if a["host"] == b["host"] else "two hosts"
-                    flag("exec_overlap", max(a["start"], b["start"]),
-                         f"{alg}: copies {pa} (node {a['host']}, {fmt_token(a['token'])}) and {pb} "
-                         f"(node {b['host']}, {fmt_token(b['token'])}) on {where} ran together for "
-                         f"{ov:.0f} ms (bound {bound:.0f} ms)", alg)
+                    over.append((pb, b, ov))
+            if not over:
+                continue
+            pb, b, ov = over[0]
+            where = "the same host" if a["host"] == b["host"] else "two hosts"
+            more = (f"; it overlapped {len(over) - 1} later copies too, "
+                    f"{sum(o[2] for o in over[1:]):.0f} ms in all, until +{rel(a['end']):.2f}s"
+                    if len(over) > 1 else "")
+            stop = "stopped by SIGTERM" if a["stopped"] else "never stopped by its exec"
+            flag("exec_overlap", max(a["start"], b["start"]),
+                 f"{alg}: copies {pa} (node {a['host']}, {fmt_token(a['token'])}, {stop}) and {pb} "
+                 f"(node {b['host']}, {fmt_token(b['token'])}) on {where} ran together for "
+                 f"{ov:.0f} ms (bound {bound:.0f} ms){more}", alg)
     return {"anomalies": anomalies, "leader_line": leader_line, "established": established,
             "leaderless": leaderless_rows, "per_fault": per_fault, "ops": ops, "copies": copies,
             "quorum": qp}
@@ -577,14 +594,16 @@ def svg(run, res, path):
                 o.append(f'<line x1="{x(a):.1f}" x2="{x(a):.1f}" y1="{y + 3}" y2="{y + row_h - 3}" '
                          f'stroke="white" stroke-width="1"/>')
             k = j
+    o.append(f'<text x="{left - 6}" y="{rows_top - 4}" text-anchor="end" font-size="9">'
+             f'other anomalies</text>')
     for an in res["anomalies"]:
         if an["alg"] in ALGORITHMS:
-            y = rows_top + ALGORITHMS.index(an["alg"]) * row_h
+            y = rows_top + ALGORITHMS.index(an["alg"]) * row_h + 12
         else:
-            y = rows_top - 8
+            y = rows_top - 2
         xa = x(an["t"])
-        o.append(f'<path d="M{xa:.1f},{y} l-4,-7 l8,0 z" fill="red"><title>{an["type"]}: '
-                 f'{esc(an["text"])}</title></path>')
+        o.append(f'<path d="M{xa:.1f},{y} l-5,-9 l10,0 z" fill="red" stroke="white" '
+                 f'stroke-width="0.8"><title>{an["type"]}: {esc(an["text"])}</title></path>')
     ya = rows_top + len(ALGORITHMS) * row_h + 4
     o.append(f'<line x1="{left}" x2="{W - right}" y1="{ya}" y2="{ya}" stroke="black"/>')
     span = t_b - t_a
