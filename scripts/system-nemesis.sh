@@ -31,7 +31,9 @@
 # reads only what the outside saw — the store's log, the writers' logs, the /status polls
 # and the fault schedule — and writes OUT/report.md (operations, anomalies per type,
 # leaderless time per fault and algorithm against the bound, failures in bold with their
-# cause), OUT/timeline.svg and OUT/summary.json. Exit 1 when it finds an anomaly.
+# cause), OUT/timeline.svg, OUT/summary.json and OUT/logs.tar.xz (the logs it read:
+# `check.py --work <unpacked dir> --out DIR` re-derives the report). Exit 1 when it
+# finds an anomaly.
 #
 # Everything created (namespaces, nft tables, processes by PID, /etc/netns dirs, the
 # work dir) is removed on exit, failure included. Needs root; installs iproute2,
@@ -157,7 +159,10 @@ RUNPID=""
 log "checking (scripts/nemesis/check.py)"
 rc=0
 $CHECK --work "$WORK" --out "$OUT" || rc=$?
-echo "report: $OUT/report.md, timeline: $OUT/timeline.svg"
+# What the checker read, so that the report can be re-derived (check.py --work DIR).
+tar cJf "$OUT/logs.tar.xz" -C "$WORK" schedule.jsonl store.jsonl \
+    $(cd "$WORK" && ls writer-*.jsonl poll-*.jsonl)
+echo "report: $OUT/report.md, timeline: $OUT/timeline.svg, logs: $OUT/logs.tar.xz"
 if [ "$rc" -ne 0 ]; then
     echo "$NAME: ANOMALIES FOUND (see the report)" >&2
     KEEP=1

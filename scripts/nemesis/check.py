@@ -466,6 +466,7 @@ def analyse(run):
     # ---- the store: the fence, the token's host, stale tokens
     ops = {}
     highest = {}
+    stale_seen = {}
     stop_slack = exec_stop_bound_ms(run.exec) / 1000
     for w in sorted(run.store, key=lambda w: w["t"]):
         alg = w["alg"]
@@ -487,10 +488,23 @@ def analyse(run):
         est = established.get(alg, [])
         higher = [(t, e) for t, e in est if e > tok and t < w["t"] - stop_slack]
         if higher:
+            # One anomaly per copy and token: its first such write, and how many followed.
+            key = (alg, w.get("pid"), tok)
+            if key in stale_seen:
+                stale_seen[key]["n"] += 1
+                stale_seen[key]["last"] = w["t"]
+                continue
             t1, e1 = higher[0]
-            flag("stale_write", w["t"], f"{alg}: the store accepted {fmt_token(tok)} from node "
-                 f"{w['host']} at +{rel(w['t']):.2f}s, {1000 * (w['t'] - t1):.0f} ms after "
-                 f"{fmt_token(e1)} was established (exec stop bound {1000 * stop_slack:.0f} ms)", alg)
+            stale_seen[key] = {"n": 1, "last": w["t"], "i": len(anomalies),
+                               "text": f"{alg}: the store accepted {fmt_token(tok)} from node "
+                               f"{w['host']} (copy {w.get('pid')}) at +{rel(w['t']):.2f}s, "
+                               f"{1000 * (w['t'] - t1):.0f} ms after {fmt_token(e1)} was established "
+                               f"(exec stop bound {1000 * stop_slack:.0f} ms)"}
+            flag("stale_write", w["t"], stale_seen[key]["text"], alg)
+    for st in stale_seen.values():
+        if st["n"] > 1:
+            anomalies[st["i"]]["text"] = (st["text"] + f"; {st['n']} such writes accepted, the "
+                                          f"last at +{rel(st['last']):.2f}s")
 
     # ---- exec copies
     copies = {}
