@@ -675,6 +675,9 @@ def report(run, res, out):
         hand = sum(1 for (_, a), (_, b) in zip(runs, runs[1:]) if a["host"] != b["host"])
         L.append(f"| {alg} | {o['writes']} | {o['accepted']} | {o['refused']} | {len(runs)} | {hand} |")
     L.append("")
+    L.append("Leaderships (distinct tokens established, each by its leader and a majority): "
+             + ", ".join(f"{a} {len(res['established'][a])}" for a in ALGORITHMS) + ".")
+    L.append("")
     polls = sum(len(p) for p in run.polls.values())
     L.append(f"/status polls: {polls} ({', '.join(f'node {n}: {len(p)}' for n, p in run.polls.items())}).")
     L.append("")
