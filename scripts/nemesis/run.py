@@ -47,7 +47,11 @@ ALGORITHMS = ["bully", "improved-bully", "ring", "lcr", "hs", "raft"]
 class Run:
     def __init__(self, a):
         self.a = a
+        # Every draw of the schedule comes from rng, a fixed number per fault, so one
+        # seed gives one sequence of kinds, durations, gaps and fallbacks; only which
+        # node "the leader" is depends on the run. Asking order has its own generator.
         self.rng = random.Random(a.seed)
+        self.order_rng = random.Random(a.seed + 1)
         self.work = a.work
         self.nodes = list(range(1, a.nodes + 1))
         self.daemon = {}  # node -> Popen
@@ -152,7 +156,7 @@ class Run:
 
     def leader_of(self, alg):
         """(leader, term) of alg as the first answering live node sees it, or (None, 0)."""
-        for n in self.rng.sample(self.nodes, len(self.nodes)):
+        for n in self.order_rng.sample(self.nodes, len(self.nodes)):
             if n in self.daemon:
                 st = self.status(n)
                 if st and alg in st and st[alg]["leader"]:
@@ -192,12 +196,14 @@ class Run:
         """Half the time the leader of a random group (the interesting case), else any
         live node; never a node another running fault holds (killed, stopped, drained)."""
         free = [n for n in self.nodes if n in self.daemon and n not in self.held.values()]
-        if self.rng.random() < 0.5:
-            alg = self.rng.choice(ALGORITHMS)
+        want_leader = self.rng.random() < 0.5
+        alg = self.rng.choice(ALGORITHMS)
+        fallback = free[self.rng.randrange(len(free))]
+        if want_leader:
             leader, _ = self.leader_of(alg)
             if leader in free:
                 return leader, f"leader of {alg}"
-        return self.rng.choice(free), "random"
+        return fallback, "random"
 
     def f_kill(self, fid, wipe):
         n, why = self.pick_target()
@@ -224,8 +230,9 @@ class Run:
 
     def f_exec_kill(self, fid):
         alg = self.rng.choice(self.a.exec_algorithms)
+        fallback = self.rng.choice(self.nodes)
         leader, _ = self.leader_of(alg)
-        n = leader if leader in self.nodes else self.rng.choice(self.nodes)
+        n = leader if leader in self.nodes else fallback
         p = self.execs.pop((n, alg))
         p.kill()
         p.wait(timeout=5)
@@ -299,10 +306,11 @@ class Run:
 
     def f_transfer(self, fid):
         alg = self.rng.choice(ALGORITHMS)
+        pick = self.rng.randrange(len(self.nodes) - 1)
         leader, term = self.leader_of(alg)
         if leader not in self.daemon:
             return f"transfer {alg}: no leader to ask", [], None, {"alg": alg, "skipped": True}
-        to = self.rng.choice([n for n in self.nodes if n != leader])
+        to = [n for n in self.nodes if n != leader][pick]
         self.admin_async(fid, "transfer", leader,
                          ["transfer", "--algorithm", alg, "--to", str(to)], "answered")
         return (f"transfer {alg} from node {leader} (term {term}) to node {to}",
@@ -310,11 +318,12 @@ class Run:
 
     def f_spoof(self, fid):
         alg = self.rng.choice(ALGORITHMS)
+        pick = self.rng.randrange(len(self.nodes) - 1)
+        kind = self.rng.choice(["future-heartbeat", "far-term-heartbeat"])
         leader, term = self.leader_of(alg)
         if leader is None:
             return f"spoof {alg}: no leader", [], None, {"alg": alg, "skipped": True}
-        victim = self.rng.choice([n for n in self.nodes if n != leader])
-        kind = self.rng.choice(["future-heartbeat", "far-term-heartbeat"])
+        victim = [n for n in self.nodes if n != leader][pick]
         argv = ["ip", "netns", "exec", f"{self.a.prefix}-att", sys.executable,
                 os.path.join(HERE, "spoof.py"), kind, "--src", self.ip(leader), "--dst",
                 self.ip(victim), "--port", str(self.a.udp_port), "--cluster", self.a.cluster,
