@@ -160,7 +160,7 @@ log "checking (scripts/nemesis/check.py)"
 rc=0
 $CHECK --work "$WORK" --out "$OUT" || rc=$?
 # What the checker read, so that the report can be re-derived (check.py --work DIR).
-tar cJf "$OUT/logs.tar.xz" -C "$WORK" schedule.jsonl store.jsonl \
+tar -I 'xz -3 -T0' -cf "$OUT/logs.tar.xz" -C "$WORK" schedule.jsonl store.jsonl \
     $(cd "$WORK" && ls writer-*.jsonl poll-*.jsonl)
 echo "report: $OUT/report.md, timeline: $OUT/timeline.svg, logs: $OUT/logs.tar.xz"
 if [ "$rc" -ne 0 ]; then

@@ -49,6 +49,7 @@ import tempfile
 ALGORITHMS = ["bully", "improved-bully", "ring", "lcr", "hs", "raft"]
 POLL_TIMEOUT = 0.3   # poller.py's request timeout (s)
 STEP = 0.05          # the grid the views are evaluated on (s)
+MERGE_GAP = 1.0      # two disagreements less than this apart are one (a flapping view)
 MAX_AGE = 2.0        # a poll older than this says nothing about the node (s): a slow
                      # poller (a loaded machine) is not a down node; a down node is
                      # an explicit failed poll (0.3 s timeout)
@@ -352,6 +353,7 @@ def analyse(run):
         ev_t = [e[0] for e in evs]
         bad_from = None
         worst = None
+        last_bad = None  # a disagreement ends after MERGE_GAP without one (one flap)
         for t in run.grid + [None]:
             bad = False
             if t is not None and t >= run.t_begin and not run.net_active(t):
@@ -375,7 +377,11 @@ def analyse(run):
             if bad and bad_from is None:
                 bad_from = t
                 first_views = worst[1]
-            if not bad and bad_from is not None:
+            if bad:
+                last_bad = t
+                continue
+            if bad_from is not None and (t is None or t - last_bad >= MERGE_GAP):
+                end = last_bad + STEP
                 ev = worst[0]
                 seen = " ".join(f"n{n}={'-' if v is None else v}" for n, v in sorted(first_views.items()))
                 what = "split outlives the heal" if ev and ev[2] == "heal" else "nodes disagree"
@@ -383,9 +389,8 @@ def analyse(run):
                 cause = "; ".join(f"#{e[1]['id']} {e[2]} at +{rel(e[0]):.2f}s"
                                   + (f" ({e[1]['desc']})" if e[2] == "start" else f" ({e[1]['kind']})")
                                   for e in recent) or "no fault"
-                end = t if t is not None else run.t_stop
-                flag("split", bad_from, f"{alg}: {what} for {1000 * (end - bad_from):.0f} ms beyond "
-                     f"its allowance, from +{rel(bad_from):.2f}s (views then: {seen}; "
+                flag("split", bad_from, f"{alg}: {what} beyond the allowance from "
+                     f"+{rel(bad_from):.2f}s to +{rel(end):.2f}s (views then: {seen}; "
                      f"events in the 10 s before: {cause})", alg)
                 bad_from = None
 
