@@ -41,7 +41,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ALGORITHMS = ["bully", "improved-bully", "ring", "lcr", "hs", "raft"]
