@@ -592,11 +592,27 @@ fn every_invalid_datagram_reason_is_documented() {
     let start = text.find("## 8. Drop reasons").expect("§8");
     let end = start + text[start..].find("\n## 9.").expect("§9");
     let mut documented = std::collections::BTreeSet::new();
-    for row in text[start..end].lines().filter(|l| l.starts_with("| ")) {
-        // | # | reason(s) | cause |
-        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-        for part in cells.get(2).unwrap_or(&"").split(',') {
-            if let Some(r) = part.trim().strip_prefix('`').and_then(|r| r.strip_suffix('`')) {
+    let rows: Vec<&str> = text[start..end]
+        .lines()
+        .filter(|l| l.starts_with("| "))
+        .collect();
+    let cells = |row: &str| -> Vec<String> { row.split('|').map(|c| c.trim().into()).collect() };
+    // The table's `reason` column, found by its header.
+    let column = cells(rows.first().expect("the §8 table"))
+        .iter()
+        .position(|c| c == "reason")
+        .expect("a `reason` column");
+    for row in &rows[1..] {
+        for part in cells(row)
+            .get(column)
+            .map_or("", |c| c.as_str())
+            .split([',', '/'])
+        {
+            if let Some(r) = part
+                .trim()
+                .strip_prefix('`')
+                .and_then(|r| r.strip_suffix('`'))
+            {
                 documented.insert(r.to_string());
             }
         }
@@ -654,7 +670,11 @@ fn the_byte_by_byte_listing_is_the_vector() {
         .expect("the bully-coordinator vector");
     let bytes = unhex(v.get("hex"));
     assert!(elided, "the listing elides the tag");
-    assert_eq!(hex(&bytes[..before.len()]), hex(&before), "§9 before the `…`");
+    assert_eq!(
+        hex(&bytes[..before.len()]),
+        hex(&before),
+        "§9 before the `…`"
+    );
     assert_eq!(
         hex(&bytes[bytes.len() - after.len()..]),
         hex(&after),

@@ -54,8 +54,12 @@ const OUT_KEEP_CAPACITY: usize = 64;
 /// The `reason` labels of `electd_invalid_datagrams_total` the node itself counts, for
 /// a datagram the gate passed (docs/wire.md §8): a sender that is this node or off the
 /// roster, no body, a group this node does not run, an epoch too far ahead.
-pub const NODE_DROP_REASONS: [&str; 4] =
-    ["unknown_sender", "empty", "unknown_algorithm", "future_epoch"];
+pub const NODE_DROP_REASONS: [&str; 4] = [
+    "unknown_sender",
+    "empty",
+    "unknown_algorithm",
+    "future_epoch",
+];
 
 /// Driver time: a duration since the driver's origin.
 pub type Time = Duration;

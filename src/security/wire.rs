@@ -12,11 +12,14 @@
 //!   cluster, sender 0, incarnation 0 and a missing body are therefore all invalid.
 //! - Authentication (RFC 2104 HMAC-SHA256, see [`crate::security::keyring`]): the tag is computed
 //!   over the encoded envelope with `tag` empty and `key_id` set; the receiver decodes,
-//!   clears the tag, re-encodes (prost's encoding of a given envelope is canonical) and
-//!   verifies in constant time with the key `key_id` names. Only the canonical
-//!   encoding is accepted (re-encoding the decoded envelope must give back the bytes
-//!   received: fields in order, no defaults, no unknown fields, shortest varints), so
-//!   no two byte strings carry the same authenticated content.
+//!   clears the tag, re-encodes ([`encode_canonical`]) and verifies in constant time
+//!   with the key `key_id` names. Only the canonical encoding (docs/wire.md §3) is
+//!   accepted (re-encoding the decoded envelope must give back the bytes received:
+//!   fields in ascending number order, the body included, no defaults, no unknown
+//!   fields, shortest varints), so no two byte strings carry the same authenticated
+//!   content.
+//! - A body travels only in a group that uses it
+//!   ([`crate::contract::registry::Entry::carries`]); another group is `algorithm`.
 //! - Every envelope carries a [`Header`]: the receiver's roster id and a datagram
 //!   counter (both non-zero, both covered by the tag). This module only checks that
 //!   they are present; [`crate::security::gate`] checks that the datagram is for this node and
@@ -866,7 +869,9 @@ mod tests {
         let mut head = env.clone();
         (head.counter, head.receiver, head.body) = (0, 0, None);
         let mut bytes = head.encode_to_vec();
-        bytes.extend_from_slice(&[0xd8, 0x01, 0x05, 0xe0, 0x01, 0x01, 0xea, 0x01, 0x02, 0x08, 0x0e]);
+        bytes.extend_from_slice(&[
+            0xd8, 0x01, 0x05, 0xe0, 0x01, 0x01, 0xea, 0x01, 0x02, 0x08, 0x0e,
+        ]);
         assert_eq!(c.decode(&bytes), Ok((d, HDR)));
     }
 
