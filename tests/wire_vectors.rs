@@ -1,20 +1,28 @@
 //! The test vectors of docs/wire.md against the real codec: every ```` ```vector ````
-//! block of the document is decoded with prost, rendered field by field as the
-//! document describes it and compared with the block's `envelope:` and `body:` lines;
+//! block of the document is decoded (the envelope with prost, the body with this
+//! test's own reader of proto/electd.proto), rendered field by field as the document
+//! describes it and compared with the block's `envelope:` and `body:` lines;
 //! then it goes through a receiving node's gate ([`electd::security::gate::Gate`], which runs
 //! `wire`, `keyring` and `replay`) and must be accepted or dropped for the reason the
 //! block names. Accepted vectors must also be exactly what electd's own encoder
 //! produces for the decoded datagram (canonical encoding, deterministic tag).
 //!
-//! Independently of prost and of electd's keyring, the test recomputes each vector's
-//! key id (first four bytes of SHA-256 of the key, big-endian) and, for the accepted
-//! ones, the HMAC-SHA256 tag over the datagram with the tag field's bytes cut out, as
-//! the document tells a third party to do.
+//! The blocks are not electd's output: scripts/wire_vectors.py makes them from the
+//! document alone (protobuf bytes written by hand, Python's `hmac`). Independently of
+//! prost and of electd's keyring, this test also recomputes each vector's key id
+//! (first four bytes of SHA-256 of the key, big-endian) and, for the accepted ones, the
+//! HMAC-SHA256 tag over the datagram with the tag field's bytes cut out, and walks each
+//! accepted datagram with a protobuf reader of its own driven by proto/electd.proto
+//! (read as text here): fields in ascending order at every level, no default written,
+//! and — across the vectors — every message and enum value of the schema present, every
+//! field of every body set at least once. A new body type, or a new field, without a
+//! vector fails here.
 //!
-//! `cargo test --test wire_vectors -- --ignored --nocapture print_vectors` prints the
-//! vector blocks from their construction below (how the document's blocks were made).
+//! Adding a vector: add it to `VECTORS` in scripts/wire_vectors.py, run it, paste the
+//! printed block into docs/wire.md §10 (`python3 scripts/wire_vectors.py --check`
+//! compares).
 
-use electd::proto::{self, envelope::Body};
+use electd::proto;
 use electd::security::gate::{Gate, GateConfig};
 use electd::security::keyring::{Key, Keyring, KEY_LEN};
 use electd::security::wire::{Codec, Header};
@@ -83,67 +91,60 @@ fn render_envelope(e: &proto::Envelope) -> String {
     )
 }
 
-fn tag(t: &Option<proto::ElectionTag>) -> String {
-    match t {
-        Some(t) => format!("tag={{initiator={} seq={}}}", t.initiator, t.seq),
-        None => "tag=absent".into(),
-    }
-}
-
-/// The document's rendering of a body: the oneof field's name, then its fields.
-fn render_body(b: &Option<Body>) -> String {
-    match b {
-        None => "absent".into(),
-        Some(Body::Election(m)) => format!("election {} epoch={}", tag(&m.tag), m.epoch),
-        Some(Body::Ok(m)) => format!("ok responder={} {}", m.responder, tag(&m.tag)),
-        Some(Body::Coordinator(m)) => format!(
-            "coordinator leader={} epoch={} {}",
-            m.leader,
-            m.epoch,
-            tag(&m.tag)
-        ),
-        Some(Body::YouAreCoordinator(m)) => {
-            format!("you_are_coordinator {} epoch={}", tag(&m.tag), m.epoch)
+/// The document's rendering of a body, read from the datagram by this test's own
+/// protobuf reader and proto/electd.proto: the oneof field's name, then every field of
+/// its message in number order, defaults included (`0`, `false`, `[]`; a nested message
+/// as `{field=value …}`, `absent` when missing). A new field of the schema shows up
+/// here without a change to this test.
+fn render_body(schema: &Schema, envelope: &[u8]) -> Result<String, String> {
+    fn message(schema: &Schema, name: &str, bytes: &[u8]) -> Result<Vec<String>, String> {
+        let fields = read_fields(bytes, false)?;
+        let mut out = Vec::new();
+        for f in &schema.messages[name] {
+            let values: Vec<&Value> = fields
+                .iter()
+                .filter(|(n, _)| *n == f.number)
+                .map(|(_, v)| v)
+                .collect();
+            let shown = match (f.ty.as_str(), values.first()) {
+                (ty, Some(Value::Bytes(b))) if schema.is_message(ty) => {
+                    format!("{{{}}}", message(schema, ty, b)?.join(" "))
+                }
+                (ty, None) if schema.is_message(ty) => "absent".into(),
+                ("bool", v) => matches!(v, Some(Value::Varint(1))).to_string(),
+                (ty, v) if ty.starts_with("repeated ") => {
+                    let mut ids = Vec::new();
+                    if let Some(Value::Bytes(mut b)) = v {
+                        while !b.is_empty() {
+                            ids.push(read_varint(&mut b, false)?.to_string());
+                        }
+                    }
+                    format!("[{}]", ids.join(", "))
+                }
+                (_, Some(Value::Varint(n))) => n.to_string(),
+                (_, None) => "0".into(),
+                (ty, Some(Value::Bytes(_))) => return Err(format!("{name}.{}: {ty}", f.name)),
+            };
+            out.push(format!("{}={shown}", f.name));
         }
-        Some(Body::RingElection(m)) => format!(
-            "ring_election initiator={} ids={:?} epoch={}",
-            m.initiator, m.ids, m.epoch
-        ),
-        Some(Body::RingCoordinator(m)) => format!(
-            "ring_coordinator initiator={} leader={} epoch={}",
-            m.initiator, m.leader, m.epoch
-        ),
-        Some(Body::LcrElection(m)) => {
-            format!("lcr_election candidate={} round={}", m.candidate, m.round)
-        }
-        Some(Body::LcrElected(m)) => format!("lcr_elected leader={} epoch={}", m.leader, m.epoch),
-        Some(Body::Probe(m)) => format!(
-            "probe candidate={} phase={} hops={} to_right={} round={}",
-            m.candidate, m.phase, m.hops, m.to_right, m.round
-        ),
-        Some(Body::Reply(m)) => format!(
-            "reply candidate={} phase={} to_right={} round={}",
-            m.candidate, m.phase, m.to_right, m.round
-        ),
-        Some(Body::Terminate(m)) => format!("terminate leader={} epoch={}", m.leader, m.epoch),
-        Some(Body::RequestVote(m)) => format!(
-            "request_vote term={} pre_vote={}{}",
-            m.term,
-            m.pre_vote,
-            if m.transfer { " transfer=true" } else { "" }
-        ),
-        Some(Body::Vote(m)) => format!(
-            "vote term={} granted={} pre_vote={}",
-            m.term, m.granted, m.pre_vote
-        ),
-        Some(Body::Heartbeat(m)) => format!("heartbeat term={} leader={}", m.term, m.leader),
-        Some(Body::HeartbeatAck(m)) => format!("heartbeat_ack term={} leader={}", m.term, m.leader),
-        Some(Body::Resign(m)) => format!("resign epoch={}", m.epoch),
-        Some(Body::TimeoutNow(m)) => format!("timeout_now term={}", m.term),
-        Some(Body::Handoff(m)) => format!("handoff epoch={} to={}", m.epoch, m.to),
-        Some(Body::Priority(m)) => format!("priority term={} priority={}", m.term, m.priority),
-        Some(Body::AckOnly(_)) => "ack_only".into(),
+        Ok(out)
     }
+    let envelope_fields = &schema.messages["Envelope"];
+    for (number, value) in read_fields(envelope, false)? {
+        let Some(f) = envelope_fields
+            .iter()
+            .find(|f| f.number == number && f.oneof.is_some())
+        else {
+            continue;
+        };
+        let Value::Bytes(b) = value else {
+            return Err(format!("body {} is not length-delimited", f.name));
+        };
+        let mut parts = vec![f.name.clone()];
+        parts.extend(message(schema, &f.ty, b)?);
+        return Ok(parts.join(" "));
+    }
+    Ok("absent".into())
 }
 
 /// One ```vector block.
@@ -220,6 +221,7 @@ fn without_tag(bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn the_documents_vectors_hold_against_the_codec() {
+    let schema = Schema::read();
     let vectors = document_vectors();
     assert!(
         vectors.len() >= 10,
@@ -242,7 +244,8 @@ fn the_documents_vectors_hold_against_the_codec() {
         match proto::Envelope::decode(bytes.as_slice()) {
             Ok(env) => {
                 assert_eq!(render_envelope(&env), v.get("envelope"), "{name}: envelope");
-                assert_eq!(render_body(&env.body), v.get("body"), "{name}: body");
+                let body = render_body(&schema, &bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(body, v.get("body"), "{name}: body");
             }
             Err(e) => assert_eq!(v.get("envelope"), "not protobuf", "{name}: {e}"),
         }
@@ -294,241 +297,388 @@ fn the_documents_vectors_hold_against_the_codec() {
     assert!(reasons.len() >= 6, "drop reasons covered: {reasons:?}");
 }
 
-/// The vectors as they were made: datagrams from electd's own encoder, and for the
-/// malformed ones envelopes built by hand and signed the documented way.
-#[test]
-#[ignore = "prints the vector blocks of docs/wire.md"]
-fn print_vectors() {
-    use electd::contract::algorithm::AlgorithmKind;
-    use electd::contract::message::{ElectionTag, Message};
-    use electd::node::Datagram;
+// ---------------------------------------------------------------------------------
+// proto/electd.proto, read as text: the schema the vectors must cover.
 
-    let k1 = Keyring::new(Key::new(key("k1")));
-    let k2 = Keyring::new(Key::new(key("k2")));
-    let codec = |k: &Keyring| Codec::new(CLUSTER, &ROSTER, Some(k.clone()));
-    let dg = |from, seq, ack, group: Option<AlgorithmKind>, body: Option<Message>| Datagram {
-        from,
-        incarnation: INCARNATION,
-        seq,
-        ack,
-        group,
-        body,
-    };
-    let sign = |mut env: proto::Envelope, k: &Keyring| {
-        env.tag.clear();
-        env.key_id = k.primary().id;
-        let (_, t) = k.sign(&env.encode_to_vec());
-        env.tag = t;
-        env.encode_to_vec()
-    };
-    let print =
-        |name: &str, key: &str, at: NodeId, bytes: &[u8], expect: &str, after: Option<&str>| {
-            println!("```vector");
-            println!("name: {name}");
-            println!("key: {key}");
-            println!("key_id: {:#010x}", Key::new(self::key(key)).id);
-            println!("at: node {at}");
-            if let Some(a) = after {
-                println!("after: {a}");
-            }
-            let h = hex(bytes);
-            for (i, chunk) in h.as_bytes().chunks(64).enumerate() {
-                let chunk = std::str::from_utf8(chunk).unwrap();
-                if i == 0 {
-                    println!("hex: {chunk}");
-                } else {
-                    println!("     {chunk}");
-                }
-            }
-            match proto::Envelope::decode(bytes) {
-                Ok(env) => {
-                    println!("envelope: {}", render_envelope(&env));
-                    println!("body: {}", render_body(&env.body));
-                }
-                Err(_) => println!("envelope: not protobuf"),
-            }
-            println!("expect: {expect}");
-            println!("```\n");
-        };
-    let t = ElectionTag {
-        initiator: 5,
-        seq: 1,
-    };
-    let coord = dg(
-        5,
-        1,
-        0,
-        Some(AlgorithmKind::Bully),
-        Some(Message::Coordinator {
-            leader: 5,
-            epoch: 1,
-            tag: t,
-        }),
-    );
-    let coord_bytes = codec(&k1)
-        .encode(&coord, Header { to: 1, counter: 1 })
-        .unwrap();
-    print("bully-coordinator", "k1", 1, &coord_bytes, "accept", None);
-
-    let ack = dg(1, 0, 1, None, None);
-    let ack_bytes = codec(&k1)
-        .encode(&ack, Header { to: 5, counter: 1 })
-        .unwrap();
-    print("ack-only", "k1", 5, &ack_bytes, "accept", None);
-
-    let hb = dg(
-        5,
-        0,
-        0,
-        Some(AlgorithmKind::Raft),
-        Some(Message::Heartbeat { term: 3, leader: 5 }),
-    );
-    let hb_bytes = codec(&k1)
-        .encode(&hb, Header { to: 2, counter: 7 })
-        .unwrap();
-    print("raft-heartbeat", "k1", 2, &hb_bytes, "accept", None);
-
-    let ring = dg(
-        2,
-        4,
-        3,
-        Some(AlgorithmKind::Ring),
-        Some(Message::RingElection {
-            initiator: 1,
-            ids: vec![1, 2],
-            epoch: 0,
-        }),
-    );
-    let ring_bytes = codec(&k1)
-        .encode(&ring, Header { to: 3, counter: 9 })
-        .unwrap();
-    print(
-        "ring-election-with-ack",
-        "k1",
-        3,
-        &ring_bytes,
-        "accept",
-        None,
-    );
-
-    print(
-        "replayed-coordinator",
-        "k1",
-        1,
-        &coord_bytes,
-        "drop replay",
-        Some("bully-coordinator"),
-    );
-    print(
-        "wrong-receiver",
-        "k1",
-        2,
-        &coord_bytes,
-        "drop receiver",
-        None,
-    );
-
-    let mut flipped = coord_bytes.clone();
-    let last = flipped.len() - 1;
-    let env = proto::Envelope::decode(coord_bytes.as_slice()).unwrap();
-    // Flip the tag's last byte (the tag field precedes key_id, counter, receiver and
-    // the body, so find it rather than assume its position).
-    let at = without_tag_position(&coord_bytes, &env.tag);
-    flipped[at] ^= 0x01;
-    let _ = last;
-    print("bad-tag", "k1", 1, &flipped, "drop bad_tag", None);
-
-    let other = codec(&k2)
-        .encode(&coord, Header { to: 1, counter: 1 })
-        .unwrap();
-    print("unknown-key", "k2", 1, &other, "drop no_key", None);
-
-    let other_cluster = Codec::new("staging", &ROSTER, Some(k1.clone()))
-        .encode(&coord, Header { to: 1, counter: 1 })
-        .unwrap();
-    print(
-        "other-cluster",
-        "k1",
-        1,
-        &other_cluster,
-        "drop cluster",
-        None,
-    );
-
-    // A liveness body with a link sequence: signed, so it fails on the field.
-    let mut env = proto::Envelope::decode(hb_bytes.as_slice()).unwrap();
-    env.seq = 1;
-    print(
-        "heartbeat-with-seq",
-        "k1",
-        2,
-        &sign(env, &k1),
-        "drop invalid_field",
-        None,
-    );
-
-    // An ack-only datagram that names an algorithm.
-    let mut env = proto::Envelope::decode(ack_bytes.as_slice()).unwrap();
-    env.algorithm = proto::Algorithm::Bully as i32;
-    print(
-        "ack-only-with-algorithm",
-        "k1",
-        5,
-        &sign(env, &k1),
-        "drop algorithm",
-        None,
-    );
-
-    // A sender outside the roster (signed with the cluster key all the same).
-    let mut env = proto::Envelope::decode(coord_bytes.as_slice()).unwrap();
-    env.sender = 9;
-    print(
-        "sender-not-in-roster",
-        "k1",
-        1,
-        &sign(env, &k1),
-        "drop unknown_sender",
-        None,
-    );
-
-    // An incarnation two days ahead of the receiver's clock.
-    let mut env = proto::Envelope::decode(coord_bytes.as_slice()).unwrap();
-    env.incarnation = NOW_US + 2 * 86_400 * 1_000_000;
-    print(
-        "future-incarnation",
-        "k1",
-        1,
-        &sign(env, &k1),
-        "drop future_incarnation",
-        None,
-    );
-
-    // The same sender one second earlier (a previous life) after the coordinator.
-    let mut env = proto::Envelope::decode(coord_bytes.as_slice()).unwrap();
-    env.incarnation = INCARNATION - 1_000_000;
-    env.counter = 2;
-    print(
-        "stale-incarnation",
-        "k1",
-        1,
-        &sign(env, &k1),
-        "drop stale_incarnation",
-        Some("bully-coordinator"),
-    );
-
-    // Not canonical: version written with a two-byte varint (0x81 0x00 for 1).
-    let mut noncanon = vec![0x08, 0x81, 0x00];
-    noncanon.extend_from_slice(&coord_bytes[2..]);
-    print("overlong-varint", "k1", 1, &noncanon, "drop decode", None);
+/// One field of a message of the schema.
+#[derive(Debug, Clone)]
+struct Field {
+    name: String,
+    number: u64,
+    ty: String,
+    /// The oneof it belongs to (the envelope's `body`), if any.
+    oneof: Option<String>,
 }
 
-/// Index of the last byte of the tag field's value inside `bytes`.
-fn without_tag_position(bytes: &[u8], tag: &[u8]) -> usize {
-    let mut needle = vec![0x42, tag.len() as u8];
-    needle.extend_from_slice(tag);
-    let at = bytes
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .unwrap();
-    at + needle.len() - 1
+#[derive(Debug, Default)]
+struct Schema {
+    messages: BTreeMap<String, Vec<Field>>,
+    /// Enum name → (value name, number).
+    enums: BTreeMap<String, Vec<(String, u64)>>,
+}
+
+impl Schema {
+    fn read() -> Schema {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/proto/electd.proto");
+        let text = std::fs::read_to_string(path).expect("proto/electd.proto");
+        let mut code = String::new();
+        for line in text.lines() {
+            let line = line.split("//").next().unwrap_or("");
+            for c in line.chars() {
+                if "{};=".contains(c) {
+                    code.push(' ');
+                    code.push(c);
+                    code.push(' ');
+                } else {
+                    code.push(c);
+                }
+            }
+            code.push('\n');
+        }
+        let tokens: Vec<&str> = code.split_whitespace().collect();
+        let mut schema = Schema::default();
+        let mut i = 0;
+        // The top level: `syntax = …;`, `package …;`, `enum N { … }`, `message N { … }`.
+        while i < tokens.len() {
+            match tokens[i] {
+                "enum" => {
+                    let name = tokens[i + 1].to_string();
+                    assert_eq!(tokens[i + 2], "{");
+                    i += 3;
+                    let mut values = Vec::new();
+                    while tokens[i] != "}" {
+                        // VALUE = N ;
+                        assert_eq!((tokens[i + 1], tokens[i + 3]), ("=", ";"), "enum {name}");
+                        let n = tokens[i + 2].parse().expect("enum value");
+                        values.push((tokens[i].to_string(), n));
+                        i += 4;
+                    }
+                    schema.enums.insert(name, values);
+                    i += 1;
+                }
+                "message" => {
+                    let name = tokens[i + 1].to_string();
+                    assert_eq!(tokens[i + 2], "{");
+                    i += 3;
+                    let mut fields = Vec::new();
+                    let mut oneof: Option<String> = None;
+                    loop {
+                        match tokens[i] {
+                            "}" if oneof.is_some() => {
+                                oneof = None;
+                                i += 1;
+                            }
+                            "}" => break,
+                            "oneof" => {
+                                oneof = Some(tokens[i + 1].to_string());
+                                assert_eq!(tokens[i + 2], "{");
+                                i += 3;
+                            }
+                            _ => {
+                                // [repeated] TYPE NAME = N ;
+                                let repeated = tokens[i] == "repeated";
+                                let at = i + usize::from(repeated);
+                                assert_eq!(
+                                    (tokens[at + 2], tokens[at + 4]),
+                                    ("=", ";"),
+                                    "message {name}: {:?}",
+                                    &tokens[i..at + 5]
+                                );
+                                let ty = if repeated {
+                                    format!("repeated {}", tokens[at])
+                                } else {
+                                    tokens[at].to_string()
+                                };
+                                fields.push(Field {
+                                    name: tokens[at + 1].to_string(),
+                                    number: tokens[at + 3].parse().expect("field number"),
+                                    ty,
+                                    oneof: oneof.clone(),
+                                });
+                                i = at + 5;
+                            }
+                        }
+                    }
+                    schema.messages.insert(name, fields);
+                    i += 1;
+                }
+                _ => {
+                    // `syntax = "proto3";`, `package electd.v1;`: up to the `;`.
+                    while tokens[i] != ";" {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+        }
+        schema
+    }
+
+    fn is_message(&self, ty: &str) -> bool {
+        self.messages.contains_key(ty)
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// A protobuf reader of its own (not prost): keys, varints and length-delimited values.
+
+/// A varint; `strict`: in its shortest form only (docs/wire.md §3).
+fn read_varint(b: &mut &[u8], strict: bool) -> Result<u64, String> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&byte, rest) = b.split_first().ok_or("truncated varint")?;
+        *b = rest;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            if strict && byte == 0 && shift > 0 {
+                return Err("over-long varint".into());
+            }
+            return Ok(v);
+        }
+    }
+    Err("varint over 10 bytes".into())
+}
+
+/// The fields of one message as written: (number, value), the value a varint or the
+/// bytes of a length-delimited field.
+enum Value<'a> {
+    Varint(u64),
+    Bytes(&'a [u8]),
+}
+
+fn read_fields(mut b: &[u8], strict: bool) -> Result<Vec<(u64, Value<'_>)>, String> {
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let key = read_varint(&mut b, strict)?;
+        let value = match key & 7 {
+            0 => Value::Varint(read_varint(&mut b, strict)?),
+            2 => {
+                let n = usize::try_from(read_varint(&mut b, strict)?).map_err(|e| e.to_string())?;
+                if n > b.len() {
+                    return Err("length beyond the end".into());
+                }
+                let (v, rest) = b.split_at(n);
+                b = rest;
+                Value::Bytes(v)
+            }
+            w => return Err(format!("wire type {w}")),
+        };
+        out.push((key >> 3, value));
+    }
+    Ok(out)
+}
+
+/// What the vectors show of the schema: per message, the field numbers seen set (not
+/// default) in some accepted vector; the enum values seen.
+#[derive(Default)]
+struct Seen {
+    fields: BTreeMap<String, std::collections::BTreeSet<u64>>,
+    enum_values: std::collections::BTreeSet<(String, u64)>,
+}
+
+/// Walk `bytes` as message `name` of `schema`: every field known, in ascending number
+/// order, no scalar at its default (docs/wire.md §3); record what is set in `seen`.
+fn walk(schema: &Schema, name: &str, bytes: &[u8], seen: &mut Seen) -> Result<(), String> {
+    let fields = &schema.messages[name];
+    let mut last = 0;
+    let mut bodies = 0;
+    for (number, value) in read_fields(bytes, true)? {
+        if number <= last {
+            return Err(format!("{name}: field {number} after field {last}"));
+        }
+        last = number;
+        let f = fields
+            .iter()
+            .find(|f| f.number == number)
+            .ok_or_else(|| format!("{name}: unknown field {number}"))?;
+        bodies += usize::from(f.oneof.is_some());
+        seen.fields.entry(name.into()).or_default().insert(number);
+        match value {
+            Value::Varint(0) => return Err(format!("{name}.{}: default written", f.name)),
+            Value::Varint(v) => {
+                if schema.enums.contains_key(&f.ty) {
+                    seen.enum_values.insert((f.ty.clone(), v));
+                }
+            }
+            Value::Bytes(b) if schema.is_message(&f.ty) => walk(schema, &f.ty, b, seen)?,
+            Value::Bytes([]) => return Err(format!("{name}.{}: empty written", f.name)),
+            Value::Bytes(_) => {}
+        }
+    }
+    if bodies > 1 {
+        return Err(format!("{name}: {bodies} members of one oneof"));
+    }
+    Ok(())
+}
+
+/// Every message of proto/electd.proto, every field of every body message and every
+/// enum value shows up in an accepted vector of docs/wire.md, each in canonical form.
+#[test]
+fn every_type_and_field_of_the_schema_has_a_vector() {
+    let schema = Schema::read();
+    let envelope = &schema.messages["Envelope"];
+    let bodies: Vec<&Field> = envelope.iter().filter(|f| f.oneof.is_some()).collect();
+    assert!(!bodies.is_empty(), "no oneof read from the schema");
+    let mut seen = Seen::default();
+    for v in document_vectors() {
+        let name = v.get("name");
+        let bytes = unhex(v.get("hex"));
+        let walked = walk(&schema, "Envelope", &bytes, &mut Seen::default());
+        match v.get("expect") {
+            "accept" => {
+                walked.unwrap_or_else(|e| panic!("{name}: {e}"));
+                walk(&schema, "Envelope", &bytes, &mut seen).unwrap();
+            }
+            // Not canonical to this reader either.
+            "drop decode" => assert!(walked.is_err(), "{name} is canonical"),
+            _ => {}
+        }
+    }
+    // Every body of the oneof, in an accepted vector, with each of its fields set.
+    let mut missing = Vec::new();
+    for b in &bodies {
+        if !seen.fields["Envelope"].contains(&b.number) {
+            missing.push(format!("body {} ({})", b.name, b.number));
+        }
+    }
+    // Every message reachable from the envelope, every field of it set somewhere.
+    for (msg, fields) in &schema.messages {
+        let got = seen.fields.get(msg);
+        if got.is_none() && !fields.is_empty() {
+            missing.push(format!("message {msg}"));
+            continue;
+        }
+        for f in fields.iter().filter(|f| f.oneof.is_none()) {
+            if !got.is_some_and(|g| g.contains(&f.number)) {
+                missing.push(format!("{msg}.{} set", f.name));
+            }
+        }
+    }
+    // A message without fields (`Ack`) is reached as the type of a body.
+    for (msg, fields) in &schema.messages {
+        if fields.is_empty() && !bodies.iter().any(|b| &b.ty == msg) {
+            missing.push(format!("message {msg} (no field, not a body)"));
+        }
+    }
+    // Every value of every enum, UNSPECIFIED (0) included (written as absent: the
+    // ack-only vectors).
+    for (e, values) in &schema.enums {
+        for (value, n) in values {
+            let shown = if *n == 0 {
+                document_vectors().iter().any(|v| {
+                    v.get("expect") == "accept" && v.get("envelope").contains(value.as_str())
+                })
+            } else {
+                seen.enum_values.contains(&(e.clone(), *n))
+            };
+            if !shown {
+                missing.push(format!("{e}.{value}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/wire.md §10 has no accepted vector showing: {missing:#?}"
+    );
+}
+
+/// Every `reason` of `electd_invalid_datagrams_total` (the list electd registers the
+/// metric's series from) is a row of docs/wire.md §8, and every reason there is one.
+#[test]
+fn every_invalid_datagram_reason_is_documented() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/wire.md");
+    let text = std::fs::read_to_string(path).expect("docs/wire.md");
+    let start = text.find("## 8. Drop reasons").expect("§8");
+    let end = start + text[start..].find("\n## 9.").expect("§9");
+    let mut documented = std::collections::BTreeSet::new();
+    let rows: Vec<&str> = text[start..end]
+        .lines()
+        .filter(|l| l.starts_with("| "))
+        .collect();
+    let cells = |row: &str| -> Vec<String> { row.split('|').map(|c| c.trim().into()).collect() };
+    // The table's `reason` column, found by its header.
+    let column = cells(rows.first().expect("the §8 table"))
+        .iter()
+        .position(|c| c == "reason")
+        .expect("a `reason` column");
+    for row in &rows[1..] {
+        for part in cells(row)
+            .get(column)
+            .map_or("", |c| c.as_str())
+            .split([',', '/'])
+        {
+            if let Some(r) = part
+                .trim()
+                .strip_prefix('`')
+                .and_then(|r| r.strip_suffix('`'))
+            {
+                documented.insert(r.to_string());
+            }
+        }
+    }
+    let code: std::collections::BTreeSet<String> = electd::daemon::metrics::invalid_reasons()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let undocumented: Vec<_> = code.difference(&documented).collect();
+    assert!(
+        undocumented.is_empty(),
+        "reasons of electd_invalid_datagrams_total missing in docs/wire.md §8: {undocumented:?}"
+    );
+    let unknown: Vec<_> = documented.difference(&code).collect();
+    assert!(
+        unknown.is_empty(),
+        "docs/wire.md §8 names reasons electd never counts: {unknown:?}"
+    );
+}
+
+/// docs/wire.md §9 lays out the `bully-coordinator` vector byte by byte (the tag's
+/// middle elided with `…`): the bytes it shows are the vector's, in place.
+#[test]
+fn the_byte_by_byte_listing_is_the_vector() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/wire.md");
+    let text = std::fs::read_to_string(path).expect("docs/wire.md");
+    let start = text.find("## 9. One datagram").expect("§9");
+    let listing = &text[start..];
+    let listing = &listing[listing.find("```text\n").expect("listing") + 8..];
+    let listing = &listing[..listing.find("```").expect("end of listing")];
+    // The bytes before the elision and after it: each line's leading hex tokens (the
+    // column up to the first double space; the field numbers follow it).
+    let (mut before, mut after, mut elided) = (Vec::new(), Vec::new(), false);
+    for line in listing.lines() {
+        let column = line.trim_start().split("  ").next().unwrap_or("");
+        for token in column.split_whitespace() {
+            if token == "…" {
+                elided = true;
+            } else if token.len() == 2 && token.chars().all(|c| c.is_ascii_hexdigit()) {
+                let b = u8::from_str_radix(token, 16).unwrap();
+                if elided {
+                    after.push(b);
+                } else {
+                    before.push(b);
+                }
+            } else {
+                break;
+            }
+        }
+    }
+    let vectors = document_vectors();
+    let v = vectors
+        .iter()
+        .find(|v| v.get("name") == "bully-coordinator")
+        .expect("the bully-coordinator vector");
+    let bytes = unhex(v.get("hex"));
+    assert!(elided, "the listing elides the tag");
+    assert_eq!(
+        hex(&bytes[..before.len()]),
+        hex(&before),
+        "§9 before the `…`"
+    );
+    assert_eq!(
+        hex(&bytes[bytes.len() - after.len()..]),
+        hex(&after),
+        "§9 after the `…`"
+    );
+    // What is elided is the middle of the 32-byte tag: 32 minus the 2 + 2 shown.
+    assert_eq!(before.len() + 28 + after.len(), bytes.len(), "§9 length");
 }

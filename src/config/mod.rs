@@ -301,8 +301,9 @@ impl Config {
         }
         if matches!(self.security, Security::Insecure) {
             out.push(
-                "security.insecure = true: datagrams are neither authenticated nor checked for \
-                 replay (test networks only)"
+                "security.insecure = true: datagrams are not authenticated: anyone who can \
+                 reach the port can forge any of them (the replay window still drops repeated \
+                 datagrams, but not forged ones; test networks only)"
                     .to_string(),
             );
         }

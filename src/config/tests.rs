@@ -788,3 +788,44 @@ fn health_checks_parse_with_defaults_and_every_bad_key_is_blamed() {
     .expect_err("unknown key");
     assert!(e.to_string().contains("script"), "{e}");
 }
+
+/// The insecure warning says what that mode gives up and what it keeps, as the receive
+/// path does it: no authentication, but a replayed datagram is still dropped.
+#[test]
+fn insecure_warning_matches_what_the_receive_path_checks() {
+    use crate::contract::message::Message;
+    use crate::node::Datagram;
+    use crate::security::gate::{Gate, GateConfig};
+    let c = parse(&head("")).unwrap();
+    let w = c
+        .warnings()
+        .into_iter()
+        .find(|w| w.starts_with("security.insecure"))
+        .expect("a warning for insecure = true");
+    assert!(w.contains("not authenticated"), "{w}");
+    // A gate without keys, as insecure mode builds it, still runs the replay window.
+    let gate = |me| {
+        Gate::new(GateConfig {
+            me,
+            cluster: "t".into(),
+            roster: vec![1, 2, 3],
+            keys: None,
+            sources: None,
+            group: false,
+        })
+    };
+    let d = Datagram {
+        from: 1,
+        incarnation: 1_000_000,
+        seq: 1,
+        ack: 0,
+        group: Some(AlgorithmKind::Bully),
+        body: Some(Message::Resign { epoch: 1 }),
+    };
+    let bytes = gate(1).seal(2, &d).unwrap();
+    let mut rx = gate(2);
+    assert!(rx.open(&bytes, None, 2_000_000).is_ok());
+    let again = rx.open(&bytes, None, 2_000_000).map_err(|e| e.reason());
+    assert_eq!(again, Err("replay"));
+    assert!(w.contains("replay window still drops repeated"), "{w}");
+}

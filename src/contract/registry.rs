@@ -330,6 +330,24 @@ pub fn by_name(name: &str) -> Option<&'static Entry> {
         .find(|e| e.name == norm || e.aliases.contains(&norm.as_str()))
 }
 
+impl Entry {
+    /// Does a body of type `t` belong to this group (docs/wire.md §7)? Its own election
+    /// types, the [`COMMON_TYPES`], and the transfer and priority bodies of its kind:
+    /// TIMEOUT_NOW where elections run on randomized timeouts (Raft), HANDOFF and
+    /// PRIORITY where a heartbeat failure detector watches the leader (every other
+    /// group). The codec drops a body of another group as `algorithm`.
+    pub fn carries(&self, t: MessageType) -> bool {
+        let detector = !matches!(self.recovery, Recovery::RandomizedTimeout);
+        self.message_types.contains(&t)
+            || COMMON_TYPES.contains(&t)
+            || match t {
+                MessageType::TimeoutNow => !detector,
+                MessageType::Handoff | MessageType::Priority => detector,
+                _ => false,
+            }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,6 +407,13 @@ mod tests {
             };
             let built = crate::algorithms::build(e.kind, cfg).expect("builds");
             assert_eq!(built.leader(), None, "{} starts with a leader", e.name);
+            // `carries` tells the failure-detector groups by their recovery.
+            assert_eq!(
+                built.uses_failure_detector(),
+                !matches!(e.recovery, Recovery::RandomizedTimeout),
+                "{}",
+                e.name
+            );
         }
         // Every wire value the proto defines is claimed by exactly one entry.
         for v in 1..=REGISTRY.len() as i32 {

@@ -27,6 +27,18 @@ use prometheus::{
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+/// Every `reason` label of `electd_invalid_datagrams_total`, each once: the gate's
+/// (codec, receiver, source, replay windows) and the node's (docs/wire.md §8).
+pub fn invalid_reasons() -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = crate::security::gate::Dropped::reasons().collect();
+    for r in crate::node::NODE_DROP_REASONS {
+        if !all.contains(&r) {
+            all.push(r);
+        }
+    }
+    all
+}
+
 /// Histogram buckets of `election_duration_seconds`: 1 ms doubling, up to ~16 s.
 pub fn election_buckets() -> Vec<f64> {
     exponential_buckets(0.001, 2.0, 15).unwrap_or_else(|_| vec![0.001])
@@ -419,7 +431,7 @@ impl Metrics {
         };
         // Zeros for every reason the wire layer can drop a datagram for, so that the
         // first invalid datagram shows up in rate() instead of starting a new series.
-        for reason in crate::security::gate::Dropped::reasons() {
+        for reason in invalid_reasons() {
             m.invalid.with_label_values(&[reason]);
         }
         // Likewise every hook result, so that alerts on hook failures see the first one.

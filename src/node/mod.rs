@@ -51,6 +51,16 @@ use std::time::Duration;
 /// Effects buffers larger than this are freed after use rather than kept.
 const OUT_KEEP_CAPACITY: usize = 64;
 
+/// The `reason` labels of `electd_invalid_datagrams_total` the node itself counts, for
+/// a datagram the gate passed (docs/wire.md §8): a sender that is this node or off the
+/// roster, no body, a group this node does not run, an epoch too far ahead.
+pub const NODE_DROP_REASONS: [&str; 4] = [
+    "unknown_sender",
+    "empty",
+    "unknown_algorithm",
+    "future_epoch",
+];
+
 /// Driver time: a duration since the driver's origin.
 pub type Time = Duration;
 
@@ -592,7 +602,7 @@ impl Node {
             return;
         }
         let (Some(kind), Some(msg)) = (d.group, d.body) else {
-            self.count_invalid("no_body");
+            self.count_invalid("empty");
             return;
         };
         let Some(g) = self.group_index(kind) else {
@@ -1276,7 +1286,8 @@ impl Node {
         &self.invalid
     }
 
-    /// Count a datagram dropped before it reached the node (decode, auth, …).
+    /// Count a dropped datagram: the node's own drops ([`NODE_DROP_REASONS`]), and a
+    /// driver without metrics of its own may count the gate's here too.
     pub fn count_invalid(&mut self, reason: &'static str) {
         *self.invalid.entry(reason).or_insert(0) += 1;
     }

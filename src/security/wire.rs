@@ -12,11 +12,14 @@
 //!   cluster, sender 0, incarnation 0 and a missing body are therefore all invalid.
 //! - Authentication (RFC 2104 HMAC-SHA256, see [`crate::security::keyring`]): the tag is computed
 //!   over the encoded envelope with `tag` empty and `key_id` set; the receiver decodes,
-//!   clears the tag, re-encodes (prost's encoding of a given envelope is canonical) and
-//!   verifies in constant time with the key `key_id` names. Only the canonical
-//!   encoding is accepted (re-encoding the decoded envelope must give back the bytes
-//!   received: fields in order, no defaults, no unknown fields, shortest varints), so
-//!   no two byte strings carry the same authenticated content.
+//!   clears the tag, re-encodes ([`encode_canonical`]) and verifies in constant time
+//!   with the key `key_id` names. Only the canonical encoding (docs/wire.md §3) is
+//!   accepted (re-encoding the decoded envelope must give back the bytes received:
+//!   fields in ascending number order, the body included, no defaults, no unknown
+//!   fields, shortest varints), so no two byte strings carry the same authenticated
+//!   content.
+//! - A body travels only in a group that uses it
+//!   ([`crate::contract::registry::Entry::carries`]); another group is `algorithm`.
 //! - Every envelope carries a [`Header`]: the receiver's roster id and a datagram
 //!   counter (both non-zero, both covered by the tag). This module only checks that
 //!   they are present; [`crate::security::gate`] checks that the datagram is for this node and
@@ -159,12 +162,15 @@ impl Codec {
     /// Encode (and sign) one datagram. Fails only if it would exceed [`MAX_DATAGRAM`].
     pub fn encode(&self, d: &Datagram, h: Header) -> Result<Vec<u8>, WireError> {
         let mut env = self.envelope(d, h);
+        let mut bytes = Vec::with_capacity(128);
         if let Some(keys) = &self.keys {
             env.key_id = keys.primary().id;
-            let (_, tag) = keys.sign(&env.encode_to_vec());
+            encode_canonical(&mut env, &mut bytes);
+            let (_, tag) = keys.sign(&bytes);
             env.tag = tag;
+            bytes.clear();
         }
-        let bytes = env.encode_to_vec();
+        encode_canonical(&mut env, &mut bytes);
         if bytes.len() > MAX_DATAGRAM {
             return Err(WireError::Oversize);
         }
@@ -220,16 +226,16 @@ impl Codec {
         };
         let mut env = self.envelope(&beat, Header::default());
         let Some(keys) = &self.keys else {
-            let bytes = env.encode_to_vec();
+            let bytes = canonical(env);
             let compare = vec![true; bytes.len()];
             return (bytes, compare);
         };
         let (key_id, tag) = keys.sign(b"");
         env.key_id = key_id;
         env.tag = vec![0; tag.len()];
-        let zeros = env.encode_to_vec();
+        let zeros = canonical(env.clone());
         env.tag = vec![0xff; tag.len()];
-        let ones = env.encode_to_vec();
+        let ones = canonical(env);
         let compare = zeros.iter().zip(&ones).map(|(a, b)| a == b).collect();
         (zeros, compare)
     }
@@ -252,7 +258,8 @@ impl Codec {
         // (Both re-encodings go to one buffer per thread: no allocation per datagram.)
         SCRATCH.with_borrow_mut(|buf| {
             buf.clear();
-            if env.encode(buf).is_err() || buf.as_slice() != bytes {
+            encode_canonical(&mut env, buf);
+            if buf.as_slice() != bytes {
                 return Err(WireError::Decode);
             }
             if env.version != WIRE_VERSION {
@@ -267,7 +274,7 @@ impl Codec {
                     return Err(WireError::BadTag);
                 }
                 buf.clear();
-                env.encode(buf).map_err(|_| WireError::Decode)?;
+                encode_canonical(&mut env, buf);
                 keys.verify(env.key_id, buf, &tag).map_err(|e| match e {
                     VerifyError::UnknownKey => WireError::NoKey(env.key_id),
                     VerifyError::BadTag => WireError::BadTag,
@@ -314,6 +321,11 @@ impl Codec {
             .and_then(algorithm_from_proto)
             .ok_or(WireError::Algorithm)?;
         let msg = self.message_of(body)?;
+        // A body travels only in a group that uses it: an ELECTION under RAFT or a
+        // TIMEOUT_NOW under BULLY names the wrong group.
+        if !group.info().carries(msg.kind()) {
+            return Err(WireError::Algorithm);
+        }
         // Reliable bodies travel with a link sequence, liveness beacons without.
         if msg.kind().is_reliable() != (env.seq != 0) {
             return Err(WireError::InvalidField("seq"));
@@ -578,6 +590,52 @@ fn to_body(m: &Message) -> Body {
     }
 }
 
+/// The canonical encoding of `env` (docs/wire.md §3), appended to `buf`: every field
+/// in ascending field-number order, defaults left out.
+///
+/// prost writes a oneof where its lowest number (10) falls, so a body numbered above
+/// `receiver` (28) — TIMEOUT_NOW (29), HANDOFF (30), PRIORITY (31) — would land between
+/// `key_id` (9) and `counter` (27). The envelope is therefore written in parts: the
+/// header fields below the body (1–9), then the body and the trailer (`counter` 27,
+/// `receiver` 28) in the order of their numbers. `env` is left as it was.
+pub fn encode_canonical(env: &mut proto::Envelope, buf: &mut Vec<u8>) {
+    let body = env.body.take();
+    let (counter, receiver) = (env.counter, env.receiver);
+    (env.counter, env.receiver) = (0, 0);
+    // prost writes the fields of a message in ascending number order; with no body and
+    // no trailer that is exactly fields 1–9. (Writing to a Vec cannot fail.)
+    let _ = env.encode(buf);
+    (env.counter, env.receiver) = (counter, receiver);
+    let trailer = proto::Envelope {
+        counter,
+        receiver,
+        ..Default::default()
+    };
+    let at = buf.len();
+    if let Some(b) = &body {
+        b.encode(buf);
+    }
+    let body_len = buf.len() - at;
+    let _ = trailer.encode(buf);
+    // The body's field number, read back from the key just written.
+    let number = prost::encoding::decode_key(&mut &buf[at..at + body_len]).map_or(0, |(n, _)| n);
+    if number > TRAILER_FIRST {
+        buf[at..].rotate_left(body_len);
+    }
+    env.body = body;
+}
+
+/// The lowest field number of the envelope's trailer (`counter`): bodies numbered
+/// above it are written after the trailer.
+const TRAILER_FIRST: u32 = 27;
+
+/// [`encode_canonical`] into a new vector.
+pub fn canonical(mut env: proto::Envelope) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(128);
+    encode_canonical(&mut env, &mut buf);
+    buf
+}
+
 fn algorithm_to_proto(k: AlgorithmKind) -> proto::Algorithm {
     k.info().wire
 }
@@ -701,14 +759,18 @@ mod tests {
         ]
     }
 
+    /// A datagram of `msg` in the first group that carries it.
     fn datagram(msg: Message) -> Datagram {
         let seq = if msg.kind().is_reliable() { 42 } else { 0 };
+        let group = AlgorithmKind::ALL
+            .into_iter()
+            .find(|k| k.info().carries(msg.kind()));
         Datagram {
             from: 2,
             incarnation: 1_700_000_000_000_000,
             seq,
             ack: 0,
-            group: Some(AlgorithmKind::Bully),
+            group: Some(group.expect("some group carries every message")),
             body: Some(msg),
         }
     }
@@ -738,6 +800,125 @@ mod tests {
             }
             let a = ack();
             assert_eq!(codec.decode(&codec.encode(&a, HDR).unwrap()), Ok((a, HDR)));
+        }
+    }
+
+    /// The field numbers of a protobuf message's top level, in the order written
+    /// (a walker of its own: keys, then varint / length-delimited values skipped).
+    fn field_numbers(mut b: &[u8]) -> Vec<u64> {
+        fn varint(b: &mut &[u8]) -> u64 {
+            let mut v = 0;
+            for shift in (0..64).step_by(7) {
+                let (&byte, rest) = b.split_first().expect("truncated varint");
+                *b = rest;
+                v |= u64::from(byte & 0x7f) << shift;
+                if byte < 0x80 {
+                    break;
+                }
+            }
+            v
+        }
+        let mut out = Vec::new();
+        while !b.is_empty() {
+            let key = varint(&mut b);
+            out.push(key >> 3);
+            match key & 7 {
+                0 => {
+                    varint(&mut b);
+                }
+                2 => {
+                    let n = varint(&mut b) as usize;
+                    b = &b[n..];
+                }
+                w => panic!("wire type {w}"),
+            }
+        }
+        out
+    }
+
+    /// docs/wire.md §3: fields in ascending number order, the body included — also
+    /// the bodies numbered above `counter` (27) and `receiver` (28).
+    #[test]
+    fn every_body_is_written_in_ascending_field_order() {
+        for codec in [secure(), insecure()] {
+            for msg in every_message() {
+                let bytes = codec.encode(&datagram(msg.clone()), HDR).unwrap();
+                let numbers = field_numbers(&bytes);
+                assert!(
+                    numbers.windows(2).all(|w| w[0] < w[1]),
+                    "{msg:?}: fields {numbers:?}"
+                );
+                assert!(numbers.ends_with(&[27, 28]) || numbers.last() > Some(&28));
+            }
+        }
+    }
+
+    /// The documented order of a body above the trailer is the one accepted: a
+    /// TIMEOUT_NOW written after `receiver` decodes, one written where prost puts a
+    /// oneof (before `counter`) is `decode`.
+    #[test]
+    fn a_high_numbered_body_after_the_trailer_is_the_canonical_one() {
+        let d = datagram(Message::TimeoutNow { term: 14 });
+        let env = envelope(&d);
+        // prost's own order: the body where its lowest number (10) falls.
+        let prost_order = env.encode_to_vec();
+        let c = insecure();
+        assert_eq!(c.decode(&prost_order), Err(WireError::Decode));
+        // Hand-assembled: the header without trailer and body, then counter 5 and
+        // receiver 1 (d8 01 05, e0 01 01), then field 29 (ea 01) holding term 14.
+        let mut head = env.clone();
+        (head.counter, head.receiver, head.body) = (0, 0, None);
+        let mut bytes = head.encode_to_vec();
+        bytes.extend_from_slice(&[
+            0xd8, 0x01, 0x05, 0xe0, 0x01, 0x01, 0xea, 0x01, 0x02, 0x08, 0x0e,
+        ]);
+        assert_eq!(c.decode(&bytes), Ok((d, HDR)));
+    }
+
+    /// docs/wire.md §7: a body travels only in its own group; any other is dropped as
+    /// `algorithm` (an ELECTION under RAFT, a TIMEOUT_NOW under BULLY, …).
+    #[test]
+    fn a_body_of_another_group_is_dropped_as_algorithm() {
+        let c = insecure();
+        let mut refused = 0;
+        for msg in every_message() {
+            for k in AlgorithmKind::ALL {
+                let mut d = datagram(msg.clone());
+                d.group = Some(k);
+                let got = c.decode(&c.encode(&d, HDR).unwrap());
+                if k.info().carries(msg.kind()) {
+                    assert_eq!(got, Ok((d, HDR)));
+                } else {
+                    assert_eq!(got, Err(WireError::Algorithm), "{msg:?} in {k}");
+                    refused += 1;
+                }
+            }
+        }
+        // Each of the 6 groups refuses at least the bodies of another family.
+        assert!(refused >= AlgorithmKind::ALL.len(), "{refused}");
+        for (msg, k) in [
+            (
+                Message::Election {
+                    tag: tag(),
+                    epoch: 1,
+                },
+                AlgorithmKind::Raft,
+            ),
+            (Message::TimeoutNow { term: 1 }, AlgorithmKind::Bully),
+            (
+                Message::Priority {
+                    term: 1,
+                    priority: 9,
+                },
+                AlgorithmKind::Raft,
+            ),
+        ] {
+            let mut d = datagram(msg);
+            d.group = Some(k);
+            assert_eq!(
+                c.decode(&c.encode(&d, HDR).unwrap()),
+                Err(WireError::Algorithm)
+            );
         }
     }
 
