@@ -75,10 +75,13 @@ impl Validator<'_> {
             _ => Path::new("."),
         };
         if !dir.is_dir() {
-            // The nearest directory that exists: `run` creates the rest below it.
-            let existing = dir.ancestors().skip(1).find(|a| a.is_dir());
+            // The nearest path that exists must be a writable directory: `run` creates
+            // the rest below it.
+            let existing = dir.ancestors().skip(1).find(|a| a.exists());
             return match existing {
-                Some(a) if writable(a) && !dir.exists() => Ok(Some(dir.to_path_buf())),
+                Some(a) if a.is_dir() && writable(a) && !dir.exists() => {
+                    Ok(Some(dir.to_path_buf()))
+                }
                 _ => Err(self.err(
                     key,
                     format!(
