@@ -28,7 +28,7 @@ fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 #[test]
 fn sighup_names_the_edits_it_does_not_apply() {
     let mut c = Cluster::new("sighup-diff", 2, &[Bully], &Timing::LOOPBACK);
-    c.start(1);
+    c.start_with_env(1, &[("ELECTD_LOG", "info")]);
     assert!(c.wait_http(1, DEADLINE), "{}", c.log(1));
     c.signal(1, libc::SIGHUP);
     wait_for("the reload's account", || {
@@ -69,7 +69,10 @@ fn run_creates_a_missing_state_directory() {
     let mut c = Cluster::new("state-dir", 1, &[Bully], &Timing::LOOPBACK);
     let dir = c.dir.join("var").join("lib").join("electd");
     let state = format!("{}/{{node}}.state", dir.display());
-    c.start_with_env(1, &[("ELECTD_STATE_FILE", state.as_str())]);
+    c.start_with_env(
+        1,
+        &[("ELECTD_STATE_FILE", state.as_str()), ("ELECTD_LOG", "info")],
+    );
     assert!(c.wait_http(1, DEADLINE), "{}", c.log(1));
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&dir).expect("created").permissions().mode();

@@ -87,6 +87,10 @@ struct Reload {
 }
 
 async fn serve(cfg: Config, reload: Reload) -> anyhow::Result<()> {
+    // SIGTERM and SIGINT are handled from here on: one that arrives as soon as the
+    // HTTP API answers must not meet the default action (death by signal, no
+    // resignation).
+    let signalled = super::shutdown_signal_now();
     let me = cfg.me().clone();
     // With multicast the heartbeats arrive from the group: nothing to batch.
     let batch = cfg.batch_heartbeats && cfg.multicast.is_none();
@@ -172,7 +176,6 @@ async fn serve(cfg: Config, reload: Reload) -> anyhow::Result<()> {
     }
     let rcfg = RuntimeConfig::from_config(&cfg, incarnation_now());
     // Both sockets are bound and the runtime starts now: ready for systemd.
-    let signalled = super::shutdown_signal_now();
     super::notify::notify_logged("READY=1");
     let shutdown = async {
         signalled.await;
