@@ -128,7 +128,9 @@ fn init_to_stdout_and_clear_errors() {
 /// `electd config check` with extra environment.
 fn check(config: &std::path::Path, extra: &[&str], env: &[(&str, String)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_electd"));
-    c.args(["config", "check", "--config"]).arg(config).args(extra);
+    c.args(["config", "check", "--config"])
+        .arg(config)
+        .args(extra);
     for (k, v) in env {
         c.env(k, v);
     }
@@ -165,11 +167,17 @@ fn init_then_check_succeeds_on_a_fresh_machine() {
     // As node 1, with its state directory not created yet (but creatable): ok, and
     // the note says `run` creates it.
     let missing = d.join("missing").join("state");
-    let state = ("ELECTD_STATE_FILE", format!("{}/{{node}}.state", missing.display()));
-    let r = check(&out, &["--node-id", "1"], &[state.clone()]);
+    let state = (
+        "ELECTD_STATE_FILE",
+        format!("{}/{{node}}.state", missing.display()),
+    );
+    let r = check(&out, &["--node-id", "1"], &[state]);
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(r.status.success(), "{err}");
-    assert!(err.contains("does not exist yet") && err.contains("creates it"), "{err}");
+    assert!(
+        err.contains("does not exist yet") && err.contains("creates it"),
+        "{err}"
+    );
     assert!(!missing.exists(), "check must not create anything");
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -32,7 +32,9 @@ fn sighup_names_the_edits_it_does_not_apply() {
     assert!(c.wait_http(1, DEADLINE), "{}", c.log(1));
     c.signal(1, libc::SIGHUP);
     wait_for("the reload's account", || {
-        c.log(1).contains("matches the running configuration").then_some(())
+        c.log(1)
+            .contains("matches the running configuration")
+            .then_some(())
     });
     let log = c.log(1);
     assert!(
@@ -71,13 +73,23 @@ fn run_creates_a_missing_state_directory() {
     let state = format!("{}/{{node}}.state", dir.display());
     c.start_with_env(
         1,
-        &[("ELECTD_STATE_FILE", state.as_str()), ("ELECTD_LOG", "info")],
+        &[
+            ("ELECTD_STATE_FILE", state.as_str()),
+            ("ELECTD_LOG", "info"),
+        ],
     );
     assert!(c.wait_http(1, DEADLINE), "{}", c.log(1));
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(&dir).expect("created").permissions().mode();
+    let mode = std::fs::metadata(&dir)
+        .expect("created")
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o700);
-    assert!(c.log(1).contains("created the state directory"), "{}", c.log(1));
+    assert!(
+        c.log(1).contains("created the state directory"),
+        "{}",
+        c.log(1)
+    );
     assert_eq!(c.terminate(1, DEADLINE), Some(0), "{}", c.log(1));
 }
 
@@ -123,7 +135,9 @@ fn health_check_children_end_with_each_run_and_with_the_daemon() {
     });
     // Every finished run's child is gone (the last one may still be running).
     for &pid in &forked[..forked.len() - 1] {
-        wait_for("the child of a finished run to die", || dead(pid).then_some(()));
+        wait_for("the child of a finished run to die", || {
+            dead(pid).then_some(())
+        });
     }
     let hung_child = read(&hung)[0];
     assert!(!dead(hung_child), "the hanging check runs");

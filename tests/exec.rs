@@ -56,7 +56,11 @@ impl FakeDaemon {
                     r#"{{"node":1,"algorithm":"bully","leader":{},"is_leader":{leader},"term":3,"paused":false,"lease":"none"}}"#,
                     if leader { "1" } else { "2" }
                 );
-                let code = if leader { "200 OK" } else { "503 Service Unavailable" };
+                let code = if leader {
+                    "200 OK"
+                } else {
+                    "503 Service Unavailable"
+                };
                 let _ = write!(
                     conn,
                     "HTTP/1.1 {code}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -212,9 +216,7 @@ fn the_default_settle_keeps_the_rule_of_the_documentation() {
     let mark = d.join("started");
     let script = format!("touch {}; exec sleep 300", mark.display());
     let mut child = exec(&d, daemon.addr, &[], &["sh", "-c", &script]);
-    let started = wait_for("the command to start", || {
-        mark.exists().then(Instant::now)
-    });
+    let started = wait_for("the command to start", || mark.exists().then(Instant::now));
     let first = daemon.first_request.lock().unwrap().expect("asked");
     // The defaults of `electd exec --help`: poll 50 ms, timeout 300 ms, grace 1 s.
     let (poll, timeout, grace) = (
@@ -302,7 +304,12 @@ fn the_command_runs_only_while_the_node_leads() {
     let d = scratch("follows");
     let daemon = FakeDaemon::start(false);
     let own = d.join("own");
-    let script = format!("echo $$ > {}.tmp && mv {}.tmp {}; exec sleep 300", own.display(), own.display(), own.display());
+    let script = format!(
+        "echo $$ > {}.tmp && mv {}.tmp {}; exec sleep 300",
+        own.display(),
+        own.display(),
+        own.display()
+    );
     let mut child = exec(
         &d,
         daemon.addr,

@@ -131,7 +131,14 @@ fn status_tells_refused_silent_and_invalid_apart() {
     )
     .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_electd"))
-        .args(["status", "--format", "json", "--timeout", "500ms", "--config"])
+        .args([
+            "status",
+            "--format",
+            "json",
+            "--timeout",
+            "500ms",
+            "--config",
+        ])
         .arg(&config)
         .output()
         .expect("run electd status");

@@ -242,9 +242,10 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let lock_path = args.lock.clone().unwrap_or_else(|| {
-        exec_lock::default_path(args.algorithm.0.as_str(), addr, &args.command)
-    });
+    let lock_path = args
+        .lock
+        .clone()
+        .unwrap_or_else(|| exec_lock::default_path(args.algorithm.0.as_str(), addr, &args.command));
     let lock = ExecLock::acquire(&lock_path, args.grace)?;
     tracing::debug!(lock = %lock.path().display(), "holding the exec lock");
     // One thread: the command is spawned from the thread that lives as long as `exec`
@@ -441,7 +442,13 @@ fn start(
             }
             // SIGKILL when exec's thread (the only one that spawns) ends.
             #[cfg(target_os = "linux")]
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) == -1
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) == -1
             {
                 return Err(std::io::Error::last_os_error());
             }

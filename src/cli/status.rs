@@ -143,8 +143,8 @@ fn ask(id: NodeId, http: &str, cluster: Option<&str>, timeout: Duration) -> Node
     };
     let outcome = resolve(http).and_then(|addr| {
         // Refused, timed out and invalid replies each say so.
-        let (code, body) = request(addr, "GET", "/status", None, timeout, timeout)
-            .map_err(|e| e.to_string())?;
+        let (code, body) =
+            request(addr, "GET", "/status", None, timeout, timeout).map_err(|e| e.to_string())?;
         if code != 200 {
             return Err(format!("HTTP {code} from {addr}"));
         }

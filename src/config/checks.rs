@@ -322,7 +322,10 @@ mod tests {
         std::fs::write(&plain, "#!/bin/sh\n").unwrap();
         for (program, needle) in [
             ("/nonexistent/electd-check".to_string(), "no such file"),
-            ("electd-no-such-program-here".to_string(), "no such program on PATH"),
+            (
+                "electd-no-such-program-here".to_string(),
+                "no such program on PATH",
+            ),
             (dir.display().to_string(), "is a directory"),
             (plain.display().to_string(), "not executable"),
         ] {

@@ -47,7 +47,11 @@ impl Config {
         let (t, u) = (&self.timing, &disk.timing);
         for (key, a, b) in [
             ("timing.heartbeat", t.heartbeat, u.heartbeat),
-            ("timing.failure_timeout", t.failure_timeout, u.failure_timeout),
+            (
+                "timing.failure_timeout",
+                t.failure_timeout,
+                u.failure_timeout,
+            ),
             ("timing.answer_timeout", t.answer_timeout, u.answer_timeout),
             (
                 "timing.coordinator_timeout",
@@ -168,9 +172,17 @@ mod tests {
         let running = parse(TEXT);
         assert_eq!(running.differences(&parse(TEXT)), Vec::<String>::new());
         let edits = [
-            ("heartbeat = \"10ms\"", "heartbeat = \"20ms\"", "timing.heartbeat"),
+            (
+                "heartbeat = \"10ms\"",
+                "heartbeat = \"20ms\"",
+                "timing.heartbeat",
+            ),
             ("cluster = \"t\"", "cluster = \"u\"", "cluster"),
-            ("http = \"127.0.0.1:8002\"", "http = \"127.0.0.1:8012\"", "peer[1]"),
+            (
+                "http = \"127.0.0.1:8002\"",
+                "http = \"127.0.0.1:8012\"",
+                "peer[1]",
+            ),
             (
                 "algorithms = [\"bully\"]",
                 "algorithms = [\"bully\", \"ring\"]",
