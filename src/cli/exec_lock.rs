@@ -29,7 +29,8 @@ pub(super) struct ExecLock {
 
 /// The default lock file: in `$RUNTIME_DIRECTORY` (systemd's `RuntimeDirectory=`),
 /// else `$XDG_RUNTIME_DIR`, else the temporary directory; named after the user, the
-/// group and a hash of the daemon's address and the command line.
+/// group and a hash of the daemon's address, the network namespace (nodes in several
+/// namespaces of one machine may share an address) and the command line.
 pub(super) fn default_path(algorithm: &str, daemon: SocketAddr, command: &[String]) -> PathBuf {
     let dir = std::env::var_os("RUNTIME_DIRECTORY")
         .and_then(|d| std::env::split_paths(&d).next())
@@ -38,7 +39,8 @@ pub(super) fn default_path(algorithm: &str, daemon: SocketAddr, command: &[Strin
         .unwrap_or_else(std::env::temp_dir);
     // FNV-1a (64 bit): stable across builds, unlike std's hasher.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let key = format!("{daemon}\0{}", command.join("\0"));
+    let netns = std::fs::read_link("/proc/self/ns/net").unwrap_or_default();
+    let key = format!("{daemon}\0{}\0{}", netns.display(), command.join("\0"));
     for b in key.bytes() {
         h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
     }
