@@ -530,6 +530,40 @@ mod tests {
         assert!(parse_answer(200, "not json").is_none());
     }
 
+    /// Issue 28, §3 item 9: the default `--settle` is derived from docs/exec.md's rule
+    /// (above the stop bound by one poll), for any --poll, --timeout and --grace.
+    #[test]
+    fn the_default_settle_is_derived_from_the_rule() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct W {
+            #[command(flatten)]
+            a: ExecArgs,
+        }
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["exec", "--algorithm", "bully", "--url", "127.0.0.1:1"];
+            argv.extend(extra);
+            argv.extend(["--", "true"]);
+            W::try_parse_from(argv).expect("valid").a
+        };
+        for extra in [
+            &[][..],
+            &["--poll", "10ms", "--timeout", "2s", "--grace", "5s"],
+            &["--grace", "0s"],
+        ] {
+            let a = parse(extra);
+            assert_eq!(a.stop_bound(), a.timeout + a.grace, "{extra:?}");
+            assert_eq!(a.settle(), a.poll + a.stop_bound(), "{extra:?}");
+            assert!(a.settle() > a.stop_bound(), "{extra:?}");
+            assert!(a.request_timeout() <= a.timeout, "{extra:?}");
+        }
+        assert_eq!(
+            parse(&["--settle", "0s"]).settle(),
+            Duration::ZERO,
+            "an explicit value is kept"
+        );
+    }
+
     #[test]
     fn the_kill_lands_before_the_lease_ends() {
         let t = Instant::now();
