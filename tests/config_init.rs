@@ -124,3 +124,127 @@ fn init_to_stdout_and_clear_errors() {
         assert!(err.contains(needle), "{all:?}: {needle:?} not in {err}");
     }
 }
+
+/// `electd config check` with extra environment.
+fn check(config: &std::path::Path, extra: &[&str], env: &[(&str, String)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_electd"));
+    c.args(["config", "check", "--config"])
+        .arg(config)
+        .args(extra);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run electd config check")
+}
+
+/// Issue 28, §3 item 13: the written file failed `config check` on a fresh machine
+/// (the state directory, /var/lib/electd, missing). Checked from this machine for
+/// every node, the state directory is the nodes' business; checked as one node, a
+/// missing directory that `run` can create is no error either.
+#[test]
+fn init_then_check_succeeds_on_a_fresh_machine() {
+    let d = tmp("fresh");
+    let out = d.join("electd.toml");
+    let r = electd(&[
+        "config",
+        "init",
+        "--nodes",
+        "3",
+        "--hosts",
+        "127.0.0.1,127.0.0.2,127.0.0.3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("electd config check --config"), "{err}");
+    let r = check(&out, &[], &[]);
+    assert!(
+        r.status.success(),
+        "init then check: {}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    // As node 1, with its state directory not created yet (but creatable): ok, and
+    // the note says `run` creates it.
+    let missing = d.join("missing").join("state");
+    let state = (
+        "ELECTD_STATE_FILE",
+        format!("{}/{{node}}.state", missing.display()),
+    );
+    let r = check(&out, &["--node-id", "1"], &[state]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    assert!(
+        err.contains("does not exist yet") && err.contains("creates it"),
+        "{err}"
+    );
+    assert!(!missing.exists(), "check must not create anything");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Issue 28, §3 item 13: to standard output, init named a key file it never created,
+/// without a word. It now says how to create it; doing so makes the file check.
+#[test]
+fn init_to_stdout_says_how_to_make_the_key_it_names() {
+    let d = tmp("stdout-key");
+    let r = electd(&[
+        "config",
+        "init",
+        "--nodes",
+        "2",
+        "--hosts",
+        "127.0.0.1,127.0.0.2",
+    ]);
+    assert!(r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr).to_string();
+    assert!(err.contains("electd keygen --out electd.key"), "{err}");
+    let file = d.join("electd.toml");
+    std::fs::write(&file, &r.stdout).unwrap();
+    let before = check(&file, &[], &[]);
+    assert!(!before.status.success(), "the key is missing");
+    assert!(String::from_utf8_lossy(&before.stderr).contains("key_file"));
+    // Follow the note.
+    let key = d.join("electd.key");
+    let r = electd(&["keygen", "--out", key.to_str().unwrap()]);
+    assert!(r.status.success());
+    let r = check(&file, &[], &[]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Issue 28, §3 item 15: a check whose program does not exist was accepted; it fails
+/// every run and keeps the node out of every election. `config check` (as a node)
+/// refuses it naming the key; checking every node from another machine warns.
+#[test]
+fn a_check_program_that_does_not_exist_is_refused() {
+    let d = tmp("check-program");
+    let file = d.join("electd.toml");
+    std::fs::write(
+        &file,
+        "cluster = \"c\"\nalgorithms = [\"bully\"]\n[security]\ninsecure = true\n\
+         [[check]]\nname = \"db\"\ncommand = [\"/nonexistent/electd-check-db\", \"-q\"]\n\
+         [[peer]]\nid = 1\naddr = \"127.0.0.1:7001\"\nhttp = \"127.0.0.1:8001\"\n\
+         [[peer]]\nid = 2\naddr = \"127.0.0.1:7002\"\nhttp = \"127.0.0.1:8002\"\n",
+    )
+    .unwrap();
+    let r = check(&file, &["--node-id", "1"], &[]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("check[0].command") && err.contains("no such file"),
+        "{err}"
+    );
+    let r = check(&file, &[], &[]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    assert!(
+        err.contains("warning") && err.contains("check[0].command") && err.contains("here"),
+        "{err}"
+    );
+    // The same file with a program that exists is fine as a node.
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("/nonexistent/electd-check-db", "true")).unwrap();
+    let r = check(&file, &["--node-id", "1"], &[]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -61,8 +61,9 @@ pub struct InitArgs {
     /// Cluster name (datagrams of another cluster are dropped).
     #[arg(long, default_value = "electd")]
     pub cluster: String,
-    /// Key file named in [security] (relative to the config file). Without --insecure
-    /// and without this, `electd.key` beside the written file (created if missing).
+    /// Key file named in [security] (relative to the config file; default `electd.key`).
+    /// With --out it is created beside the written file if missing; on standard output
+    /// nothing but the text is written (a note on stderr says how to create the key).
     #[arg(long, conflicts_with = "insecure")]
     pub key_file: Option<String>,
     /// No authentication (test networks only).
@@ -100,28 +101,52 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
     };
     let every = ids.len() > 1;
     let mut warned = std::collections::BTreeSet::new();
+    let mut warn = |w: String| {
+        if warned.insert(w.clone()) {
+            eprintln!("electd: warning: {w}");
+        }
+    };
     let mut checked = Vec::new();
+    let mut to_create = std::collections::BTreeSet::new();
     for id in ids {
-        let c = match Config::load(&a.config, env.clone(), id) {
+        let here = |id: Option<electd::NodeId>| {
+            format!(
+                "here; node {} checks it again when it starts",
+                id.unwrap_or_default()
+            )
+        };
+        // Checking every node from one machine: what depends on the machine (a node's
+        // own host name, its state directory, a check's program) is checked here as a
+        // fact of this machine only; each node checks it again where it runs.
+        let loaded = if every {
+            Config::load_elsewhere(&a.config, env.clone(), id)
+        } else {
+            Config::load(&a.config, env.clone(), id).map(|c| (c, Vec::new()))
+        };
+        let (c, notes) = match loaded {
             Ok(c) => c,
-            // Checking every node from one machine: a node's own host name may resolve
-            // only where it runs (the node checks it at start).
             Err(e) if every && e.message.contains("does not resolve") => {
-                eprintln!(
-                    "electd: warning: {e} (here; node {} checks it again when it starts)",
-                    id.unwrap_or_default()
-                );
+                warn(format!("{e} ({})", here(id)));
                 checked.push(id.unwrap_or_default());
                 continue;
             }
             Err(e) => return Err(e.into()),
         };
         checked.push(c.node_id);
-        for w in c.warnings() {
-            if warned.insert(w.clone()) {
-                eprintln!("electd: warning: {w}");
-            }
+        for n in notes {
+            warn(format!("{n} ({})", here(id)));
         }
+        for w in c.warnings() {
+            warn(w);
+        }
+        to_create.extend(c.state_dir_to_create);
+    }
+    for dir in to_create {
+        eprintln!(
+            "electd: note: the state directory {} does not exist yet: `electd run` creates it \
+             (mode 0700)",
+            dir.display()
+        );
     }
     let which = match checked.as_slice() {
         [one] => format!("node {one}"),
@@ -142,7 +167,6 @@ fn init(a: InitArgs) -> anyhow::Result<()> {
             );
         }
     }
-    let default_key = a.key_file.is_none() && !a.insecure;
     let key = if a.insecure {
         KeyChoice::Insecure
     } else {
@@ -162,10 +186,12 @@ fn init(a: InitArgs) -> anyhow::Result<()> {
         multicast: a.multicast,
     };
     let text = t.render()?;
-    // Self-check: the text must parse (the key file is not read here: it may not exist yet).
+    // Self-check: the text must load, as `config check` loads it from a machine that is
+    // not a node (the key file is not read here: it may not exist yet; the state
+    // directory and host names are facts of the nodes).
     let check = text.replace("\nkey_file = ", "\ninsecure = true\n# key_file = ");
     let check = if a.insecure { text.clone() } else { check };
-    if let Err(e) = Config::parse(
+    if let Err(e) = Config::parse_elsewhere(
         &check,
         Path::new("<generated>"),
         Path::new("."),
@@ -176,15 +202,25 @@ fn init(a: InitArgs) -> anyhow::Result<()> {
         if e.key.ends_with(".addr") && e.message.contains("address family") {
             bail!("these hosts do not make a working cluster: {e}");
         }
-        // Nor may the state file's directory, which exists on the nodes (systemd's
-        // StateDirectory, a volume) but not necessarily where the file is generated.
-        let state_dir_elsewhere = e.key == "state.file" && e.message.contains("does not exist");
-        if !e.message.contains("resolve") && !state_dir_elsewhere {
+        if !e.message.contains("resolve") {
             bail!("internal error: the generated configuration does not load: {e}");
         }
     }
+    let key_file = match &t.key {
+        KeyChoice::KeyFile(k) => Some(k.clone()),
+        KeyChoice::Insecure => None,
+    };
     let Some(out) = a.out else {
         print!("{text}");
+        // Nothing but the text was written: say what the file still needs.
+        if let Some(k) = key_file {
+            eprintln!(
+                "electd: note: this configuration names the key file {k:?} (relative to the \
+                 configuration file), which was not created: run `electd keygen --out {k}` \
+                 where you save the file, and copy both to every node (`config init --out \
+                 FILE` does this for you)"
+            );
+        }
         return Ok(());
     };
     if out.exists() && !a.force {
@@ -203,20 +239,30 @@ fn init(a: InitArgs) -> anyhow::Result<()> {
     }
     std::fs::rename(&tmp, &out).with_context(|| format!("cannot write {}", out.display()))?;
     eprintln!("wrote {} ({} nodes)", out.display(), a.nodes);
-    if default_key {
+    if let Some(k) = key_file {
+        // Relative to the written file, as the loader resolves it.
         let dir = out.parent().filter(|p| !p.as_os_str().is_empty());
-        let key = dir.unwrap_or(Path::new(".")).join("electd.key");
+        let key = dir.unwrap_or(Path::new(".")).join(&k);
         if key.exists() {
             eprintln!("using the existing key {}", key.display());
         } else {
-            electd::security::keyring::write_key_file(&key)
-                .with_context(|| format!("cannot write key file {}", key.display()))?;
+            electd::security::keyring::write_key_file(&key).with_context(|| {
+                format!(
+                    "cannot write key file {} (create it with `electd keygen --out {}`)",
+                    key.display(),
+                    key.display()
+                )
+            })?;
             eprintln!(
                 "wrote a new cluster key to {} (mode 0600): copy it to every node with the config",
                 key.display()
             );
         }
     }
+    eprintln!(
+        "check it with: electd config check --config {}",
+        out.display()
+    );
     eprintln!(
         "start node N with: electd run --config {} --node-id N",
         out.display()

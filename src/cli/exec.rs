@@ -22,13 +22,24 @@
 //! - SIGINT or SIGTERM to `exec`: the group gets SIGTERM, SIGKILL after `--grace`, and
 //!   `exec` exits 0. Exit 1: a configuration error; 2: a usage error.
 //!
+//! - before anything else, CMD must be an executable file (a path, or a name found on
+//!   `PATH`): a typo is exit 1 at once, not a silent wait until the node leads;
+//! - the command's life is tied to `exec`'s: the command (and every process it starts)
+//!   inherits the lock of [`super::exec_lock`], and the direct child gets
+//!   `PR_SET_PDEATHSIG` = SIGKILL, so a SIGKILLed `exec` takes its command with it, and
+//!   a restarted `exec` stops what a killed one left running before it starts anything.
+//!
 //! The bound: a copy runs at most `--timeout + --grace` after its node last confirmed
-//! its leadership, and at most `--poll + --grace` after its node answered that it no
-//! longer leads. With `failure_timeout` above `--timeout + --grace` a crashed, stopped
-//! or paused leader's copy is gone before the others can elect; `--settle` above
-//! `--poll + --grace` keeps a node that takes over from a live leader (preemption)
-//! from starting before the old leader's copy is gone.
+//! its leadership (the deadlines are kept while an answer is awaited), so at most that
+//! long after its node stopped leading, and at most `--poll + --grace` after its node
+//! answered that it no longer leads. With `failure_timeout` above `--timeout + --grace`
+//! a crashed, stopped or paused leader's copy is gone before the others can elect;
+//! `--settle` above `--timeout + --grace` keeps a node that takes over from a live
+//! leader (preemption) from starting before the old leader's copy is gone. The default
+//! `--settle` is `--poll + --timeout + --grace`: one poll more, for the old leader to
+//! hear that it was preempted.
 
+use super::exec_lock::{self, ExecLock};
 use super::AlgorithmArg;
 use electd::http::client::http_request_within;
 use electd::NodeId;
@@ -53,7 +64,8 @@ pub struct ExecArgs {
     /// The local node's id (with `--config`).
     #[arg(long, env = "ELECTD_NODE_ID")]
     pub node_id: Option<NodeId>,
-    /// How often the daemon is asked.
+    /// How often the daemon is asked (each answer must come within --timeout and
+    /// --poll, at least 20 ms).
     #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
     pub poll: Duration,
     /// No answer confirming the leadership for this long: stop the command.
@@ -64,9 +76,18 @@ pub struct ExecArgs {
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub grace: Duration,
     /// The node must have answered "leader" without a break for this long before the
-    /// command starts (0 starts at the first answer).
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
-    pub settle: Duration,
+    /// command starts [default: --poll + --timeout + --grace, 1.35s with the other
+    /// defaults]. Below --timeout + --grace a node that preempts a live leader can start
+    /// its copy before the old one is gone (a warning says so); 0 starts at the first
+    /// answer.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub settle: Option<Duration>,
+    /// The lock file that ties the command's processes to this exec (docs/exec.md)
+    /// [default: in $RUNTIME_DIRECTORY, $XDG_RUNTIME_DIR or the temporary directory,
+    /// named after the user, the group and a hash of the daemon's address and the
+    /// command].
+    #[arg(long)]
+    pub lock: Option<PathBuf>,
     /// Exit after the command has been stopped once, instead of starting it again
     /// when leadership comes back.
     #[arg(long)]
@@ -74,6 +95,28 @@ pub struct ExecArgs {
     /// The command and its arguments (run directly, no shell).
     #[arg(last = true, required = true, num_args = 1..)]
     pub command: Vec<String>,
+}
+
+impl ExecArgs {
+    /// How long after its node stopped leading a copy may still run: its last
+    /// confirmation came before, and the SIGTERM is due `--timeout` after it, the
+    /// SIGKILL `--grace` later (an answer "not leading" stops it earlier).
+    pub(crate) fn stop_bound(&self) -> Duration {
+        self.timeout + self.grace
+    }
+
+    /// `--settle`, or its default `--poll + --timeout + --grace`: above
+    /// [`ExecArgs::stop_bound`] by one poll, the time the old leader may take to hear
+    /// that it was preempted.
+    pub(crate) fn settle(&self) -> Duration {
+        self.settle.unwrap_or(self.poll + self.stop_bound())
+    }
+
+    /// The limit of one request to the daemon: one poll (at least 20 ms), at most
+    /// `--timeout`.
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.poll.max(Duration::from_millis(20)).min(self.timeout)
+    }
 }
 
 /// One answer of `/is-leader`.
@@ -183,26 +226,52 @@ fn signal_group(pgid: i32, sig: i32) {
 
 pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     super::init_tracing();
+    // The command first: a typo must not wait silently until the node leads.
+    let program = &args.command[0];
+    electd::config::checks::find_program(program)
+        .map_err(|why| anyhow::anyhow!("cannot run the command: {why}"))?;
     let addr = address(&args)?;
+    if let Some(settle) = args.settle {
+        if settle < args.stop_bound() {
+            tracing::warn!(
+                "--settle {} is below --timeout + --grace ({}): a node that takes over from \
+                 a live leader may start its copy while the old leader's still runs \
+                 (docs/exec.md)",
+                humantime::format_duration(settle),
+                humantime::format_duration(args.stop_bound())
+            );
+        }
+    }
+    let lock_path = args
+        .lock
+        .clone()
+        .unwrap_or_else(|| exec_lock::default_path(args.algorithm.0.as_str(), addr, &args.command));
+    let lock = ExecLock::acquire(&lock_path, args.grace)?;
+    tracing::debug!(lock = %lock.path().display(), "holding the exec lock");
+    // One thread: the command is spawned from the thread that lives as long as `exec`
+    // (PR_SET_PDEATHSIG fires when the spawning *thread* ends).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(supervise(args, addr))
+    rt.block_on(supervise(args, addr, lock))
 }
 
+/// Ask `/is-leader` once; `None` for no answer within `timeout` (refused, silent,
+/// garbage).
 async fn ask(addr: SocketAddr, path: String, timeout: Duration) -> Option<Answer> {
     let call = tokio::task::spawn_blocking(move || {
         http_request_within(addr, "GET", &path, None, timeout, timeout)
     });
-    match tokio::time::timeout(timeout + Duration::from_millis(50), call).await {
+    match tokio::time::timeout(timeout, call).await {
         Ok(Ok(Some((code, body)))) => parse_answer(code, &body),
         _ => None,
     }
 }
 
-async fn supervise(args: ExecArgs, addr: SocketAddr) -> anyhow::Result<ExitCode> {
+async fn supervise(args: ExecArgs, addr: SocketAddr, lock: ExecLock) -> anyhow::Result<ExitCode> {
     let algorithm = args.algorithm.0;
     let path = format!("/is-leader?algorithm={}", algorithm.as_str());
+    let settle = args.settle();
     let mut stop_signal = std::pin::pin!(super::shutdown_signal_now());
     let mut running: Option<Running> = None;
     // Since when the node has answered "leader" without a break (and in which term).
@@ -211,7 +280,9 @@ async fn supervise(args: ExecArgs, addr: SocketAddr) -> anyhow::Result<ExitCode>
     let mut confirmed: Option<(Instant, Instant)> = None;
     let mut stopped_once = false;
     let mut next_poll = Instant::now();
-    let request_timeout = args.poll.max(Duration::from_millis(20)).min(args.timeout);
+    // The request in flight and when it was sent: the deadlines are kept meanwhile.
+    let mut pending: Option<(Instant, tokio::task::JoinHandle<Option<Answer>>)> = None;
+    let request_timeout = args.request_timeout();
     loop {
         // 1. The command's own end.
         if let Some(r) = running.as_mut() {
@@ -219,6 +290,7 @@ async fn supervise(args: ExecArgs, addr: SocketAddr) -> anyhow::Result<ExitCode>
                 signal_group(r.pgid, libc::SIGKILL);
                 let was_stopping = r.stopping.is_some();
                 running = None;
+                lock.record(0)?;
                 if !was_stopping {
                     tracing::info!(%status, "the command exited on its own");
                     return Ok(exit_code(status));
@@ -252,56 +324,21 @@ async fn supervise(args: ExecArgs, addr: SocketAddr) -> anyhow::Result<ExitCode>
             }
         }
         // 3. Ask the daemon.
-        if now >= next_poll {
+        if now >= next_poll && pending.is_none() {
             next_poll = now + args.poll;
             let asked = Instant::now();
-            let answer = tokio::select! {
-                a = ask(addr, path.clone(), request_timeout) => a,
-                () = &mut stop_signal => return Ok(shut_down(running, args.grace).await),
-            };
-            match answer {
-                Some(a) if a.leads => {
-                    let since = match leading_since {
-                        Some((t, term)) if term == a.term => t,
-                        _ => asked,
-                    };
-                    leading_since = Some((since, a.term));
-                    confirmed = Some(deadlines(asked, args.timeout, args.grace, a.lease));
-                    if let Some(r) = running.as_mut() {
-                        if r.stopping.is_none() && r.term != a.term {
-                            // The same node leads again under a new term: the command
-                            // keeps running; its ELECTD_TERM is the older token, still
-                            // below every later one.
-                            tracing::info!(term = a.term, "new term, same leader");
-                        }
-                    }
-                    let settled = asked.saturating_duration_since(since) >= args.settle;
-                    if running.is_none() && settled && !(args.once && stopped_once) {
-                        running = Some(start(&args.command, algorithm, &a)?);
-                    }
-                }
-                other => {
-                    leading_since = None;
-                    if let Some(a) = &other {
-                        // An answer that this node does not lead: stop now.
-                        confirmed = None;
-                        if let Some(r) = running.as_mut() {
-                            if r.stopping.is_none() {
-                                tracing::info!(leader = ?a.leader, "not leading any more: stopping the command");
-                                signal_group(r.pgid, libc::SIGTERM);
-                                let kill_at = Instant::now() + args.grace;
-                                r.stopping = Some(kill_at);
-                            }
-                        }
-                    } else if running.is_none() && args.once && stopped_once {
-                        return Ok(ExitCode::SUCCESS);
-                    }
-                }
-            }
+            pending = Some((
+                asked,
+                tokio::spawn(ask(addr, path.clone(), request_timeout)),
+            ));
         }
-        // 4. Sleep until the next thing to do (poll, a deadline, the command's end, a
-        //    signal).
+        // 4. Wait for the next thing to do: an answer, the next poll, a deadline, the
+        //    command's end, a signal.
         let mut wake = next_poll;
+        if pending.is_some() {
+            // The next poll waits for the answer; the deadlines do not.
+            wake = now + Duration::from_secs(3600);
+        }
         if let Some(r) = &running {
             match r.stopping {
                 Some(kill_at) => wake = wake.min(kill_at),
@@ -313,18 +350,58 @@ async fn supervise(args: ExecArgs, addr: SocketAddr) -> anyhow::Result<ExitCode>
             }
         }
         let sleep = tokio::time::sleep_until(wake.into());
-        match running.as_mut() {
-            Some(r) => {
-                tokio::select! {
-                    () = sleep => {}
-                    _ = r.child.wait() => {}
-                    () = &mut stop_signal => return Ok(shut_down(running, args.grace).await),
+        let has_child = running.is_some();
+        let asking = pending.is_some();
+        let answered: Option<(Instant, Option<Answer>)> = tokio::select! {
+            () = sleep => None,
+            _ = async { running.as_mut().map(|r| r.child.wait()).expect("running").await }, if has_child => None,
+            a = async { (&mut pending.as_mut().expect("asking").1).await }, if asking => {
+                let (asked, _) = pending.take().expect("asking");
+                Some((asked, a.ok().flatten()))
+            }
+            () = &mut stop_signal => return Ok(shut_down(running, args.grace).await),
+        };
+        let Some((asked, answer)) = answered else {
+            continue;
+        };
+        match answer {
+            Some(a) if a.leads => {
+                let since = match leading_since {
+                    Some((t, term)) if term == a.term => t,
+                    _ => asked,
+                };
+                leading_since = Some((since, a.term));
+                confirmed = Some(deadlines(asked, args.timeout, args.grace, a.lease));
+                if let Some(r) = running.as_mut() {
+                    if r.stopping.is_none() && r.term != a.term {
+                        // The same node leads again under a new term: the command
+                        // keeps running; its ELECTD_TERM is the older token, still
+                        // below every later one.
+                        tracing::info!(term = a.term, "new term, same leader");
+                    }
+                }
+                let settled = asked.saturating_duration_since(since) >= settle;
+                if running.is_none() && settled && !(args.once && stopped_once) {
+                    let r = start(&args.command, algorithm, &a, &lock)?;
+                    lock.record(r.pgid)?;
+                    running = Some(r);
                 }
             }
-            None => {
-                tokio::select! {
-                    () = sleep => {}
-                    () = &mut stop_signal => return Ok(shut_down(running, args.grace).await),
+            other => {
+                leading_since = None;
+                if let Some(a) = &other {
+                    // An answer that this node does not lead: stop now.
+                    confirmed = None;
+                    if let Some(r) = running.as_mut() {
+                        if r.stopping.is_none() {
+                            tracing::info!(leader = ?a.leader, "not leading any more: stopping the command");
+                            signal_group(r.pgid, libc::SIGTERM);
+                            let kill_at = Instant::now() + args.grace;
+                            r.stopping = Some(kill_at);
+                        }
+                    }
+                } else if running.is_none() && args.once && stopped_once {
+                    return Ok(ExitCode::SUCCESS);
                 }
             }
         }
@@ -335,6 +412,7 @@ fn start(
     command: &[String],
     algorithm: electd::contract::algorithm::AlgorithmKind,
     a: &Answer,
+    lock: &ExecLock,
 ) -> anyhow::Result<Running> {
     let mut cmd = tokio::process::Command::new(&command[0]);
     cmd.args(&command[1..])
@@ -350,6 +428,37 @@ fn start(
         )
         .process_group(0)
         .kill_on_drop(true);
+    let lock_fd = lock.fd();
+    // SAFETY: getpid(2) cannot fail.
+    let exec_pid = unsafe { libc::getpid() };
+    // SAFETY: between fork and exec the closure calls only async-signal-safe functions
+    // (fcntl, prctl, getppid) and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            // The command and every process it starts hold the lock: a restarted exec
+            // knows they survive.
+            if libc::fcntl(lock_fd, libc::F_SETFD, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SIGKILL when exec's thread (the only one that spawns) ends.
+            #[cfg(target_os = "linux")]
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) == -1
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // exec died before the prctl took effect: do not start orphaned.
+            if libc::getppid() != exec_pid {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
     let child = cmd
         .spawn()
         .map_err(|e| anyhow::anyhow!("cannot start {:?}: {e}", command[0]))?;
@@ -419,6 +528,40 @@ mod tests {
         let gone = body(true, false, r#""lease":"quorum","lease_remaining_ms":0"#);
         assert!(!parse_answer(200, &gone).expect("parsed").leads);
         assert!(parse_answer(200, "not json").is_none());
+    }
+
+    /// Issue 28, §3 item 9: the default `--settle` is derived from docs/exec.md's rule
+    /// (above the stop bound by one poll), for any --poll, --timeout and --grace.
+    #[test]
+    fn the_default_settle_is_derived_from_the_rule() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct W {
+            #[command(flatten)]
+            a: ExecArgs,
+        }
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["exec", "--algorithm", "bully", "--url", "127.0.0.1:1"];
+            argv.extend(extra);
+            argv.extend(["--", "true"]);
+            W::try_parse_from(argv).expect("valid").a
+        };
+        for extra in [
+            &[][..],
+            &["--poll", "10ms", "--timeout", "2s", "--grace", "5s"],
+            &["--grace", "0s"],
+        ] {
+            let a = parse(extra);
+            assert_eq!(a.stop_bound(), a.timeout + a.grace, "{extra:?}");
+            assert_eq!(a.settle(), a.poll + a.stop_bound(), "{extra:?}");
+            assert!(a.settle() > a.stop_bound(), "{extra:?}");
+            assert!(a.request_timeout() <= a.timeout, "{extra:?}");
+        }
+        assert_eq!(
+            parse(&["--settle", "0s"]).settle(),
+            Duration::ZERO,
+            "an explicit value is kept"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod config_init;
 pub mod demo;
 pub mod exec;
+mod exec_lock;
 pub mod keygen;
 pub mod manual;
 pub mod notify;

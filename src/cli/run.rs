@@ -3,7 +3,10 @@
 //!
 //! `SIGHUP` re-reads `security.key_file` and swaps the keyring without a restart (key
 //! rotation, docs/security.md); a key file that no longer parses is reported and the
-//! running keyring kept. Without a key file (`insecure`) SIGHUP is logged and ignored.
+//! running keyring kept. Without a key file (`insecure`) there are no keys to reload.
+//! Every other setting needs a restart: each SIGHUP says so in the log, loads the file
+//! again and warns, naming the keys, when it differs from the running configuration
+//! (or no longer loads) ([`electd::config::reload`]).
 //!
 //! Under systemd (`Type=notify`) it reports `READY=1` once both sockets are bound,
 //! `RELOADING=1`/`READY=1` around a key reload and `STOPPING=1` on SIGTERM
@@ -35,6 +38,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // Tracing first: loading logs the roster names that do not resolve yet.
     super::init_tracing();
     let cfg = Config::load(&args.config, std::env::vars(), args.node_id)?;
+    if let Some(dir) = &cfg.state_dir_to_create {
+        electd::config::create_state_dir(dir).with_context(|| {
+            format!(
+                "cannot create the state directory {} (state.file of {})",
+                dir.display(),
+                cfg.file.display()
+            )
+        })?;
+        tracing::info!(dir = %dir.display(), "created the state directory (mode 0700)");
+    }
     for w in cfg.warnings() {
         tracing::warn!("{w}");
     }
@@ -43,6 +56,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             "security.check_source = false: datagrams are accepted from any source address"
         );
     }
+    let reload = Reload {
+        path: args.config.clone(),
+        node_id: args.node_id,
+        running: cfg.clone(),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -53,14 +71,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // thread for every datagram and timer (half the idle CPU of a node, see
     // docs/bench/idle/README.md).
     rt.block_on(async {
-        match tokio::spawn(serve(cfg)).await {
+        match tokio::spawn(serve(cfg, reload)).await {
             Ok(r) => r,
             Err(e) => Err(anyhow::anyhow!("the daemon task failed: {e}")),
         }
     })
 }
 
-async fn serve(cfg: Config) -> anyhow::Result<()> {
+/// What a `SIGHUP` compares: the file and node id `run` was started with, and the
+/// configuration it runs.
+struct Reload {
+    path: PathBuf,
+    node_id: Option<NodeId>,
+    running: Config,
+}
+
+async fn serve(cfg: Config, reload: Reload) -> anyhow::Result<()> {
+    // SIGTERM and SIGINT are handled from here on: one that arrives as soon as the
+    // HTTP API answers must not meet the default action (death by signal, no
+    // resignation).
+    let signalled = super::shutdown_signal_now();
     let me = cfg.me().clone();
     // With multicast the heartbeats arrive from the group: nothing to batch.
     let batch = cfg.batch_heartbeats && cfg.multicast.is_none();
@@ -139,13 +169,13 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
                 hup,
                 cfg.key_file.clone(),
                 shared.clone(),
+                reload,
             ));
         }
         Err(e) => tracing::warn!("cannot listen for SIGHUP (key reload disabled): {e}"),
     }
     let rcfg = RuntimeConfig::from_config(&cfg, incarnation_now());
     // Both sockets are bound and the runtime starts now: ready for systemd.
-    let signalled = super::shutdown_signal_now();
     super::notify::notify_logged("READY=1");
     let shutdown = async {
         signalled.await;
@@ -153,8 +183,13 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     };
     runtime::run_with(socket, net, rcfg, shared, control, shutdown).await?;
     let _ = stop.send(true);
+    // Aborting a check mid-run kills its whole process group (daemon::checks); wait for
+    // the aborts to land before exiting.
     for c in &checks {
         c.abort();
+    }
+    for c in checks {
+        let _ = c.await;
     }
     if let Some(mut h) = hooks {
         // One run per group at most is pending, then one `stopped` run per group (their
@@ -175,15 +210,18 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
 }
 
 /// On every `SIGHUP`: re-read the key file and hand the keyring to the runtime
-/// (`electd_key_reloads_total{result}`). The handler is installed without a key file
-/// too, so that `systemctl reload` (SIGHUP) never kills an `insecure` node: it logs
-/// that there is nothing to reload.
+/// (`electd_key_reloads_total{result}`), then compare the file with the running
+/// configuration (see [`electd::config::reload`]). The handler is installed without a
+/// key file too, so that `systemctl reload` (SIGHUP) never kills an `insecure` node: it
+/// logs that there are no keys to reload.
 #[cfg(unix)]
 async fn reload_keys_on_sighup(
     mut hup: tokio::signal::unix::Signal,
     path: Option<PathBuf>,
     shared: Arc<Shared>,
+    reload: Reload,
 ) {
+    use electd::config::reload::{NEEDS_RESTART, RELOADED};
     use electd::daemon::shared::Control;
     // A signal storm must not flood the log: lines are rate-limited per result.
     let mut log = electd::security::droplog::DropLog::new();
@@ -192,6 +230,10 @@ async fn reload_keys_on_sighup(
         log.record(result, start.elapsed()) != electd::security::droplog::Verdict::Quiet
     };
     while hup.recv().await.is_some() {
+        if loud("reload") {
+            tracing::info!("SIGHUP: re-reading {RELOADED}; {NEEDS_RESTART} needs a restart");
+        }
+        compare_with_disk(&reload, &mut loud);
         let Some(path) = &path else {
             shared.metrics.key_reload("insecure");
             if loud("insecure") {
@@ -224,5 +266,37 @@ async fn reload_keys_on_sighup(
             }
         }
         super::notify::notify_logged("READY=1");
+    }
+}
+
+/// Load the file again and warn when it differs from the running configuration (the
+/// keys named) or no longer loads: an edit that a SIGHUP does not apply is never silent.
+#[cfg(unix)]
+fn compare_with_disk(reload: &Reload, loud: &mut impl FnMut(&'static str) -> bool) {
+    let file = reload.path.display();
+    match Config::load(&reload.path, std::env::vars(), reload.node_id) {
+        Ok(disk) => {
+            let keys = reload.running.differences(&disk);
+            if keys.is_empty() {
+                if loud("same") {
+                    tracing::info!("SIGHUP: {file} matches the running configuration");
+                }
+            } else if loud("differs") {
+                tracing::warn!(
+                    differs = %keys.join(", "),
+                    "SIGHUP: {file} differs from the running configuration in {}: not applied; \
+                     restart the node for it to take effect",
+                    keys.join(", ")
+                );
+            }
+        }
+        Err(e) => {
+            if loud("unloadable") {
+                tracing::warn!(
+                    "SIGHUP: {e}: the file no longer loads; the node keeps running its \
+                     configuration, but would not start again with this file"
+                );
+            }
+        }
     }
 }

@@ -14,7 +14,8 @@
 //!   leader of a group. A node that goes away is reported and reconnected to.
 
 use super::AlgorithmArg;
-use electd::http::client::{http_request_within, read_events};
+use electd::http::client::{read_events, request};
+use electd::http::WATCH_KEEP_ALIVE as KEEP_ALIVE;
 use electd::NodeId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -141,13 +142,14 @@ fn ask(id: NodeId, http: &str, cluster: Option<&str>, timeout: Duration) -> Node
         status: None,
     };
     let outcome = resolve(http).and_then(|addr| {
-        let (code, body) = http_request_within(addr, "GET", "/status", None, timeout, timeout)
-            .ok_or_else(|| format!("no answer from {addr} within {timeout:?}"))?;
+        // Refused, timed out and invalid replies each say so.
+        let (code, body) =
+            request(addr, "GET", "/status", None, timeout, timeout).map_err(|e| e.to_string())?;
         if code != 200 {
             return Err(format!("HTTP {code} from {addr}"));
         }
-        let v: Value =
-            serde_json::from_str(&body).map_err(|e| format!("{addr}: not a /status: {e}"))?;
+        let v: Value = serde_json::from_str(&body)
+            .map_err(|e| format!("invalid reply from {addr}: not a /status ({e})"))?;
         if v["node"].as_u64() != Some(id as u64) {
             return Err(format!("{addr} answers as node {}", v["node"]));
         }
@@ -411,9 +413,28 @@ pub fn status(args: StatusArgs) -> ExitCode {
     }
 }
 
-/// A `/watch` stream silent for this long is taken as broken (the server sends a
-/// keep-alive comment every 15 s).
-const IDLE: Duration = Duration::from_secs(40);
+/// A `/watch` stream silent for this long is taken as broken: the server sends a
+/// keep-alive comment after every [`KEEP_ALIVE`] of silence, so three periods without a
+/// byte mean a stopped, hung or cut-off node (or a server too loaded to write for
+/// that long), not a quiet one.
+const IDLE: Duration = Duration::from_secs(3 * KEEP_ALIVE.as_secs());
+
+/// Why a node's `/watch` stream ended, for a person.
+fn stream_error(e: &std::io::Error, addr: SocketAddr) -> String {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::WouldBlock | ErrorKind::TimedOut => format!(
+            "{addr} silent for {}s, not even the keep-alive it sends every {}s: the node is \
+             stopped, hung or cut off",
+            IDLE.as_secs(),
+            KEEP_ALIVE.as_secs()
+        ),
+        ErrorKind::ConnectionRefused => {
+            format!("connection refused by {addr} (is electd running there?)")
+        }
+        _ => format!("{addr}: {e}"),
+    }
+}
 
 /// What a node's stream thread reports to the printer.
 enum Report {
@@ -453,7 +474,7 @@ pub fn watch(args: WatchArgs) -> ExitCode {
         std::thread::spawn(move || loop {
             let mut announced = false;
             let outcome = resolve(&http).and_then(|addr| {
-                // Idle limit above the server's 15 s keep-alive: a frozen node is reported.
+                // Idle limit above the server's keep-alive: a frozen node is reported.
                 read_events(addr, &path, Duration::from_secs(1), Some(IDLE), |text| {
                     let Some(data) = text.lines().find_map(|l| l.strip_prefix("data:")) else {
                         return true; // keep-alive comment
@@ -469,7 +490,7 @@ pub fn watch(args: WatchArgs) -> ExitCode {
                     }
                     tx.send(Report::Event(id, v)).is_ok()
                 })
-                .map_err(|e| e.to_string())
+                .map_err(|e| stream_error(&e, addr))
             });
             let why = match outcome {
                 Ok(()) => "stream ended".to_string(),

@@ -18,11 +18,17 @@
 //!
 //! `{node}` in the command's arguments or the URL is replaced by this node's id (one
 //! cluster file serves every node).
+//!
+//! The command's program must exist and be executable where the node runs (a path with
+//! a `/`, relative to the daemon's working directory, or a name found on `PATH`): a
+//! check that cannot run fails every run and would keep the node out of every group it
+//! applies to, so `run` and `config check` refuse it, naming the key.
 
 use super::raw::RawCheck;
 use super::validate::Validator;
 use super::ConfigError;
 use crate::contract::algorithm::AlgorithmKind;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// What a check runs.
@@ -123,7 +129,18 @@ impl Validator<'_> {
                             "empty: the first element is the program (run directly, no shell)",
                         ));
                     }
-                    Probe::Command(argv.iter().map(|a| a.replace("{node}", &node)).collect())
+                    let argv: Vec<String> =
+                        argv.iter().map(|a| a.replace("{node}", &node)).collect();
+                    if let Err(why) = find_program(&argv[0]) {
+                        self.host_local(self.err(
+                            key("command"),
+                            format!(
+                                "{why}: the check would fail every run and keep this node out \
+                                 of every group it applies to"
+                            ),
+                        ))?;
+                    }
+                    Probe::Command(argv)
                 }
                 (None, Some(url)) => self.check_url(&key("url"), &url.replace("{node}", &node))?,
             };
@@ -236,5 +253,85 @@ impl Validator<'_> {
             authority,
             path: path.to_string(),
         })
+    }
+}
+
+/// The program `program` runs as, found the way `execvp(3)` finds it: a name with a `/`
+/// is a path (relative to the working directory), any other name is looked up in the
+/// directories of `PATH` (`/bin:/usr/bin` when it is unset). Err says why it cannot be
+/// run: no such file, a directory, not executable, or not on `PATH`.
+pub fn find_program(program: &str) -> Result<PathBuf, String> {
+    if program.is_empty() {
+        return Err("an empty program name".into());
+    }
+    if program.contains('/') {
+        let p = Path::new(program);
+        return match std::fs::metadata(p) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(format!("{program:?}: no such file"))
+            }
+            Err(e) => Err(format!("{program:?}: {e}")),
+            Ok(m) if m.is_dir() => Err(format!("{program:?} is a directory")),
+            Ok(_) if !executable(p) => Err(format!(
+                "{program:?} is not executable by this user (chmod +x it)"
+            )),
+            Ok(_) => Ok(p.to_path_buf()),
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
+    for dir in std::env::split_paths(&path) {
+        // An empty entry means the working directory (POSIX); execvp honours it.
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        let candidate = dir.join(program);
+        if candidate.is_file() && executable(&candidate) {
+            return Ok(candidate);
+        }
+    }
+    Err(format!(
+        "{program:?}: no such program on PATH ({}); give its full path",
+        path.to_string_lossy()
+    ))
+}
+
+/// May this process execute `path` (access(2) with X_OK)?
+fn executable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access(2) reads the NUL-terminated path and touches nothing else.
+    unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::find_program;
+
+    #[test]
+    fn programs_are_found_on_path_or_refused_with_the_reason() {
+        let sh = find_program("sh").expect("sh is on PATH");
+        assert!(sh.is_absolute() || sh.starts_with("."), "{sh:?}");
+        assert_eq!(find_program("/bin/sh"), Ok("/bin/sh".into()));
+        let dir = std::env::temp_dir().join(format!("electd-prog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let plain = dir.join("not-executable");
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        for (program, needle) in [
+            ("/nonexistent/electd-check".to_string(), "no such file"),
+            (
+                "electd-no-such-program-here".to_string(),
+                "no such program on PATH",
+            ),
+            (dir.display().to_string(), "is a directory"),
+            (plain.display().to_string(), "not executable"),
+        ] {
+            let e = find_program(&program).expect_err(&program);
+            assert!(e.contains(needle), "{program}: {e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -86,6 +86,7 @@ mod lease;
 mod peers;
 mod policy;
 mod raw;
+pub mod reload;
 mod security;
 mod state;
 pub mod template;
@@ -95,6 +96,7 @@ mod timing;
 mod validate;
 
 pub use peers::reachable_from;
+pub use state::create_state_dir;
 
 use crate::contract::algorithm::{AlgorithmKind, Options, Timing};
 use crate::node::link::LinkConfig;
@@ -241,6 +243,9 @@ pub struct Config {
     pub raft_state_file: Option<PathBuf>,
     /// `[state] ephemeral = true`: run without durable state, knowingly.
     pub ephemeral: bool,
+    /// The state file's directory when it does not exist yet but this user can create
+    /// it: `run` creates it (mode 0700, [`create_state_dir`]) before it starts.
+    pub state_dir_to_create: Option<PathBuf>,
     /// The roster in file order (which is also the logical ring order).
     pub peers: Vec<Peer>,
     /// `[[check]]`: health checks, in file order.
@@ -361,5 +366,39 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         let (raw, v) = raw_config(text, file, base, env)?;
         v.validate(raw, node_id)
+    }
+
+    /// [`Config::load`] as `config check` does it for every node of the roster from one
+    /// machine: what depends on the machine that loads the file (the state file's
+    /// directory, a health check's program) is a fact of *this* machine, not of the
+    /// node, so a problem there comes back as a note instead of an error.
+    pub fn load_elsewhere(
+        path: &Path,
+        env: impl IntoIterator<Item = (String, String)>,
+        node_id: Option<NodeId>,
+    ) -> Result<(Config, Vec<String>), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            key: "-".into(),
+            message: format!("cannot read: {e}"),
+            var: None,
+            at: None,
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Config::parse_elsewhere(&text, path, base, env, node_id)
+    }
+
+    /// Like [`Config::load_elsewhere`] on `text`.
+    pub fn parse_elsewhere(
+        text: &str,
+        file: &Path,
+        base: &Path,
+        env: impl IntoIterator<Item = (String, String)>,
+        node_id: Option<NodeId>,
+    ) -> Result<(Config, Vec<String>), ConfigError> {
+        let (raw, mut v) = raw_config(text, file, base, env)?;
+        v.local.elsewhere = true;
+        let c = v.validate(raw, node_id)?;
+        Ok((c, v.local.notes.take()))
     }
 }

@@ -168,6 +168,7 @@ pub(super) fn raw_config<'a>(
             file,
             base,
             from_env,
+            local: Default::default(),
         };
         // The path of the offending key (e.g. `security.check_source`, `peer.2.id`)
         // names it in the error; unknown keys and missing tables stay at `-`.

@@ -9,23 +9,28 @@ use crate::NodeId;
 use std::path::{Path, PathBuf};
 
 impl Validator<'_> {
-    /// The state file (`{node}` substituted, absolute, writable) and `ephemeral`.
+    /// The state file (`{node}` substituted, absolute, writable), `ephemeral`, and the
+    /// state file's directory if it does not exist yet but `run` can create it.
     pub(super) fn state(
         &self,
         raw: &RawConfig,
         node_id: NodeId,
         algorithms: &[AlgorithmKind],
-    ) -> Result<(Option<PathBuf>, bool), ConfigError> {
+    ) -> Result<(Option<PathBuf>, bool, Option<PathBuf>), ConfigError> {
         // `[state] file`; `[raft] state_file` is its older spelling.
         let (state_key, state_file) = match (&raw.state.file, &raw.raft.state_file) {
             (Some(f), _) => ("state.file", Some(f.as_str())),
             (None, f) => ("raft.state_file", f.as_deref()),
         };
+        let mut create = None;
         let raft_state_file = match state_file.map(str::trim) {
             None | Some("") => None,
             Some(p) => {
                 let path = self.path(Path::new(&p.replace("{node}", &node_id.to_string())));
-                self.check_state_file(state_key, &path)?;
+                match self.check_state_file(state_key, &path) {
+                    Ok(dir) => create = dir,
+                    Err(e) => self.host_local(e)?,
+                }
                 Some(path)
             }
         };
@@ -51,13 +56,14 @@ impl Validator<'_> {
                  it knowingly",
             ));
         }
-        Ok((raft_state_file, ephemeral))
+        Ok((raft_state_file, ephemeral, create))
     }
 
-    /// The state file must be writable where it is: its directory exists and is
+    /// The state file must be writable where it is: its directory exists (or can be
+    /// created by this user: `run` creates it, and the directory is returned) and is
     /// writable, and the path is not a directory. (A node that cannot persist its vote
     /// must not take part: better refuse to start than run mute.)
-    fn check_state_file(&self, key: &str, path: &Path) -> Result<(), ConfigError> {
+    fn check_state_file(&self, key: &str, path: &Path) -> Result<Option<PathBuf>, ConfigError> {
         if path.is_dir() {
             return Err(self.err(
                 key,
@@ -69,14 +75,24 @@ impl Validator<'_> {
             _ => Path::new("."),
         };
         if !dir.is_dir() {
-            return Err(self.err(
-                key,
-                format!(
-                    "{}: the directory {} does not exist (create it, writable by electd; under systemd the unit's StateDirectory does)",
-                    path.display(),
-                    dir.display()
-                ),
-            ));
+            // The nearest path that exists must be a writable directory: `run` creates
+            // the rest below it.
+            let existing = dir.ancestors().skip(1).find(|a| a.exists());
+            return match existing {
+                Some(a) if a.is_dir() && writable(a) && !dir.exists() => {
+                    Ok(Some(dir.to_path_buf()))
+                }
+                _ => Err(self.err(
+                    key,
+                    format!(
+                        "{}: the directory {} does not exist and this user cannot create it \
+                         (create it, writable by electd; under systemd the unit's \
+                         StateDirectory does)",
+                        path.display(),
+                        dir.display()
+                    ),
+                )),
+            };
         }
         if !writable(dir) || (path.exists() && !writable(path)) {
             return Err(self.err(
@@ -87,8 +103,18 @@ impl Validator<'_> {
                 ),
             ));
         }
-        Ok(())
+        Ok(None)
     }
+}
+
+/// Create `dir` (and its missing parents) for the state file, the new directories with
+/// mode 0700: `run` does this before it starts when the directory does not exist yet.
+pub fn create_state_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 /// May this process write `path` (access(2) with W_OK)?

@@ -250,9 +250,9 @@ impl Template {
              [state]\n\
              # Every group's fencing token (and Raft's term and vote) on disk, written before\n\
              # the datagrams that depend on it leave: a restarted node never goes back to an\n\
-             # older token nor votes twice in a Raft term. Required with raft. The directory\n\
-             # must exist and be writable; {{node}} becomes the node id, so one file serves\n\
-             # every node:\n\
+             # older token nor votes twice in a Raft term. Required with raft. `electd run`\n\
+             # creates a missing directory (mode 0700; systemd: StateDirectory=electd);\n\
+             # {{node}} becomes the node id, so one file serves every node:\n\
              file = \"/var/lib/electd/{{node}}.state\"\n\
              # ephemeral = true             # or run without it, knowingly (raft may vote twice)\n"
         );

@@ -505,17 +505,26 @@ fn raft_state_file_must_be_writable_where_it_is() {
     let ok = format!("{}/raft-{{node}}.state", dir.display());
     let c = parse(&with(&ok)).expect("an existing directory");
     assert_eq!(c.raft_state_file, Some(dir.join("raft-2.state")));
+    assert_eq!(c.state_dir_to_create, None);
+    // A missing directory this user can create: `run` creates it (issue 28, §3 item 13).
+    let later = format!("{}/later/dir/raft.state", dir.display());
+    let c = parse(&with(&later)).expect("a directory run can create");
+    assert_eq!(c.state_dir_to_create, Some(dir.join("later/dir")));
+    assert!(!dir.join("later").exists(), "loading creates nothing");
+    // One that cannot be created (below a file).
+    std::fs::write(dir.join("a-file"), "").unwrap();
+    let below_file = format!("{}/a-file/dir/raft.state", dir.display());
     fails(
-        parse(&with("/nonexistent/dir/raft.state")),
+        parse(&with(&below_file)),
         "raft.state_file",
-        "does not exist",
+        "does not exist and this user cannot create it",
     );
     let is_dir = format!("{}/taken.state", dir.display());
     fails(parse(&with(&is_dir)), "raft.state_file", "is a directory");
     // From the environment, the variable is blamed.
     let e = parse_env(
         &head(""),
-        &[("ELECTD_RAFT_STATE_FILE", "/nonexistent/dir/raft.state")],
+        &[("ELECTD_RAFT_STATE_FILE", below_file.as_str())],
         None,
     )
     .unwrap_err();
@@ -673,7 +682,7 @@ fn lease_settings_per_algorithm_with_overrides() {
 fn health_checks_parse_with_defaults_and_every_bad_key_is_blamed() {
     use super::checks::Probe;
     let c = parse(&head(
-        "[[check]]\nname = \"nginx\"\ncommand = [\"/usr/bin/pgrep\", \"-x\", \"nginx-{node}\"]\n\
+        "[[check]]\nname = \"nginx\"\ncommand = [\"/bin/sh\", \"-x\", \"nginx-{node}\"]\n\
          [[check]]\nname = \"api\"\nurl = \"http://127.0.0.1:8080/health?deep=1\"\ninterval = \"2s\"\n\
          timeout = \"300ms\"\nrise = 3\nfall = 2\nalgorithms = [\"bully\"]",
     ))
@@ -682,7 +691,7 @@ fn health_checks_parse_with_defaults_and_every_bad_key_is_blamed() {
     let a = &c.checks[0];
     assert_eq!(
         a.probe,
-        Probe::Command(vec!["/usr/bin/pgrep".into(), "-x".into(), "nginx-2".into()])
+        Probe::Command(vec!["/bin/sh".into(), "-x".into(), "nginx-2".into()])
     );
     assert_eq!(
         (a.interval, a.timeout, a.rise, a.fall),
@@ -715,6 +724,18 @@ fn health_checks_parse_with_defaults_and_every_bad_key_is_blamed() {
         ),
         ("name = \"x\"", "check[0].command", "missing"),
         ("name = \"x\"\ncommand = []", "check[0].command", "empty"),
+        // Issue 28, §3 item 15: a program that cannot run keeps the node out of every
+        // election; refused.
+        (
+            "name = \"x\"\ncommand = [\"/nonexistent/electd-check\"]",
+            "check[0].command",
+            "no such file",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"electd-no-such-check\", \"{node}\"]",
+            "check[0].command",
+            "no such program on PATH",
+        ),
         (
             "name = \"x\"\ncommand = [\"true\"]\nurl = \"http://a/\"",
             "check[0].url",

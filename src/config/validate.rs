@@ -6,6 +6,7 @@ use super::raw::RawConfig;
 use super::{Config, ConfigError, Hooks};
 use crate::contract::algorithm::{AlgorithmKind, Options};
 use crate::NodeId;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,6 +16,20 @@ pub(super) struct Validator<'a> {
     pub(super) base: &'a Path,
     /// Keys set by `ELECTD_*` variables, with the variable.
     pub(super) from_env: HashMap<String, String>,
+    /// Facts of the machine that loads the file (see [`HostLocal`]).
+    pub(super) local: HostLocal,
+}
+
+/// How facts of the machine that loads the file are judged: a state directory, a
+/// health check's program. Where the node runs (`run`, `config check --node-id`) they
+/// are errors; when `config check` checks every node of the roster from one machine
+/// they are facts of *that* machine, not of the nodes, and become notes.
+#[derive(Debug, Default)]
+pub(super) struct HostLocal {
+    /// Checking from elsewhere: host-local problems are notes, not errors.
+    pub(super) elsewhere: bool,
+    /// The notes so far.
+    pub(super) notes: RefCell<Vec<String>>,
 }
 
 impl Validator<'_> {
@@ -27,6 +42,16 @@ impl Validator<'_> {
             message: message.into(),
             at: None,
         }
+    }
+
+    /// A problem with a fact of this machine (see [`HostLocal`]): an error where the
+    /// node runs, a note when checking from elsewhere.
+    pub(super) fn host_local(&self, e: ConfigError) -> Result<(), ConfigError> {
+        if !self.local.elsewhere {
+            return Err(e);
+        }
+        self.local.notes.borrow_mut().push(e.to_string());
+        Ok(())
     }
 
     pub(super) fn duration(
@@ -109,7 +134,8 @@ impl Validator<'_> {
             )?,
         };
         let (admin_token, admin_token_file) = self.admin(&raw)?;
-        let (raft_state_file, ephemeral) = self.state(&raw, node_id, &algorithms)?;
+        let (raft_state_file, ephemeral, state_dir_to_create) =
+            self.state(&raw, node_id, &algorithms)?;
         let od = Options::default();
         let options = Options {
             pre_vote: raw.raft.pre_vote.unwrap_or(od.pre_vote),
@@ -138,6 +164,7 @@ impl Validator<'_> {
             options,
             raft_state_file,
             ephemeral,
+            state_dir_to_create,
             peers,
             checks,
         })

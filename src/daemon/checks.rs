@@ -4,7 +4,10 @@
 //! - A command runs directly (no shell) in its own process group with stdin, stdout and
 //!   stderr on `/dev/null`; exit 0 passes. Still running at `timeout`: the whole group
 //!   gets SIGKILL and the run counts as `timeout`. A command that cannot be started
-//!   counts as `error` (a failure).
+//!   counts as `error` (a failure). After every run, however it ended, and when the
+//!   runner stops (the daemon's shutdown aborts it), the whole group gets SIGKILL: what
+//!   a check started in the background does not outlive its run. (A child that left
+//!   the group with `setsid`/`setpgid` is beyond reach.)
 //! - A URL is asked with `GET` over HTTP/1.1 (`Connection: close`); a `2xx` status line
 //!   within `timeout` passes.
 //! - Every check starts *passing* (keepalived's default: a node is not held out of the
@@ -215,6 +218,29 @@ pub async fn probe(probe: &Probe, timeout: Duration) -> Outcome {
     }
 }
 
+/// SIGKILL to a check's process group when dropped: after every run, whatever its
+/// outcome, and when the runner's task is aborted mid-run (the daemon stops).
+struct Group(i32);
+
+impl Group {
+    fn kill(&self) {
+        if self.0 > 0 {
+            // SAFETY: kill(2) on the process group this runner created; the group id
+            // cannot name another group while a member of ours (or the unreaped
+            // leader) remains, and an empty group is ESRCH.
+            unsafe {
+                libc::kill(-self.0, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 async fn run_command(argv: &[String], timeout: Duration) -> Outcome {
     let Some((program, args)) = argv.split_first() else {
         return Outcome::Error;
@@ -224,9 +250,8 @@ async fn run_command(argv: &[String], timeout: Duration) -> Outcome {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    cmd.process_group(0);
+        .kill_on_drop(true)
+        .process_group(0);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -234,20 +259,16 @@ async fn run_command(argv: &[String], timeout: Duration) -> Outcome {
             return Outcome::Error;
         }
     };
-    let pid = child.id();
+    // The whole group goes when this run ends, however it ends. Declared after
+    // `child`, the guard is dropped before it: an aborted run kills the group while its
+    // leader is not yet reaped.
+    let group = Group(child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0));
     match tokio::time::timeout(timeout, child.wait()).await {
         Ok(Ok(status)) if status.success() => Outcome::Pass,
         Ok(Ok(_)) => Outcome::Fail,
         Ok(Err(_)) => Outcome::Error,
         Err(_) => {
-            // The whole group: a check that started children leaves none behind.
-            #[cfg(unix)]
-            if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-                // SAFETY: kill(2) on the process group this task created.
-                unsafe {
-                    libc::kill(-pid, libc::SIGKILL);
-                }
-            }
+            group.kill();
             let _ = child.kill().await;
             Outcome::Timeout
         }
@@ -385,6 +406,87 @@ mod tests {
             run_command(&argv(&["sleep", "30"]), Duration::from_millis(50)).await,
             Outcome::Timeout
         );
+    }
+
+    /// Is process `pid` gone (or a zombie nobody reaps: dead all the same)?
+    fn dead(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            // The state follows the command name in parentheses.
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+        }
+    }
+
+    /// Wait (bounded) for the pid a check wrote to `file`.
+    async fn pid_in(file: &std::path::Path) -> i32 {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(pid) = std::fs::read_to_string(file)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok())
+            {
+                return pid;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "no pid in {}",
+                file.display()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    async fn wait_dead(pid: i32, what: &str) {
+        let start = std::time::Instant::now();
+        while !dead(pid) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{what}: process {pid} still runs"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("electd-checks-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// Issue 28, §3 item 6: a check that forks and exits 0 left its child behind,
+    /// one per run.
+    #[tokio::test]
+    async fn a_check_that_forks_and_passes_leaves_no_child() {
+        let d = scratch("forks");
+        let file = d.join("pid");
+        let script = format!("sleep 300 & echo $! > {}; exit 0", file.display());
+        let argv = vec!["sh".to_string(), "-c".into(), script];
+        assert_eq!(
+            run_command(&argv, Duration::from_secs(10)).await,
+            Outcome::Pass
+        );
+        let pid = pid_in(&file).await;
+        wait_dead(pid, "the background child of a passed check").await;
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Issue 28, §3 item 6: the daemon's shutdown aborts the runner mid-run; the
+    /// check's children went on (only the direct child was killed).
+    #[tokio::test]
+    async fn an_aborted_check_leaves_no_child() {
+        let d = scratch("aborted");
+        let file = d.join("pid");
+        let script = format!("sleep 300 & echo $! > {}; wait", file.display());
+        let argv = vec!["sh".to_string(), "-c".into(), script];
+        let run = tokio::spawn(async move { run_command(&argv, Duration::from_secs(60)).await });
+        let pid = pid_in(&file).await;
+        run.abort();
+        assert!(run.await.is_err(), "aborted");
+        wait_dead(pid, "the child of an aborted check").await;
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[tokio::test]

@@ -35,9 +35,60 @@ pub fn http_request_within(
     connect: Duration,
     read: Duration,
 ) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&addr, connect).ok()?;
-    s.set_read_timeout(Some(read)).ok()?;
-    s.set_write_timeout(Some(read)).ok()?;
+    request(addr, method, path, token, connect, read).ok()
+}
+
+/// Why a request got no answer (see [`request`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// Nothing listens there (connection refused or reset at once).
+    #[error("connection refused by {0} (is electd running there?)")]
+    Refused(SocketAddr),
+    /// No connection or no (complete) answer within the time allowed.
+    #[error("no answer from {addr} within {within:?} (the node is stopped, hung or cut off)")]
+    Timeout {
+        /// Where.
+        addr: SocketAddr,
+        /// The limit that ran out.
+        within: Duration,
+    },
+    /// The answer is not an HTTP response.
+    #[error("invalid reply from {addr}: {why}")]
+    Invalid {
+        /// Where.
+        addr: SocketAddr,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Another network error.
+    #[error("{addr}: {source}")]
+    Io {
+        /// Where.
+        addr: SocketAddr,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// [`http_request_within`], saying why there is no answer: refused, timed out, or an
+/// invalid reply (`electd status` tells them apart).
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    connect: Duration,
+    read: Duration,
+) -> Result<(u16, String), RequestError> {
+    use std::io::ErrorKind;
+    let io = |e: std::io::Error, within: Duration| match e.kind() {
+        ErrorKind::ConnectionRefused => RequestError::Refused(addr),
+        ErrorKind::TimedOut | ErrorKind::WouldBlock => RequestError::Timeout { addr, within },
+        _ => RequestError::Io { addr, source: e },
+    };
+    let mut s = TcpStream::connect_timeout(&addr, connect).map_err(|e| io(e, connect))?;
+    s.set_read_timeout(Some(read)).map_err(|e| io(e, read))?;
+    s.set_write_timeout(Some(read)).map_err(|e| io(e, read))?;
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
@@ -45,11 +96,22 @@ pub fn http_request_within(
         s,
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n"
     )
-    .ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).ok()?;
-    let (head, body) = buf.split_once("\r\n\r\n")?;
-    let code: u16 = head.split_whitespace().nth(1)?.parse().ok()?;
+    .map_err(|e| io(e, read))?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).map_err(|e| io(e, read))?;
+    let invalid = |why: &str| RequestError::Invalid {
+        addr,
+        why: why.to_string(),
+    };
+    let buf = String::from_utf8(raw).map_err(|_| invalid("not UTF-8"))?;
+    let (head, body) = buf
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| invalid("no HTTP header"))?;
+    let code: u16 = head
+        .strip_prefix("HTTP/1.")
+        .and_then(|h| h.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| invalid("no HTTP status line"))?;
     let body = if head
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked")
@@ -58,7 +120,7 @@ pub fn http_request_within(
     } else {
         body.to_string()
     };
-    Some((code, body))
+    Ok((code, body))
 }
 
 fn dechunk(mut body: &str) -> String {
@@ -95,8 +157,9 @@ pub fn metric_sum(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
 /// Read the server-sent events of `GET path` from `addr` until the stream ends or
 /// `on_event` returns false; `on_event` gets each event's whole text (`event:` and
 /// `data:` lines). Err if the stream could not be opened (connection refused, not 200)
-/// or, with `idle`, when nothing (not even the server's 15 s keep-alive comment)
-/// arrived for that long. Used by `electd watch` and the bench's `/watch` readers.
+/// or, with `idle`, when nothing (not even the server's keep-alive comment, every
+/// [`crate::http::WATCH_KEEP_ALIVE`]) arrived for that long (an error of kind
+/// `WouldBlock` or `TimedOut`). Used by `electd watch` and the bench's `/watch` readers.
 pub fn read_events(
     addr: SocketAddr,
     path: &str,

@@ -36,6 +36,7 @@ mod read;
 mod watch;
 
 pub use error::ApiError;
+pub use watch::KEEP_ALIVE as WATCH_KEEP_ALIVE;
 
 use crate::daemon::shared::Shared;
 use axum::routing::{get, post};

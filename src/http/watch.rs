@@ -19,8 +19,9 @@
 //! between the two. A client too slow to keep up gets a `lagged` event
 //! (`{"missed": n}`) followed by a fresh snapshot (and the changes after it), never a
 //! silent gap and never a stale change after the present state. A comment is sent
-//! every 15 s to keep proxies from closing an idle stream; the stream ends when the
-//! server shuts down.
+//! every [`KEEP_ALIVE`] (1 s) of silence, so that a client can tell a quiet node from a
+//! stopped one (`electd watch` gives up after three periods) and proxies do not close
+//! an idle stream; the stream ends when the server shuts down.
 
 use super::error::ApiError;
 use super::params::{self, Need};
@@ -37,6 +38,9 @@ use std::convert::Infallible;
 use std::time::Duration;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::watch as signal;
+
+/// The period of the keep-alive comment of a silent stream.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(1);
 
 #[derive(Serialize)]
 struct WatchEvent<'a> {
@@ -108,7 +112,7 @@ pub(super) async fn watch(
         pending,
     };
     let stream = futures_util::stream::unfold(state, next);
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
 
 async fn next(mut w: Watch) -> Option<(Result<Event, Infallible>, Watch)> {
