@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One HTTP/1.1 request with `Connection: close`: (status code, de-chunked body).
 pub fn http_request(
@@ -26,18 +26,68 @@ pub fn http_request(
     )
 }
 
-/// [`http_request`] with explicit connect and read timeouts.
+/// The largest answer read (a status, a drain's per-group table): more is an error,
+/// not memory spent on whatever an endpoint sends.
+const MAX_ANSWER: usize = 16 << 20;
+
+/// Why a request got no answer ([`http_request_by`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// The connection could not be made (refused, unreachable, not within the time).
+    #[error("cannot connect: {0}")]
+    Connect(std::io::Error),
+    /// The whole answer did not arrive within the request's deadline (an endpoint that
+    /// does not answer, or trickles its answer).
+    #[error("no complete answer within {0:?}")]
+    Timeout(Duration),
+    /// The connection failed while sending or receiving.
+    #[error("{0}")]
+    Io(std::io::Error),
+    /// What came back is not an HTTP answer.
+    #[error("not an HTTP answer: {0}")]
+    Malformed(String),
+}
+
+/// [`http_request`] with a connect timeout and a deadline for the whole request:
+/// `total` bounds everything from the connect to the last byte of the answer, however
+/// the answer arrives (a timeout per read would let an endpoint that sends one byte
+/// at a time hold the caller forever). `None` when no complete answer arrived.
 pub fn http_request_within(
     addr: SocketAddr,
     method: &str,
     path: &str,
     token: Option<&str>,
     connect: Duration,
-    read: Duration,
+    total: Duration,
 ) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&addr, connect).ok()?;
-    s.set_read_timeout(Some(read)).ok()?;
-    s.set_write_timeout(Some(read)).ok()?;
+    http_request_by(addr, method, path, token, connect, total).ok()
+}
+
+/// [`http_request_within`], saying why there is no answer.
+pub fn http_request_by(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    connect: Duration,
+    total: Duration,
+) -> Result<(u16, String), RequestError> {
+    let deadline = Instant::now() + total;
+    let left = || {
+        deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or(RequestError::Timeout(total))
+    };
+    let timed_out = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            RequestError::Timeout(total)
+        }
+        _ => RequestError::Io(e),
+    };
+    let mut s =
+        TcpStream::connect_timeout(&addr, connect.min(left()?)).map_err(RequestError::Connect)?;
+    s.set_write_timeout(Some(left()?)).map_err(RequestError::Io)?;
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
@@ -45,11 +95,40 @@ pub fn http_request_within(
         s,
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n"
     )
-    .ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).ok()?;
-    let (head, body) = buf.split_once("\r\n\r\n")?;
-    let code: u16 = head.split_whitespace().nth(1)?.parse().ok()?;
+    .map_err(timed_out)?;
+    let mut raw = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        s.set_read_timeout(Some(left()?)).map_err(RequestError::Io)?;
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                raw.extend_from_slice(&chunk[..n]);
+                if raw.len() > MAX_ANSWER {
+                    return Err(RequestError::Malformed(format!(
+                        "an answer above {MAX_ANSWER} bytes"
+                    )));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(timed_out(e)),
+        }
+    }
+    let buf = String::from_utf8_lossy(&raw);
+    let (head, body) = buf
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| RequestError::Malformed("no end of the header".into()))?;
+    let code: u16 = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .filter(|_| head.starts_with("HTTP/"))
+        .ok_or_else(|| {
+            RequestError::Malformed(format!(
+                "no status line: {:?}",
+                head.lines().next().unwrap_or_default()
+            ))
+        })?;
     let body = if head
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked")
@@ -58,7 +137,7 @@ pub fn http_request_within(
     } else {
         body.to_string()
     };
-    Some((code, body))
+    Ok((code, body))
 }
 
 fn dechunk(mut body: &str) -> String {
@@ -185,6 +264,81 @@ mod tests {
             metric_sum(text, "electd_messages_sent_total", &[("type", "ok")]),
             3.0
         );
+    }
+
+    /// An endpoint that answers one byte at a time, each well within any read timeout:
+    /// (its address, the thread, which stops once the client hangs up or after
+    /// `max_bytes`).
+    fn trickler(max_bytes: usize) -> (SocketAddr, std::thread::JoinHandle<usize>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let t = std::thread::spawn(move || {
+            let Ok((mut c, _)) = l.accept() else { return 0 };
+            let mut req = [0u8; 1024];
+            let _ = c.read(&mut req);
+            let answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n";
+            let body = answer.iter().chain(std::iter::repeat(&b' '));
+            let mut sent = 0;
+            for b in body.take(max_bytes) {
+                if c.write_all(&[*b]).is_err() {
+                    break;
+                }
+                sent += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            sent
+        });
+        (addr, t)
+    }
+
+    /// Issue 28, item 4: the timeout bounds the whole request. Before, it bounded each
+    /// read, and an endpoint trickling a byte every 10 ms held the caller until it
+    /// stopped (here after 2,000 bytes: 20 s, or forever).
+    #[test]
+    fn a_trickling_endpoint_cannot_hold_a_request_past_its_deadline() {
+        let total = Duration::from_millis(300);
+        let (addr, server) = trickler(2_000);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let start = Instant::now();
+        std::thread::spawn(move || {
+            let r = http_request_by(addr, "GET", "/status", None, total, total);
+            let _ = tx.send(r.map(|_| ()).map_err(|e| e.to_string()));
+        });
+        // Generous for a loaded machine, far below the trickle's 20 s.
+        let r = rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the request must end near its deadline, not when the endpoint stops");
+        let took = start.elapsed();
+        let e = r.expect_err("no complete answer arrived");
+        assert!(e.contains("no complete answer within 300ms"), "{e}");
+        assert!(took >= total, "{took:?}");
+        let sent = server.join().expect("server");
+        // The client hung up: the server saw far fewer than its 2,000 bytes.
+        assert!(sent < 2_000, "{sent}");
+    }
+
+    #[test]
+    fn refused_and_garbage_answers_are_told_apart() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        drop(l);
+        let t = Duration::from_secs(2);
+        assert!(matches!(
+            http_request_by(addr, "GET", "/", None, t, t),
+            Err(RequestError::Connect(_))
+        ));
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let server = std::thread::spawn(move || {
+            if let Ok((mut c, _)) = l.accept() {
+                let mut req = [0u8; 1024];
+                let _ = c.read(&mut req);
+                let _ = c.write_all(b"SSH-2.0-OpenSSH\r\n\r\n");
+            }
+        });
+        let r = http_request_by(addr, "GET", "/", None, t, t);
+        assert!(matches!(r, Err(RequestError::Malformed(_))), "{r:?}");
+        server.join().expect("server");
     }
 
     #[test]
