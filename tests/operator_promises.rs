@@ -109,7 +109,12 @@ fn a_drain_survives_a_restart_until_undrain() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(
-        metric(&c, 3, "electd_elections_won_total", &[("algorithm", "bully")]),
+        metric(
+            &c,
+            3,
+            "electd_elections_won_total",
+            &[("algorithm", "bully")]
+        ),
         Some(0.0)
     );
 
@@ -120,9 +125,10 @@ fn a_drain_survives_a_restart_until_undrain() {
         .expect("node 3 leads bully again");
     assert_eq!(c.terminate(3, DEADLINE), Some(0), "{}", c.log(3));
     c.start(3);
-    wait_for("node 3 eligible and leading after the second restart", || {
-        view(&c, 3, "bully").filter(|v| v.0 == Some(3) && v.2.is_empty())
-    });
+    wait_for(
+        "node 3 eligible and leading after the second restart",
+        || view(&c, 3, "bully").filter(|v| v.0 == Some(3) && v.2.is_empty()),
+    );
     assert_eq!(
         metric(&c, 3, "electd_drained", &[("algorithm", "bully")]),
         Some(0.0)
@@ -134,7 +140,10 @@ fn a_drain_survives_a_restart_until_undrain() {
         for alg in ["bully", "raft"] {
             let series = format!("electd_drained{{algorithm=\"{alg}\"");
             assert!(text.contains(&series), "node {id}: no {series}:\n{text}");
-            assert_eq!(counter_sum(&text, "electd_drained", &[("algorithm", alg)]), 0.0);
+            assert_eq!(
+                counter_sum(&text, "electd_drained", &[("algorithm", alg)]),
+                0.0
+            );
         }
     }
 }
@@ -155,16 +164,16 @@ fn a_transfer_to_a_drained_node_is_refused_and_the_leader_leads_on() {
     let leader = leaders["bully"];
     let target = (1..=3).find(|&i| i != leader).unwrap();
     let other = (1..=3).find(|&i| i != leader && i != target).unwrap();
-    let (ok, out, err) = run_electd(&[
-        "drain",
-        "--url",
-        &url(&c, target),
-        "--token-file",
-        &token,
-    ]);
+    let (ok, out, err) = run_electd(&["drain", "--url", &url(&c, target), "--token-file", &token]);
     assert!(ok, "drain of a follower:\n{out}\n{err}");
     let changes = |c: &Cluster, id| {
-        metric(c, id, "electd_leader_changes_total", &[("algorithm", "bully")]).expect("metrics")
+        metric(
+            c,
+            id,
+            "electd_leader_changes_total",
+            &[("algorithm", "bully")],
+        )
+        .expect("metrics")
     };
     let before = [changes(&c, other), changes(&c, target)];
     let started = Instant::now();
@@ -262,7 +271,10 @@ fn transfer_without_algorithm_hands_over_every_group_the_node_leads() {
     }
     // And the help says what it does.
     let (help_ok, help, _) = run_electd(&["transfer", "--help"]);
-    assert!(help_ok && help.contains("every group the node leads"), "{help}");
+    assert!(
+        help_ok && help.contains("every group the node leads"),
+        "{help}"
+    );
 }
 
 /// An endpoint that answers one byte every 10 ms (each read is quick, the answer never
@@ -317,11 +329,7 @@ fn run_bounded(args: &[&str], within: Duration) -> (bool, bool, String) {
     if let Some(mut e) = child.stderr.take() {
         let _ = e.read_to_string(&mut err);
     }
-    (
-        status.is_some(),
-        status.is_some_and(|s| s.success()),
-        err,
-    )
+    (status.is_some(), status.is_some_and(|s| s.success()), err)
 }
 
 /// Item 4: `--timeout` of `status`, `drain`, `undrain` and `transfer` bounds the whole
@@ -385,7 +393,10 @@ fn the_client_timeout_bounds_the_whole_request() {
         assert!(!ok, "electd {name}: no answer must be a failure: {err}");
         assert!(start.elapsed() >= Duration::from_millis(500), "{name}");
         if name != "status" {
-            assert!(err.contains("no complete answer within 500ms"), "{name}: {err}");
+            assert!(
+                err.contains("no complete answer within 500ms"),
+                "{name}: {err}"
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -235,7 +235,10 @@ fn nobody_may_lead(views: &[GroupReport], unreachable: bool) -> Option<String> {
     } else {
         "every node"
     };
-    if views.iter().all(|v| v.ineligible.iter().any(|r| r == "drained")) {
+    if views
+        .iter()
+        .all(|v| v.ineligible.iter().any(|r| r == "drained"))
+    {
         return Some(format!(
             "{every} is drained, so none may lead: `electd undrain` one of them"
         ));

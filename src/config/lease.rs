@@ -11,11 +11,11 @@
 //! starting — so the configuration is refused, naming the key.
 
 use super::raw::{RawLease, RawLeaseOf};
+use super::validate::ms;
 use super::validate::Validator;
 use super::ConfigError;
 use crate::contract::algorithm::{AlgorithmKind, LeaseOptions, Timing};
 use serde::Deserialize;
-use super::validate::ms;
 
 impl Validator<'_> {
     /// `[lease]` resolved per algorithm (`[lease.<algorithm>]` over `[lease]`), and
@@ -91,7 +91,11 @@ impl Validator<'_> {
                          the leader and `electd exec` would not start (or stop) its \
                          command. Set it below {} (docs/leases.md)",
                         ms(d),
-                        if given { "" } else { " (the default, a tenth of the base)" },
+                        if given {
+                            ""
+                        } else {
+                            " (the default, a tenth of the base)"
+                        },
                         ms(base),
                         ms(timing.heartbeat),
                         ms(room),

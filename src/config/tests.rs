@@ -798,21 +798,32 @@ fn a_clock_drift_that_leaves_no_lease_is_refused_naming_the_key() {
         head(&format!(
             "[state]\nephemeral = true\n[raft]\ncheck_quorum = true\n{lease}"
         ))
-            .replace("[\"bully\"]", "[\"bully\", \"raft\"]")
+        .replace("[\"bully\"]", "[\"bully\", \"raft\"]")
     };
     let t = parse(&cfg("")).expect("defaults are valid").timing;
     let ms = |d: Duration| format!("{}us", d.as_micros());
     let raft_room = t.election_timeout_min - t.heartbeat;
     let bully_room = t.failure_timeout - t.heartbeat;
     // Raft keeps a lease (check-quorum): its base is election_timeout min.
-    for d in [t.election_timeout_min, raft_room, t.election_timeout_min * 3] {
+    for d in [
+        t.election_timeout_min,
+        raft_room,
+        t.election_timeout_min * 3,
+    ] {
         let e = parse(&cfg(&format!("[lease.raft]\nclock_drift = \"{}\"", ms(d))));
         fails(e, "lease.raft.clock_drift", "lease base");
     }
     let below = raft_room - Duration::from_millis(1);
-    let c = parse(&cfg(&format!("[lease.raft]\nclock_drift = \"{}\"", ms(below))))
-        .expect("below the limit");
-    assert!(c.options.lease.clock_drift.contains(&(crate::contract::algorithm::AlgorithmKind::Raft, below)));
+    let c = parse(&cfg(&format!(
+        "[lease.raft]\nclock_drift = \"{}\"",
+        ms(below)
+    )))
+    .expect("below the limit");
+    assert!(c
+        .options
+        .lease
+        .clock_drift
+        .contains(&(AlgorithmKind::Raft, below)));
     // The shared key is blamed when it is the one set.
     let e = parse(&cfg(&format!(
         "[lease]\nrequire_quorum = true\nclock_drift = \"{}\"",

@@ -540,7 +540,10 @@ mod tests {
         assert_eq!(saved.groups, want);
         assert!(saved.drained.is_empty());
         sf.store(&want, &[AlgorithmKind::Bully]).unwrap();
-        assert_eq!(load_saved(&path).unwrap().drained, vec![AlgorithmKind::Bully]);
+        assert_eq!(
+            load_saved(&path).unwrap().drained,
+            vec![AlgorithmKind::Bully]
+        );
     }
 
     /// A term no fencing token can carry (issue 28, item 7: 2^40, u64::MAX) is refused

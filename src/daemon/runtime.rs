@@ -1299,7 +1299,10 @@ impl Driver {
         let far = self.node.terms_out_of_reach();
         if far.is_empty() {
             if std::mem::take(&mut self.term_unhealthy) {
-                tracing::info!(node = self.cfg.id, "every group's term is within its peers' reach again");
+                tracing::info!(
+                    node = self.cfg.id,
+                    "every group's term is within its peers' reach again"
+                );
                 self.shared.set_problem("term", None);
             }
             return;

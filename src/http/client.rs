@@ -87,7 +87,8 @@ pub fn http_request_by(
     };
     let mut s =
         TcpStream::connect_timeout(&addr, connect.min(left()?)).map_err(RequestError::Connect)?;
-    s.set_write_timeout(Some(left()?)).map_err(RequestError::Io)?;
+    s.set_write_timeout(Some(left()?))
+        .map_err(RequestError::Io)?;
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
@@ -99,7 +100,8 @@ pub fn http_request_by(
     let mut raw = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
-        s.set_read_timeout(Some(left()?)).map_err(RequestError::Io)?;
+        s.set_read_timeout(Some(left()?))
+            .map_err(RequestError::Io)?;
         match s.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => {

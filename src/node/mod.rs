@@ -616,8 +616,8 @@ impl Node {
         // damaged state file, or pushed there). Noted for the `term` health check.
         // (Messages without a term, 0, tell nothing.)
         if epoch > 0 {
-            grp.out_of_reach = (grp.term > epoch.saturating_add(MAX_TERM_AHEAD))
-                .then_some((from, epoch));
+            grp.out_of_reach =
+                (grp.term > epoch.saturating_add(MAX_TERM_AHEAD)).then_some((from, epoch));
         }
         if epoch > grp.seen.max(grp.term).saturating_add(MAX_TERM_AHEAD) {
             self.count_invalid("future_epoch");
