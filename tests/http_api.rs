@@ -307,11 +307,12 @@ async fn pause_makes_the_node_look_down_and_resume_brings_it_back() {
         get(a, "/healthz").await.status,
         StatusCode::SERVICE_UNAVAILABLE
     );
-    // Node 3 leads raft, but a paused node must not attract traffic.
-    assert_eq!(
-        get(a, "/is-leader?algorithm=raft").await.status,
-        StatusCode::SERVICE_UNAVAILABLE
-    );
+    // Node 3 leads raft, but a paused node must not attract traffic; the body
+    // agrees with the status (issue 28, item 2).
+    let r = get(a, "/is-leader?algorithm=raft").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.json()["is_leader"], false, "{}", r.body);
+    assert!(r.json()["why"].as_str().unwrap_or("").contains("paused"));
     assert_eq!(get(a, "/status").await.json()["paused"], true);
     let r = call(
         a,
@@ -494,6 +495,15 @@ async fn leader_answers_say_whether_a_lease_is_held_and_for_how_long() {
     let r = get(a, "/is-leader?algorithm=raft").await;
     assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(r.json()["lease_remaining_ms"], 0);
-    assert_eq!(r.json()["is_leader"], true);
+    // Issue 28, item 2: the body agrees with the status, and says why.
+    assert_eq!(r.json()["is_leader"], false, "{}", r.body);
+    assert_eq!(r.json()["leader"], 3);
+    assert!(
+        r.json()["why"].as_str().unwrap_or("").contains("no lease"),
+        "{}",
+        r.body
+    );
+    let leader = get(a, "/leader?algorithm=raft").await.json();
+    assert_eq!(leader["is_leader"], false);
     server.stop().await;
 }

@@ -9,7 +9,7 @@
 //! daemon did not answer), 2 for a usage error (clap).
 
 use super::AlgorithmArg;
-use electd::http::client::http_request_within;
+use electd::http::client::request;
 use electd::NodeId;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -18,7 +18,8 @@ use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
 pub struct AdminArgs {
-    /// Only this algorithm's group (default: every group the node runs).
+    /// Only this algorithm's group (default: every group the node runs; for `transfer`,
+    /// every group the node leads).
     #[arg(long, short, value_enum)]
     pub algorithm: Option<AlgorithmArg>,
     /// The local daemon's HTTP address (`http://HOST:PORT` or `HOST:PORT`).
@@ -34,7 +35,8 @@ pub struct AdminArgs {
     /// File holding the admin bearer token.
     #[arg(long, env = "ELECTD_ADMIN_TOKEN_FILE")]
     pub token_file: Option<PathBuf>,
-    /// How long to wait for the answer (a drain waits for the hand-over).
+    /// How long the whole request may take, from connecting to the last byte of the
+    /// answer (a drain waits for the hand-over).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
     /// Print the daemon's JSON answer instead of a table.
@@ -51,7 +53,7 @@ pub struct TransferArgs {
     pub admin: AdminArgs,
 }
 
-/// `electd transfer`: `--algorithm` is required unless the node runs one group.
+/// `electd transfer`: one group (`--algorithm`), or every group the node leads.
 pub fn transfer(args: &TransferArgs) -> ExitCode {
     call(&args.admin, "transfer", &[("to", args.to.to_string())])
 }
@@ -121,7 +123,7 @@ fn try_call(args: &AdminArgs, route: &str, extra: &[(&str, String)]) -> anyhow::
     } else {
         format!("/admin/{route}?{}", query.join("&"))
     };
-    let (code, body) = http_request_within(
+    let (code, body) = request(
         addr,
         "POST",
         &path,
@@ -129,7 +131,7 @@ fn try_call(args: &AdminArgs, route: &str, extra: &[(&str, String)]) -> anyhow::
         Duration::from_secs(1),
         args.timeout,
     )
-    .ok_or_else(|| anyhow::anyhow!("no answer from {addr} within {:?}", args.timeout))?;
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     let v: Value = serde_json::from_str(&body).map_err(|e| {
         anyhow::anyhow!("{addr} answered {code} with a body that is not JSON ({e}): {body}")
     })?;

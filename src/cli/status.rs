@@ -180,6 +180,10 @@ struct GroupReport {
     token: Option<u64>,
     state: String,
     electing: bool,
+    /// Why this node may not lead the group (`drained`, `fault`, …; `/status`'s
+    /// `ineligible`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    ineligible: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -213,11 +217,44 @@ fn group_of(node: NodeId, g: &Value) -> GroupReport {
             .or_else(|| g["term"].as_u64()),
         state: g["state"].as_str().unwrap_or("?").to_string(),
         electing: g["electing"].as_bool().unwrap_or(false),
+        ineligible: g["ineligible"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.as_str().map(str::to_string))
+            .collect(),
     }
+}
+
+/// When no answering node may lead the group (each is drained, failing a check, …):
+/// the problem to report ahead of "electing" or "no leader", which are its symptoms.
+fn nobody_may_lead(views: &[GroupReport], unreachable: bool) -> Option<String> {
+    if views.is_empty() || views.iter().any(|v| v.ineligible.is_empty()) {
+        return None;
+    }
+    let every = if unreachable {
+        "every node that answered"
+    } else {
+        "every node"
+    };
+    if views
+        .iter()
+        .all(|v| v.ineligible.iter().any(|r| r == "drained"))
+    {
+        return Some(format!(
+            "{every} is drained, so none may lead: `electd undrain` one of them"
+        ));
+    }
+    let why: Vec<String> = views
+        .iter()
+        .map(|v| format!("node {} {}", v.node, v.ineligible.join("+")))
+        .collect();
+    Some(format!("no node may lead ({})", why.join(", ")))
 }
 
 fn analyse(cluster: Option<String>, nodes: Vec<NodeReport>) -> ClusterReport {
     let active: Vec<&NodeReport> = nodes.iter().filter(|n| n.reachable && !n.paused).collect();
+    let some_missing = active.len() < nodes.len();
     // Every algorithm any answering node runs, in the order the nodes list them.
     let mut names: Vec<String> = Vec::new();
     for n in &active {
@@ -254,6 +291,8 @@ fn analyse(cluster: Option<String>, nodes: Vec<NodeReport>) -> ClusterReport {
             let leaders: Vec<Option<NodeId>> = views.iter().map(|v| v.leader).collect();
             let problem = if !missing.is_empty() {
                 format!("nodes {missing:?} do not run it")
+            } else if let Some(why) = nobody_may_lead(&views, some_missing) {
+                why
             } else if let Some(v) = views.iter().find(|v| v.electing) {
                 format!("node {} is electing", v.node)
             } else if let Some(v) = views.iter().find(|v| v.leader.is_none()) {
@@ -723,6 +762,54 @@ mod tests {
         let mut down = node(1, json!([]));
         down.reachable = false;
         assert!(!analyse(None, vec![down]).agreed);
+    }
+
+    /// Issue 28, item 11: a group in which every node is drained says so, not
+    /// "electing" (its symptom); other reasons are named per node.
+    #[test]
+    fn a_group_with_every_node_drained_says_so() {
+        let with = |leader: Option<NodeId>, electing: bool, why: &[&str]| {
+            let mut b = g("bully", leader, 1, electing);
+            b["ineligible"] = json!(why);
+            json!([b, g("raft", Some(2), 4, false)])
+        };
+        let drained = ["drained"];
+        let r = analyse(
+            None,
+            vec![
+                node(1, with(None, true, &drained)),
+                node(2, with(None, false, &drained)),
+                node(3, with(None, true, &["drained", "fault"])),
+            ],
+        );
+        assert!(!r.algorithms[0].agreed);
+        assert!(
+            r.algorithms[0].problem.starts_with("every node is drained"),
+            "{}",
+            r.algorithms[0].problem
+        );
+        assert!(table(&r).contains("bully: not agreed: every node is drained"));
+        assert!(r.algorithms[1].agreed);
+        let fault = analyse(
+            None,
+            vec![
+                node(1, with(None, true, &drained)),
+                node(2, with(None, true, &["fault"])),
+            ],
+        );
+        assert_eq!(
+            fault.algorithms[0].problem,
+            "no node may lead (node 1 drained, node 2 fault)"
+        );
+        // One node may lead: the usual verdict.
+        let r = analyse(
+            None,
+            vec![
+                node(1, with(None, true, &drained)),
+                node(2, with(None, true, &[])),
+            ],
+        );
+        assert_eq!(r.algorithms[0].problem, "node 1 is electing");
     }
 
     #[test]

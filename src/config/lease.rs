@@ -1,19 +1,32 @@
 //! `[lease]`: which groups keep a quorum lease (`require_quorum`; Raft keeps one with
 //! check-quorum) and the clock-drift bound subtracted from it, with
 //! `[lease.<algorithm>]` overrides of the same keys.
+//!
+//! A lease lasts `base − clock_drift` past the oldest of a majority's latest answers
+//! (docs/leases.md), and those answers come once per heartbeat: where a group keeps a
+//! lease, `clock_drift` must stay below `base − heartbeat` (`base`: Raft's
+//! `election_timeout` min, `failure_timeout` otherwise). At or above it the lease
+//! would run out before the next answers could renew it — with `clock_drift ≥ base` no
+//! leader would ever hold one: `/is-leader` 503 on every leader, `electd exec` never
+//! starting — so the configuration is refused, naming the key.
 
 use super::raw::{RawLease, RawLeaseOf};
+use super::validate::ms;
 use super::validate::Validator;
 use super::ConfigError;
-use crate::contract::algorithm::{AlgorithmKind, LeaseOptions};
+use crate::contract::algorithm::{AlgorithmKind, LeaseOptions, Timing};
 use serde::Deserialize;
 
 impl Validator<'_> {
-    /// `[lease]` resolved per algorithm (`[lease.<algorithm>]` over `[lease]`).
+    /// `[lease]` resolved per algorithm (`[lease.<algorithm>]` over `[lease]`), and
+    /// each kept lease's `clock_drift` checked against its base and the heartbeat
+    /// (see the module documentation; `check_quorum`: Raft keeps a lease).
     pub(super) fn lease(
         &self,
         raw: &RawLease,
         algorithms: &[AlgorithmKind],
+        timing: &Timing,
+        check_quorum: bool,
     ) -> Result<LeaseOptions, ConfigError> {
         let mut own: Vec<(AlgorithmKind, RawLeaseOf)> = Vec::new();
         for (name, value) in &raw.per_algorithm {
@@ -46,10 +59,50 @@ impl Validator<'_> {
                 Some(d) => (format!("lease.{kind}.clock_drift"), Some(d)),
                 None => ("lease.clock_drift".to_string(), raw.clock_drift.clone()),
             };
-            if let Some(d) = drift {
-                let d = humantime::parse_duration(d.trim()).map_err(|e| {
+            let (base, base_name) = if kind == AlgorithmKind::Raft {
+                (timing.election_timeout_min, "timing.election_timeout min")
+            } else {
+                (timing.failure_timeout, "timing.failure_timeout")
+            };
+            let kept = if kind == AlgorithmKind::Raft {
+                check_quorum
+            } else {
+                quorum
+            };
+            let given = drift.is_some();
+            let d = match drift {
+                Some(d) => humantime::parse_duration(d.trim()).map_err(|e| {
                     self.err(&key, format!("{d:?} is not a duration like \"10ms\" ({e})"))
-                })?;
+                })?,
+                None => base / 10,
+            };
+            let room = base.saturating_sub(timing.heartbeat);
+            if kept && d >= room {
+                let what = if d >= base {
+                    "no leader would ever hold a lease"
+                } else {
+                    "a leader's lease would run out between two heartbeats"
+                };
+                return Err(self.err(
+                    &key,
+                    format!(
+                        "{}{} is not below {kind}'s lease base ({base_name} = {}) minus \
+                         timing.heartbeat ({}): {what}, so /is-leader would answer 503 on \
+                         the leader and `electd exec` would not start (or stop) its \
+                         command. Set it below {} (docs/leases.md)",
+                        ms(d),
+                        if given {
+                            ""
+                        } else {
+                            " (the default, a tenth of the base)"
+                        },
+                        ms(base),
+                        ms(timing.heartbeat),
+                        ms(room),
+                    ),
+                ));
+            }
+            if given {
                 out.clock_drift.push((kind, d));
             }
         }

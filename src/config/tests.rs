@@ -850,3 +850,66 @@ fn insecure_warning_matches_what_the_receive_path_checks() {
     assert_eq!(again, Err("replay"));
     assert!(w.contains("replay window still drops repeated"), "{w}");
 }
+
+/// Issue 28, item 2: where a group keeps a lease, a `clock_drift` at or above its base
+/// (minus a heartbeat, the period of the answers that renew it) is refused, naming the
+/// key; where none is kept it is not looked at. The limits come from the timing parsed.
+#[test]
+fn a_clock_drift_that_leaves_no_lease_is_refused_naming_the_key() {
+    let cfg = |lease: &str| {
+        head(&format!(
+            "[state]\nephemeral = true\n[raft]\ncheck_quorum = true\n{lease}"
+        ))
+        .replace("[\"bully\"]", "[\"bully\", \"raft\"]")
+    };
+    let t = parse(&cfg("")).expect("defaults are valid").timing;
+    let ms = |d: Duration| format!("{}us", d.as_micros());
+    let raft_room = t.election_timeout_min - t.heartbeat;
+    let bully_room = t.failure_timeout - t.heartbeat;
+    // Raft keeps a lease (check-quorum): its base is election_timeout min.
+    for d in [
+        t.election_timeout_min,
+        raft_room,
+        t.election_timeout_min * 3,
+    ] {
+        let e = parse(&cfg(&format!("[lease.raft]\nclock_drift = \"{}\"", ms(d))));
+        fails(e, "lease.raft.clock_drift", "lease base");
+    }
+    let below = raft_room - Duration::from_millis(1);
+    let c = parse(&cfg(&format!(
+        "[lease.raft]\nclock_drift = \"{}\"",
+        ms(below)
+    )))
+    .expect("below the limit");
+    assert!(c
+        .options
+        .lease
+        .clock_drift
+        .contains(&(AlgorithmKind::Raft, below)));
+    // The shared key is blamed when it is the one set.
+    let e = parse(&cfg(&format!(
+        "[lease]\nrequire_quorum = true\nclock_drift = \"{}\"",
+        ms(t.failure_timeout)
+    )));
+    fails(e, "lease.clock_drift", "no leader would ever hold a lease");
+    // Bully without require_quorum keeps no lease: its drift is not looked at.
+    let c = parse(&cfg(&format!(
+        "[lease.bully]\nclock_drift = \"{}\"",
+        ms(t.failure_timeout * 2)
+    )))
+    .expect("bully keeps no lease");
+    assert_eq!(c.options.lease.require_quorum, vec![]);
+    // With require_quorum it is.
+    let e = parse(&cfg(&format!(
+        "[lease.bully]\nrequire_quorum = true\nclock_drift = \"{}\"",
+        ms(bully_room)
+    )));
+    fails(e, "lease.bully.clock_drift", "between two heartbeats");
+    // Without check-quorum Raft keeps none either.
+    let off = cfg(&format!(
+        "[lease.raft]\nclock_drift = \"{}\"",
+        ms(t.election_timeout_min)
+    ))
+    .replace("check_quorum = true", "check_quorum = false");
+    parse(&off).expect("raft without check-quorum keeps no lease");
+}

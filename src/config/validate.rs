@@ -137,12 +137,13 @@ impl Validator<'_> {
         let (raft_state_file, ephemeral, state_dir_to_create) =
             self.state(&raw, node_id, &algorithms)?;
         let od = Options::default();
+        let check_quorum = raw.raft.check_quorum.unwrap_or(od.check_quorum);
         let options = Options {
             pre_vote: raw.raft.pre_vote.unwrap_or(od.pre_vote),
-            check_quorum: raw.raft.check_quorum.unwrap_or(od.check_quorum),
+            check_quorum,
             ranked_timeouts: raw.raft.ranked_timeouts.unwrap_or(od.ranked_timeouts),
             policy,
-            lease: self.lease(&raw.lease, &algorithms)?,
+            lease: self.lease(&raw.lease, &algorithms, &transport.timing, check_quorum)?,
         };
         let checks = self.checks(&raw.check, &algorithms, node_id)?;
         Ok(Config {

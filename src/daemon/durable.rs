@@ -17,6 +17,18 @@
 //! leader's token arrives, before it acknowledges: with 64 processes on two cores
 //! those flushes were most of the time the announcement took to reach everyone.
 //!
+//! The record also lists the groups the operator drained (`"drained":["bully"]`,
+//! `POST /admin/drain`; docs/policy.md): a drain holds until undrain, across restarts.
+//! The key is left out while nothing is drained, so such a record is byte for byte what
+//! earlier versions wrote, and their files (without the key) load as "nothing
+//! drained". An earlier version refuses a file that lists a drain (an unknown key):
+//! it fails at start rather than forget the drain.
+//!
+//! A term at or above 2^32 is refused when the file is read ([`MAX_TERM`]): the fencing
+//! token is `term · 2^32 + leader` and cannot carry it, and a node holding such a term
+//! would stay out of every election unseen (its peers drop its datagrams as
+//! `future_epoch`).
+//!
 //! The file is created (or converted from the one-record JSON file of earlier
 //! versions, which is still read) by writing a new file and renaming it, once, when the
 //! node starts; a file removed while the node runs is created again the same way at
@@ -30,6 +42,10 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+
+/// The largest term a state file may hold: a fencing token is `term · 2^32 + leader`
+/// ([`crate::contract::algorithm::Token::as_u64`]), exact for terms below 2^32.
+pub const MAX_TERM: u64 = u32::MAX as u64;
 
 /// Size of one record slot; the file is two of them.
 pub const SLOT: usize = 4096;
@@ -54,6 +70,22 @@ pub enum DurableError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A group's term is above [`MAX_TERM`].
+    #[error(
+        "{path}: the {algorithm} group holds term {term}, above {MAX_TERM} (2^32 - 1), the \
+         largest a fencing token carries: the file was damaged or edited. Refused: with it \
+         this node would stay out of every election unseen (its peers drop datagrams whose \
+         term is that far ahead). Set the term to the cluster's (`electd status`) or move \
+         the file away"
+    )]
+    TermTooLarge {
+        /// The state file.
+        path: PathBuf,
+        /// The group.
+        algorithm: AlgorithmKind,
+        /// The term it holds.
+        term: u64,
+    },
 }
 
 #[derive(Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -68,21 +100,38 @@ struct Entry {
 struct File {
     version: u32,
     groups: BTreeMap<String, Entry>,
+    /// The groups drained by the operator; absent (not written) while none is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    drained: Vec<String>,
 }
 
 /// Every group's durable state, as the runtime keeps it.
 pub type States = Vec<(AlgorithmKind, Durable)>;
 
-/// Read the state of a previous life; a missing file is an empty state.
+/// What the state file holds: every group's durable state and the groups drained.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Saved {
+    /// Every group's durable state (the algorithms').
+    pub groups: States,
+    /// The groups this node was drained in (`POST /admin/drain`), until undrained.
+    pub drained: Vec<AlgorithmKind>,
+}
+
+/// Read the algorithm state of a previous life; a missing file is an empty state.
 pub fn load(path: &Path) -> Result<States, DurableError> {
-    read(path).map(|(_, states)| states)
+    read(path).map(|(_, saved)| saved.groups)
+}
+
+/// Read everything the state file holds (algorithm state and drains).
+pub fn load_saved(path: &Path) -> Result<Saved, DurableError> {
+    read(path).map(|(_, saved)| saved)
 }
 
 /// The state in `path` and the sequence of its record (0: none, or the old format).
-fn read(path: &Path) -> Result<(u64, States), DurableError> {
+fn read(path: &Path) -> Result<(u64, Saved), DurableError> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, Vec::new())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, Saved::default())),
         Err(source) => {
             return Err(DurableError::Io {
                 path: path.into(),
@@ -96,9 +145,10 @@ fn read(path: &Path) -> Result<(u64, States), DurableError> {
     };
     if bytes.first() == Some(&b'{') {
         let text = std::str::from_utf8(&bytes).map_err(|e| corrupt(e.to_string()))?;
-        return Ok((0, parse_json(text).map_err(corrupt)?));
+        let saved = parse_json(text).map_err(corrupt)?;
+        return bounded(path, saved).map(|s| (0, s));
     }
-    let mut best: Option<(u64, States)> = None;
+    let mut best: Option<(u64, Saved)> = None;
     let mut problems = Vec::new();
     for (i, slot) in bytes.chunks(SLOT).take(2).enumerate() {
         match parse_slot(slot) {
@@ -110,10 +160,24 @@ fn read(path: &Path) -> Result<(u64, States), DurableError> {
             Err(why) => problems.push(format!("slot {i}: {why}")),
         }
     }
-    best.ok_or_else(|| corrupt(format!("no intact record: {}", problems.join("; "))))
+    let (seq, saved) =
+        best.ok_or_else(|| corrupt(format!("no intact record: {}", problems.join("; "))))?;
+    bounded(path, saved).map(|s| (seq, s))
 }
 
-fn parse_json(text: &str) -> Result<States, String> {
+/// `saved`, unless a group's term is above [`MAX_TERM`].
+fn bounded(path: &Path, saved: Saved) -> Result<Saved, DurableError> {
+    match saved.groups.iter().find(|(_, d)| d.term > MAX_TERM) {
+        Some(&(algorithm, d)) => Err(DurableError::TermTooLarge {
+            path: path.into(),
+            algorithm,
+            term: d.term,
+        }),
+        None => Ok(saved),
+    }
+}
+
+fn parse_json(text: &str) -> Result<Saved, String> {
     let file: File = serde_json::from_str(text).map_err(|e| e.to_string())?;
     if file.version != 1 {
         return Err(format!("version {} (expected 1)", file.version));
@@ -129,7 +193,17 @@ fn parse_json(text: &str) -> Result<States, String> {
             },
         ));
     }
-    Ok(out)
+    let mut drained = Vec::new();
+    for name in file.drained {
+        let kind: AlgorithmKind = name.parse().map_err(|e| format!("drained: {e}"))?;
+        if !drained.contains(&kind) {
+            drained.push(kind);
+        }
+    }
+    Ok(Saved {
+        groups: out,
+        drained,
+    })
 }
 
 /// The first 16 hex digits of the SHA-256 of `json`.
@@ -140,8 +214,8 @@ fn digest(json: &str) -> String {
         .collect()
 }
 
-/// One slot: `(sequence, states)`, or why it is not an intact record.
-fn parse_slot(slot: &[u8]) -> Result<(u64, States), String> {
+/// One slot: `(sequence, saved)`, or why it is not an intact record.
+fn parse_slot(slot: &[u8]) -> Result<(u64, Saved), String> {
     let text = std::str::from_utf8(slot).map_err(|_| "not text".to_string())?;
     let mut lines = text.splitn(3, '\n');
     let header = lines.next().unwrap_or_default();
@@ -160,10 +234,15 @@ fn parse_slot(slot: &[u8]) -> Result<(u64, States), String> {
     Ok((seq, parse_json(json)?))
 }
 
-/// The slot image of record `seq` holding `states`.
-fn record(seq: u64, states: &[(AlgorithmKind, Durable)]) -> std::io::Result<Vec<u8>> {
+/// The slot image of record `seq` holding `states` and the `drained` groups.
+fn record(
+    seq: u64,
+    states: &[(AlgorithmKind, Durable)],
+    drained: &[AlgorithmKind],
+) -> std::io::Result<Vec<u8>> {
     let file = File {
         version: 1,
+        drained: drained.iter().map(|k| k.as_str().to_string()).collect(),
         groups: states
             .iter()
             .map(|(k, d)| {
@@ -202,17 +281,24 @@ impl StateFile {
     /// Read the state of a previous life at `path` and lay the file out afresh (a new
     /// file renamed over the old one) holding it, so that later writes go in place.
     /// Fails at start, not at the first election, if it cannot be written.
-    pub(crate) fn open(path: &Path) -> Result<(StateFile, States), DurableError> {
-        let (seq, states) = read(path)?;
-        let sf = StateFile::create(path, seq.saturating_add(2).max(2), &states)?;
-        Ok((sf, states))
+    pub(crate) fn open(path: &Path) -> Result<(StateFile, Saved), DurableError> {
+        let (seq, saved) = read(path)?;
+        let sf = StateFile::create(
+            path,
+            seq.saturating_add(2).max(2),
+            &saved.groups,
+            &saved.drained,
+        )?;
+        Ok((sf, saved))
     }
 
-    /// A new file whose newest record, `seq`, and the one before hold `states`.
+    /// A new file whose newest record, `seq`, and the one before hold `states` and
+    /// `drained`.
     fn create(
         path: &Path,
         seq: u64,
         states: &[(AlgorithmKind, Durable)],
+        drained: &[AlgorithmKind],
     ) -> Result<Self, DurableError> {
         let io = |source| DurableError::Io {
             path: path.into(),
@@ -221,7 +307,7 @@ impl StateFile {
         let mut image = vec![0u8; 2 * SLOT];
         for k in [seq.saturating_sub(1), seq] {
             let at = (k % 2) as usize * SLOT;
-            image[at..at + SLOT].copy_from_slice(&record(k, states).map_err(io)?);
+            image[at..at + SLOT].copy_from_slice(&record(k, states, drained).map_err(io)?);
         }
         let tmp = path.with_extension("tmp");
         {
@@ -247,11 +333,12 @@ impl StateFile {
         })
     }
 
-    /// Store `states` durably: the older slot overwritten in place and flushed. A file
-    /// removed meanwhile is created again.
+    /// Store `states` and the `drained` groups durably: the older slot overwritten in
+    /// place and flushed. A file removed meanwhile is created again.
     pub(crate) fn store(
         &mut self,
         states: &[(AlgorithmKind, Durable)],
+        drained: &[AlgorithmKind],
     ) -> Result<(), DurableError> {
         let io = |source| DurableError::Io {
             path: self.path.clone(),
@@ -260,10 +347,10 @@ impl StateFile {
         let seq = self.seq.saturating_add(1);
         let removed = self.file.metadata().map_err(io)?.nlink() == 0;
         if removed {
-            *self = StateFile::create(&self.path, seq, states)?;
+            *self = StateFile::create(&self.path, seq, states, drained)?;
             return Ok(());
         }
-        let image = record(seq, states).map_err(io)?;
+        let image = record(seq, states, drained).map_err(io)?;
         self.file
             .write_all_at(&image, (seq % 2) * SLOT as u64)
             .map_err(io)?;
@@ -297,17 +384,17 @@ mod tests {
             "a missing file is an empty state"
         );
         let (mut sf, stored) = StateFile::open(&path).unwrap();
-        assert!(stored.is_empty());
+        assert_eq!(stored, Saved::default());
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 2 * SLOT as u64);
-        sf.store(&raft(42, Some(3))).unwrap();
+        sf.store(&raft(42, Some(3)), &[]).unwrap();
         assert_eq!(load(&path).unwrap(), raft(42, Some(3)));
-        sf.store(&raft(43, None)).unwrap();
+        sf.store(&raft(43, None), &[]).unwrap();
         assert_eq!(load(&path).unwrap(), raft(43, None));
         // Reopened (a restart): the state of the previous life, and writes go on.
         drop(sf);
         let (mut sf, stored) = StateFile::open(&path).unwrap();
-        assert_eq!(stored, raft(43, None));
-        sf.store(&raft(44, Some(1))).unwrap();
+        assert_eq!(stored.groups, raft(43, None));
+        sf.store(&raft(44, Some(1)), &[]).unwrap();
         assert_eq!(load(&path).unwrap(), raft(44, Some(1)));
         for bad in [
             "",
@@ -336,9 +423,9 @@ mod tests {
         )
         .unwrap();
         let (mut sf, stored) = StateFile::open(&path).unwrap();
-        assert_eq!(stored, raft(9, Some(2)));
+        assert_eq!(stored.groups, raft(9, Some(2)));
         assert!(std::fs::read(&path).unwrap().starts_with(MAGIC.as_bytes()));
-        sf.store(&raft(10, None)).unwrap();
+        sf.store(&raft(10, None), &[]).unwrap();
         assert_eq!(load(&path).unwrap(), raft(10, None));
     }
 
@@ -348,8 +435,8 @@ mod tests {
     fn a_torn_write_falls_back_to_the_previous_record() {
         let path = tmp("torn");
         let (mut sf, _) = StateFile::open(&path).unwrap();
-        sf.store(&raft(5, Some(1))).unwrap();
-        sf.store(&raft(6, Some(2))).unwrap();
+        sf.store(&raft(5, Some(1)), &[]).unwrap();
+        sf.store(&raft(6, Some(2)), &[]).unwrap();
         let newest = (sf.seq % 2) as usize * SLOT;
         let mut bytes = std::fs::read(&path).unwrap();
         // Half of the newest record written: its tail is the older record's bytes.
@@ -376,13 +463,13 @@ mod tests {
         let (mut sf, _) = StateFile::open(&path).unwrap();
         let mut history = Vec::new();
         for term in 7..=9 {
-            sf.store(&raft(term, None)).unwrap();
+            sf.store(&raft(term, None), &[]).unwrap();
             history.push(raft(term, None));
         }
         // Once with the newest record in slot 1, once with the older one there.
         for round in 0..2 {
             if round == 1 {
-                sf.store(&raft(10, None)).unwrap();
+                sf.store(&raft(10, None), &[]).unwrap();
                 history.push(raft(10, None));
             }
             let (last, prev) = (&history[history.len() - 1], &history[history.len() - 2]);
@@ -394,16 +481,115 @@ mod tests {
         }
     }
 
+    /// Drains are kept with the state (issue 28, item 1): stored, read back after a
+    /// reopen (a restart), and cleared by a store without them. A record without a
+    /// drain is the record earlier versions wrote, byte for byte.
+    #[test]
+    fn drains_are_stored_and_a_record_without_one_is_the_old_format() {
+        let path = tmp("drained");
+        let (mut sf, _) = StateFile::open(&path).unwrap();
+        let both = [AlgorithmKind::Bully, AlgorithmKind::Raft];
+        sf.store(&raft(4, Some(2)), &both).unwrap();
+        drop(sf);
+        let (mut sf, saved) = StateFile::open(&path).unwrap();
+        assert_eq!(saved.groups, raft(4, Some(2)));
+        assert_eq!(saved.drained, both.to_vec());
+        sf.store(&raft(4, Some(2)), &[]).unwrap();
+        assert!(load_saved(&path).unwrap().drained.is_empty());
+        // Once both slots hold records written without a drain, the file is as an
+        // earlier version wrote it.
+        sf.store(&raft(4, Some(2)), &[]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("drained"), "{text}");
+    }
+
+    /// A file as the version before drains were kept wrote it (two slots, each a
+    /// header and the JSON of `{"version":1,"groups":…}`) still loads: nothing drained.
+    #[test]
+    fn a_file_of_the_previous_version_still_loads() {
+        let path = tmp("previous");
+        let slot = |seq: u64, json: &str| {
+            let mut s = format!("electd-state 2 {seq} {}\n{json}\n", digest(json)).into_bytes();
+            s.resize(SLOT, b' ');
+            s
+        };
+        let older = r#"{"version":1,"groups":{"bully":{"term":6,"voted_for":3},"raft":{"term":8,"voted_for":null}}}"#;
+        let newer = r#"{"version":1,"groups":{"bully":{"term":7,"voted_for":3},"raft":{"term":9,"voted_for":2}}}"#;
+        // Record 5 in slot 1, record 6 (the newest) in slot 0.
+        let mut image = slot(6, newer);
+        image.extend(slot(5, older));
+        std::fs::write(&path, &image).unwrap();
+        let (mut sf, saved) = StateFile::open(&path).unwrap();
+        let want = vec![
+            (
+                AlgorithmKind::Bully,
+                Durable {
+                    term: 7,
+                    voted_for: Some(3),
+                },
+            ),
+            (
+                AlgorithmKind::Raft,
+                Durable {
+                    term: 9,
+                    voted_for: Some(2),
+                },
+            ),
+        ];
+        assert_eq!(saved.groups, want);
+        assert!(saved.drained.is_empty());
+        sf.store(&want, &[AlgorithmKind::Bully]).unwrap();
+        assert_eq!(
+            load_saved(&path).unwrap().drained,
+            vec![AlgorithmKind::Bully]
+        );
+    }
+
+    /// A term no fencing token can carry (issue 28, item 7: 2^40, u64::MAX) is refused
+    /// with a message naming the file, the group and the term; 2^32 - 1 is accepted.
+    #[test]
+    fn a_term_above_what_a_token_carries_is_refused() {
+        let path = tmp("huge");
+        for term in [MAX_TERM + 1, 1 << 40, u64::MAX] {
+            let (mut sf, _) = StateFile::open(&path).unwrap();
+            sf.store(&raft(term, Some(2)), &[]).unwrap();
+            drop(sf);
+            let err = StateFile::open(&path).unwrap_err().to_string();
+            assert!(
+                err.contains("raft.state")
+                    && err.contains(&format!("term {term}"))
+                    && err.contains("raft group"),
+                "{err}"
+            );
+            // The old one-record format too.
+            std::fs::write(
+                &path,
+                format!(r#"{{"version":1,"groups":{{"raft":{{"term":{term},"voted_for":2}}}}}}"#),
+            )
+            .unwrap();
+            assert!(matches!(
+                load(&path),
+                Err(DurableError::TermTooLarge { term: t, .. }) if t == term
+            ));
+            std::fs::remove_file(&path).unwrap();
+        }
+        let (mut sf, _) = StateFile::open(&path).unwrap();
+        sf.store(&raft(MAX_TERM, Some(2)), &[]).unwrap();
+        drop(sf);
+        assert_eq!(load(&path).unwrap(), raft(MAX_TERM, Some(2)));
+    }
+
     /// A state file removed while the node runs is created again at the next write.
     #[test]
     fn a_removed_file_is_created_again() {
         let path = tmp("removed");
         let (mut sf, _) = StateFile::open(&path).unwrap();
-        sf.store(&raft(3, None)).unwrap();
+        sf.store(&raft(3, None), &[]).unwrap();
         std::fs::remove_file(&path).unwrap();
-        sf.store(&raft(4, Some(2))).unwrap();
+        sf.store(&raft(4, Some(2)), &[]).unwrap();
         assert_eq!(load(&path).unwrap(), raft(4, Some(2)));
-        sf.store(&raft(5, Some(2))).unwrap();
+        sf.store(&raft(5, Some(2)), &[]).unwrap();
         assert_eq!(load(&path).unwrap(), raft(5, Some(2)));
     }
 }

@@ -140,6 +140,7 @@ pub struct Metrics {
     check_up: IntGaugeVec,
     check_runs: IntCounterVec,
     fault: IntGaugeVec,
+    drained: IntGaugeVec,
     priority_penalty: IntGaugeVec,
     process: Registry,
     exported: Mutex<Exported>,
@@ -373,6 +374,11 @@ impl Metrics {
             "1 while a failing [[check]] makes this node ineligible in the group (keepalived's FAULT).",
             &["algorithm"],
         )?;
+        let drained = gauge_vec(
+            "drained",
+            "1 while the operator has drained this node in the group (POST /admin/drain; kept across restarts until undrain).",
+            &["algorithm"],
+        )?;
         let build_info = IntGaugeVec::new(
             opts("build_info", "Build information; always 1."),
             &["version"],
@@ -425,6 +431,7 @@ impl Metrics {
             check_up,
             check_runs,
             fault,
+            drained,
             priority_penalty,
             process: process_registry(cluster, node)?,
             exported: Mutex::new(Exported::default()),
@@ -456,6 +463,7 @@ impl Metrics {
             m.has_leader.with_label_values(&l).set(0);
             m.term.with_label_values(&l).set(0);
             m.fault.with_label_values(&l).set(0);
+            m.drained.with_label_values(&l).set(0);
             m.priority_penalty.with_label_values(&l).set(0);
         }
         Ok(m)
@@ -713,6 +721,13 @@ impl Metrics {
     /// This node is in FAULT (a failing check) in `algorithm`'s group, or not.
     pub fn set_fault(&self, algorithm: AlgorithmKind, on: bool) {
         self.fault
+            .with_label_values(&[algorithm.as_str()])
+            .set(i64::from(on));
+    }
+
+    /// The operator drained this node in `algorithm`'s group (`on`), or undrained it.
+    pub fn set_drained(&self, algorithm: AlgorithmKind, on: bool) {
+        self.drained
             .with_label_values(&[algorithm.as_str()])
             .set(i64::from(on));
     }

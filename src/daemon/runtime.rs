@@ -64,7 +64,7 @@ use crate::contract::message::Message;
 use crate::contract::policy::Ineligible;
 use crate::daemon::durable;
 use crate::daemon::heartbeats::{self, arrival, HeartbeatSocket, Pattern};
-use crate::daemon::shared::{Control, GroupView, LeaderEvent, Lease, Shared};
+use crate::daemon::shared::{Control, GroupView, LeaderEvent, Lease, Shared, TransferStarted};
 use crate::daemon::socket::{send_error_kind, Transport};
 use crate::daemon::timer::Deadline;
 use crate::node::link::LinkConfig;
@@ -482,6 +482,13 @@ struct Driver {
     incarnation: u64,
     /// Durable state as last written to `cfg.state_file`.
     stored: Vec<(AlgorithmKind, Durable)>,
+    /// The drained groups as last written to `cfg.state_file`.
+    stored_drained: Vec<AlgorithmKind>,
+    /// Transfers under way that an admin request waits on: where to say that the
+    /// target refused (group, target, the request's end of the channel).
+    transfer_waiters: Vec<(AlgorithmKind, NodeId, tokio::sync::oneshot::Sender<String>)>,
+    /// The `term` health check fails (see [`Driver::check_terms`]).
+    term_unhealthy: bool,
     /// The open state file (`[state] file`), if any.
     state_file: Option<durable::StateFile>,
     /// Some input (a datagram, timer firings, a command) since the last flush left
@@ -522,14 +529,27 @@ impl Driver {
         let mut node = Node::new(cfg.node_config(cfg.incarnation))?;
         // Fails at start, not at the first election, if the file cannot be written
         // (a missing or read-only directory).
-        let (state_file, stored) = match &cfg.state_file {
+        let (state_file, saved) = match &cfg.state_file {
             Some(path) => {
-                let (f, stored) = durable::StateFile::open(path)?;
-                (Some(f), stored)
+                let (f, saved) = durable::StateFile::open(path)?;
+                (Some(f), saved)
             }
-            None => (None, Vec::new()),
+            None => (None, durable::Saved::default()),
         };
-        node.restore(&stored);
+        node.restore(&saved.groups);
+        // A drain holds until undrain, across restarts (docs/policy.md).
+        for &kind in saved.drained.iter().filter(|k| cfg.algorithms.contains(k)) {
+            node.set_ineligible(Time::ZERO, Some(kind), Ineligible::Drained, true);
+            shared.metrics.set_drained(kind, true);
+            tracing::warn!(
+                node = cfg.id,
+                algorithm = %kind,
+                "drained (kept in the state file since the drain): this node will not lead \
+                 the group until `electd undrain`"
+            );
+        }
+        let stored = saved.groups;
+        let stored_drained = saved.drained;
         let origin_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
@@ -552,6 +572,9 @@ impl Driver {
             incarnation: cfg.incarnation,
             node,
             stored,
+            stored_drained,
+            transfer_waiters: Vec::new(),
+            term_unhealthy: false,
             state_file,
             claimed: false,
             claim_unwritten: false,
@@ -907,6 +930,13 @@ impl Driver {
                 let changed = self
                     .node
                     .set_ineligible(now, algorithm, Ineligible::Drained, on);
+                for &kind in &self.cfg.algorithms {
+                    if algorithm.is_none_or(|a| a == kind) {
+                        self.shared.metrics.set_drained(kind, on);
+                    }
+                }
+                // On disk before the answer: a drain survives a restart.
+                self.persist_drains();
                 tracing::info!(
                     node = self.cfg.id,
                     groups = changed,
@@ -968,14 +998,19 @@ impl Driver {
                 } else {
                     self.node.transfer(now, algorithm, to)
                 };
-                match &answer {
-                    Ok(_) => {
-                        tracing::info!(node = self.cfg.id, %algorithm, to, "leadership transfer started")
+                let answer = match answer {
+                    Ok(bound) => {
+                        tracing::info!(node = self.cfg.id, %algorithm, to, "leadership transfer started");
+                        let (tx, refused) = tokio::sync::oneshot::channel();
+                        self.transfer_waiters.retain(|w| w.0 != algorithm);
+                        self.transfer_waiters.push((algorithm, to, tx));
+                        Ok(TransferStarted { bound, refused })
                     }
                     Err(why) => {
-                        tracing::warn!(node = self.cfg.id, %algorithm, to, "leadership transfer refused: {why}")
+                        tracing::warn!(node = self.cfg.id, %algorithm, to, "leadership transfer refused: {why}");
+                        Err(why)
                     }
-                }
+                };
                 let _ = reply.send(answer);
             }
             Control::Penalty { algorithm, penalty } => {
@@ -1052,17 +1087,22 @@ impl Driver {
     /// the link's retransmissions, after the next successful write.
     /// Returns the groups whose new state is not on disk (empty when all is written).
     fn persist(&mut self, now: Vec<(AlgorithmKind, Durable)>) -> Vec<AlgorithmKind> {
+        if self.state_file.is_none() {
+            return Vec::new();
+        }
+        let drained = self.drained_now();
         let Some(file) = &mut self.state_file else {
             return Vec::new();
         };
-        if now == self.stored {
+        if now == self.stored && drained == self.stored_drained {
             self.claim_unwritten = false;
             return Vec::new();
         }
-        match file.store(&now) {
+        match file.store(&now, &drained) {
             Ok(()) => {
                 self.claim_unwritten = false;
                 self.stored = now;
+                self.stored_drained = drained;
                 if self.shared.problems().iter().any(|p| p.0 == "persist") {
                     tracing::info!(node = self.cfg.id, "durable state written again");
                     self.shared.set_problem("persist", None);
@@ -1085,6 +1125,44 @@ impl Driver {
                     ),
                 );
                 changed
+            }
+        }
+    }
+
+    /// The groups this node is drained in now.
+    fn drained_now(&self) -> Vec<AlgorithmKind> {
+        self.node.drained().collect()
+    }
+
+    /// Write the drained groups (with the durable state as last written) at once, if
+    /// they changed: a drain holds across restarts (see [`durable`]). Without a state
+    /// file a drain lasts as long as the process, and the log says so.
+    fn persist_drains(&mut self) {
+        let drained = self.drained_now();
+        if drained == self.stored_drained {
+            return;
+        }
+        let Some(file) = &mut self.state_file else {
+            if !drained.is_empty() {
+                tracing::warn!(
+                    node = self.cfg.id,
+                    "drained, but without a state file ([state] file) the drain ends when \
+                     this process stops"
+                );
+            }
+            self.stored_drained = drained;
+            return;
+        };
+        match file.store(&self.stored, &drained) {
+            Ok(()) => self.stored_drained = drained,
+            Err(e) => {
+                self.shared.metrics.error("state_write");
+                self.shared
+                    .set_problem("persist", Some(format!("cannot write the state file: {e}")));
+                self.log_error(
+                    "state_write",
+                    &format!("the drain is not on disk and would not survive a restart: {e}"),
+                );
             }
         }
     }
@@ -1185,7 +1263,70 @@ impl Driver {
         }
     }
 
+    /// Tell the requests waiting on a transfer that its target refused it; forget the
+    /// waiters of transfers that are over.
+    fn settle_transfer_waiters(&mut self) {
+        for (kind, by) in self.node.take_transfer_refusals() {
+            let why = format!(
+                "node {by} refused the hand-over: it may not lead {kind} now (drained, or \
+                 failing a health check; its /status lists why under `ineligible`); this \
+                 node leads on"
+            );
+            tracing::warn!(node = self.cfg.id, algorithm = %kind, to = by, "leadership transfer refused by its target");
+            if let Some(i) = self
+                .transfer_waiters
+                .iter()
+                .position(|w| w.0 == kind && w.1 == by)
+            {
+                let (_, _, tx) = self.transfer_waiters.swap_remove(i);
+                let _ = tx.send(why);
+            }
+        }
+        if !self.transfer_waiters.is_empty() {
+            let node = &self.node;
+            self.transfer_waiters.retain(|w| {
+                !w.2.is_closed()
+                    && node
+                        .ineligible(w.0)
+                        .is_some_and(|r| r.contains(&Ineligible::Transfer))
+            });
+        }
+    }
+
+    /// The `term` health check: every group's term within its peers' reach (see
+    /// [`Node::terms_out_of_reach`]).
+    fn check_terms(&mut self) {
+        let far = self.node.terms_out_of_reach();
+        if far.is_empty() {
+            if std::mem::take(&mut self.term_unhealthy) {
+                tracing::info!(
+                    node = self.cfg.id,
+                    "every group's term is within its peers' reach again"
+                );
+                self.shared.set_problem("term", None);
+            }
+            return;
+        }
+        let what: Vec<String> = far
+            .iter()
+            .map(|(kind, mine, peer, theirs)| {
+                format!("{kind} term {mine} is more than 2^31 above node {peer}'s ({theirs})")
+            })
+            .collect();
+        let why = format!(
+            "{}: the peers drop this node's datagrams (future_epoch), so it takes part in \
+             no election; its state file was damaged or edited: stop it, set the term to \
+             the cluster's or move the file away",
+            what.join("; ")
+        );
+        self.log_error("term", &why);
+        self.shared.set_problem("term", Some(why));
+        self.term_unhealthy = true;
+    }
+
     fn after_send(&mut self) {
+        self.settle_transfer_waiters();
+        self.check_terms();
         let unreachable: Vec<NodeId> = self.node.drain_unreachable().collect();
         for id in unreachable {
             if self.resolver.names.contains_key(&id) {

@@ -97,6 +97,16 @@ impl GroupView {
     }
 }
 
+/// A leadership transfer the runtime started ([`Control::Transfer`]).
+#[derive(Debug)]
+pub struct TransferStarted {
+    /// How long the hand-over may take.
+    pub bound: std::time::Duration,
+    /// Why the target refused it (it may not lead: drained, failing a health check),
+    /// if it does; closed without a message once the transfer is over otherwise.
+    pub refused: oneshot::Receiver<String>,
+}
+
 /// A change of a group's leader as seen by this node (`/watch`, hooks).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LeaderEvent {
@@ -174,15 +184,15 @@ pub enum Control {
     /// Resume traffic with a new incarnation.
     Resume,
     /// Hand the leadership of a group to another node
-    /// ([`crate::node::Node::transfer`]); the reply is how long the hand-over may take,
-    /// or why it is refused.
+    /// ([`crate::node::Node::transfer`]); the reply is how long the hand-over may take
+    /// and where the target's refusal will come, or why it is refused at once.
     Transfer {
         /// The group.
         algorithm: AlgorithmKind,
         /// The target's roster id.
         to: NodeId,
-        /// The bound, or the reason for a refusal.
-        reply: oneshot::Sender<Result<std::time::Duration, String>>,
+        /// The transfer started, or the reason for a refusal.
+        reply: oneshot::Sender<Result<TransferStarted, String>>,
     },
     /// Drain (`on`) or undrain this node in one group or every group (`None`): it
     /// becomes ineligible ([`crate::contract::policy::Ineligible::Drained`]) and, if it
@@ -222,8 +232,11 @@ pub enum Control {
 /// The health checks of a running node (the `check` label of `electd_health`):
 /// - `send`: datagrams leave the node (not every send attempt failing);
 /// - `persist`: the state the node must keep across restarts is written;
-/// - `roster`: every peer's address is of a family this node's socket can send to.
-pub const HEALTH_CHECKS: [&str; 3] = ["send", "persist", "roster"];
+/// - `roster`: every peer's address is of a family this node's socket can send to;
+/// - `term`: no group's term is out of its peers' reach (more than
+///   [`crate::contract::algorithm::MAX_TERM_AHEAD`] above theirs, which makes them
+///   drop this node's datagrams: a voter lost).
+pub const HEALTH_CHECKS: [&str; 4] = ["send", "persist", "roster", "term"];
 
 /// See the module documentation.
 #[derive(Debug)]

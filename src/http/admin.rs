@@ -275,72 +275,152 @@ pub(super) async fn undrain(
 /// node N ([`crate::node::Node::transfer`]). The answer waits, at most the bound the
 /// node names, until N leads: 200 `{"done": true, "leader": N, "term": …}`; 409 with
 /// the reason when the node refuses (it does not lead, N is not a member or may not
-/// lead, a node outranking N would take over again, …); 504 when N did not take over
-/// in time (with who leads now).
+/// lead, a node outranking N would take over again, …) or when N refuses the
+/// hand-over because it may not lead now (drained, failing a check; this node then
+/// leads on); 504 when N did not take over in time (with who leads now).
+///
+/// Without `algorithm` on a node that runs several groups: every group this node
+/// leads, handed over together; the answer lists them under `groups` as a drain's
+/// does (200 when every one was handed over, 409 when none timed out but some were
+/// refused, 504 otherwise); 409 when this node leads no group.
 pub(super) async fn transfer(
     State(app): State<App>,
     headers: HeaderMap,
     query: RawQuery,
 ) -> Result<Response, ApiError> {
     authorize(&app.shared, &headers)?;
-    let (algorithm, to) = params::transfer_target(&query, &app.shared)?;
+    let (only, to) = params::transfer_target(&query, &app.shared)?;
+    let me = app.shared.node;
+    let groups: Vec<AlgorithmKind> = match only {
+        Some(a) => vec![a],
+        None => app
+            .shared
+            .status()
+            .iter()
+            .filter(|g| g.leader == Some(me))
+            .map(|g| g.algorithm)
+            .collect(),
+    };
+    if groups.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("transfer to node {to} refused: this node leads no group"),
+        ));
+    }
     let mut events = app.shared.subscribe();
-    let (tx, rx) = oneshot::channel();
-    if !app
-        .shared
-        .command(Control::Transfer {
+    // Start every transfer first, so that they run together.
+    let (refusals_tx, mut refusals) = tokio::sync::mpsc::unbounded_channel();
+    let mut outcome: Vec<(AlgorithmKind, Option<String>)> = Vec::new();
+    let mut bound = Duration::ZERO;
+    for &algorithm in &groups {
+        let (tx, rx) = oneshot::channel();
+        let cmd = Control::Transfer {
             algorithm,
             to,
             reply: tx,
-        })
-        .await
-    {
-        return Err(gone());
-    }
-    let bound = match tokio::time::timeout(REPLY_TIMEOUT, rx).await {
-        Ok(Ok(Ok(bound))) => bound,
-        Ok(Ok(Err(why))) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                format!("transfer of {algorithm} to node {to} refused: {why}"),
-            ))
+        };
+        if !app.shared.command(cmd).await {
+            return Err(gone());
         }
-        Ok(Err(_)) | Err(_) => return Err(gone()),
-    };
+        match tokio::time::timeout(REPLY_TIMEOUT, rx).await {
+            Ok(Ok(Ok(started))) => {
+                bound = bound.max(started.bound);
+                let tx = refusals_tx.clone();
+                let refused = started.refused;
+                tokio::spawn(async move {
+                    if let Ok(why) = refused.await {
+                        let _ = tx.send((algorithm, why));
+                    }
+                });
+                outcome.push((algorithm, None));
+            }
+            Ok(Ok(Err(why))) => {
+                let why = format!("transfer of {algorithm} to node {to} refused: {why}");
+                if only.is_some() {
+                    return Err(ApiError::new(StatusCode::CONFLICT, why));
+                }
+                outcome.push((algorithm, Some(why)));
+            }
+            Ok(Err(_)) | Err(_) => return Err(gone()),
+        }
+    }
+    drop(refusals_tx);
     let deadline = tokio::time::Instant::now() + bound;
-    let leads = |app: &App| app.shared.group(algorithm).filter(|g| g.leader == Some(to));
-    loop {
-        if leads(&app).is_some() {
-            break;
-        }
-        match tokio::time::timeout_at(deadline, events.recv()).await {
-            Ok(Ok(_)) | Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {}
-            Ok(Err(_)) | Err(_) => break,
-        }
-    }
-    let g = app.shared.group(algorithm);
-    let (leader, term) = (g.as_ref().and_then(|g| g.leader), g.map_or(0, |g| g.term));
-    let done = leader == Some(to);
-    tracing::info!(%algorithm, to, done, "transfer through the admin API");
-    let mut body = serde_json::json!({
-        "node": app.shared.node,
-        "algorithm": algorithm,
-        "to": to,
-        "done": done,
-        "leader": leader,
-        "term": term,
-    });
-    if !done {
-        body["why"] = serde_json::json!(format!(
-            "node {to} did not take over within {} ms; the leader now is {}",
-            bound.as_millis(),
-            leader.map_or("none".to_string(), |l| l.to_string())
-        ));
-    }
-    let code = if done {
-        StatusCode::OK
-    } else {
-        StatusCode::GATEWAY_TIMEOUT
+    let settled = |app: &App, outcome: &[(AlgorithmKind, Option<String>)]| {
+        outcome.iter().all(|(k, refused)| {
+            refused.is_some() || app.shared.group(*k).is_some_and(|g| g.leader == Some(to))
+        })
     };
+    while !settled(&app, &outcome) {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => break,
+            },
+            Some((k, why)) = refusals.recv() => {
+                let why = format!("transfer of {k} to node {to} refused: {why}");
+                if let Some(o) = outcome.iter_mut().find(|o| o.0 == k) {
+                    o.1 = Some(why);
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => break,
+        }
+    }
+    let answers: Vec<Drained> = outcome
+        .iter()
+        .map(|(k, refused)| {
+            let g = app.shared.group(*k);
+            let (leader, term) = (g.as_ref().and_then(|g| g.leader), g.map_or(0, |g| g.term));
+            let done = refused.is_none() && leader == Some(to);
+            let why = match refused {
+                Some(r) => Some(r.clone()),
+                None if !done => Some(format!(
+                    "node {to} did not take over within {} ms; the leader now is {}",
+                    bound.as_millis(),
+                    leader.map_or("none".to_string(), |l| l.to_string())
+                )),
+                None => None,
+            };
+            Drained {
+                algorithm: *k,
+                leader,
+                term,
+                done,
+                why,
+            }
+        })
+        .collect();
+    let all = answers.iter().all(|a| a.done);
+    let timed_out = outcome
+        .iter()
+        .zip(&answers)
+        .any(|((_, refused), a)| refused.is_none() && !a.done);
+    tracing::info!(groups = ?groups, to, done = all, "transfer through the admin API");
+    let code = if all {
+        StatusCode::OK
+    } else if timed_out {
+        StatusCode::GATEWAY_TIMEOUT
+    } else {
+        StatusCode::CONFLICT
+    };
+    if let (Some(_), [a]) = (only, answers.as_slice()) {
+        // One group asked for: the answer of one transfer (a refusal as an error).
+        if let (false, false, Some(why)) = (a.done, timed_out, &a.why) {
+            return Err(ApiError::new(StatusCode::CONFLICT, why.clone()));
+        }
+        let mut body = serde_json::json!({
+            "node": me,
+            "algorithm": a.algorithm,
+            "to": to,
+            "done": a.done,
+            "leader": a.leader,
+            "term": a.term,
+        });
+        if let Some(why) = &a.why {
+            body["why"] = serde_json::json!(why);
+        }
+        return Ok((code, Json(body)).into_response());
+    }
+    let body = serde_json::json!({ "node": me, "to": to, "done": all, "groups": answers });
     Ok((code, Json(body)).into_response())
 }

@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One HTTP/1.1 request with `Connection: close`: (status code, de-chunked body).
 pub fn http_request(
@@ -26,33 +26,26 @@ pub fn http_request(
     )
 }
 
-/// [`http_request`] with explicit connect and read timeouts.
-pub fn http_request_within(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    connect: Duration,
-    read: Duration,
-) -> Option<(u16, String)> {
-    request(addr, method, path, token, connect, read).ok()
-}
+/// The largest answer read (a status, a drain's per-group table): more is an error,
+/// not memory spent on whatever an endpoint sends.
+const MAX_ANSWER: usize = 16 << 20;
 
-/// Why a request got no answer (see [`request`]).
+/// Why a request got no answer ([`request`]).
 #[derive(Debug, thiserror::Error)]
 pub enum RequestError {
     /// Nothing listens there (connection refused or reset at once).
     #[error("connection refused by {0} (is electd running there?)")]
     Refused(SocketAddr),
-    /// No connection or no (complete) answer within the time allowed.
-    #[error("no answer from {addr} within {within:?} (the node is stopped, hung or cut off)")]
+    /// No connection, or no complete answer, within the time allowed (an endpoint that
+    /// does not answer, or trickles its answer).
+    #[error("no complete answer within {within:?} from {addr} (the node is stopped, hung or cut off)")]
     Timeout {
         /// Where.
         addr: SocketAddr,
         /// The limit that ran out.
         within: Duration,
     },
-    /// The answer is not an HTTP response.
+    /// What came back is not an HTTP answer.
     #[error("invalid reply from {addr}: {why}")]
     Invalid {
         /// Where.
@@ -70,25 +63,50 @@ pub enum RequestError {
     },
 }
 
+/// [`http_request`] with a connect timeout and a deadline for the whole request:
+/// `total` bounds everything from the connect to the last byte of the answer, however
+/// the answer arrives (a timeout per read would let an endpoint that sends one byte
+/// at a time hold the caller forever). `None` when no complete answer arrived.
+pub fn http_request_within(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    connect: Duration,
+    total: Duration,
+) -> Option<(u16, String)> {
+    request(addr, method, path, token, connect, total).ok()
+}
+
 /// [`http_request_within`], saying why there is no answer: refused, timed out, or an
-/// invalid reply (`electd status` tells them apart).
+/// invalid reply (`electd status`, `drain`, `undrain` and `transfer` tell them apart).
 pub fn request(
     addr: SocketAddr,
     method: &str,
     path: &str,
     token: Option<&str>,
     connect: Duration,
-    read: Duration,
+    total: Duration,
 ) -> Result<(u16, String), RequestError> {
     use std::io::ErrorKind;
-    let io = |e: std::io::Error, within: Duration| match e.kind() {
+    let deadline = Instant::now() + total;
+    let timeout = || RequestError::Timeout {
+        addr,
+        within: total,
+    };
+    let left = || {
+        deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(timeout)
+    };
+    let io = |e: std::io::Error| match e.kind() {
         ErrorKind::ConnectionRefused => RequestError::Refused(addr),
-        ErrorKind::TimedOut | ErrorKind::WouldBlock => RequestError::Timeout { addr, within },
+        ErrorKind::TimedOut | ErrorKind::WouldBlock => timeout(),
         _ => RequestError::Io { addr, source: e },
     };
-    let mut s = TcpStream::connect_timeout(&addr, connect).map_err(|e| io(e, connect))?;
-    s.set_read_timeout(Some(read)).map_err(|e| io(e, read))?;
-    s.set_write_timeout(Some(read)).map_err(|e| io(e, read))?;
+    let mut s = TcpStream::connect_timeout(&addr, connect.min(left()?)).map_err(io)?;
+    s.set_write_timeout(Some(left()?)).map_err(io)?;
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
@@ -96,22 +114,38 @@ pub fn request(
         s,
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n"
     )
-    .map_err(|e| io(e, read))?;
+    .map_err(io)?;
+    let invalid = |why: String| RequestError::Invalid { addr, why };
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).map_err(|e| io(e, read))?;
-    let invalid = |why: &str| RequestError::Invalid {
-        addr,
-        why: why.to_string(),
-    };
-    let buf = String::from_utf8(raw).map_err(|_| invalid("not UTF-8"))?;
+    let mut chunk = [0u8; 8192];
+    loop {
+        s.set_read_timeout(Some(left()?)).map_err(io)?;
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                raw.extend_from_slice(&chunk[..n]);
+                if raw.len() > MAX_ANSWER {
+                    return Err(invalid(format!("an answer above {MAX_ANSWER} bytes")));
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(io(e)),
+        }
+    }
+    let buf = String::from_utf8(raw).map_err(|_| invalid("not UTF-8".into()))?;
     let (head, body) = buf
         .split_once("\r\n\r\n")
-        .ok_or_else(|| invalid("no HTTP header"))?;
+        .ok_or_else(|| invalid("no end of the HTTP header".into()))?;
     let code: u16 = head
         .strip_prefix("HTTP/1.")
         .and_then(|h| h.split_whitespace().nth(1))
         .and_then(|c| c.parse().ok())
-        .ok_or_else(|| invalid("no HTTP status line"))?;
+        .ok_or_else(|| {
+            invalid(format!(
+                "no HTTP status line: {:?}",
+                head.lines().next().unwrap_or_default()
+            ))
+        })?;
     let body = if head
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked")
@@ -248,6 +282,81 @@ mod tests {
             metric_sum(text, "electd_messages_sent_total", &[("type", "ok")]),
             3.0
         );
+    }
+
+    /// An endpoint that answers one byte at a time, each well within any read timeout:
+    /// (its address, the thread, which stops once the client hangs up or after
+    /// `max_bytes`).
+    fn trickler(max_bytes: usize) -> (SocketAddr, std::thread::JoinHandle<usize>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let t = std::thread::spawn(move || {
+            let Ok((mut c, _)) = l.accept() else { return 0 };
+            let mut req = [0u8; 1024];
+            let _ = c.read(&mut req);
+            let answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n";
+            let body = answer.iter().chain(std::iter::repeat(&b' '));
+            let mut sent = 0;
+            for b in body.take(max_bytes) {
+                if c.write_all(&[*b]).is_err() {
+                    break;
+                }
+                sent += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            sent
+        });
+        (addr, t)
+    }
+
+    /// Issue 28, item 4: the timeout bounds the whole request. Before, it bounded each
+    /// read, and an endpoint trickling a byte every 10 ms held the caller until it
+    /// stopped (here after 2,000 bytes: 20 s, or forever).
+    #[test]
+    fn a_trickling_endpoint_cannot_hold_a_request_past_its_deadline() {
+        let total = Duration::from_millis(300);
+        let (addr, server) = trickler(2_000);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let start = Instant::now();
+        std::thread::spawn(move || {
+            let r = request(addr, "GET", "/status", None, total, total);
+            let _ = tx.send(r.map(|_| ()).map_err(|e| e.to_string()));
+        });
+        // Generous for a loaded machine, far below the trickle's 20 s.
+        let r = rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the request must end near its deadline, not when the endpoint stops");
+        let took = start.elapsed();
+        let e = r.expect_err("no complete answer arrived");
+        assert!(e.contains("no complete answer within 300ms"), "{e}");
+        assert!(took >= total, "{took:?}");
+        let sent = server.join().expect("server");
+        // The client hung up: the server saw far fewer than its 2,000 bytes.
+        assert!(sent < 2_000, "{sent}");
+    }
+
+    #[test]
+    fn refused_and_garbage_answers_are_told_apart() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        drop(l);
+        let t = Duration::from_secs(2);
+        assert!(matches!(
+            request(addr, "GET", "/", None, t, t),
+            Err(RequestError::Refused(_))
+        ));
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let server = std::thread::spawn(move || {
+            if let Ok((mut c, _)) = l.accept() {
+                let mut req = [0u8; 1024];
+                let _ = c.read(&mut req);
+                let _ = c.write_all(b"SSH-2.0-OpenSSH\r\n\r\n");
+            }
+        });
+        let r = request(addr, "GET", "/", None, t, t);
+        assert!(matches!(r, Err(RequestError::Invalid { .. })), "{r:?}");
+        server.join().expect("server");
     }
 
     #[test]

@@ -73,12 +73,12 @@ pub(super) fn algorithm(
     Ok(Some(kind))
 }
 
-/// Parse `?algorithm=A&to=N` of `POST /admin/transfer`: the group (may be left out
-/// on a node that runs one) and the target's roster id (required).
+/// Parse `?algorithm=A&to=N` of `POST /admin/transfer`: the group (`None`: every
+/// group, where the node runs several) and the target's roster id (required).
 pub(super) fn transfer_target(
     query: &RawQuery,
     shared: &Shared,
-) -> Result<(AlgorithmKind, crate::NodeId), ApiError> {
+) -> Result<(Option<AlgorithmKind>, crate::NodeId), ApiError> {
     let pairs = match &query.0 {
         None => Vec::new(),
         Some(q) => parse_pairs(q)?,
@@ -112,8 +112,10 @@ pub(super) fn transfer_target(
         .filter(|&n: &crate::NodeId| n > 0)
         .ok_or_else(|| ApiError::bad_request(format!("to={to:?} is not a roster id (1, 2, …)")))?;
     let only = RawQuery(algorithm.map(|a| format!("algorithm={a}")));
-    let kind = self::algorithm(&only, shared, Need::One)?
-        .ok_or_else(|| ApiError::bad_request("missing parameter ?algorithm="))?;
+    let kind = match shared.algorithms.as_slice() {
+        [one] if only.0.is_none() => Some(*one),
+        _ => self::algorithm(&only, shared, Need::Any)?,
+    };
     Ok((kind, to))
 }
 

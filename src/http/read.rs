@@ -135,8 +135,14 @@ pub(super) async fn status(
 struct Leader {
     node: NodeId,
     algorithm: AlgorithmKind,
+    /// The leader this node believes in (itself included), `None` if none.
     leader: Option<NodeId>,
+    /// This node may act as the leader now: it leads, is not paused and, where the
+    /// group keeps a lease, holds it. Exactly when `/is-leader` answers 200.
     is_leader: bool,
+    /// Why not, when this node believes it leads but `is_leader` is false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<String>,
     term: u64,
     since: f64,
     state: &'static str,
@@ -156,15 +162,31 @@ fn view(shared: &Shared, kind: AlgorithmKind) -> Result<Leader, ApiError> {
         ApiError::unavailable(format!("no status for {kind} yet: the node is starting"))
     })?;
     let (lease, lease_remaining_ms) = g.lease.remaining();
+    let paused = shared.is_paused();
+    let leads = g.leader == Some(shared.node);
+    let why = if !leads {
+        None
+    } else if paused {
+        Some("paused: the node simulates a crash (POST /admin/resume)".to_string())
+    } else if lease_remaining_ms == Some(0) {
+        Some(
+            "leads, but holds no lease: no majority has answered its heartbeats recently \
+             enough (a new leader holds none until it has; docs/leases.md)"
+                .to_string(),
+        )
+    } else {
+        None
+    };
     Ok(Leader {
         node: shared.node,
         algorithm: kind,
         leader: g.leader,
-        is_leader: g.leader == Some(shared.node),
+        is_leader: leads && why.is_none(),
+        why,
         term: g.term,
         since: g.since,
         state: g.state,
-        paused: shared.is_paused(),
+        paused,
         lease,
         lease_remaining_ms,
     })
@@ -182,14 +204,14 @@ pub(super) async fn leader(State(app): State<App>, query: RawQuery) -> Result<Re
 
 /// 200 when this node leads the group, is not paused and, where the group keeps a
 /// lease, holds it (time left); 503 otherwise, so that a load balancer health check
-/// sends traffic to the leader only.
+/// sends traffic to the leader only. The body's `is_leader` is true exactly with 200.
 pub(super) async fn is_leader(
     State(app): State<App>,
     query: RawQuery,
 ) -> Result<Response, ApiError> {
     let kind = one(&app, &query)?;
     let v = view(&app.shared, kind)?;
-    let code = if v.is_leader && !v.paused && v.lease_remaining_ms != Some(0) {
+    let code = if v.is_leader {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE

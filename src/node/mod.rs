@@ -294,6 +294,13 @@ struct Group {
     ineligible: std::collections::BTreeSet<Ineligible>,
     /// A leadership transfer under way from this node: (target, give up at).
     transfer: Option<(NodeId, Time)>,
+    /// The target of the last transfer, when it refused it (it may not lead); taken by
+    /// [`Node::take_transfer_refusals`].
+    transfer_refused: Option<NodeId>,
+    /// The last peer heard with a term more than [`MAX_TERM_AHEAD`] below this node's
+    /// (peer, its term): that peer drops this node's datagrams as `future_epoch`. Cleared
+    /// when a peer is heard within reach again. See [`Node::terms_out_of_reach`].
+    out_of_reach: Option<(NodeId, u64)>,
     /// How much weighted health checks lower this node's priority now.
     penalty: u8,
     /// The leader's advertised priority ([`Message::Priority`]), applied to the
@@ -360,6 +367,8 @@ impl Node {
                 contacts: BTreeMap::new(),
                 ineligible: Default::default(),
                 transfer: None,
+                transfer_refused: None,
+                out_of_reach: None,
                 penalty: 0,
                 leader_priority: None,
             });
@@ -612,6 +621,14 @@ impl Node {
         let from = d.from;
         let grp = &mut self.groups[g];
         let epoch = msg_term(&msg);
+        // A peer more than MAX_TERM_AHEAD below this node's term drops everything this
+        // node says as `future_epoch`: this node takes no part (a term restored from a
+        // damaged state file, or pushed there). Noted for the `term` health check.
+        // (Messages without a term, 0, tell nothing.)
+        if epoch > 0 {
+            grp.out_of_reach =
+                (grp.term > epoch.saturating_add(MAX_TERM_AHEAD)).then_some((from, epoch));
+        }
         if epoch > grp.seen.max(grp.term).saturating_add(MAX_TERM_AHEAD) {
             self.count_invalid("future_epoch");
             return;
@@ -741,10 +758,32 @@ impl Node {
                     }
                 }
             }
-            // Only from the leader of the token this node holds, naming this node.
+            // Only from the leader of the token this node holds, naming this node. A
+            // node that may not lead (drained, failing a check) hands it back: the
+            // leader then goes on leading instead of falling silent until the
+            // followers' failure detectors elect a node nobody asked for.
             Message::Handoff { epoch, to } => {
                 if grp.leader == Some(from) && to == self.id && epoch == grp.term {
-                    grp.algo.take_over(&mut self.out);
+                    let took = grp.algo.take_over(&mut self.out);
+                    self.apply(g, now);
+                    if !took {
+                        self.send(g, now, from, Message::Handoff { epoch, to: from });
+                    }
+                } else if to == self.id && self.is_refusal(g, from, epoch) {
+                    self.transfer_refused(g, from, now);
+                }
+            }
+            // Raft's hand-over, refused the same way by a target that may not lead (it
+            // would not campaign), and the refusal read by the leader.
+            Message::TimeoutNow { term } if !external_fd => {
+                let grp = &self.groups[g];
+                let may_not_lead = !grp.ineligible.is_empty();
+                if self.is_refusal(g, from, term) {
+                    self.transfer_refused(g, from, now);
+                } else if grp.leader == Some(from) && term == grp.term && may_not_lead {
+                    self.send(g, now, from, Message::TimeoutNow { term });
+                } else {
+                    self.groups[g].algo.on_message(from, msg, &mut self.out);
                     self.apply(g, now);
                 }
             }
@@ -1007,8 +1046,37 @@ impl Node {
             .max(self.timing.election_timeout_max);
         self.send(g, now, to, msg);
         self.groups[g].transfer = Some((to, now + bound));
+        self.groups[g].transfer_refused = None;
         self.set_ineligible(now, Some(kind), Ineligible::Transfer, true);
         Ok(bound)
+    }
+
+    /// Is a hand-over message from `from` at `term` the refusal of the transfer group
+    /// `g` has under way to it (the target handing it back)?
+    fn is_refusal(&self, g: usize, from: NodeId, term: u64) -> bool {
+        let grp = &self.groups[g];
+        grp.leader == Some(self.id)
+            && term == grp.term
+            && grp.transfer.is_some_and(|(to, _)| to == from)
+    }
+
+    /// The target `by` refused group `g`'s transfer: it is over, this node leads on
+    /// (eligible again, heartbeating again) and the refusal waits to be taken.
+    fn transfer_refused(&mut self, g: usize, by: NodeId, now: Time) {
+        self.groups[g].transfer = None;
+        self.groups[g].transfer_refused = Some(by);
+        let kind = self.groups[g].kind;
+        self.set_ineligible(now, Some(kind), Ineligible::Transfer, false);
+    }
+
+    /// The transfers refused by their target since the last call, as (group, target):
+    /// the target may not lead (drained, failing a health check), and this node leads
+    /// on.
+    pub fn take_transfer_refusals(&mut self) -> Vec<(AlgorithmKind, NodeId)> {
+        self.groups
+            .iter_mut()
+            .filter_map(|g| g.transfer_refused.take().map(|by| (g.kind, by)))
+            .collect()
     }
 
     /// End the transfers whose target leads now, or whose time is up.
@@ -1023,6 +1091,27 @@ impl Node {
                 self.set_ineligible(now, Some(kind), Ineligible::Transfer, false);
             }
         }
+    }
+
+    /// The groups this node is drained in ([`Ineligible::Drained`]), in configuration
+    /// order (what the state file keeps across restarts).
+    pub fn drained(&self) -> impl Iterator<Item = AlgorithmKind> + '_ {
+        self.groups
+            .iter()
+            .filter(|g| g.ineligible.contains(&Ineligible::Drained))
+            .map(|g| g.kind)
+    }
+
+    /// The groups whose term is out of its peers' reach: (group, this node's term, the
+    /// last peer heard, that peer's term), where the peer's term is more than
+    /// [`MAX_TERM_AHEAD`] below. The peers drop this node's datagrams as
+    /// `future_epoch`, so it takes part in no election of the group: a voter silently
+    /// lost unless reported (the runtime's `term` health check).
+    pub fn terms_out_of_reach(&self) -> Vec<(AlgorithmKind, u64, NodeId, u64)> {
+        self.groups
+            .iter()
+            .filter_map(|g| g.out_of_reach.map(|(p, t)| (g.kind, g.term, p, t)))
+            .collect()
     }
 
     /// What weighted health checks take off this node's priority in `kind`'s group.

@@ -95,3 +95,56 @@ fn transfers_that_cannot_work_are_refused_with_the_reason() {
     sim.run_for(Duration::from_millis(500));
     assert_eq!(sim.agreement(kind), Some(N));
 }
+
+/// Issue 28, item 8: a transfer to a node that may not lead (drained) is refused by the
+/// target, and the leader leads on: it is eligible again within a round trip, and no
+/// node is ever without it as leader meanwhile (before, the Bully family's leader fell
+/// silent until the followers' failure detectors elected a node nobody asked for, and
+/// Raft's leader stayed ineligible until the bound). For every algorithm, five seeds.
+#[test]
+fn a_transfer_to_a_node_that_may_not_lead_is_refused_and_the_leader_leads_on() {
+    use crate::contract::policy::Ineligible;
+    for kind in AlgorithmKind::available() {
+        for seed in 1..=5 {
+            let mut sim = started(kind, seed, kind == AlgorithmKind::Raft);
+            let old = sim.agreement(kind).expect("a leader");
+            let to = (1..=N).find(|&i| i != old).expect("another node");
+            sim.set_ineligible(to, Some(kind), Ineligible::Drained, true)
+                .expect("sim");
+            sim.run_for(Duration::from_millis(5));
+            assert_eq!(sim.agreement(kind), Some(old), "{kind} seed {seed}");
+            let leadership = |sim: &Sim| sim.node(old).and_then(|n| n.leadership(kind));
+            let before = leadership(&sim);
+            let bound = sim
+                .transfer(old, kind, to)
+                .expect("sim")
+                .unwrap_or_else(|e| panic!("{kind} seed {seed}: refused at once: {e}"));
+            // The refusal is one round trip away (the simulator's hops take 1 ms).
+            let start = sim.now();
+            let mut refused = None;
+            for _ in 0..bound.as_millis() {
+                sim.run_for(Duration::from_millis(1));
+                let standing = sim.node(old).and_then(|n| n.ineligible(kind));
+                if refused.is_none() && standing == Some(vec![]) {
+                    refused = Some(sim.now() - start);
+                }
+                assert_eq!(
+                    sim.agreement(kind),
+                    Some(old),
+                    "{kind} seed {seed}: every node follows {old} throughout"
+                );
+            }
+            let refused = refused.unwrap_or_else(|| {
+                panic!("{kind} seed {seed}: {old} is still handing over after {bound:?}")
+            });
+            assert!(
+                refused < bound / 4,
+                "{kind} seed {seed}: refused after {refused:?}"
+            );
+            // Past the bound and a failure timeout more: the same leadership, same token.
+            sim.run_for(bound);
+            assert_eq!(sim.agreement(kind), Some(old), "{kind} seed {seed}");
+            assert_eq!(leadership(&sim), before, "{kind} seed {seed}: same token");
+        }
+    }
+}
