@@ -36,6 +36,19 @@
 //! A peer's datagrams carry its incarnation (boot id). A higher incarnation means the
 //! peer restarted: its receive state is reset so its new sequence space is accepted;
 //! a lower one is a leftover of a previous life and is dropped.
+//!
+//! No single datagram changes which incarnation of a peer is heard (docs/security.md,
+//! "One datagram"): an incarnation other than the current one is a *rival*, kept in a
+//! side table while it is pending, and its datagrams are not delivered. The rival is
+//! adopted when it is heard twice in a row (no datagram of the current incarnation in
+//! between: a restarted peer, whose old life is silent, is adopted at its second
+//! datagram — a retransmission or the next heartbeat), and the incarnation it replaced
+//! becomes the rival in turn, its receive floor kept: if the old incarnation then
+//! talks twice in a row while the new one is silent (the new one was forged), it is
+//! re-adopted where it was. A rival is forgotten when the current incarnation is heard
+//! twice in a row. A lower incarnation is stale unless it is the rival, or the current
+//! one was heard only once so far (the first datagram ever heard from a peer may be
+//! the forged one).
 
 use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::message::Message;
@@ -161,6 +174,26 @@ const HAS_ABOVE: u8 = 8;
 const WIDE: u8 = 16;
 /// The incarnation is in [`Link::wide_incarnation`].
 const WIDE_INCARNATION: u8 = 32;
+/// The current incarnation was heard once only (the first datagram of the peer): a
+/// lower one may still become its rival (see the module documentation).
+const UNCONFIRMED: u8 = 64;
+
+/// The other incarnation of a peer while one is pending (see the module
+/// documentation): in [`Link::rivals`], absent otherwise.
+#[derive(Clone, Copy, Debug)]
+struct Rival {
+    incarnation: u64,
+    /// The receive floor kept for it (0 for one never adopted).
+    floor: u64,
+    /// Its datagrams since the current incarnation's last one.
+    run: u8,
+    /// The current incarnation's datagrams since the rival's last one.
+    current_run: u8,
+}
+
+/// Datagrams in a row that adopt a rival incarnation, or confirm the current one
+/// against it.
+const IN_A_ROW: u8 = 2;
 
 /// Everything the link keeps about one peer, in one array ([`Peers`]) indexed by the
 /// peer's position in the roster: 28 bytes per peer dealt with (a Bully election on N
@@ -440,6 +473,8 @@ pub enum Inbound {
     Duplicate,
     /// From an earlier incarnation of the peer: dropped.
     Stale,
+    /// From an incarnation of the peer not (yet) adopted: dropped, unacknowledged.
+    Provisional,
     /// A pure ack (or a datagram without body): nothing to deliver.
     Nothing,
 }
@@ -601,6 +636,8 @@ pub struct Link {
     wide: FxHashMap<u32, Wide>,
     /// Incarnations past 32 bits (flag [`WIDE_INCARNATION`]), by peer position.
     wide_incarnation: FxHashMap<u32, u64>,
+    /// The rival incarnation of a peer, by position, while one is pending.
+    rivals: FxHashMap<u32, Rival>,
     /// Per sender, the broadcast sequences delivered (incarnation kept in `peers`).
     inbound_broadcast: FxHashMap<NodeId, Window>,
     /// The latest flights (messages first sent at one instant, a fan-out) and when an
@@ -631,6 +668,12 @@ pub struct LinkStats {
     pub duplicates_dropped: u64,
     /// Datagrams of a peer's previous life (lower incarnation), dropped.
     pub stale_dropped: u64,
+    /// Datagrams of an incarnation not (yet) adopted, dropped (see the module
+    /// documentation): the first one of a restarted peer, or a forged one.
+    pub provisional_dropped: u64,
+    /// Changes of a peer's incarnation once it had one: restarts, and re-adoptions of
+    /// an incarnation a forged datagram had displaced.
+    pub incarnation_changes: u64,
 }
 
 /// A message the link gave up on.
@@ -664,6 +707,7 @@ impl Link {
             above: FxHashMap::default(),
             wide: FxHashMap::default(),
             wide_incarnation: FxHashMap::default(),
+            rivals: FxHashMap::default(),
             inbound_broadcast: FxHashMap::default(),
             flights: [(0, 0); FLIGHTS],
             stats: LinkStats::default(),
@@ -964,20 +1008,8 @@ impl Link {
     pub fn receive(&mut self, now: Time, d: &Datagram) -> (Inbound, Option<Datagram>, bool) {
         let ack = (d.seq != 0).then(|| self.datagram(0, d.seq, None, None));
         let i = self.position(d.from);
-        let heard = self.in_incarnation(i);
-        if d.incarnation < heard {
-            self.stats.stale_dropped += 1;
-            return (Inbound::Stale, None, false);
-        }
-        if d.incarnation > heard {
-            self.set_in_incarnation(i, d.incarnation);
-            let peer = &mut self.peers[i];
-            if peer.has(HAS_ABOVE) {
-                peer.set(HAS_ABOVE, false);
-                self.above.remove(&(i as u32));
-            }
-            self.set_in_floor(i, 0);
-            self.inbound_broadcast.remove(&d.from);
+        if let Some(refused) = self.incarnation_check(i, d.from, d.incarnation) {
+            return (refused, None, false);
         }
         // Keys are the sequences' low bits: only the ack of the one sequence that can
         // be pending under its key matches (not one never sent, nor one four billion
@@ -1037,6 +1069,88 @@ impl Link {
             return (Inbound::Duplicate, ack, revived);
         }
         (Inbound::Deliver, ack, revived)
+    }
+
+    /// Which incarnation of the peer at position `i` (`id`) is heard, given one more
+    /// datagram of `incarnation` (the rule of the module documentation): `None` if
+    /// the datagram is of the current incarnation (after any switch), else why it is
+    /// dropped.
+    fn incarnation_check(&mut self, i: usize, id: NodeId, incarnation: u64) -> Option<Inbound> {
+        let heard = self.in_incarnation(i);
+        let key = i as u32;
+        if incarnation == heard {
+            if self.peers[i].has(UNCONFIRMED) {
+                self.peers[i].set(UNCONFIRMED, false);
+            }
+            if let Some(r) = self.rivals.get_mut(&key) {
+                r.run = 0;
+                r.current_run = r.current_run.saturating_add(1);
+                if r.current_run >= IN_A_ROW {
+                    self.rivals.remove(&key);
+                }
+            }
+            return None;
+        }
+        if heard == 0 && !self.rivals.contains_key(&key) {
+            // The first datagram of the peer: heard, but not yet confirmed.
+            self.adopt(i, id, incarnation, 0);
+            self.peers[i].set(UNCONFIRMED, true);
+            return None;
+        }
+        let own_floor = self.in_floor(i);
+        match self.rivals.get_mut(&key) {
+            Some(r) if r.incarnation == incarnation => {
+                r.run = r.run.saturating_add(1);
+                r.current_run = 0;
+                if r.run < IN_A_ROW {
+                    self.stats.provisional_dropped += 1;
+                    return Some(Inbound::Provisional);
+                }
+                // Heard twice in a row: adopted; the one it replaces is the rival now.
+                let floor = r.floor;
+                *r = Rival {
+                    incarnation: heard,
+                    floor: own_floor,
+                    run: 0,
+                    current_run: 0,
+                };
+                self.stats.incarnation_changes += 1;
+                self.adopt(i, id, incarnation, floor);
+                return None;
+            }
+            _ => {}
+        }
+        let unconfirmed = self.peers[i].has(UNCONFIRMED);
+        if incarnation > heard || (unconfirmed && !self.rivals.contains_key(&key)) {
+            // A restart, or a forged datagram: pending until heard again.
+            self.peers[i].set(UNCONFIRMED, false);
+            self.rivals.insert(
+                key,
+                Rival {
+                    incarnation,
+                    floor: 0,
+                    run: 1,
+                    current_run: 0,
+                },
+            );
+            self.stats.provisional_dropped += 1;
+            return Some(Inbound::Provisional);
+        }
+        self.stats.stale_dropped += 1;
+        Some(Inbound::Stale)
+    }
+
+    /// Hear `incarnation` of the peer at position `i` (`id`) from now on, its receive
+    /// floor at `floor`.
+    fn adopt(&mut self, i: usize, id: NodeId, incarnation: u64, floor: u64) {
+        self.set_in_incarnation(i, incarnation);
+        let peer = &mut self.peers[i];
+        if peer.has(HAS_ABOVE) {
+            peer.set(HAS_ABOVE, false);
+            self.above.remove(&(i as u32));
+        }
+        self.set_in_floor(i, floor);
+        self.inbound_broadcast.remove(&id);
     }
 
     /// An ack of a message first sent at `first_sent` came back at `at`: remember it
@@ -1350,9 +1464,11 @@ mod tests {
             let (verdict, _, _) = link.receive(Duration::ZERO, &reliable(3, seq));
             assert_eq!(verdict, Inbound::Duplicate, "seq {seq}");
         }
-        // The peer restarts: its new sequence space starts at 1 again.
+        // The peer restarts: its new sequence space starts at 1 again (from its
+        // second datagram on, the retransmission here: see the rival rule).
         let mut d = reliable(3, 1);
         d.incarnation = 2;
+        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Provisional);
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
         assert_eq!(link.in_floor(i), 1);
     }
@@ -1384,7 +1500,11 @@ mod tests {
             );
         }
         assert_eq!(link.stats.stale_dropped, 4);
-        // A restart: sequences start over.
+        // A restart: sequences start over (at the restarted peer's second datagram).
+        assert_eq!(
+            link.receive(Duration::ZERO, &with(boot + 1, 1)).0,
+            Inbound::Provisional
+        );
         assert_eq!(
             link.receive(Duration::ZERO, &with(boot + 1, 1)).0,
             Inbound::Deliver
@@ -1395,11 +1515,84 @@ mod tests {
         let mut d = with(7, 1);
         d.from = 3;
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
+        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Duplicate);
         d.incarnation = 1 << 33;
+        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Provisional);
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
         d.incarnation = 8;
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Stale);
         assert_eq!(link.in_incarnation(link.index.find(3).unwrap()), 1 << 33);
+    }
+
+    /// The rival rule (module documentation): one datagram of another incarnation,
+    /// higher or (while the current one was heard once only) lower, changes nothing
+    /// the peer's real datagrams do not undo at once; a restart is adopted at its
+    /// second datagram; an incarnation displaced by two forged datagrams is re-adopted
+    /// at its own second one, where it was (nothing delivered twice); the side table
+    /// is empty again once the current incarnation is heard twice in a row.
+    #[test]
+    fn one_datagram_of_another_incarnation_cuts_nothing_off() {
+        let boot = 1_700_000_000_000_000u64;
+        let forged = boot + 9_000_000;
+        let with = |inc: u64, seq: u64| Datagram {
+            incarnation: inc,
+            ..reliable(2, seq)
+        };
+        let t = Duration::ZERO;
+        let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
+        let i = link.position(2);
+        for seq in 1..=3 {
+            assert_eq!(link.receive(t, &with(boot, seq)).0, Inbound::Deliver);
+        }
+        // One forged datagram from the future: not delivered, not acked…
+        let (verdict, ack, _) = link.receive(t, &with(forged, 1));
+        assert_eq!((verdict, ack), (Inbound::Provisional, None));
+        // …and the real peer goes on where it was.
+        assert_eq!(link.receive(t, &with(boot, 4)).0, Inbound::Deliver);
+        assert_eq!(link.in_incarnation(i), boot);
+        assert_eq!(link.rivals.len(), 1, "pending until heard twice in a row");
+        assert_eq!(link.receive(t, &with(boot, 5)).0, Inbound::Deliver);
+        assert!(link.rivals.is_empty(), "forgotten");
+        assert_eq!(link.receive(t, &with(forged, 2)).0, Inbound::Provisional);
+        // Two forged datagrams in a row displace the real incarnation…
+        assert_eq!(link.receive(t, &with(forged, 3)).0, Inbound::Deliver);
+        assert_eq!(link.in_incarnation(i), forged);
+        // …until it is heard twice in a row: re-adopted at its own floor.
+        assert_eq!(link.receive(t, &with(boot, 6)).0, Inbound::Provisional);
+        assert_eq!(link.receive(t, &with(boot, 6)).0, Inbound::Deliver);
+        assert_eq!(link.in_incarnation(i), boot);
+        assert_eq!(link.in_floor(i), 6);
+        for seq in 1..=6 {
+            assert_eq!(link.receive(t, &with(boot, seq)).0, Inbound::Duplicate);
+        }
+        assert!(link.rivals.is_empty());
+        assert_eq!(link.stats.incarnation_changes, 2);
+        // A real restart: the old life is silent, the new one is adopted at its second
+        // datagram (here the retransmission of its first message).
+        assert_eq!(link.receive(t, &with(boot + 1, 1)).0, Inbound::Provisional);
+        let (verdict, ack, _) = link.receive(t, &with(boot + 1, 1));
+        assert_eq!((verdict, ack.map(|a| a.ack)), (Inbound::Deliver, Some(1)));
+        // A late datagram of the old life is not delivered, and forgotten once the
+        // new life is heard twice in a row; the old life is stale from then on.
+        assert_eq!(link.receive(t, &with(boot, 7)).0, Inbound::Provisional);
+        assert_eq!(link.receive(t, &with(boot + 1, 2)).0, Inbound::Deliver);
+        assert_eq!(link.receive(t, &with(boot + 1, 3)).0, Inbound::Deliver);
+        assert!(link.rivals.is_empty());
+        assert_eq!(link.receive(t, &with(boot, 8)).0, Inbound::Stale);
+
+        // The first datagram ever heard from a peer is the forged one: the real, lower
+        // incarnation is adopted at its second datagram.
+        let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
+        let i = link.position(2);
+        assert_eq!(link.receive(t, &with(forged, 1)).0, Inbound::Deliver);
+        assert_eq!(link.receive(t, &with(boot, 1)).0, Inbound::Provisional);
+        assert_eq!(link.receive(t, &with(boot, 2)).0, Inbound::Deliver);
+        assert_eq!(link.in_incarnation(i), boot);
+        assert_eq!(link.receive(t, &with(boot, 1)).0, Inbound::Deliver);
+        assert_eq!(link.receive(t, &with(boot, 3)).0, Inbound::Deliver);
+        assert!(link.rivals.is_empty());
+        // Once confirmed, a lower incarnation is stale.
+        assert_eq!(link.receive(t, &with(boot - 1, 1)).0, Inbound::Stale);
     }
 
     /// Round trips beyond 32-bit nanoseconds (4.29 s) saturate: the RTO stays at the
