@@ -506,7 +506,7 @@ fn a_spoofed_heartbeat_from_an_hour_ahead_is_refused() {
 }
 
 #[test]
-fn incarnations_beyond_the_bound_are_refused_and_within_it_pending() {
+fn incarnations_beyond_the_bound_are_refused_and_within_it_undone() {
     let mut net = Net::settled(Mode::Insecure);
     let leader = net.leader(BULLY).unwrap();
     let (_, term) = net.views(BULLY)[leader as usize - 1];
@@ -523,17 +523,22 @@ fn incarnations_beyond_the_bound_are_refused_and_within_it_pending() {
     let now = net.now_us();
     net.inject(to, &hb(now + MAX_FUTURE + 1), None, 1);
     assert_eq!(net.invalid(to, "future_incarnation"), 1);
+    let real = net.members[leader as usize - 1].incarnation;
+    assert_eq!(net.members[to as usize - 1].gate.incarnation_of(leader), Some(real));
     net.inject(to, &hb(now + MAX_FUTURE), None, 1);
     assert_eq!(
         net.invalid(to, "future_incarnation"),
         1,
         "at the bound: accepted by the gate"
     );
-    // … and pending: the real incarnation is still the one heard.
     assert_eq!(
         net.members[to as usize - 1].gate.incarnation_of(leader),
-        Some(net.members[leader as usize - 1].incarnation)
+        Some(now + MAX_FUTURE)
     );
+    // … and undone by the leader's next two heartbeats.
+    let beat = net.timing.heartbeat;
+    net.run(beat * 2 + Duration::from_millis(1));
+    assert_eq!(net.members[to as usize - 1].gate.incarnation_of(leader), Some(real));
 }
 
 #[test]

@@ -224,7 +224,7 @@ impl Metrics {
         )?;
         let provisional_dropped = counter(
             "provisional_dropped_total",
-            "Datagrams of a peer's incarnation not (yet) adopted, dropped unacknowledged: the first datagram of a restarted peer, or a forged one (docs/security.md, One datagram).",
+            "Datagrams of a peer's incarnation that a higher one had displaced, dropped unacknowledged before it was taken back (docs/security.md, One datagram): zero unless datagrams were forged or a restarted peer's late datagrams arrived.",
         )?;
         let elections_started = counter_vec(
             "elections_started_total",

@@ -37,18 +37,17 @@
 //! peer restarted: its receive state is reset so its new sequence space is accepted;
 //! a lower one is a leftover of a previous life and is dropped.
 //!
-//! No single datagram changes which incarnation of a peer is heard (docs/security.md,
-//! "One datagram"): an incarnation other than the current one is a *rival*, kept in a
-//! side table while it is pending, and its datagrams are not delivered. The rival is
-//! adopted when it is heard twice in a row (no datagram of the current incarnation in
-//! between: a restarted peer, whose old life is silent, is adopted at its second
-//! datagram — a retransmission or the next heartbeat), and the incarnation it replaced
-//! becomes the rival in turn, its receive floor kept: if the old incarnation then
-//! talks twice in a row while the new one is silent (the new one was forged), it is
-//! re-adopted where it was. A rival is forgotten when the current incarnation is heard
-//! twice in a row. A lower incarnation is stale unless it is the rival, or the current
-//! one was heard only once so far (the first datagram ever heard from a peer may be
-//! the forged one).
+//! No single datagram cuts a peer off (docs/security.md, "One datagram"). A higher
+//! incarnation is heard at once (a restart costs nothing), but the incarnation it
+//! displaces is kept as a *rival*, with its receive floor, in a side table while it is
+//! pending: if the displaced incarnation then talks twice in a row (no datagram of the
+//! new one in between; its first datagram is not delivered nor acked), it is taken
+//! back where it was and the new one forgotten — the new one was forged, and is
+//! silent. The rival is forgotten once the new incarnation is heard twice in a row.
+//! While a rival is pending, a further higher incarnation replaces the current one but
+//! not the rival. A lower incarnation is stale unless it is the rival, or the current
+//! one was heard once only (the first datagram ever heard from a peer may be the
+//! forged one: the lower one then becomes the rival).
 
 use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::message::Message;
@@ -178,8 +177,9 @@ const WIDE_INCARNATION: u8 = 32;
 /// lower one may still become its rival (see the module documentation).
 const UNCONFIRMED: u8 = 64;
 
-/// The other incarnation of a peer while one is pending (see the module
-/// documentation): in [`Link::rivals`], absent otherwise.
+/// The incarnation of a peer that a higher one displaced (or, after a first datagram,
+/// a lower one), while it may still be taken back (see the module documentation): in
+/// [`Link::rivals`], absent otherwise.
 #[derive(Clone, Copy, Debug)]
 struct Rival {
     incarnation: u64,
@@ -191,7 +191,7 @@ struct Rival {
     current_run: u8,
 }
 
-/// Datagrams in a row that adopt a rival incarnation, or confirm the current one
+/// Datagrams in a row that take a rival incarnation back, or confirm the current one
 /// against it.
 const IN_A_ROW: u8 = 2;
 
@@ -473,7 +473,7 @@ pub enum Inbound {
     Duplicate,
     /// From an earlier incarnation of the peer: dropped.
     Stale,
-    /// From an incarnation of the peer not (yet) adopted: dropped, unacknowledged.
+    /// From an incarnation of the peer not (yet) taken back: dropped, unacknowledged.
     Provisional,
     /// A pure ack (or a datagram without body): nothing to deliver.
     Nothing,
@@ -668,8 +668,9 @@ pub struct LinkStats {
     pub duplicates_dropped: u64,
     /// Datagrams of a peer's previous life (lower incarnation), dropped.
     pub stale_dropped: u64,
-    /// Datagrams of an incarnation not (yet) adopted, dropped (see the module
-    /// documentation): the first one of a restarted peer, or a forged one.
+    /// Datagrams of a rival incarnation not (yet) taken back, dropped (see the module
+    /// documentation): the first ones of a real incarnation after a forged one, or a
+    /// late one of a restarted peer's previous life.
     pub provisional_dropped: u64,
     /// Changes of a peer's incarnation once it had one: restarts, and re-adoptions of
     /// an incarnation a forged datagram had displaced.
@@ -1098,31 +1099,51 @@ impl Link {
             return None;
         }
         let own_floor = self.in_floor(i);
-        match self.rivals.get_mut(&key) {
-            Some(r) if r.incarnation == incarnation => {
+        if let Some(r) = self.rivals.get_mut(&key) {
+            if r.incarnation == incarnation {
                 r.run = r.run.saturating_add(1);
                 r.current_run = 0;
                 if r.run < IN_A_ROW {
                     self.stats.provisional_dropped += 1;
                     return Some(Inbound::Provisional);
                 }
-                // Heard twice in a row: adopted; the one it replaces is the rival now.
+                // Heard twice in a row while the current one was silent: taken back
+                // where it was, and the one that displaced it forgotten.
                 let floor = r.floor;
-                *r = Rival {
-                    incarnation: heard,
-                    floor: own_floor,
-                    run: 0,
-                    current_run: 0,
-                };
+                self.rivals.remove(&key);
                 self.stats.incarnation_changes += 1;
                 self.adopt(i, id, incarnation, floor);
                 return None;
             }
-            _ => {}
         }
-        let unconfirmed = self.peers[i].has(UNCONFIRMED);
-        if incarnation > heard || (unconfirmed && !self.rivals.contains_key(&key)) {
-            // A restart, or a forged datagram: pending until heard again.
+        if incarnation > heard {
+            // A restart (or a forged datagram): heard at once. The incarnation it
+            // displaces is kept as the rival, unless one is kept already (the current
+            // one was never confirmed against it).
+            match self.rivals.get_mut(&key) {
+                Some(r) => {
+                    r.run = 0;
+                    r.current_run = 0;
+                }
+                None => {
+                    self.rivals.insert(
+                        key,
+                        Rival {
+                            incarnation: heard,
+                            floor: own_floor,
+                            run: 0,
+                            current_run: 0,
+                        },
+                    );
+                }
+            }
+            self.peers[i].set(UNCONFIRMED, false);
+            self.stats.incarnation_changes += 1;
+            self.adopt(i, id, incarnation, 0);
+            return None;
+        }
+        if self.peers[i].has(UNCONFIRMED) && !self.rivals.contains_key(&key) {
+            // Lower than the first incarnation heard, which may have been forged.
             self.peers[i].set(UNCONFIRMED, false);
             self.rivals.insert(
                 key,
@@ -1464,11 +1485,9 @@ mod tests {
             let (verdict, _, _) = link.receive(Duration::ZERO, &reliable(3, seq));
             assert_eq!(verdict, Inbound::Duplicate, "seq {seq}");
         }
-        // The peer restarts: its new sequence space starts at 1 again (from its
-        // second datagram on, the retransmission here: see the rival rule).
+        // The peer restarts: its new sequence space starts at 1 again.
         let mut d = reliable(3, 1);
         d.incarnation = 2;
-        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Provisional);
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
         assert_eq!(link.in_floor(i), 1);
     }
@@ -1500,11 +1519,7 @@ mod tests {
             );
         }
         assert_eq!(link.stats.stale_dropped, 4);
-        // A restart: sequences start over (at the restarted peer's second datagram).
-        assert_eq!(
-            link.receive(Duration::ZERO, &with(boot + 1, 1)).0,
-            Inbound::Provisional
-        );
+        // A restart: sequences start over.
         assert_eq!(
             link.receive(Duration::ZERO, &with(boot + 1, 1)).0,
             Inbound::Deliver
@@ -1517,19 +1532,18 @@ mod tests {
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Duplicate);
         d.incarnation = 1 << 33;
-        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Provisional);
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
         d.incarnation = 8;
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Stale);
         assert_eq!(link.in_incarnation(link.index.find(3).unwrap()), 1 << 33);
     }
 
-    /// The rival rule (module documentation): one datagram of another incarnation,
-    /// higher or (while the current one was heard once only) lower, changes nothing
-    /// the peer's real datagrams do not undo at once; a restart is adopted at its
-    /// second datagram; an incarnation displaced by two forged datagrams is re-adopted
-    /// at its own second one, where it was (nothing delivered twice); the side table
-    /// is empty again once the current incarnation is heard twice in a row.
+    /// The rival rule (module documentation): one datagram of a higher incarnation is
+    /// heard at once, and the real peer's second datagram in a row takes its
+    /// incarnation back where it was (nothing delivered twice); so after two forged
+    /// incarnations in a row; a restart is heard at once and the old life forgotten
+    /// once the new one is heard twice; the first datagram ever heard may be the
+    /// forged one; the side table is empty again after each.
     #[test]
     fn one_datagram_of_another_incarnation_cuts_nothing_off() {
         let boot = 1_700_000_000_000_000u64;
@@ -1544,52 +1558,47 @@ mod tests {
         for seq in 1..=3 {
             assert_eq!(link.receive(t, &with(boot, seq)).0, Inbound::Deliver);
         }
-        // One forged datagram from the future: not delivered, not acked…
-        let (verdict, ack, _) = link.receive(t, &with(forged, 1));
+        // One forged datagram from the future: heard…
+        assert_eq!(link.receive(t, &with(forged, 1)).0, Inbound::Deliver);
+        assert_eq!(link.in_incarnation(i), forged);
+        // …until the real peer's second datagram in a row (its first one is neither
+        // delivered nor acked, so it comes again).
+        let (verdict, ack, _) = link.receive(t, &with(boot, 4));
         assert_eq!((verdict, ack), (Inbound::Provisional, None));
-        // …and the real peer goes on where it was.
         assert_eq!(link.receive(t, &with(boot, 4)).0, Inbound::Deliver);
         assert_eq!(link.in_incarnation(i), boot);
-        assert_eq!(link.rivals.len(), 1, "pending until heard twice in a row");
-        assert_eq!(link.receive(t, &with(boot, 5)).0, Inbound::Deliver);
-        assert!(link.rivals.is_empty(), "forgotten");
-        assert_eq!(link.receive(t, &with(forged, 2)).0, Inbound::Provisional);
-        // Two forged datagrams in a row displace the real incarnation…
-        assert_eq!(link.receive(t, &with(forged, 3)).0, Inbound::Deliver);
-        assert_eq!(link.in_incarnation(i), forged);
-        // …until it is heard twice in a row: re-adopted at its own floor.
-        assert_eq!(link.receive(t, &with(boot, 6)).0, Inbound::Provisional);
-        assert_eq!(link.receive(t, &with(boot, 6)).0, Inbound::Deliver);
-        assert_eq!(link.in_incarnation(i), boot);
-        assert_eq!(link.in_floor(i), 6);
-        for seq in 1..=6 {
+        assert_eq!(link.in_floor(i), 4, "where it was");
+        assert!(link.rivals.is_empty(), "the forged one forgotten");
+        for seq in 1..=4 {
             assert_eq!(link.receive(t, &with(boot, seq)).0, Inbound::Duplicate);
         }
+        // Two forged incarnations in a row: the real one is still the rival.
+        assert_eq!(link.receive(t, &with(forged, 2)).0, Inbound::Deliver);
+        assert_eq!(link.receive(t, &with(forged + 1, 1)).0, Inbound::Deliver);
+        assert_eq!(link.receive(t, &with(boot, 5)).0, Inbound::Provisional);
+        assert_eq!(link.receive(t, &with(boot, 6)).0, Inbound::Deliver);
+        assert_eq!(link.receive(t, &with(boot, 5)).0, Inbound::Deliver);
+        assert_eq!(link.in_floor(i), 6);
         assert!(link.rivals.is_empty());
-        assert_eq!(link.stats.incarnation_changes, 2);
-        // A real restart: the old life is silent, the new one is adopted at its second
-        // datagram (here the retransmission of its first message).
-        assert_eq!(link.receive(t, &with(boot + 1, 1)).0, Inbound::Provisional);
-        let (verdict, ack, _) = link.receive(t, &with(boot + 1, 1));
-        assert_eq!((verdict, ack.map(|a| a.ack)), (Inbound::Deliver, Some(1)));
-        // A late datagram of the old life is not delivered, and forgotten once the
-        // new life is heard twice in a row; the old life is stale from then on.
-        assert_eq!(link.receive(t, &with(boot, 7)).0, Inbound::Provisional);
+        assert_eq!(link.stats.incarnation_changes, 5);
+        // A real restart: heard at once; the old life is forgotten once the new one
+        // is heard twice in a row, and stale from then on.
+        assert_eq!(link.receive(t, &with(boot + 1, 1)).0, Inbound::Deliver);
+        assert_eq!(link.rivals.len(), 1);
         assert_eq!(link.receive(t, &with(boot + 1, 2)).0, Inbound::Deliver);
         assert_eq!(link.receive(t, &with(boot + 1, 3)).0, Inbound::Deliver);
         assert!(link.rivals.is_empty());
-        assert_eq!(link.receive(t, &with(boot, 8)).0, Inbound::Stale);
+        assert_eq!(link.receive(t, &with(boot, 7)).0, Inbound::Stale);
 
         // The first datagram ever heard from a peer is the forged one: the real, lower
-        // incarnation is adopted at its second datagram.
+        // incarnation is taken at its second datagram.
         let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
         let i = link.position(2);
         assert_eq!(link.receive(t, &with(forged, 1)).0, Inbound::Deliver);
         assert_eq!(link.receive(t, &with(boot, 1)).0, Inbound::Provisional);
-        assert_eq!(link.receive(t, &with(boot, 2)).0, Inbound::Deliver);
-        assert_eq!(link.in_incarnation(i), boot);
         assert_eq!(link.receive(t, &with(boot, 1)).0, Inbound::Deliver);
-        assert_eq!(link.receive(t, &with(boot, 3)).0, Inbound::Deliver);
+        assert_eq!(link.in_incarnation(i), boot);
+        assert_eq!(link.receive(t, &with(boot, 2)).0, Inbound::Deliver);
         assert!(link.rivals.is_empty());
         // Once confirmed, a lower incarnation is stale.
         assert_eq!(link.receive(t, &with(boot - 1, 1)).0, Inbound::Stale);

@@ -12,19 +12,21 @@
 //!   A counter already in the bitmap is a `replay`; a counter at or below
 //!   `top - WINDOW` is a `replay` too (too old to tell, treated as seen).
 //! - **No single datagram moves a window for good** (docs/security.md, "One
-//!   datagram"): a datagram of another incarnation than the current one, or of the
-//!   current one but more than [`WINDOW`] counters ahead, opens a *rival* window (in a
-//!   side table, only while one is pending) and is accepted in it (the node's link
-//!   does not deliver a rival incarnation's datagrams until it adopts it, by the same
-//!   rule). The rival becomes the window when it is heard twice in a row (no datagram
-//!   of the current window in between): a restarted sender, whose old life is silent,
-//!   at its second datagram; a sender whose counter jumped (more than [`WINDOW`]
-//!   datagrams lost) at the second one after the jump. The window it replaces is the
-//!   rival in turn, so if that one then talks twice in a row while the new one is
-//!   silent (the new one was forged), it is taken back where it was. A rival is
-//!   dropped when the current window is heard twice in a row. A lower incarnation is
-//!   `stale_incarnation` unless it is the rival's, or the current window has had only
-//!   its first datagram (which may be the forged one) and there is no rival yet.
+//!   datagram"). A higher incarnation (the sender restarted) starts a fresh window at
+//!   once, and the window it displaces is kept as a *rival* (in a side table, only
+//!   while it is pending); a datagram of the current incarnation more than [`WINDOW`]
+//!   counters ahead opens a rival window of its own. Datagrams of a rival are checked
+//!   and accepted in its window (the node's link does not deliver those of a rival
+//!   incarnation, by the same rule). A rival heard twice in a row (no datagram of the
+//!   current window in between) is taken: a displaced incarnation back where it was,
+//!   the one that displaced it forgotten (it was forged: it is silent); a counter jump
+//!   (more than [`WINDOW`] datagrams lost) as the window from then on, the old window
+//!   the rival in turn. A rival is dropped when the current window is heard twice in a
+//!   row. While an incarnation is kept as the rival, a further higher one replaces the
+//!   current window but not the rival, and a counter jump is refused (`replay`). A
+//!   lower incarnation is `stale_incarnation` unless it is the rival's, or the current
+//!   window has had only its first datagram (which may be the forged one) and there is
+//!   no rival yet.
 //! - An incarnation more than [`MAX_FUTURE`] (10 s) ahead of the receiver's clock is
 //!   `future_incarnation` and is **not** recorded (boot times that far ahead are not
 //!   real; the rival rule above is what keeps a forged incarnation inside the bound
@@ -252,11 +254,19 @@ impl ReplayGuard {
             r.run = r.run.saturating_add(1);
             r.current_run = 0;
             if r.run >= IN_A_ROW {
-                // Heard twice in a row: the window from now on; the one it replaces is
-                // the rival.
-                std::mem::swap(&mut s.window, &mut r.window);
-                r.run = 0;
                 s.unconfirmed = false;
+                if r.window.incarnation == s.window.incarnation {
+                    // A counter jump: the window from now on; the one it replaces
+                    // is the rival.
+                    std::mem::swap(&mut s.window, &mut r.window);
+                    r.run = 0;
+                } else {
+                    // An incarnation taken back where it was; the one that displaced
+                    // it is forgotten.
+                    if let Some(r) = self.rivals.remove(&key) {
+                        s.window = r.window;
+                    }
+                }
             }
             return Ok(());
         }
@@ -264,14 +274,52 @@ impl ReplayGuard {
         if incarnation == current && counter <= s.window.top {
             return Err(ReplayError::Replay(counter));
         }
-        if incarnation < current && !(s.unconfirmed && !self.rivals.contains_key(&key)) {
-            return Err(ReplayError::StaleIncarnation {
-                got: incarnation,
-                current,
+        let was_unconfirmed = std::mem::replace(&mut s.unconfirmed, false);
+        if incarnation > current {
+            // A restart (or a forged datagram): the window at once. The one it
+            // displaces is the rival, unless an incarnation is kept as the rival
+            // already (the current one was never confirmed against it).
+            let mut window = Window::new(incarnation);
+            window.mark(counter);
+            let old = std::mem::replace(&mut s.window, window);
+            match self.rivals.get_mut(&key) {
+                Some(r) if r.window.incarnation != current => {
+                    r.run = 0;
+                    r.current_run = 0;
+                }
+                _ => {
+                    self.rivals.insert(
+                        key,
+                        Rival {
+                            window: old,
+                            run: 0,
+                            current_run: 0,
+                        },
+                    );
+                }
+            }
+            return Ok(());
+        }
+        let rival = self.rivals.get(&key);
+        let open = if incarnation == current {
+            // A counter jump, unless an incarnation is kept as the rival.
+            rival.is_none_or(|r| r.window.incarnation == current)
+        } else {
+            // Lower than a first datagram, which may have been forged.
+            was_unconfirmed && rival.is_none()
+        };
+        if !open {
+            // Refused: no change (the flag as it was).
+            s.unconfirmed = was_unconfirmed;
+            return Err(if incarnation == current {
+                ReplayError::Replay(counter)
+            } else {
+                ReplayError::StaleIncarnation {
+                    got: incarnation,
+                    current,
+                }
             });
         }
-        // A restart, a counter jump or a forged datagram: pending until heard again.
-        s.unconfirmed = false;
         let mut window = Window::new(incarnation);
         window.mark(counter);
         self.rivals.insert(
@@ -332,14 +380,13 @@ mod tests {
         let mut g = ReplayGuard::new();
         assert_eq!(g.check(2, 10, 7, NOW), Ok(()));
         assert_eq!(g.check(2, 10, 8, NOW), Ok(()));
-        // A restart: new window, the same counters are new again; the window from its
-        // second datagram on, and the old one dropped after two more.
+        // A restart: new window, the same counters are new again; the old one is
+        // dropped once the new one is heard twice in a row.
         assert_eq!(g.check(2, 11, 7, NOW), Ok(()));
-        assert_eq!(g.incarnation_of(2), Some(10));
-        assert_eq!(g.check(2, 11, 8, NOW), Ok(()));
         assert_eq!(g.incarnation_of(2), Some(11));
+        assert_eq!(g.rivals_pending(), 1);
+        assert_eq!(g.check(2, 11, 8, NOW), Ok(()));
         assert_eq!(g.check(2, 11, 9, NOW), Ok(()));
-        assert_eq!(g.check(2, 11, 10, NOW), Ok(()));
         assert_eq!(g.rivals_pending(), 0);
         assert_eq!(
             g.check(2, 10, 8, NOW).map_err(|e| e.reason()),
@@ -356,7 +403,7 @@ mod tests {
             "future_incarnation"
         );
         assert_eq!(g.incarnation_of(2), Some(11));
-        assert_eq!(g.check(2, 11, 11, NOW), Ok(()));
+        assert_eq!(g.check(2, 11, 10, NOW), Ok(()));
         // Exactly the bound ahead is still accepted (clock skew allowance).
         assert_eq!(g.check(2, NOW + MAX_FUTURE, 1, NOW), Ok(()));
         // u64::MAX as the local clock does not overflow.
@@ -392,11 +439,11 @@ mod tests {
         }
     }
 
-    /// The rival rule: one datagram, of a higher incarnation inside the future bound,
-    /// or of the current one with a counter far ahead, or the first one ever heard,
-    /// leaves the sender's real datagrams accepted; the real sender's second datagram
-    /// in a row takes its window back after two forged ones; a real jump (more than
-    /// `WINDOW` datagrams lost) and a real restart are taken at their second datagram.
+    /// The rival rule: after one datagram, of a higher incarnation inside the future
+    /// bound, or of the current one with a counter far ahead, or the first one ever
+    /// heard, the sender's real datagrams are accepted and its second one in a row
+    /// has its window back; so after two forged ones; a real jump (more than `WINDOW`
+    /// datagrams lost) is taken at its second datagram.
     #[test]
     fn one_datagram_moves_no_window_for_good() {
         let forged = NOW + MAX_FUTURE - 1;
