@@ -288,7 +288,13 @@ fn assert_recovers(net: &mut Net, what: &str) -> Vec<Option<NodeId>> {
     leaders
 }
 
-fn datagram(from: NodeId, incarnation: u64, seq: u64, kind: AlgorithmKind, msg: Message) -> Datagram {
+fn datagram(
+    from: NodeId,
+    incarnation: u64,
+    seq: u64,
+    kind: AlgorithmKind,
+    msg: Message,
+) -> Datagram {
     Datagram {
         from,
         incarnation,
@@ -429,7 +435,12 @@ fn one_forged_heartbeat_with_a_far_term_is_recovered_from() {
             one_forged(mode, &format!("far term {kind:?}"), |net| {
                 let (leader, term, follower) = leader_term_follower(net, kind);
                 let far = term + MAX_TERM_AHEAD;
-                (leader, follower, kind, Message::Heartbeat { term: far, leader })
+                (
+                    leader,
+                    follower,
+                    kind,
+                    Message::Heartbeat { term: far, leader },
+                )
             });
         }
     }
@@ -445,7 +456,13 @@ fn an_outsider_without_the_key_changes_nothing() {
     let (leader, term, follower) = leader_term_follower(&net, RAFT);
     let inc = net.members[leader as usize - 1].incarnation;
     let forged = [
-        datagram(leader, net.now_us() + AHEAD_US, 0, RAFT, Message::Heartbeat { term, leader }),
+        datagram(
+            leader,
+            net.now_us() + AHEAD_US,
+            0,
+            RAFT,
+            Message::Heartbeat { term, leader },
+        ),
         datagram(leader, inc, FAR_SEQ, RAFT, Message::TimeoutNow { term }),
         datagram(
             leader,
@@ -524,7 +541,10 @@ fn incarnations_beyond_the_bound_are_refused_and_within_it_undone() {
     net.inject(to, &hb(now + MAX_FUTURE + 1), None, 1);
     assert_eq!(net.invalid(to, "future_incarnation"), 1);
     let real = net.members[leader as usize - 1].incarnation;
-    assert_eq!(net.members[to as usize - 1].gate.incarnation_of(leader), Some(real));
+    assert_eq!(
+        net.members[to as usize - 1].gate.incarnation_of(leader),
+        Some(real)
+    );
     net.inject(to, &hb(now + MAX_FUTURE), None, 1);
     assert_eq!(
         net.invalid(to, "future_incarnation"),
@@ -538,7 +558,10 @@ fn incarnations_beyond_the_bound_are_refused_and_within_it_undone() {
     // … and undone by the leader's next two heartbeats.
     let beat = net.timing.heartbeat;
     net.run(beat * 2 + Duration::from_millis(1));
-    assert_eq!(net.members[to as usize - 1].gate.incarnation_of(leader), Some(real));
+    assert_eq!(
+        net.members[to as usize - 1].gate.incarnation_of(leader),
+        Some(real)
+    );
 }
 
 #[test]
