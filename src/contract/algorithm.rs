@@ -273,7 +273,8 @@ impl Token {
 /// a term, epoch or round more than this above what the group has seen is refused and
 /// counted as `future_epoch`. Large enough for any real history (a node back after
 /// missing two billion elections still catches up in one step), small enough that no
-/// datagram, even from a key holder, can push a term to the end of its range.
+/// datagram, even from a key holder, can push a term to the end of its range. (A term
+/// up to twice this ahead is taken at the second datagram: see `Node::receive`.)
 pub const MAX_TERM_AHEAD: u64 = 1 << 31;
 
 /// Timing parameters shared by all algorithms (config `[timing]`).

@@ -78,6 +78,8 @@ struct Exported {
     failures: u64,
     failures_to_lost: u64,
     duplicates: u64,
+    incarnation_changes: u64,
+    provisional: u64,
     invalid: HashMap<&'static str, u64>,
     leaderless: [f64; ALGOS],
     group_retransmissions: [u64; ALGOS],
@@ -113,6 +115,8 @@ pub struct Metrics {
     delivery_failures: IntCounter,
     delivery_failures_to_lost: IntCounter,
     duplicates_dropped: IntCounter,
+    incarnation_changes: IntCounter,
+    provisional_dropped: IntCounter,
     elections_started: IntCounterVec,
     elections_won: IntCounterVec,
     election_duration: HistogramVec,
@@ -226,6 +230,14 @@ impl Metrics {
         let duplicates_dropped = counter(
             "duplicates_dropped_total",
             "Reliable messages received again (a retransmission whose ack was lost): acked again, delivered once.",
+        )?;
+        let incarnation_changes = counter(
+            "peer_incarnation_changes_total",
+            "Changes of the incarnation this node hears from a peer that it had heard before: the peer's restarts, and re-adoptions of an incarnation that forged datagrams had displaced (docs/security.md, One datagram).",
+        )?;
+        let provisional_dropped = counter(
+            "provisional_dropped_total",
+            "Datagrams of a peer's incarnation that a higher one had displaced, dropped unacknowledged before it was taken back (docs/security.md, One datagram): zero unless datagrams were forged or a restarted peer's late datagrams arrived.",
         )?;
         let elections_started = counter_vec(
             "elections_started_total",
@@ -404,6 +416,8 @@ impl Metrics {
             delivery_failures,
             delivery_failures_to_lost,
             duplicates_dropped,
+            incarnation_changes,
+            provisional_dropped,
             elections_started,
             elections_won,
             election_duration,
@@ -588,6 +602,16 @@ impl Metrics {
             &self.duplicates_dropped,
             &mut ex.duplicates,
             link.duplicates_dropped,
+        );
+        advance(
+            &self.incarnation_changes,
+            &mut ex.incarnation_changes,
+            link.incarnation_changes,
+        );
+        advance(
+            &self.provisional_dropped,
+            &mut ex.provisional,
+            link.provisional_dropped,
         );
         for (&reason, &n) in node.invalid() {
             let prev = ex.invalid.entry(reason).or_insert(0);

@@ -36,6 +36,18 @@
 //! A peer's datagrams carry its incarnation (boot id). A higher incarnation means the
 //! peer restarted: its receive state is reset so its new sequence space is accepted;
 //! a lower one is a leftover of a previous life and is dropped.
+//!
+//! No single datagram cuts a peer off (docs/security.md, "One datagram"). A higher
+//! incarnation is heard at once (a restart costs nothing), but the incarnation it
+//! displaces is kept as a *rival*, with its receive floor, in a side table while it is
+//! pending: if the displaced incarnation then talks twice in a row (no datagram of the
+//! new one in between; its first datagram is not delivered nor acked), it is taken
+//! back where it was and the new one forgotten — the new one was forged, and is
+//! silent. The rival is forgotten once the new incarnation is heard twice in a row.
+//! While a rival is pending, a further higher incarnation replaces the current one but
+//! not the rival. A lower incarnation is stale unless it is the rival, or the current
+//! one was heard once only (the first datagram ever heard from a peer may be the
+//! forged one: the lower one then becomes the rival).
 
 use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::message::Message;
@@ -161,6 +173,27 @@ const HAS_ABOVE: u8 = 8;
 const WIDE: u8 = 16;
 /// The incarnation is in [`Link::wide_incarnation`].
 const WIDE_INCARNATION: u8 = 32;
+/// The current incarnation was heard once only (the first datagram of the peer): a
+/// lower one may still become its rival (see the module documentation).
+const UNCONFIRMED: u8 = 64;
+
+/// The incarnation of a peer that a higher one displaced (or, after a first datagram,
+/// a lower one), while it may still be taken back (see the module documentation): in
+/// [`Link::rivals`], absent otherwise.
+#[derive(Clone, Copy, Debug)]
+struct Rival {
+    incarnation: u64,
+    /// The receive floor kept for it (0 for one never adopted).
+    floor: u64,
+    /// Its datagrams since the current incarnation's last one.
+    run: u8,
+    /// The current incarnation's datagrams since the rival's last one.
+    current_run: u8,
+}
+
+/// Datagrams in a row that take a rival incarnation back, or confirm the current one
+/// against it.
+const IN_A_ROW: u8 = 2;
 
 /// Everything the link keeps about one peer, in one array ([`Peers`]) indexed by the
 /// peer's position in the roster: 28 bytes per peer dealt with (a Bully election on N
@@ -440,6 +473,8 @@ pub enum Inbound {
     Duplicate,
     /// From an earlier incarnation of the peer: dropped.
     Stale,
+    /// From an incarnation of the peer not (yet) taken back: dropped, unacknowledged.
+    Provisional,
     /// A pure ack (or a datagram without body): nothing to deliver.
     Nothing,
 }
@@ -601,6 +636,8 @@ pub struct Link {
     wide: FxHashMap<u32, Wide>,
     /// Incarnations past 32 bits (flag [`WIDE_INCARNATION`]), by peer position.
     wide_incarnation: FxHashMap<u32, u64>,
+    /// The rival incarnation of a peer, by position, while one is pending.
+    rivals: FxHashMap<u32, Rival>,
     /// Per sender, the broadcast sequences delivered (incarnation kept in `peers`).
     inbound_broadcast: FxHashMap<NodeId, Window>,
     /// The latest flights (messages first sent at one instant, a fan-out) and when an
@@ -631,6 +668,13 @@ pub struct LinkStats {
     pub duplicates_dropped: u64,
     /// Datagrams of a peer's previous life (lower incarnation), dropped.
     pub stale_dropped: u64,
+    /// Datagrams of a rival incarnation not (yet) taken back, dropped (see the module
+    /// documentation): the first ones of a real incarnation after a forged one, or a
+    /// late one of a restarted peer's previous life.
+    pub provisional_dropped: u64,
+    /// Changes of a peer's incarnation once it had one: restarts, and re-adoptions of
+    /// an incarnation a forged datagram had displaced.
+    pub incarnation_changes: u64,
 }
 
 /// A message the link gave up on.
@@ -664,6 +708,7 @@ impl Link {
             above: FxHashMap::default(),
             wide: FxHashMap::default(),
             wide_incarnation: FxHashMap::default(),
+            rivals: FxHashMap::default(),
             inbound_broadcast: FxHashMap::default(),
             flights: [(0, 0); FLIGHTS],
             stats: LinkStats::default(),
@@ -964,20 +1009,8 @@ impl Link {
     pub fn receive(&mut self, now: Time, d: &Datagram) -> (Inbound, Option<Datagram>, bool) {
         let ack = (d.seq != 0).then(|| self.datagram(0, d.seq, None, None));
         let i = self.position(d.from);
-        let heard = self.in_incarnation(i);
-        if d.incarnation < heard {
-            self.stats.stale_dropped += 1;
-            return (Inbound::Stale, None, false);
-        }
-        if d.incarnation > heard {
-            self.set_in_incarnation(i, d.incarnation);
-            let peer = &mut self.peers[i];
-            if peer.has(HAS_ABOVE) {
-                peer.set(HAS_ABOVE, false);
-                self.above.remove(&(i as u32));
-            }
-            self.set_in_floor(i, 0);
-            self.inbound_broadcast.remove(&d.from);
+        if let Some(refused) = self.incarnation_check(i, d.from, d.incarnation) {
+            return (refused, None, false);
         }
         // Keys are the sequences' low bits: only the ack of the one sequence that can
         // be pending under its key matches (not one never sent, nor one four billion
@@ -1037,6 +1070,108 @@ impl Link {
             return (Inbound::Duplicate, ack, revived);
         }
         (Inbound::Deliver, ack, revived)
+    }
+
+    /// Which incarnation of the peer at position `i` (`id`) is heard, given one more
+    /// datagram of `incarnation` (the rule of the module documentation): `None` if
+    /// the datagram is of the current incarnation (after any switch), else why it is
+    /// dropped.
+    fn incarnation_check(&mut self, i: usize, id: NodeId, incarnation: u64) -> Option<Inbound> {
+        let heard = self.in_incarnation(i);
+        let key = i as u32;
+        if incarnation == heard {
+            if self.peers[i].has(UNCONFIRMED) {
+                self.peers[i].set(UNCONFIRMED, false);
+            }
+            if let Some(r) = self.rivals.get_mut(&key) {
+                r.run = 0;
+                r.current_run = r.current_run.saturating_add(1);
+                if r.current_run >= IN_A_ROW {
+                    self.rivals.remove(&key);
+                }
+            }
+            return None;
+        }
+        if heard == 0 && !self.rivals.contains_key(&key) {
+            // The first datagram of the peer: heard, but not yet confirmed.
+            self.adopt(i, id, incarnation, 0);
+            self.peers[i].set(UNCONFIRMED, true);
+            return None;
+        }
+        let own_floor = self.in_floor(i);
+        if let Some(r) = self.rivals.get_mut(&key) {
+            if r.incarnation == incarnation {
+                r.run = r.run.saturating_add(1);
+                r.current_run = 0;
+                if r.run < IN_A_ROW {
+                    self.stats.provisional_dropped += 1;
+                    return Some(Inbound::Provisional);
+                }
+                // Heard twice in a row while the current one was silent: taken back
+                // where it was, and the one that displaced it forgotten.
+                let floor = r.floor;
+                self.rivals.remove(&key);
+                self.stats.incarnation_changes += 1;
+                self.adopt(i, id, incarnation, floor);
+                return None;
+            }
+        }
+        if incarnation > heard {
+            // A restart (or a forged datagram): heard at once. The incarnation it
+            // displaces is kept as the rival, unless one is kept already (the current
+            // one was never confirmed against it).
+            match self.rivals.get_mut(&key) {
+                Some(r) => {
+                    r.run = 0;
+                    r.current_run = 0;
+                }
+                None => {
+                    self.rivals.insert(
+                        key,
+                        Rival {
+                            incarnation: heard,
+                            floor: own_floor,
+                            run: 0,
+                            current_run: 0,
+                        },
+                    );
+                }
+            }
+            self.peers[i].set(UNCONFIRMED, false);
+            self.stats.incarnation_changes += 1;
+            self.adopt(i, id, incarnation, 0);
+            return None;
+        }
+        if self.peers[i].has(UNCONFIRMED) && !self.rivals.contains_key(&key) {
+            // Lower than the first incarnation heard, which may have been forged.
+            self.peers[i].set(UNCONFIRMED, false);
+            self.rivals.insert(
+                key,
+                Rival {
+                    incarnation,
+                    floor: 0,
+                    run: 1,
+                    current_run: 0,
+                },
+            );
+            self.stats.provisional_dropped += 1;
+            return Some(Inbound::Provisional);
+        }
+        self.stats.stale_dropped += 1;
+        Some(Inbound::Stale)
+    }
+
+    /// Hear `incarnation` of the peer at position `i` (`id`) from now on, its receive
+    /// floor at `floor`.
+    fn adopt(&mut self, i: usize, id: NodeId, incarnation: u64, floor: u64) {
+        self.set_in_incarnation(i, incarnation);
+        let peer = &mut self.peers[i];
+        if peer.has(HAS_ABOVE) {
+            peer.set(HAS_ABOVE, false);
+            self.above.remove(&(i as u32));
+        }
+        self.set_in_floor(i, floor);
+        self.inbound_broadcast.remove(&id);
     }
 
     /// An ack of a message first sent at `first_sent` came back at `at`: remember it
@@ -1395,11 +1530,78 @@ mod tests {
         let mut d = with(7, 1);
         d.from = 3;
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
+        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Duplicate);
         d.incarnation = 1 << 33;
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
         d.incarnation = 8;
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Stale);
         assert_eq!(link.in_incarnation(link.index.find(3).unwrap()), 1 << 33);
+    }
+
+    /// The rival rule (module documentation): one datagram of a higher incarnation is
+    /// heard at once, and the real peer's second datagram in a row takes its
+    /// incarnation back where it was (nothing delivered twice); so after two forged
+    /// incarnations in a row; a restart is heard at once and the old life forgotten
+    /// once the new one is heard twice; the first datagram ever heard may be the
+    /// forged one; the side table is empty again after each.
+    #[test]
+    fn one_datagram_of_another_incarnation_cuts_nothing_off() {
+        let boot = 1_700_000_000_000_000u64;
+        let forged = boot + 9_000_000;
+        let with = |inc: u64, seq: u64| Datagram {
+            incarnation: inc,
+            ..reliable(2, seq)
+        };
+        let t = Duration::ZERO;
+        let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
+        let i = link.position(2);
+        for seq in 1..=3 {
+            assert_eq!(link.receive(t, &with(boot, seq)).0, Inbound::Deliver);
+        }
+        // One forged datagram from the future: heard…
+        assert_eq!(link.receive(t, &with(forged, 1)).0, Inbound::Deliver);
+        assert_eq!(link.in_incarnation(i), forged);
+        // …until the real peer's second datagram in a row (its first one is neither
+        // delivered nor acked, so it comes again).
+        let (verdict, ack, _) = link.receive(t, &with(boot, 4));
+        assert_eq!((verdict, ack), (Inbound::Provisional, None));
+        assert_eq!(link.receive(t, &with(boot, 4)).0, Inbound::Deliver);
+        assert_eq!(link.in_incarnation(i), boot);
+        assert_eq!(link.in_floor(i), 4, "where it was");
+        assert!(link.rivals.is_empty(), "the forged one forgotten");
+        for seq in 1..=4 {
+            assert_eq!(link.receive(t, &with(boot, seq)).0, Inbound::Duplicate);
+        }
+        // Two forged incarnations in a row: the real one is still the rival.
+        assert_eq!(link.receive(t, &with(forged, 2)).0, Inbound::Deliver);
+        assert_eq!(link.receive(t, &with(forged + 1, 1)).0, Inbound::Deliver);
+        assert_eq!(link.receive(t, &with(boot, 5)).0, Inbound::Provisional);
+        assert_eq!(link.receive(t, &with(boot, 6)).0, Inbound::Deliver);
+        assert_eq!(link.receive(t, &with(boot, 5)).0, Inbound::Deliver);
+        assert_eq!(link.in_floor(i), 6);
+        assert!(link.rivals.is_empty());
+        assert_eq!(link.stats.incarnation_changes, 5);
+        // A real restart: heard at once; the old life is forgotten once the new one
+        // is heard twice in a row, and stale from then on.
+        assert_eq!(link.receive(t, &with(boot + 1, 1)).0, Inbound::Deliver);
+        assert_eq!(link.rivals.len(), 1);
+        assert_eq!(link.receive(t, &with(boot + 1, 2)).0, Inbound::Deliver);
+        assert_eq!(link.receive(t, &with(boot + 1, 3)).0, Inbound::Deliver);
+        assert!(link.rivals.is_empty());
+        assert_eq!(link.receive(t, &with(boot, 7)).0, Inbound::Stale);
+
+        // The first datagram ever heard from a peer is the forged one: the real, lower
+        // incarnation is taken at its second datagram.
+        let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
+        let i = link.position(2);
+        assert_eq!(link.receive(t, &with(forged, 1)).0, Inbound::Deliver);
+        assert_eq!(link.receive(t, &with(boot, 1)).0, Inbound::Provisional);
+        assert_eq!(link.receive(t, &with(boot, 1)).0, Inbound::Deliver);
+        assert_eq!(link.in_incarnation(i), boot);
+        assert_eq!(link.receive(t, &with(boot, 2)).0, Inbound::Deliver);
+        assert!(link.rivals.is_empty());
+        // Once confirmed, a lower incarnation is stale.
+        assert_eq!(link.receive(t, &with(boot - 1, 1)).0, Inbound::Stale);
     }
 
     /// Round trips beyond 32-bit nanoseconds (4.29 s) saturate: the RTO stays at the

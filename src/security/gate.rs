@@ -287,11 +287,19 @@ mod tests {
         // Addressed to node 2: node 1 refuses it, node 2 takes it.
         assert_eq!(reason(r1.open(&c, None, NOW)), Err("receiver"));
         assert_eq!(r2.open(&c, None, NOW), Ok(d.clone()));
-        // The sender restarts: a new incarnation opens a new window…
+        // The sender restarts: a new incarnation opens a new window (the window from
+        // its second datagram on)…
         let mut s2 = gate(3, false);
-        let e = s2.seal(1, &coordinator(3, 200)).unwrap();
-        assert!(r1.open(&e, None, NOW).is_ok());
-        // …and the previous life's datagrams are stale.
+        for _ in 0..2 {
+            let e = s2.seal(1, &coordinator(3, 200)).unwrap();
+            assert!(r1.open(&e, None, NOW).is_ok());
+        }
+        assert_eq!(r1.incarnation_of(3), Some(200));
+        // …and once it was heard twice more, the previous life's datagrams are stale.
+        for _ in 0..2 {
+            let e = s2.seal(1, &coordinator(3, 200)).unwrap();
+            assert!(r1.open(&e, None, NOW).is_ok());
+        }
         let old = s.seal(1, &d).unwrap();
         assert_eq!(reason(r1.open(&old, None, NOW)), Err("stale_incarnation"));
         // A datagram "from" the receiver itself.

@@ -11,18 +11,31 @@
 //!   counter `top` plus a bitmap of the [`WINDOW`] counters `top-WINDOW+1 ..= top`.
 //!   A counter already in the bitmap is a `replay`; a counter at or below
 //!   `top - WINDOW` is a `replay` too (too old to tell, treated as seen).
-//! - A higher incarnation (the sender restarted) starts a fresh window; a lower one is
-//!   a leftover of a previous life: `stale_incarnation`.
+//! - **No single datagram moves a window for good** (docs/security.md, "One
+//!   datagram"). A higher incarnation (the sender restarted) starts a fresh window at
+//!   once, and the window it displaces is kept as a *rival* (in a side table, only
+//!   while it is pending); a datagram of the current incarnation more than [`WINDOW`]
+//!   counters ahead opens a rival window of its own. Datagrams of a rival are checked
+//!   and accepted in its window (the node's link does not deliver those of a rival
+//!   incarnation, by the same rule). A rival heard twice in a row (no datagram of the
+//!   current window in between) is taken: a displaced incarnation back where it was,
+//!   the one that displaced it forgotten (it was forged: it is silent); a counter jump
+//!   (more than [`WINDOW`] datagrams lost) as the window from then on, the old window
+//!   the rival in turn. A rival is dropped when the current window is heard twice in a
+//!   row. While an incarnation is kept as the rival, a further higher one replaces the
+//!   current window but not the rival, and a counter jump is refused (`replay`). A
+//!   lower incarnation is `stale_incarnation` unless it is the rival's, or the current
+//!   window has had only its first datagram (which may be the forged one) and there is
+//!   no rival yet.
 //! - An incarnation more than [`MAX_FUTURE`] (10 s) ahead of the receiver's clock is
-//!   `future_incarnation` and is **not** recorded: no datagram, signed or not, can move
-//!   the receiver's view of a peer's incarnation further ahead than that. Without the
-//!   bound one forged datagram with an incarnation far ahead (a spoofed heartbeat in
-//!   insecure mode) makes every later datagram of the real peer look stale and cuts it
-//!   off for good. An incarnation is the sender's boot time, so a sender whose clock is
-//!   ahead by more than the bound is only refused until the receiver's clock has caught
-//!   up with its boot time minus 10 s (counted meanwhile).
+//!   `future_incarnation` and is **not** recorded (boot times that far ahead are not
+//!   real; the rival rule above is what keeps a forged incarnation inside the bound
+//!   from cutting a sender off). An incarnation is the sender's boot time, so a
+//!   sender whose clock is ahead by more than the bound is refused until the
+//!   receiver's clock has caught up with its boot time minus 10 s (counted meanwhile).
 //! - A rejected datagram never changes the guard's state.
-//! - Memory is O(roster): one window of [`WINDOW`] bits per sender.
+//! - Memory is O(roster): one window of [`WINDOW`] bits per sender, and a second one
+//!   per sender with a rival pending.
 //!
 //! Not covered (see docs/security.md): the windows live in memory only, so a receiver
 //! that restarts accepts, once each, datagrams of its peers' *current* incarnations
@@ -128,12 +141,46 @@ impl Window {
     }
 }
 
+impl Window {
+    /// Does counter `counter` of `incarnation` belong to this window: its
+    /// incarnation, and within [`WINDOW`] counters of its top either way?
+    fn near(&self, incarnation: u64, counter: u64) -> bool {
+        incarnation == self.incarnation
+            && counter <= self.top.saturating_add(WINDOW)
+            && counter.saturating_add(WINDOW) > self.top
+    }
+}
+
+/// The window of one sender (per sequence space).
+#[derive(Clone, Debug)]
+struct Sender {
+    window: Window,
+    /// The window has had only its first datagram and there is no rival yet: a lower
+    /// incarnation may still become the rival.
+    unconfirmed: bool,
+}
+
+/// A rival window while one is pending (see the module documentation).
+#[derive(Clone, Debug)]
+struct Rival {
+    window: Window,
+    /// Its datagrams since the current window's last one.
+    run: u8,
+    /// The current window's datagrams since the rival's last one.
+    current_run: u8,
+}
+
+/// Datagrams in a row that make a rival the window, or drop it.
+const IN_A_ROW: u8 = 2;
+
 /// Replay windows of every sender (see the module documentation).
 #[derive(Clone, Debug, Default)]
 pub struct ReplayGuard {
     /// Keyed by (sender, multicast group space?): a sender's group datagrams count in
     /// their own sequence, apart from the ones addressed to this node.
-    peers: HashMap<(NodeId, bool), Window>,
+    peers: HashMap<(NodeId, bool), Sender>,
+    /// The rival window of a sender, while one is pending.
+    rivals: HashMap<(NodeId, bool), Rival>,
 }
 
 impl ReplayGuard {
@@ -164,34 +211,136 @@ impl ReplayGuard {
         counter: u64,
         now_us: u64,
     ) -> Result<(), ReplayError> {
-        let from = (from, group);
+        let key = (from, group);
         if incarnation > now_us.saturating_add(MAX_FUTURE) {
             return Err(ReplayError::FutureIncarnation(incarnation));
         }
-        match self.peers.get_mut(&from) {
-            Some(w) if incarnation < w.incarnation => Err(ReplayError::StaleIncarnation {
-                got: incarnation,
-                current: w.incarnation,
-            }),
-            Some(w) if incarnation == w.incarnation => {
-                if w.seen(counter) {
-                    return Err(ReplayError::Replay(counter));
+        let Some(s) = self.peers.get_mut(&key) else {
+            let mut window = Window::new(incarnation);
+            window.mark(counter);
+            self.peers.insert(
+                key,
+                Sender {
+                    window,
+                    unconfirmed: true,
+                },
+            );
+            return Ok(());
+        };
+        if s.window.near(incarnation, counter) {
+            if s.window.seen(counter) {
+                return Err(ReplayError::Replay(counter));
+            }
+            s.window.mark(counter);
+            s.unconfirmed = false;
+            if let Some(r) = self.rivals.get_mut(&key) {
+                r.run = 0;
+                r.current_run = r.current_run.saturating_add(1);
+                if r.current_run >= IN_A_ROW {
+                    self.rivals.remove(&key);
                 }
-                w.mark(counter);
-                Ok(())
             }
-            _ => {
-                let mut w = Window::new(incarnation);
-                w.mark(counter);
-                self.peers.insert(from, w);
-                Ok(())
-            }
+            return Ok(());
         }
+        if let Some(r) = self
+            .rivals
+            .get_mut(&key)
+            .filter(|r| r.window.near(incarnation, counter))
+        {
+            if r.window.seen(counter) {
+                return Err(ReplayError::Replay(counter));
+            }
+            r.window.mark(counter);
+            r.run = r.run.saturating_add(1);
+            r.current_run = 0;
+            if r.run >= IN_A_ROW {
+                s.unconfirmed = false;
+                if r.window.incarnation == s.window.incarnation {
+                    // A counter jump: the window from now on; the one it replaces
+                    // is the rival.
+                    std::mem::swap(&mut s.window, &mut r.window);
+                    r.run = 0;
+                } else {
+                    // An incarnation taken back where it was; the one that displaced
+                    // it is forgotten.
+                    if let Some(r) = self.rivals.remove(&key) {
+                        s.window = r.window;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        let current = s.window.incarnation;
+        if incarnation == current && counter <= s.window.top {
+            return Err(ReplayError::Replay(counter));
+        }
+        let was_unconfirmed = std::mem::replace(&mut s.unconfirmed, false);
+        if incarnation > current {
+            // A restart (or a forged datagram): the window at once. The one it
+            // displaces is the rival, unless an incarnation is kept as the rival
+            // already (the current one was never confirmed against it).
+            let mut window = Window::new(incarnation);
+            window.mark(counter);
+            let old = std::mem::replace(&mut s.window, window);
+            match self.rivals.get_mut(&key) {
+                Some(r) if r.window.incarnation != current => {
+                    r.run = 0;
+                    r.current_run = 0;
+                }
+                _ => {
+                    self.rivals.insert(
+                        key,
+                        Rival {
+                            window: old,
+                            run: 0,
+                            current_run: 0,
+                        },
+                    );
+                }
+            }
+            return Ok(());
+        }
+        let rival = self.rivals.get(&key);
+        let open = if incarnation == current {
+            // A counter jump, unless an incarnation is kept as the rival.
+            rival.is_none_or(|r| r.window.incarnation == current)
+        } else {
+            // Lower than a first datagram, which may have been forged.
+            was_unconfirmed && rival.is_none()
+        };
+        if !open {
+            // Refused: no change (the flag as it was).
+            s.unconfirmed = was_unconfirmed;
+            return Err(if incarnation == current {
+                ReplayError::Replay(counter)
+            } else {
+                ReplayError::StaleIncarnation {
+                    got: incarnation,
+                    current,
+                }
+            });
+        }
+        let mut window = Window::new(incarnation);
+        window.mark(counter);
+        self.rivals.insert(
+            key,
+            Rival {
+                window,
+                run: 1,
+                current_run: 0,
+            },
+        );
+        Ok(())
     }
 
     /// The incarnation currently accepted from `from`, if any.
     pub fn incarnation_of(&self, from: NodeId) -> Option<u64> {
-        self.peers.get(&(from, false)).map(|w| w.incarnation)
+        self.peers.get(&(from, false)).map(|s| s.window.incarnation)
+    }
+
+    /// Senders with a rival window pending (a restart or a forgery not yet settled).
+    pub fn rivals_pending(&self) -> usize {
+        self.rivals.len()
     }
 }
 
@@ -212,10 +361,16 @@ mod tests {
         assert_eq!(g.check(2, 10, 3, NOW), Ok(()));
         assert_eq!(g.check(2, 10, 3, NOW), Err(ReplayError::Replay(3)));
         assert_eq!(g.check(2, 10, 4, NOW), Ok(()));
-        // Far ahead: everything at or below top - WINDOW counts as seen.
-        assert_eq!(g.check(2, 10, 5 + WINDOW + 10, NOW), Ok(()));
-        assert_eq!(g.check(2, 10, 15, NOW), Err(ReplayError::Replay(15)));
-        assert_eq!(g.check(2, 10, 16, NOW), Ok(()));
+        // Far ahead (a jump past the window, taken at its second datagram, the old
+        // window dropped after two more): everything at or below top - WINDOW counts
+        // as seen.
+        let top = 5 + WINDOW + 11;
+        for c in [top - 1, top, top - 2, top - 3] {
+            assert_eq!(g.check(2, 10, c, NOW), Ok(()));
+        }
+        assert_eq!(g.rivals_pending(), 0);
+        assert_eq!(g.check(2, 10, 16, NOW), Err(ReplayError::Replay(16)));
+        assert_eq!(g.check(2, 10, 17, NOW), Ok(()));
         // Other senders have their own window.
         assert_eq!(g.check(3, 10, 5, NOW), Ok(()));
     }
@@ -224,9 +379,15 @@ mod tests {
     fn incarnations() {
         let mut g = ReplayGuard::new();
         assert_eq!(g.check(2, 10, 7, NOW), Ok(()));
-        // A restart: new window, the same counters are new again.
+        assert_eq!(g.check(2, 10, 8, NOW), Ok(()));
+        // A restart: new window, the same counters are new again; the old one is
+        // dropped once the new one is heard twice in a row.
         assert_eq!(g.check(2, 11, 7, NOW), Ok(()));
         assert_eq!(g.incarnation_of(2), Some(11));
+        assert_eq!(g.rivals_pending(), 1);
+        assert_eq!(g.check(2, 11, 8, NOW), Ok(()));
+        assert_eq!(g.check(2, 11, 9, NOW), Ok(()));
+        assert_eq!(g.rivals_pending(), 0);
         assert_eq!(
             g.check(2, 10, 8, NOW).map_err(|e| e.reason()),
             Err("stale_incarnation")
@@ -242,7 +403,7 @@ mod tests {
             "future_incarnation"
         );
         assert_eq!(g.incarnation_of(2), Some(11));
-        assert_eq!(g.check(2, 11, 8, NOW), Ok(()));
+        assert_eq!(g.check(2, 11, 10, NOW), Ok(()));
         // Exactly the bound ahead is still accepted (clock skew allowance).
         assert_eq!(g.check(2, NOW + MAX_FUTURE, 1, NOW), Ok(()));
         // u64::MAX as the local clock does not overflow.
@@ -258,7 +419,9 @@ mod tests {
             let mut g = ReplayGuard::new();
             let mut accepted: HashSet<u64> = HashSet::new();
             let mut top = 0u64;
-            let spread = [3, 70, 1500, 5000][round % 4];
+            // Jumps stay below the window (a larger one opens a rival window: see
+            // `one_datagram_moves_no_window_for_good`); ages go past it.
+            let spread = [3, 70, 600, 1000][round % 4];
             let mut base = 1u64;
             for _ in 0..2000 {
                 base += rng.below(3);
@@ -274,5 +437,61 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The rival rule: after one datagram, of a higher incarnation inside the future
+    /// bound, or of the current one with a counter far ahead, or the first one ever
+    /// heard, the sender's real datagrams are accepted and its second one in a row
+    /// has its window back; so after two forged ones; a real jump (more than `WINDOW`
+    /// datagrams lost) is taken at its second datagram.
+    #[test]
+    fn one_datagram_moves_no_window_for_good() {
+        let forged = NOW + MAX_FUTURE - 1;
+        for one in [(forged, 1), (NOW, 1 << 40), (NOW, u64::MAX)] {
+            let mut g = ReplayGuard::new();
+            for c in 1..=5 {
+                assert_eq!(g.check(2, NOW, c, NOW), Ok(()));
+            }
+            assert_eq!(g.check(2, one.0, one.1, NOW), Ok(()), "{one:?}");
+            for c in 6..=9 {
+                assert_eq!(g.check(2, NOW, c, NOW), Ok(()), "{one:?} then {c}");
+            }
+            assert_eq!(g.rivals_pending(), 0);
+            assert_eq!(g.check(2, NOW, 5, NOW), Err(ReplayError::Replay(5)));
+            // Two in a row displace the window; the real sender's two take it back.
+            assert_eq!(g.check(2, one.0, one.1 ^ 2, NOW), Ok(()));
+            assert_eq!(g.check(2, one.0, one.1 ^ 4, NOW), Ok(()));
+            assert_eq!(g.incarnation_of(2), Some(one.0));
+            assert_eq!(g.check(2, NOW, 10, NOW), Ok(()));
+            assert_eq!(g.check(2, NOW, 10, NOW), Err(ReplayError::Replay(10)));
+            assert_eq!(g.check(2, NOW, 11, NOW), Ok(()));
+            assert_eq!(g.incarnation_of(2), Some(NOW));
+            assert_eq!(g.check(2, NOW, 4, NOW), Err(ReplayError::Replay(4)), "kept");
+        }
+        // A real jump: the sender's datagrams after a long loss, accepted at once and
+        // the window moved at the second one; the old counters are then too old.
+        let mut g = ReplayGuard::new();
+        assert_eq!(g.check(2, NOW, 1, NOW), Ok(()));
+        let far = 1 + 10 * WINDOW;
+        for c in far..far + 4 {
+            assert_eq!(g.check(2, NOW, c, NOW), Ok(()));
+        }
+        assert_eq!(g.rivals_pending(), 0);
+        assert_eq!(g.check(2, NOW, 2, NOW), Err(ReplayError::Replay(2)));
+        assert_eq!(g.check(2, NOW, far, NOW), Err(ReplayError::Replay(far)));
+        // The first datagram ever heard is a forged one from the future: the real,
+        // lower incarnation is accepted and becomes the window at its second one.
+        let mut g = ReplayGuard::new();
+        assert_eq!(g.check(2, forged, 1, NOW), Ok(()));
+        assert_eq!(g.check(2, NOW - 5, 1, NOW), Ok(()));
+        assert_eq!(g.check(2, NOW - 5, 2, NOW), Ok(()));
+        assert_eq!(g.incarnation_of(2), Some(NOW - 5));
+        // Once a window was heard twice, a lower incarnation is stale.
+        assert_eq!(g.check(3, NOW, 1, NOW), Ok(()));
+        assert_eq!(g.check(3, NOW, 2, NOW), Ok(()));
+        assert_eq!(
+            g.check(3, NOW - 1, 1, NOW).map_err(|e| e.reason()),
+            Err("stale_incarnation")
+        );
     }
 }
