@@ -109,8 +109,11 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         metrics,
         cfg.admin_token.clone(),
     );
+    // Told to every peer and compared with theirs (docs/observability.md, drift).
+    let digest = cfg.digest();
+    shared.set_config_digest(digest);
     let shared = Arc::new(shared);
-    tracing::info!(node = cfg.node_id, udp = %me.bind_addr(), http = %me.http, cluster = %cfg.cluster, "electd running");
+    tracing::info!(node = cfg.node_id, udp = %me.bind_addr(), http = %me.http, cluster = %cfg.cluster, config_digest = %digest, "electd running");
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut http_stop = stopped.clone();
     let http = tokio::spawn(electd::http::serve(listener, shared.clone(), async move {
