@@ -900,6 +900,8 @@ impl Driver {
                         }
                         self.incarnation = next;
                         self.node = node;
+                        // A new life tells every peer its configuration digest again.
+                        self.config_due = self.now();
                         self.shared.metrics.rebase();
                         self.paused = false;
                         self.shared.set_paused(false);
