@@ -36,6 +36,9 @@ pub struct Heard {
     pub answer: bool,
     /// The peer started (`Some(true)`) or stopped (`Some(false)`) differing.
     pub changed: Option<bool>,
+    /// The peer's digest is new to this node (first heard, or another than before):
+    /// what `/status` shows changed.
+    pub new: bool,
 }
 
 /// One peer in `/status`.
@@ -85,6 +88,7 @@ impl Drift {
             return Heard {
                 answer: false,
                 changed: None,
+                new: false,
             };
         };
         let before = slot.replace((incarnation, digest));
@@ -93,6 +97,7 @@ impl Drift {
         Heard {
             answer: before.is_none_or(|(inc, _)| inc != incarnation),
             changed: (was != is).then_some(is),
+            new: before.map(|(_, d)| d) != Some(digest),
         }
     }
 
@@ -141,10 +146,13 @@ mod tests {
             h,
             Heard {
                 answer: true,
-                changed: None
+                changed: None,
+                new: true,
             }
         );
-        assert!(!d.heard(2, 10, MINE).answer);
+        assert_eq!(d.view().peers[0].digest.as_deref(), Some("000000000000aaaa"));
+        let again = d.heard(2, 10, MINE);
+        assert!(!again.answer && !again.new);
         // Starts differing: reported once, however often it is heard.
         assert_eq!(d.heard(3, 7, OTHER).changed, Some(true));
         for _ in 0..3 {
@@ -162,7 +170,8 @@ mod tests {
             d.heard(3, 8, MINE),
             Heard {
                 answer: true,
-                changed: Some(false)
+                changed: Some(false),
+                new: true,
             }
         );
         assert!(d.mismatched().is_empty());

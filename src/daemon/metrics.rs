@@ -719,8 +719,8 @@ impl Metrics {
             .set(i64::from(penalty));
     }
 
-    /// The `config_mismatch` series of every peer, at 0 (the runtime calls it at
-    /// start, with the roster without this node).
+    /// The `config_mismatch` series of every peer, at 0 (at start, with the roster
+    /// without this node: [`crate::daemon::shared::Shared::set_config_digest`]).
     pub fn config_peers(&self, peers: &[NodeId]) {
         for p in peers {
             self.config_mismatch

@@ -546,10 +546,7 @@ impl Driver {
                 .map(|p| p.0)
                 .filter(|&p| p != cfg.id)
                 .collect();
-            shared.metrics.config_peers(&peers);
-            let drift = Drift::new(mine, peers);
-            shared.publish_config(drift.view());
-            drift
+            Drift::new(mine, peers)
         });
         let origin_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -1218,12 +1215,14 @@ impl Driver {
         if heard.answer && !self.config_out.contains(&peer) {
             self.config_out.push(peer);
         }
+        if heard.new {
+            self.shared.publish_config(drift.view());
+        }
         let Some(mismatch) = heard.changed else {
             return;
         };
         let mine = drift.mine();
         self.shared.metrics.set_config_mismatch(peer, mismatch);
-        self.shared.publish_config(drift.view());
         if mismatch {
             tracing::warn!(
                 node = self.cfg.id,

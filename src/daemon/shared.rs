@@ -294,10 +294,17 @@ impl Shared {
     }
 
     /// Have the runtime send `digest` (of this node's configuration) to every peer and
-    /// compare theirs with it (docs/observability.md, "Configuration drift"). Set once,
-    /// before the runtime starts; without it the node sends no CONFIG datagram.
-    pub fn set_config_digest(&self, digest: crate::config::digest::ConfigDigest) {
-        let _ = self.config_digest.set(digest);
+    /// compare theirs with it (docs/observability.md, "Configuration drift"); `peers`:
+    /// the roster without this node. Call once, before the HTTP API and the runtime
+    /// start: `/status` and the `electd_config_mismatch` series show every peer (not
+    /// heard yet, no mismatch) from then on. Without it the node sends no CONFIG.
+    pub fn set_config_digest(&self, digest: crate::config::digest::ConfigDigest, peers: &[NodeId]) {
+        if self.config_digest.set(digest).is_err() {
+            return;
+        }
+        self.metrics.config_peers(peers);
+        let drift = crate::daemon::drift::Drift::new(digest, peers.iter().copied());
+        self.publish_config(drift.view());
     }
 
     /// The digest set by [`Shared::set_config_digest`].
