@@ -46,7 +46,9 @@ fn digest_of(config: &Path) -> String {
 
 /// Node `id`'s `config` object: (its digest, the peers it reports, each peer's digest
 /// as it heard it, `None` until heard).
-fn config_of(c: &Cluster, id: NodeId) -> Option<(String, Vec<NodeId>, Vec<(NodeId, Option<String>)>)> {
+type View = (String, Vec<NodeId>, Vec<(NodeId, Option<String>)>);
+
+fn config_of(c: &Cluster, id: NodeId) -> Option<View> {
     let s = c.status(id)?;
     let cfg = &s["config"];
     let digest = cfg["digest"].as_str()?.to_string();
@@ -76,11 +78,7 @@ fn gauge(c: &Cluster, id: NodeId, peer: NodeId) -> Option<f64> {
 }
 
 /// Wait until every node's view satisfies `ok(node, view)`; the views of the last try.
-fn wait_views(
-    c: &Cluster,
-    what: &str,
-    ok: impl Fn(NodeId, &(String, Vec<NodeId>, Vec<(NodeId, Option<String>)>)) -> bool,
-) {
+fn wait_views(c: &Cluster, what: &str, ok: impl Fn(NodeId, &View) -> bool) {
     let start = Instant::now();
     loop {
         let views: Vec<_> = (1..=N).map(|id| (id, config_of(c, id))).collect();
@@ -127,7 +125,9 @@ fn one_file_for_all_and_nobody_reports_a_mismatch() {
         assert!(mismatch.is_empty(), "node {id} reports {mismatch:?}");
         *mine == digest
             && peers.iter().map(|p| p.0).collect::<Vec<_>>() == others(id)
-            && peers.iter().all(|(_, d)| d.as_deref() == Some(digest.as_str()))
+            && peers
+                .iter()
+                .all(|(_, d)| d.as_deref() == Some(digest.as_str()))
     });
     for id in 1..=N {
         for p in others(id) {
@@ -138,7 +138,9 @@ fn one_file_for_all_and_nobody_reports_a_mismatch() {
     let (ok, out, err) = run_electd(&["status", "--config", config.to_str().unwrap()]);
     assert!(ok, "{out}{err}");
     assert!(
-        out.contains(&format!("config: every answering node runs digest {digest}")),
+        out.contains(&format!(
+            "config: every answering node runs digest {digest}"
+        )),
         "{out}"
     );
 }
@@ -184,7 +186,9 @@ fn one_edited_roster_is_reported_by_every_node_and_reports_every_node() {
     assert!(out.contains("config: DRIFT"), "{out}");
     for id in others(ODD) {
         assert!(
-            out.contains(&format!("config: node {id} hears another configuration from [{ODD}]")),
+            out.contains(&format!(
+                "config: node {id} hears another configuration from [{ODD}]"
+            )),
             "{out}"
         );
     }

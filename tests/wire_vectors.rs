@@ -591,7 +591,10 @@ fn the_config_digest_vectors_hold_against_the_codec() {
                 let want = u64::from_str_radix(v.get("digest").trim_start_matches("0x"), 16);
                 assert_eq!(Ok(*digest), want, "{name}: digest");
                 // Nothing for an election group: no group, no body, no ack.
-                assert_eq!((d.group.is_none(), d.body.is_none(), d.ack), (true, true, 0));
+                assert_eq!(
+                    (d.group.is_none(), d.body.is_none(), d.ack),
+                    (true, true, 0)
+                );
                 let codec = Codec::new(CLUSTER, &ROSTER, Some(Keyring::new(Key::new(k))));
                 let header = Header {
                     to: env.receiver,
@@ -600,7 +603,11 @@ fn the_config_digest_vectors_hold_against_the_codec() {
                 let again = codec
                     .encode_config(d.from, d.incarnation, *digest, header)
                     .unwrap();
-                assert_eq!(hex(&again), hex(&bytes), "{name}: electd encodes it otherwise");
+                assert_eq!(
+                    hex(&again),
+                    hex(&bytes),
+                    "{name}: electd encodes it otherwise"
+                );
                 let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&k).unwrap();
                 mac.update(&without_tag(&bytes));
                 assert_eq!(mac.finalize().into_bytes().to_vec(), env.tag, "{name}: tag");

@@ -111,7 +111,11 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     );
     // Told to every peer and compared with theirs (docs/observability.md, drift).
     let digest = cfg.digest();
-    let peers: Vec<_> = cfg.ring().into_iter().filter(|&p| p != cfg.node_id).collect();
+    let peers: Vec<_> = cfg
+        .ring()
+        .into_iter()
+        .filter(|&p| p != cfg.node_id)
+        .collect();
     shared.set_config_digest(digest, &peers);
     let shared = Arc::new(shared);
     tracing::info!(node = cfg.node_id, udp = %me.bind_addr(), http = %me.http, cluster = %cfg.cluster, config_digest = %digest, "electd running");

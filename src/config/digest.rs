@@ -181,8 +181,14 @@ http = "127.0.0.1:5761"
 
     fn load(text: &str, node: u32, env: &[(&str, &str)]) -> Config {
         let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
-        Config::parse(text, Path::new("electd.toml"), Path::new("/tmp"), env, Some(node))
-            .unwrap_or_else(|e| panic!("{e}\n{text}"))
+        Config::parse(
+            text,
+            Path::new("electd.toml"),
+            Path::new("/tmp"),
+            env,
+            Some(node),
+        )
+        .unwrap_or_else(|e| panic!("{e}\n{text}"))
     }
 
     fn digest(text: &str) -> ConfigDigest {
@@ -276,10 +282,7 @@ http = "127.0.0.1:5761"
             ),
             ("heartbeat = \"10ms\"", "heartbeat = \"20ms\""),
             ("failure_timeout = \"100ms\"", "failure_timeout = \"120ms\""),
-            (
-                "[timing]",
-                "[timing]\nelection_timeout = \"150ms..300ms\"",
-            ),
+            ("[timing]", "[timing]\nelection_timeout = \"150ms..300ms\""),
             ("[timing]", "[timing]\nanswer_timeout = \"15ms\""),
             ("[timing]", "[timing]\ncoordinator_timeout = \"70ms\""),
             ("[timing]", "[raft]\npre_vote = false\n[timing]"),
@@ -305,14 +308,15 @@ http = "127.0.0.1:5761"
         let mut seen = std::collections::HashSet::from([d]);
         for (from, to) in edits {
             let e = digest(&edit(from, to));
-            assert!(seen.insert(e), "{from:?} -> {to:?} gave a digest already seen");
+            assert!(
+                seen.insert(e),
+                "{from:?} -> {to:?} gave a digest already seen"
+            );
         }
         // The ring order is the roster's order.
-        let swapped = BASE.replacen("id = 2\n", "id = 9\n", 1).replacen(
-            "id = 3\n",
-            "id = 2\n",
-            1,
-        );
+        let swapped = BASE
+            .replacen("id = 2\n", "id = 9\n", 1)
+            .replacen("id = 3\n", "id = 2\n", 1);
         let swapped = swapped.replacen("id = 9\n", "id = 3\n", 1);
         assert_ne!(digest(&swapped), d, "peers 2 and 3 swapped in the ring");
     }

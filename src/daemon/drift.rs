@@ -150,7 +150,10 @@ mod tests {
                 new: true,
             }
         );
-        assert_eq!(d.view().peers[0].digest.as_deref(), Some("000000000000aaaa"));
+        assert_eq!(
+            d.view().peers[0].digest.as_deref(),
+            Some("000000000000aaaa")
+        );
         let again = d.heard(2, 10, MINE);
         assert!(!again.answer && !again.new);
         // Starts differing: reported once, however often it is heard.

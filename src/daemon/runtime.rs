@@ -677,7 +677,10 @@ impl Driver {
         if self.paused {
             return;
         }
-        match self.gate.open_with_config(&buf[..n], Some(from), unix_micros()) {
+        match self
+            .gate
+            .open_with_config(&buf[..n], Some(from), unix_micros())
+        {
             Ok((dg, Some(digest))) => self.config_heard(dg.from, dg.incarnation, digest),
             Ok((dg, None)) => {
                 let now = match at {
@@ -1257,7 +1260,10 @@ impl Driver {
                 self.shared.metrics.send_error("no_address");
                 continue;
             };
-            match self.gate.seal_config(to, self.cfg.id, self.incarnation, mine) {
+            match self
+                .gate
+                .seal_config(to, self.cfg.id, self.incarnation, mine)
+            {
                 Ok(bytes) => {
                     self.send_sealed(socket, &bytes, addr, to).await;
                 }
