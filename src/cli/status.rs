@@ -8,7 +8,10 @@
 //!   answering nodes agree, and who did not answer. Exit 0 when at least one node
 //!   answered and, for every algorithm, every answering node (paused ones aside) follows
 //!   the same leader and none is electing; 1 otherwise (also for an unreadable file);
-//!   2 for a usage error (clap).
+//!   2 for a usage error (clap). A `config:` line compares the nodes' configuration
+//!   digests (`/status`'s `config`): `config: DRIFT` names who runs which digest and
+//!   which node hears another configuration from which peers; drift does not change
+//!   the exit status.
 //! - `watch` follows every node's `GET /watch` stream and prints each leader change as it
 //!   arrives, plus a `cluster` line whenever the connected nodes come to agree on a new
 //!   leader of a group. A node that goes away is reported and reconnected to.
