@@ -254,7 +254,7 @@ VECTORS = [
     vec("future-incarnation", COORD, incarnation=NOW_US + 2 * 86_400 * 1_000_000,
         expect="drop future_incarnation"),
     vec("stale-incarnation", COORD, incarnation=INCARNATION - 1_000_000, counter=2,
-        after="bully-coordinator", expect="drop stale_incarnation"),
+        after="bully-coordinator, lcr-elected", expect="drop stale_incarnation"),
     vec("overlong-varint", COORD, overlong_version=True, expect="drop decode"),
     # TIMEOUT_NOW with its body before counter and receiver: not ascending order.
     vec("timeout-now-before-counter", key="k1", at=2, sender=5, receiver=2, seq=2, counter=3,

@@ -139,8 +139,16 @@ async fn serve(cfg: Config, reload: Reload) -> anyhow::Result<()> {
         metrics,
         cfg.admin_token.clone(),
     );
+    // Told to every peer and compared with theirs (docs/observability.md, drift).
+    let digest = cfg.digest();
+    let peers: Vec<_> = cfg
+        .ring()
+        .into_iter()
+        .filter(|&p| p != cfg.node_id)
+        .collect();
+    shared.set_config_digest(digest, &peers);
     let shared = Arc::new(shared);
-    tracing::info!(node = cfg.node_id, udp = %me.bind_addr(), http = %me.http, cluster = %cfg.cluster, "electd running");
+    tracing::info!(node = cfg.node_id, udp = %me.bind_addr(), http = %me.http, cluster = %cfg.cluster, config_digest = %digest, "electd running");
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut http_stop = stopped.clone();
     let http = tokio::spawn(electd::http::serve(listener, shared.clone(), async move {

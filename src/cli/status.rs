@@ -8,7 +8,10 @@
 //!   answering nodes agree, and who did not answer. Exit 0 when at least one node
 //!   answered and, for every algorithm, every answering node (paused ones aside) follows
 //!   the same leader and none is electing; 1 otherwise (also for an unreadable file);
-//!   2 for a usage error (clap).
+//!   2 for a usage error (clap). A `config:` line compares the nodes' configuration
+//!   digests (`/status`'s `config`): `config: DRIFT` names who runs which digest and
+//!   which node hears another configuration from which peers; drift does not change
+//!   the exit status.
 //! - `watch` follows every node's `GET /watch` stream and prints each leader change as it
 //!   arrives, plus a `cluster` line whenever the connected nodes come to agree on a new
 //!   leader of a group. A node that goes away is reported and reconnected to.
@@ -205,6 +208,43 @@ struct ClusterReport {
     unreachable: Vec<NodeId>,
     nodes: Vec<NodeReport>,
     algorithms: Vec<AlgorithmReport>,
+    config: ConfigReport,
+}
+
+/// The answering nodes' configuration digests (`/status`'s `config`): config drift.
+/// It does not change the exit status, which is about leadership.
+#[derive(Debug, Default, Serialize)]
+struct ConfigReport {
+    /// Every answering node that reports a digest has the same one, and none of them
+    /// hears a different one from a peer.
+    agreed: bool,
+    /// Each digest reported, with the nodes that have it.
+    digests: BTreeMap<String, Vec<NodeId>>,
+    /// Per node that hears a differing digest, the peers it hears it from.
+    mismatch: BTreeMap<NodeId, Vec<NodeId>>,
+}
+
+fn config_of(nodes: &[NodeReport]) -> ConfigReport {
+    let mut r = ConfigReport::default();
+    for n in nodes {
+        let Some(c) = n.status.as_ref().map(|s| &s["config"]) else {
+            continue;
+        };
+        if let Some(d) = c["digest"].as_str() {
+            r.digests.entry(d.to_string()).or_default().push(n.id);
+        }
+        let peers: Vec<NodeId> = c["mismatch"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.as_u64().map(|p| p as NodeId))
+            .collect();
+        if !peers.is_empty() {
+            r.mismatch.insert(n.id, peers);
+        }
+    }
+    r.agreed = r.digests.len() <= 1 && r.mismatch.is_empty();
+    r
 }
 
 fn group_of(node: NodeId, g: &Value) -> GroupReport {
@@ -319,6 +359,7 @@ fn analyse(cluster: Option<String>, nodes: Vec<NodeReport>) -> ClusterReport {
         .collect();
     ClusterReport {
         cluster,
+        config: config_of(&nodes),
         agreed: !active.is_empty() && algorithms.iter().all(|a| a.agreed),
         answered: nodes.iter().filter(|n| n.reachable).count(),
         unreachable,
@@ -394,6 +435,27 @@ fn table(r: &ClusterReport) -> String {
             n.id,
             n.error.as_deref().unwrap_or("?")
         );
+    }
+    let c = &r.config;
+    match c.digests.keys().next() {
+        Some(d) if c.agreed => {
+            let _ = writeln!(out, "config: every answering node runs digest {d}");
+        }
+        None => {}
+        Some(_) => {
+            let spread: Vec<String> = c
+                .digests
+                .iter()
+                .map(|(d, ids)| format!("{d} on {ids:?}"))
+                .collect();
+            let _ = writeln!(out, "config: DRIFT: digest {}", spread.join("; "));
+            for (node, peers) in &c.mismatch {
+                let _ = writeln!(
+                    out,
+                    "config: node {node} hears another configuration from {peers:?}"
+                );
+            }
+        }
     }
     if r.answered == 0 {
         let _ = writeln!(out, "no node answered");

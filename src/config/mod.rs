@@ -82,6 +82,7 @@
 //! writable. [`Config::warnings`] lists what loads but deserves a warning.
 
 pub mod checks;
+pub mod digest;
 mod lease;
 mod peers;
 mod policy;
@@ -161,6 +162,8 @@ pub struct Peer {
     pub name: Option<String>,
     /// HTTP API address.
     pub http: SocketAddr,
+    /// `host:port` as written, when the HTTP address is a DNS name.
+    pub http_name: Option<String>,
     /// Bind address if not `addr` (e.g. `0.0.0.0:5740` behind NAT).
     pub listen: Option<SocketAddr>,
     /// Every address `addr` resolved to at load (one for an IP literal, all of a DNS

@@ -87,6 +87,7 @@ impl Validator<'_> {
                 addr,
                 name,
                 http: h,
+                http_name,
                 listen,
                 sources,
             });

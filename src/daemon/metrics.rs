@@ -146,6 +146,7 @@ pub struct Metrics {
     fault: IntGaugeVec,
     drained: IntGaugeVec,
     priority_penalty: IntGaugeVec,
+    config_mismatch: IntGaugeVec,
     process: Registry,
     exported: Mutex<Exported>,
 }
@@ -381,6 +382,11 @@ impl Metrics {
             "How much failing weighted [[check]]s take off this node's priority in the group (0: none).",
             &["algorithm"],
         )?;
+        let config_mismatch = gauge_vec(
+            "config_mismatch",
+            "1 while the configuration digest the peer last sent differs from this node's (config drift: docs/observability.md); 0 otherwise, also while the peer sent none.",
+            &["peer"],
+        )?;
         let fault = gauge_vec(
             "fault",
             "1 while a failing [[check]] makes this node ineligible in the group (keepalived's FAULT).",
@@ -447,6 +453,7 @@ impl Metrics {
             fault,
             drained,
             priority_penalty,
+            config_mismatch,
             process: process_registry(cluster, node)?,
             exported: Mutex::new(Exported::default()),
         };
@@ -761,6 +768,23 @@ impl Metrics {
         self.priority_penalty
             .with_label_values(&[algorithm.as_str()])
             .set(i64::from(penalty));
+    }
+
+    /// The `config_mismatch` series of every peer, at 0 (at start, with the roster
+    /// without this node: [`crate::daemon::shared::Shared::set_config_digest`]).
+    pub fn config_peers(&self, peers: &[NodeId]) {
+        for p in peers {
+            self.config_mismatch
+                .with_label_values(&[&p.to_string()])
+                .set(0);
+        }
+    }
+
+    /// Peer `peer`'s configuration digest differs from this node's (`true`) or not.
+    pub fn set_config_mismatch(&self, peer: NodeId, mismatch: bool) {
+        self.config_mismatch
+            .with_label_values(&[&peer.to_string()])
+            .set(i64::from(mismatch));
     }
 
     /// The text exposition format, for `GET /metrics`.

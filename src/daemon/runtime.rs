@@ -58,10 +58,12 @@
 //! order is the contract. The socket, durable state, metrics, hooks and the shared
 //! snapshot are in their own files.
 
+use crate::config::digest::ConfigDigest;
 use crate::config::{Config, Security};
 use crate::contract::algorithm::{AlgorithmKind, Durable, Options, Timing};
 use crate::contract::message::Message;
 use crate::contract::policy::Ineligible;
+use crate::daemon::drift::{Drift, CONFIG_EVERY};
 use crate::daemon::durable;
 use crate::daemon::heartbeats::{self, arrival, HeartbeatSocket, Pattern};
 use crate::daemon::shared::{Control, GroupView, LeaderEvent, Lease, Shared, TransferStarted};
@@ -522,6 +524,13 @@ struct Driver {
     /// was replaced may land just after the next drain); a leader, which follows
     /// nobody, then skips the reads that would find nothing.
     beats_pending: u8,
+    /// The peers' configuration digests, when this node sends its own
+    /// ([`Shared::set_config_digest`]; see [`crate::daemon::drift`]).
+    drift: Option<Drift>,
+    /// When the next round of CONFIG datagrams to every peer is due.
+    config_due: Time,
+    /// Peers to send this node's CONFIG to at the next flush.
+    config_out: Vec<NodeId>,
 }
 
 impl Driver {
@@ -550,6 +559,15 @@ impl Driver {
         }
         let stored = saved.groups;
         let stored_drained = saved.drained;
+        let drift = shared.config_digest().map(|mine| {
+            let peers: Vec<NodeId> = cfg
+                .peers
+                .iter()
+                .map(|p| p.0)
+                .filter(|&p| p != cfg.id)
+                .collect();
+            Drift::new(mine, peers)
+        });
         let origin_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
@@ -592,6 +610,9 @@ impl Driver {
             selected: Vec::new(),
             batching_failed: false,
             beats_pending: 0,
+            drift,
+            config_due: Time::ZERO,
+            config_out: Vec::new(),
             cfg,
         })
     }
@@ -634,9 +655,13 @@ impl Driver {
     }
 
     fn deadline(&mut self) -> Instant {
-        match self.node.poll_timeout() {
-            Some(t) if !self.paused => self.origin + t,
-            _ => Instant::now() + Duration::from_secs(3600),
+        if self.paused {
+            return Instant::now() + Duration::from_secs(3600);
+        }
+        let config = self.drift.as_ref().map(|_| self.config_due);
+        match self.node.poll_timeout().into_iter().chain(config).min() {
+            Some(t) => self.origin + t,
+            None => Instant::now() + Duration::from_secs(3600),
         }
     }
 
@@ -675,8 +700,12 @@ impl Driver {
         if self.paused {
             return;
         }
-        match self.gate.open(&buf[..n], Some(from), unix_micros()) {
-            Ok(dg) => {
+        match self
+            .gate
+            .open_with_config(&buf[..n], Some(from), unix_micros())
+        {
+            Ok((dg, Some(digest))) => self.config_heard(dg.from, dg.incarnation, digest),
+            Ok((dg, None)) => {
                 let now = match at {
                     Some(at) => at.max(self.fed.get()),
                     None => self.now(),
@@ -835,6 +864,12 @@ impl Driver {
         }
         self.node.handle_timeout(now);
         self.note_input();
+        if let Some(drift) = &self.drift {
+            if now >= self.config_due {
+                self.config_out = drift.peers().collect();
+                self.config_due = now + CONFIG_EVERY;
+            }
+        }
         for (reason, n) in self.drops.flush(now) {
             tracing::warn!(
                 node = self.cfg.id,
@@ -888,6 +923,8 @@ impl Driver {
                         }
                         self.incarnation = next;
                         self.node = node;
+                        // A new life tells every peer its configuration digest again.
+                        self.config_due = self.now();
                         self.shared.metrics.rebase();
                         self.paused = false;
                         self.shared.set_paused(false);
@@ -1206,6 +1243,7 @@ impl Driver {
     }
 
     async fn flush<T: Transport>(&mut self, socket: &T) {
+        self.send_configs(socket).await;
         let now = if self.state_file.is_some() {
             self.node.durable()
         } else {
@@ -1245,6 +1283,71 @@ impl Driver {
             self.send_all(socket, transmits, multicasts).await;
         }
         self.after_send();
+    }
+
+    /// A CONFIG from `peer` (docs/wire.md §11): record it, answer the first of the
+    /// peer's incarnation, and report a change (gauge, `/status`, one log line).
+    fn config_heard(&mut self, peer: NodeId, incarnation: u64, digest: u64) {
+        let Some(drift) = &mut self.drift else {
+            return;
+        };
+        let theirs = ConfigDigest(digest);
+        let heard = drift.heard(peer, incarnation, theirs);
+        if heard.answer && !self.config_out.contains(&peer) {
+            self.config_out.push(peer);
+        }
+        if heard.new {
+            self.shared.publish_config(drift.view());
+        }
+        let Some(mismatch) = heard.changed else {
+            return;
+        };
+        let mine = drift.mine();
+        self.shared.metrics.set_config_mismatch(peer, mismatch);
+        if mismatch {
+            tracing::warn!(
+                node = self.cfg.id,
+                peer,
+                digest = %mine,
+                peer_digest = %theirs,
+                "configuration drift: peer {peer} runs with another configuration (digest \
+                 {theirs}, this node's {mine}): compare the roster, [timing], [policy], \
+                 [lease], [raft] and algorithms of both files"
+            );
+        } else {
+            tracing::info!(
+                node = self.cfg.id,
+                peer,
+                digest = %mine,
+                "configuration drift ended: peer {peer} runs with this node's configuration again"
+            );
+        }
+    }
+
+    /// Send this node's CONFIG to the peers queued for it.
+    async fn send_configs<T: Transport>(&mut self, socket: &T) {
+        let Some(drift) = &self.drift else {
+            return;
+        };
+        if self.config_out.is_empty() || self.paused {
+            return;
+        }
+        let mine = drift.mine().0;
+        for to in std::mem::take(&mut self.config_out) {
+            let Some(&addr) = self.peers.get(&to) else {
+                self.shared.metrics.send_error("no_address");
+                continue;
+            };
+            match self
+                .gate
+                .seal_config(to, self.cfg.id, self.incarnation, mine)
+            {
+                Ok(bytes) => {
+                    self.send_sealed(socket, &bytes, addr, to).await;
+                }
+                Err(e) => self.shared.metrics.send_error(e.reason()),
+            }
+        }
     }
 
     async fn send_all<T: Transport>(
@@ -1389,14 +1492,31 @@ impl Driver {
         addr: SocketAddr,
         to: NodeId,
     ) {
-        let metrics = &self.shared.metrics;
         let bytes = match self.gate.seal(to, dg) {
             Ok(b) => b,
             Err(e) => {
-                metrics.send_error(e.reason());
+                self.shared.metrics.send_error(e.reason());
                 return;
             }
         };
+        let n = bytes.len();
+        if self.send_sealed(socket, &bytes, addr, to).await {
+            if let Some(g) = dg.group {
+                self.shared.metrics.group_datagram_sent(g, n);
+            }
+        }
+    }
+
+    /// Send encoded `bytes` to `addr` (`to` = 0 for the multicast group); whether the
+    /// send succeeded.
+    async fn send_sealed<T: Transport>(
+        &mut self,
+        socket: &T,
+        bytes: &[u8],
+        addr: SocketAddr,
+        to: NodeId,
+    ) -> bool {
+        let metrics = &self.shared.metrics;
         // A dual-stack socket reaches IPv4 peers by their IPv4-mapped address.
         let addr = match (self.bound, addr) {
             (Some(SocketAddr::V6(_)), SocketAddr::V4(v4)) => {
@@ -1404,17 +1524,15 @@ impl Driver {
             }
             _ => addr,
         };
-        match socket.send_to(&bytes, addr).await {
+        match socket.send_to(bytes, addr).await {
             Ok(n) => {
                 metrics.datagram_sent(n);
-                if let Some(g) = dg.group {
-                    metrics.group_datagram_sent(g, n);
-                }
                 if self.send_failures >= SEND_FAILURE_STREAK {
                     tracing::info!(node = self.cfg.id, "sending works again");
                     self.shared.set_problem("send", None);
                 }
                 self.send_failures = 0;
+                true
             }
             Err(e) => {
                 metrics.send_error(send_error_kind(&e));
@@ -1428,6 +1546,7 @@ impl Driver {
                     );
                 }
                 self.log_error("send", &format!("send to {to} ({addr}) failed: {e}"));
+                false
             }
         }
     }
@@ -1516,7 +1635,7 @@ impl Driver {
                 r = socket.recv_from(buf) => {
                     if let Ok((n, from)) = r {
                         // Acks only: bodies are not for a node that is leaving.
-                        if let Ok(dg) = self.gate.open(&buf[..n], Some(from), unix_micros()) {
+                        if let Ok((dg, None)) = self.gate.open_with_config(&buf[..n], Some(from), unix_micros()) {
                             if dg.body.is_none() {
                                 let now = self.now();
                                 self.node.handle_datagram(now, dg);

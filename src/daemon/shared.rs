@@ -259,6 +259,10 @@ pub struct Shared {
     problems: RwLock<std::collections::BTreeMap<&'static str, String>>,
     /// Where the runtime reports what it does, when a trace is recorded (`demo --trace`).
     tracer: std::sync::OnceLock<Arc<crate::trace::SharedRecorder>>,
+    /// This node's configuration digest, when it tells its peers (`electd run`).
+    config_digest: std::sync::OnceLock<crate::config::digest::ConfigDigest>,
+    /// What the node knows of its peers' digests (`/status`'s `config`).
+    config: RwLock<Option<crate::daemon::drift::ConfigView>>,
 }
 
 impl Shared {
@@ -296,8 +300,42 @@ impl Shared {
             paused: AtomicBool::new(false),
             problems: RwLock::new(Default::default()),
             tracer: std::sync::OnceLock::new(),
+            config_digest: std::sync::OnceLock::new(),
+            config: RwLock::new(None),
         };
         (shared, rx)
+    }
+
+    /// Have the runtime send `digest` (of this node's configuration) to every peer and
+    /// compare theirs with it (docs/observability.md, "Configuration drift"); `peers`:
+    /// the roster without this node. Call once, before the HTTP API and the runtime
+    /// start: `/status` and the `electd_config_mismatch` series show every peer (not
+    /// heard yet, no mismatch) from then on. Without it the node sends no CONFIG.
+    pub fn set_config_digest(&self, digest: crate::config::digest::ConfigDigest, peers: &[NodeId]) {
+        if self.config_digest.set(digest).is_err() {
+            return;
+        }
+        self.metrics.config_peers(peers);
+        let drift = crate::daemon::drift::Drift::new(digest, peers.iter().copied());
+        self.publish_config(drift.view());
+    }
+
+    /// The digest set by [`Shared::set_config_digest`].
+    pub fn config_digest(&self) -> Option<crate::config::digest::ConfigDigest> {
+        self.config_digest.get().copied()
+    }
+
+    /// Replace what `/status` shows of the peers' configuration digests.
+    pub fn publish_config(&self, view: crate::daemon::drift::ConfigView) {
+        if let Ok(mut c) = self.config.write() {
+            *c = Some(view);
+        }
+    }
+
+    /// This node's and its peers' configuration digests (`None` without
+    /// [`Shared::set_config_digest`]).
+    pub fn config_view(&self) -> Option<crate::daemon::drift::ConfigView> {
+        self.config.read().ok().and_then(|c| c.clone())
     }
 
     /// A copy of the latest status snapshot, one entry per group.

@@ -109,6 +109,10 @@ struct Status {
     paused: bool,
     algorithms: Vec<AlgorithmKind>,
     groups: Vec<GroupView>,
+    /// This node's configuration digest and its peers' (absent when the node sends
+    /// none: only runtimes embedded in tests).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    config: Option<crate::daemon::drift::ConfigView>,
 }
 
 pub(super) async fn status(
@@ -127,6 +131,7 @@ pub(super) async fn status(
             .into_iter()
             .filter(|g| only.is_none_or(|a| a == g.algorithm))
             .collect(),
+        config: s.config_view(),
     }))
 }
 

@@ -188,6 +188,21 @@ impl Gate {
         self.codec.encode(d, Header { to, counter: *c })
     }
 
+    /// [`Gate::seal`] for a CONFIG datagram: this node (`from`, of `incarnation`) tells
+    /// `to` its configuration digest (docs/wire.md §11).
+    pub fn seal_config(
+        &mut self,
+        to: NodeId,
+        from: NodeId,
+        incarnation: u64,
+        digest: u64,
+    ) -> Result<Vec<u8>, WireError> {
+        let c = self.counters.entry(to).or_insert(0);
+        *c += 1;
+        self.codec
+            .encode_config(from, incarnation, digest, Header { to, counter: *c })
+    }
+
     /// Decode, authenticate and check one datagram received from `source` (the UDP
     /// source address, if the transport knows it) at `now_us` (unix microseconds).
     pub fn open(
@@ -196,7 +211,18 @@ impl Gate {
         source: Option<SocketAddr>,
         now_us: u64,
     ) -> Result<Datagram, Dropped> {
-        let (d, h) = self.codec.decode(bytes)?;
+        self.open_with_config(bytes, source, now_us).map(|(d, _)| d)
+    }
+
+    /// [`Gate::open`], and the sender's configuration digest when the datagram is a
+    /// CONFIG (docs/wire.md §11).
+    pub fn open_with_config(
+        &mut self,
+        bytes: &[u8],
+        source: Option<SocketAddr>,
+        now_us: u64,
+    ) -> Result<(Datagram, Option<u64>), Dropped> {
+        let (d, h, config) = self.codec.decode_with_config(bytes)?;
         let for_group = h.to == crate::security::wire::GROUP;
         if d.from == self.me {
             return Err(if for_group && self.group {
@@ -218,7 +244,7 @@ impl Gate {
         }
         self.replay
             .check_in(d.from, for_group, d.incarnation, h.counter, now_us)?;
-        Ok(d)
+        Ok((d, config))
     }
 }
 

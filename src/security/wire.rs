@@ -161,7 +161,34 @@ impl Codec {
 
     /// Encode (and sign) one datagram. Fails only if it would exceed [`MAX_DATAGRAM`].
     pub fn encode(&self, d: &Datagram, h: Header) -> Result<Vec<u8>, WireError> {
-        let mut env = self.envelope(d, h);
+        self.seal(self.envelope(d, h))
+    }
+
+    /// Encode (and sign) a CONFIG datagram (docs/wire.md §11): node `from`, of
+    /// `incarnation`, tells `h.to` the digest of its configuration
+    /// ([`crate::config::digest`]; not 0). Node-level: no group, no link sequence.
+    pub fn encode_config(
+        &self,
+        from: NodeId,
+        incarnation: u64,
+        digest: u64,
+        h: Header,
+    ) -> Result<Vec<u8>, WireError> {
+        let ack = Datagram {
+            from,
+            incarnation,
+            seq: 0,
+            ack: 0,
+            group: None,
+            body: None,
+        };
+        let mut env = self.envelope(&ack, h);
+        env.body = Some(Body::Config(proto::ConfigDigest { digest }));
+        self.seal(env)
+    }
+
+    /// Sign `env` (unless insecure) and encode it.
+    fn seal(&self, mut env: proto::Envelope) -> Result<Vec<u8>, WireError> {
         let mut bytes = Vec::with_capacity(128);
         if let Some(keys) = &self.keys {
             env.key_id = keys.primary().id;
@@ -243,6 +270,16 @@ impl Codec {
     /// Decode, authenticate and validate one datagram (see the module documentation).
     /// Allocates only what the datagram's own fields hold.
     pub fn decode(&self, bytes: &[u8]) -> Result<(Datagram, Header), WireError> {
+        self.decode_with_config(bytes).map(|(d, h, _)| (d, h))
+    }
+
+    /// [`Codec::decode`], and the configuration digest when the datagram is a CONFIG
+    /// (docs/wire.md §11). A CONFIG comes back as a datagram with neither group nor
+    /// body and `ack` 0, which a node ignores.
+    pub fn decode_with_config(
+        &self,
+        bytes: &[u8],
+    ) -> Result<(Datagram, Header, Option<u64>), WireError> {
         if bytes.len() > MAX_DATAGRAM {
             return Err(WireError::Oversize);
         }
@@ -314,7 +351,24 @@ impl Codec {
                 group: None,
                 body: None,
             };
-            return Ok((d, header));
+            return Ok((d, header, None));
+        }
+        if let Body::Config(c) = body {
+            if env.seq != 0 || env.ack != 0 || c.digest == 0 {
+                return Err(WireError::InvalidField("config"));
+            }
+            if env.algorithm != proto::Algorithm::Unspecified as i32 {
+                return Err(WireError::Algorithm);
+            }
+            let d = Datagram {
+                from: env.sender,
+                incarnation: env.incarnation,
+                seq: 0,
+                ack: 0,
+                group: None,
+                body: None,
+            };
+            return Ok((d, header, Some(c.digest)));
         }
         let group = proto::Algorithm::try_from(env.algorithm)
             .ok()
@@ -338,7 +392,7 @@ impl Codec {
             group: Some(group),
             body: Some(msg),
         };
-        Ok((d, header))
+        Ok((d, header, None))
     }
 
     fn member(&self, id: u32, field: &'static str) -> Result<NodeId, WireError> {
@@ -464,7 +518,7 @@ impl Codec {
                 epoch: m.epoch,
                 to: self.member(m.to, "handoff.to")?,
             },
-            Body::AckOnly(_) => return Err(WireError::InvalidField("body")),
+            Body::AckOnly(_) | Body::Config(_) => return Err(WireError::InvalidField("body")),
         })
     }
 }
