@@ -18,7 +18,8 @@ files agree with each other and with electd's configuration contract (docs/archi
 
 Each subcommand prints one line per failure and exits 1 if there was any.
 Needs PyYAML; Python 3.11+ (tomllib); `configs` needs the electd binary
-(ELECTD_BIN, default ROOT/target/release/electd, built by the system stage).
+(ELECTD_BIN, default ROOT/target/release/electd; system-deploy-files.sh passes the
+binary of cargo's real target directory, so CARGO_TARGET_DIR is honoured).
 """
 
 import glob
