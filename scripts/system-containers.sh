@@ -61,6 +61,8 @@ COMPOSE=(podman-compose -p "$PROJECT" -f "$ROOT/deploy/compose/compose.yaml")
 cleanup() {
     if [ "${KEEP:-0}" != 1 ] && [ -n "${CLUSTER_UP:-}" ]; then
         "${COMPOSE[@]}" down -v >"$WORK/down.log" 2>&1 || cat "$WORK/down.log"
+        # podman-compose 1.0.3 leaves the project's network behind.
+        podman network rm -f "${PROJECT}_electd" >/dev/null 2>&1 || true
     fi
     if [ "$STATUS" -ne 0 ] && [ -n "${CLUSTER_UP:-}" ]; then
         for i in 1 2 3 4 5; do
