@@ -190,6 +190,7 @@ fi
 
 # ------------------------------------------------------------------ configs, scripts
 section "electd configs"
+# shellcheck source=/dev/null  # scripts/lib/target.sh: target_dir
 . "$ROOT/scripts/lib/target.sh"
 cargo build --release --quiet --bin electd   # a no-op when up to date
 export ELECTD_BIN="${ELECTD_BIN:-$(target_dir)/release/electd}"
