@@ -18,7 +18,8 @@ files agree with each other and with electd's configuration contract (docs/archi
 
 Each subcommand prints one line per failure and exits 1 if there was any.
 Needs PyYAML; Python 3.11+ (tomllib); `configs` needs the electd binary
-(ELECTD_BIN, default ROOT/target/release/electd, built by the system stage).
+(ELECTD_BIN, default ROOT/target/release/electd; system-deploy-files.sh passes the
+binary of cargo's real target directory, so CARGO_TARGET_DIR is honoured).
 """
 
 import glob
@@ -180,11 +181,16 @@ def cmd_compose(root):
     for nid, (name, svc) in nodes.items():
         if nid not in roster:
             continue
-        ip = next(iter(svc.get("networks", {}).values()), {}).get("ipv4_address")
-        expect(split_hostport(roster[nid]["addr"])[0] == ip,
-               f"compose {name}: ipv4_address {ip} = roster addr {roster[nid]['addr']}")
-        expect(split_hostport(roster[nid]["http"])[0] == ip,
-               f"compose {name}: ipv4_address {ip} = roster http {roster[nid]['http']}")
+        # The roster names each node by its service name, which the compose network's
+        # DNS resolves (and the container's own hostname, which electd binds).
+        expect(svc.get("hostname") == name,
+               f"compose {name}: hostname {svc.get('hostname')} = the service name")
+        expect(split_hostport(roster[nid]["addr"])[0] == name,
+               f"compose {name}: the roster addr {roster[nid]['addr']} names the service")
+        expect(split_hostport(roster[nid]["http"])[0] == name,
+               f"compose {name}: the roster http {roster[nid]['http']} names the service")
+        expect("ipv4_address" not in str(svc.get("networks", "")),
+               f"compose {name}: no fixed ipv4_address (podman-compose 1.0.3 refuses it)")
         expect(any(v.split(":")[1] == "/etc/electd/electd.toml" for v in svc["volumes"]
                    if v.startswith("./electd.toml")),
                f"compose {name}: mounts ./electd.toml at /etc/electd/electd.toml")

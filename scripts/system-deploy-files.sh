@@ -190,7 +190,10 @@ fi
 
 # ------------------------------------------------------------------ configs, scripts
 section "electd configs"
-[ -x "$ROOT/target/release/electd" ] || cargo build --release --quiet
+# shellcheck source=/dev/null  # scripts/lib/target.sh: target_dir
+. "$ROOT/scripts/lib/target.sh"
+cargo build --release --quiet --bin electd   # a no-op when up to date
+export ELECTD_BIN="${ELECTD_BIN:-$(target_dir)/release/electd}"
 "${CHECK[@]}" configs "$ROOT" || failed "electd configs (see FAIL lines above)"
 section "shell"
 if shellcheck scripts/system-deploy-files.sh; then

@@ -15,7 +15,8 @@ if ! command -v etcd >/dev/null; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
 fi
 command -v etcd >/dev/null || { echo "system-etcd: etcd is required" >&2; exit 2; }
-ELECTD=${ELECTD:-$ROOT/target/release/electd}
+. "$ROOT/scripts/lib/target.sh"
+ELECTD=${ELECTD:-$(target_dir)/release/electd}
 [ -x "$ELECTD" ] || (cd "$ROOT" && cargo build --release --quiet --bin electd)
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT

@@ -16,7 +16,7 @@
 # at least one handover must have happened. Every process is stopped by PID; the work
 # dir is removed (kept on failure or with KEEP=1). Needs root only because the system
 # stage runs as root (no namespaces are created); installs curl if missing.
-# Env: ELECTD=path to a release binary (else target/release/electd, built if missing).
+# Env: ELECTD=path to a release binary (else the release build in cargo's target directory, CARGO_TARGET_DIR honoured).
 set -euo pipefail
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -34,7 +34,8 @@ if ! command -v curl >/dev/null; then
 fi
 command -v python3 >/dev/null || { echo "system-exec: python3 is required" >&2; exit 2; }
 if [ -z "${ELECTD:-}" ]; then
-    ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/release/electd"
+    . "$ROOT/scripts/lib/target.sh"
+    ELECTD="$(target_dir)/release/electd"
     (cd "$ROOT" && cargo build --release --quiet --bin electd)
 fi
 

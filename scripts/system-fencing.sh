@@ -20,7 +20,7 @@
 # Everything created (namespaces, bridge, nft tables, processes by PID, the work dir)
 # is removed on exit, failure included. Needs root; installs iproute2, nftables, curl
 # with apt-get if missing. Env: ELECTD=path to a release binary (else
-# target/release/electd, built if missing), KEEP=1 keeps the work dir.
+# the release build in cargo's target directory), KEEP=1 keeps the work dir.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

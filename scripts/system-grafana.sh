@@ -26,7 +26,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${ELECTD:-}" ]; then
     (cd "$ROOT" && cargo build --quiet --release --bin electd)
-    ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/release/electd"
+    . "$ROOT/scripts/lib/target.sh"
+    ELECTD="$(target_dir)/release/electd"
 fi
 FAILOVERS=${FAILOVERS:-30}
 BENCH_SAMPLES=${BENCH_SAMPLES:-30}

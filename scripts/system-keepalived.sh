@@ -13,7 +13,7 @@
 #  4. SIGTERM of every node: each `stopped` run removes it; no namespace holds it.
 # Everything created (namespaces, processes by PID, the work dir) is removed on exit.
 # Needs root; installs iproute2, nftables, curl and iputils-ping if missing.
-# Env: ELECTD=path to a release binary (else target/release/electd, built if missing).
+# Env: ELECTD=path to a release binary (else the release build in cargo's target directory, CARGO_TARGET_DIR honoured).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -10,7 +10,7 @@
 # Namespaces `electd-ls<pid>-*`; everything created (namespaces, processes by PID,
 # /etc/netns dirs, the work dir) is removed on exit. About 1.5 minutes.
 # Needs root; installs iproute2, nftables, curl with apt-get if missing.
-# Env: ELECTD=path to a release binary (else target/release/electd, built if missing),
+# Env: ELECTD=path to a release binary (else the release build in cargo's target directory, CARGO_TARGET_DIR honoured),
 #      LOSS_SECONDS (default 60), KEEP=1 keeps the work dir.
 set -euo pipefail
 

@@ -27,7 +27,7 @@
 # Everything created (namespaces with their veths, bridge and nft tables, processes by
 # PID, /etc/netns/<ns> dirs, the work dir) is removed on exit, failure included.
 # Needs root; installs iproute2, nftables, curl with apt-get if missing.
-# Env: ELECTD=path to a release binary (else target/release/electd, built if missing),
+# Env: ELECTD=path to a release binary (else the release build in cargo's target directory, CARGO_TARGET_DIR honoured),
 #      KEEP=1 keeps the work dir.
 set -euo pipefail
 

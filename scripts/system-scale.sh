@@ -6,13 +6,14 @@
 # --algorithms bully`), which starts and kills its processes by PID, and checks its
 # results.json. Bounded: 30 s for the cold start, 10 s for the failover.
 # Needs no root (it runs in the system stage for its cost: 64 processes on the machine).
-# Env: ELECTD=path to a release binary (else target/release/electd, built if missing),
+# Env: ELECTD=path to a release binary (else the release build in cargo's target directory, CARGO_TARGET_DIR honoured),
 #      NODES (default 64), ALGORITHMS (default bully), KEEP=1 keeps the report.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${ELECTD:-}" ]; then
-    ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/release/electd"
+    . "$ROOT/scripts/lib/target.sh"
+    ELECTD="$(target_dir)/release/electd"
     (cd "$ROOT" && cargo build --release --quiet --bin electd)
 fi
 NODES=${NODES:-64}

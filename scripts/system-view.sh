@@ -15,7 +15,9 @@
 #  3. a 64-node chaos run of every algorithm (several seconds of virtual time) is
 #     rendered and scrubbed 40 times in the browser; the time per frame is printed
 #     (a figure, not an assertion: the machine may be loaded);
-#  4. screenshots: the 6-node comparison and the `electd compare --nodes 2..32` plot.
+#  4. screenshots: the 6-node comparison and the README's `electd compare --nodes 2..64`
+#     plot, taken at the figure's own size; nothing of the figure may touch the
+#     screenshot's border (scripts/png_border.py: the outermost pixels are background).
 #     With UPDATE_SCREENSHOTS=1 they replace docs/img/view.png and docs/img/compare.png
 #     (the images the README shows).
 #
@@ -33,7 +35,8 @@ for tool in chromium python3; do
 done
 if [ -z "${ELECTD:-}" ]; then
     (cd "$ROOT" && cargo build --quiet --bin electd)
-    ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/debug/electd"
+    . "$ROOT/scripts/lib/target.sh"
+    ELECTD="$(target_dir)/debug/electd"
 fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/electd-view.XXXXXX")
 cleanup() {
@@ -139,12 +142,20 @@ PY
 log "screenshots"
 chrome --virtual-time-budget=10000 --window-size=1500,1580 --screenshot="$WORK/view.png" \
     "file://$WORK/view.html#t=end" >/dev/null
-"$ELECTD" compare --nodes 2..32 --plot "$WORK/compare.svg" >/dev/null
-chrome --virtual-time-budget=5000 --window-size=1100,700 --screenshot="$WORK/compare.png" \
+# The README's command; the screenshot is taken at the figure's own size (its <svg>
+# width and height), so the whole figure is in it, and no text may touch its border.
+"$ELECTD" compare --nodes 2..64 --plot "$WORK/compare.svg" >/dev/null
+SVG_SIZE=$(python3 -c '
+import re, sys
+m = re.search(r"<svg[^>]*\swidth=\"(\d+)\"[^>]*\sheight=\"(\d+)\"", open(sys.argv[1]).read())
+print(f"{m.group(1)},{m.group(2)}" if m else "")' "$WORK/compare.svg")
+[ -n "$SVG_SIZE" ] || { echo "FAIL: compare.svg names no width and height" >&2; exit 1; }
+chrome --virtual-time-budget=5000 --window-size="$SVG_SIZE" --screenshot="$WORK/compare.png" \
     "file://$WORK/compare.svg" >/dev/null
 for png in view compare; do
     [ -s "$WORK/$png.png" ] || { echo "FAIL: no $png.png screenshot" >&2; exit 1; }
 done
+python3 "$ROOT/scripts/png_border.py" "$WORK/compare.png"
 if [ "${UPDATE_SCREENSHOTS:-0}" = 1 ]; then
     mkdir -p "$ROOT/docs/img"
     cp "$WORK/view.png" "$WORK/compare.png" "$ROOT/docs/img/"

@@ -37,7 +37,8 @@ netns_tools() {
 
 netns_electd() {
     if [ -z "${ELECTD:-}" ]; then
-        ELECTD="${CARGO_TARGET_DIR:-$ROOT/target}/release/electd"
+        . "$ROOT/scripts/lib/target.sh"
+        ELECTD="$(target_dir)/release/electd"
         # Always build: a no-op when up to date, and never a stale binary after a change.
         (cd "$ROOT" && cargo build --release --quiet --bin electd)
     fi

@@ -487,6 +487,7 @@ impl Metrics {
             m.drained.with_label_values(&l).set(0);
             m.priority_penalty.with_label_values(&l).set(0);
         }
+        zero_known_series(&m, algorithms);
         Ok(m)
     }
 
@@ -801,6 +802,90 @@ impl Metrics {
     }
 }
 
+// ---------------------------------------------------------------- known series at 0
+//
+// A labelled series appears only when its child is first created, and Prometheus'
+// increase()/rate() count nothing before the first sample: what a node counts before
+// the first scrape that sees a series (the first election's messages, the first drop)
+// would be lost. So every series whose labels are known at start is created here, at 0.
+
+/// `reason`s the node itself counts in `electd_invalid_datagrams_total` (its
+/// `count_invalid` calls, src/node/mod.rs), besides the gate's [`Dropped::reasons`].
+///
+/// [`Dropped::reasons`]: crate::security::gate::Dropped::reasons
+pub const NODE_INVALID_REASONS: [&str; 4] = [
+    "unknown_sender",
+    "no_body",
+    "unknown_algorithm",
+    "future_epoch",
+];
+
+/// Every `kind` of `electd_send_errors_total`: no roster address, the operating
+/// system's refusals ([`crate::daemon::socket::send_error_kind`]) and a datagram too
+/// large to seal (`oversize`, the only error of [`crate::security::wire::Codec::encode`]).
+pub const SEND_ERROR_KINDS: [&str; 11] = [
+    "no_address",
+    "permission_denied",
+    "network_unreachable",
+    "host_unreachable",
+    "address_unavailable",
+    "connection_refused",
+    "buffer_full",
+    "invalid_address",
+    "message_too_long",
+    "other",
+    "oversize",
+];
+
+/// Every `class` of `electd_errors_total` (the runtime's `metrics.error` calls).
+pub const ERROR_CLASSES: [&str; 4] = ["resolve", "receive", "heartbeat_select", "state_write"];
+
+/// Every `result` of `electd_key_reloads_total`.
+pub const KEY_RELOAD_RESULTS: [&str; 3] = ["ok", "failed", "insecure"];
+
+/// Every `result` of `electd_hook_runs_total`.
+pub const HOOK_RESULTS: [&str; 5] = ["ok", "failed", "timeout", "error", "skipped"];
+
+/// The message types a group of `algorithm` may count: its own (the registry's) and
+/// the liveness and RESIGN messages every algorithm uses.
+pub fn known_message_types(algorithm: AlgorithmKind) -> impl Iterator<Item = MessageType> {
+    let own = algorithm.info().message_types.iter();
+    own.chain(crate::contract::registry::COMMON_TYPES).copied()
+}
+
+/// Create, at 0, every series whose labels are known at start: each group's message
+/// types (sent and received), every drop reason, send error kind, error class, key
+/// reload and hook result, and every health check (at 1: passing until told otherwise).
+fn zero_known_series(m: &Metrics, algorithms: &[AlgorithmKind]) {
+    for &a in algorithms {
+        for t in known_message_types(a) {
+            let labels = [a.as_str(), t.as_str()];
+            m.messages_sent.with_label_values(&labels);
+            m.messages_received.with_label_values(&labels);
+        }
+    }
+    let reasons = crate::security::gate::Dropped::reasons().chain(NODE_INVALID_REASONS);
+    for reason in reasons {
+        m.invalid.with_label_values(&[reason]);
+    }
+    for kind in SEND_ERROR_KINDS {
+        m.send_errors.with_label_values(&[kind]);
+    }
+    for class in ERROR_CLASSES {
+        m.errors.with_label_values(&[class]);
+    }
+    for result in KEY_RELOAD_RESULTS {
+        m.key_reloads.with_label_values(&[result]);
+    }
+    for result in HOOK_RESULTS {
+        m.hook_runs.with_label_values(&[result]);
+    }
+    for check in crate::daemon::shared::HEALTH_CHECKS {
+        m.health.with_label_values(&[check]);
+    }
+}
+// ------------------------------------------------------------ end of known series at 0
+
 /// The `process_*` collector of this process, labelled with `cluster` and `node` like
 /// everything else.
 fn process_registry(cluster: &str, node: NodeId) -> Result<Registry, prometheus::Error> {
@@ -1013,6 +1098,204 @@ mod tests {
         for i in 1..=20 {
             let edge = ft.as_secs_f64() * f64::from(i) / 10.0;
             assert!(b.iter().any(|x| (x - edge).abs() < 1e-9), "{edge} in {b:?}");
+        }
+    }
+
+    /// The value of the sample `name{labels}` in `text` (labels as encoded: sorted).
+    fn sample(text: &str, name: &str, labels: &str) -> Option<f64> {
+        let key = format!("{name}{{{labels}}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(key.as_str()))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    /// Issue 32: a fresh node's /metrics has every series whose labels are known at
+    /// start at 0 (health checks at 1), so that increase() over a window that starts
+    /// with the node counts its first election.
+    #[test]
+    fn a_fresh_node_exports_every_known_series_at_zero() {
+        let m = Metrics::new(4, &AlgorithmKind::ALL).expect("registry");
+        let text = m.encode();
+        for a in AlgorithmKind::ALL {
+            for t in known_message_types(a) {
+                for name in [
+                    "electd_messages_sent_total",
+                    "electd_messages_received_total",
+                ] {
+                    // Labels are encoded sorted: `node` between `algorithm` and `type`.
+                    let (a, t) = (a.as_str(), t.as_str());
+                    let labels = format!("algorithm=\"{a}\",node=\"4\",type=\"{t}\"");
+                    assert_eq!(
+                        sample(&text, name, &labels),
+                        Some(0.0),
+                        "{name}{{{labels}}}"
+                    );
+                }
+            }
+        }
+        for r in crate::security::gate::Dropped::reasons().chain(NODE_INVALID_REASONS) {
+            let labels = format!("node=\"4\",reason=\"{r}\"");
+            assert_eq!(
+                sample(&text, "electd_invalid_datagrams_total", &labels),
+                Some(0.0),
+                "{r}"
+            );
+        }
+        let by_result = |name: &str, label: &str, values: &[&str], v: f64| {
+            for x in values {
+                let labels = if label < "node" {
+                    format!("{label}=\"{x}\",node=\"4\"")
+                } else {
+                    format!("node=\"4\",{label}=\"{x}\"")
+                };
+                assert_eq!(
+                    sample(&text, name, &labels),
+                    Some(v),
+                    "{name}{{{labels}}}:\n{text}"
+                );
+            }
+        };
+        by_result("electd_send_errors_total", "kind", &SEND_ERROR_KINDS, 0.0);
+        by_result("electd_errors_total", "class", &ERROR_CLASSES, 0.0);
+        by_result(
+            "electd_key_reloads_total",
+            "result",
+            &KEY_RELOAD_RESULTS,
+            0.0,
+        );
+        by_result("electd_hook_runs_total", "result", &HOOK_RESULTS, 0.0);
+        by_result(
+            "electd_health",
+            "check",
+            &crate::daemon::shared::HEALTH_CHECKS,
+            1.0,
+        );
+    }
+
+    /// The label values the code passes to the counters above, read from the source
+    /// (`metrics.error("x")`, `count_invalid("x")`, …), are all among those created at
+    /// start: a new class or reason added without its zero fails here.
+    #[test]
+    fn every_label_value_the_code_counts_is_created_at_start() {
+        fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).expect("read src").flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    files(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p);
+                }
+            }
+        }
+        let mut paths = Vec::new();
+        files(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut paths,
+        );
+        let known: Vec<(&str, Vec<&str>)> = vec![
+            ("metrics.error(\"", ERROR_CLASSES.to_vec()),
+            ("send_error(\"", SEND_ERROR_KINDS.to_vec()),
+            ("key_reload(\"", KEY_RELOAD_RESULTS.to_vec()),
+            ("hook_run(\"", HOOK_RESULTS.to_vec()),
+            ("count_invalid(\"", NODE_INVALID_REASONS.to_vec()),
+        ];
+        let mut found = 0;
+        for path in paths {
+            if path.ends_with("daemon/metrics.rs") {
+                continue; // this file's own tests call them with examples
+            }
+            let src = std::fs::read_to_string(&path).expect("read source");
+            for (call, values) in &known {
+                for (i, _) in src.match_indices(call) {
+                    let rest = &src[i + call.len()..];
+                    let value = &rest[..rest.find('"').expect("closing quote")];
+                    assert!(
+                        values.contains(&value),
+                        "{}: {call}{value}\") is not created at start (known: {values:?})",
+                        path.display()
+                    );
+                    found += 1;
+                }
+            }
+        }
+        // The calls this test reads exist (it would pass vacuously if they were renamed).
+        assert!(
+            found >= ERROR_CLASSES.len() + NODE_INVALID_REASONS.len(),
+            "found {found}"
+        );
+        // send_error_kind's every answer is known too.
+        use std::io::{Error, ErrorKind as K};
+        let errors = [
+            Error::from(K::PermissionDenied),
+            Error::from(K::NetworkUnreachable),
+            Error::from(K::HostUnreachable),
+            Error::from(K::AddrNotAvailable),
+            Error::from(K::ConnectionRefused),
+            Error::from(K::WouldBlock),
+            Error::from(K::InvalidInput),
+            Error::from_raw_os_error(105),
+            Error::from_raw_os_error(90),
+            Error::other("x"),
+        ];
+        for e in errors {
+            let kind = crate::daemon::socket::send_error_kind(&e);
+            assert!(SEND_ERROR_KINDS.contains(&kind), "{kind}");
+        }
+    }
+
+    /// What a node counts in its first election is counted by series that existed
+    /// before it (so increase() from a scrape before the election sees all of it).
+    #[test]
+    fn the_first_election_is_counted_by_series_that_existed_before_it() {
+        for a in AlgorithmKind::ALL {
+            let m = Metrics::new(3, &[a]).expect("registry");
+            let before = m.encode();
+            let mut node = Node::new(NodeConfig {
+                id: 3,
+                ring: vec![1, 2, 3].into(),
+                algorithms: vec![a],
+                timing: Timing::default(),
+                options: Options::default(),
+                link: LinkConfig::default(),
+                incarnation: 1,
+                seed: 1,
+            })
+            .expect("node");
+            node.start(Duration::ZERO, true);
+            // Raft first waits out its election timeout: run the node's timers (peers
+            // are silent) until it has sent something, a bounded number of times.
+            let sent_any = |node: &Node| {
+                let stats = node.group_stats(a).expect("group");
+                MessageType::ALL.iter().any(|&t| stats.sent_of(t) > 0)
+            };
+            for _ in 0..100 {
+                if sent_any(&node) {
+                    break;
+                }
+                let Some(at) = node.poll_timeout() else { break };
+                node.handle_timeout(at);
+            }
+            assert!(sent_any(&node), "{a:?} sent nothing at start");
+            m.sync(&node);
+            let after = m.encode();
+            let stats = node.group_stats(a).expect("group");
+            for t in MessageType::ALL
+                .into_iter()
+                .filter(|&t| stats.sent_of(t) > 0)
+            {
+                let labels = format!(
+                    "algorithm=\"{}\",node=\"3\",type=\"{}\"",
+                    a.as_str(),
+                    t.as_str()
+                );
+                let name = "electd_messages_sent_total";
+                assert_eq!(sample(&before, name, &labels), Some(0.0), "{labels} before");
+                assert_eq!(
+                    sample(&after, name, &labels),
+                    Some(stats.sent_of(t) as f64),
+                    "{labels} after"
+                );
+            }
         }
     }
 }
