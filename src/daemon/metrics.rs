@@ -457,11 +457,6 @@ impl Metrics {
             process: process_registry(cluster, node)?,
             exported: Mutex::new(Exported::default()),
         };
-        // Zeros for every reason the wire layer can drop a datagram for, so that the
-        // first invalid datagram shows up in rate() instead of starting a new series.
-        for reason in invalid_reasons() {
-            m.invalid.with_label_values(&[reason]);
-        }
         // Likewise every hook result, so that alerts on hook failures see the first one.
         for result in ["ok", "failed", "timeout", "error", "skipped"] {
             m.hook_runs.with_label_values(&[result]);
@@ -809,17 +804,6 @@ impl Metrics {
 // the first scrape that sees a series (the first election's messages, the first drop)
 // would be lost. So every series whose labels are known at start is created here, at 0.
 
-/// `reason`s the node itself counts in `electd_invalid_datagrams_total` (its
-/// `count_invalid` calls, src/node/mod.rs), besides the gate's [`Dropped::reasons`].
-///
-/// [`Dropped::reasons`]: crate::security::gate::Dropped::reasons
-pub const NODE_INVALID_REASONS: [&str; 4] = [
-    "unknown_sender",
-    "no_body",
-    "unknown_algorithm",
-    "future_epoch",
-];
-
 /// Every `kind` of `electd_send_errors_total`: no roster address, the operating
 /// system's refusals ([`crate::daemon::socket::send_error_kind`]) and a datagram too
 /// large to seal (`oversize`, the only error of [`crate::security::wire::Codec::encode`]).
@@ -864,8 +848,7 @@ fn zero_known_series(m: &Metrics, algorithms: &[AlgorithmKind]) {
             m.messages_received.with_label_values(&labels);
         }
     }
-    let reasons = crate::security::gate::Dropped::reasons().chain(NODE_INVALID_REASONS);
-    for reason in reasons {
+    for reason in invalid_reasons() {
         m.invalid.with_label_values(&[reason]);
     }
     for kind in SEND_ERROR_KINDS {
@@ -1133,7 +1116,7 @@ mod tests {
                 }
             }
         }
-        for r in crate::security::gate::Dropped::reasons().chain(NODE_INVALID_REASONS) {
+        for r in invalid_reasons() {
             let labels = format!("node=\"4\",reason=\"{r}\"");
             assert_eq!(
                 sample(&text, "electd_invalid_datagrams_total", &labels),
@@ -1197,7 +1180,7 @@ mod tests {
             ("send_error(\"", SEND_ERROR_KINDS.to_vec()),
             ("key_reload(\"", KEY_RELOAD_RESULTS.to_vec()),
             ("hook_run(\"", HOOK_RESULTS.to_vec()),
-            ("count_invalid(\"", NODE_INVALID_REASONS.to_vec()),
+            ("count_invalid(\"", crate::node::NODE_DROP_REASONS.to_vec()),
         ];
         let mut found = 0;
         for path in paths {
@@ -1220,7 +1203,7 @@ mod tests {
         }
         // The calls this test reads exist (it would pass vacuously if they were renamed).
         assert!(
-            found >= ERROR_CLASSES.len() + NODE_INVALID_REASONS.len(),
+            found >= ERROR_CLASSES.len() + crate::node::NODE_DROP_REASONS.len(),
             "found {found}"
         );
         // send_error_kind's every answer is known too.
