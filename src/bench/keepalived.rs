@@ -687,10 +687,13 @@ impl Bench {
                         "ELECTD_HOOKS_ON_LEADER_CHANGE",
                         self.work.join("electd-vip"),
                     )
-                    .env("ELECTD_VIP", format!("{}/24", self.vip()))
-                    .env("ELECTD_VIP_DEV", "eth0")
-                    .env("ELECTD_VIP_RUN", &run)
-                    .env("ELECTD_LOG", "warn");
+                    .env("VIP_ADDRESS", format!("{}/24", self.vip()))
+                    .env("VIP_DEV", "eth0")
+                    .env("VIP_RUN_DIR", &run)
+                    .env(
+                        "ELECTD_LOG",
+                        std::env::var("KA_NODE_LOG").unwrap_or_else(|_| "warn".into()),
+                    );
                 for (k, v) in ELECTD_ENV {
                     cmd.env(k, v);
                 }
@@ -750,7 +753,12 @@ impl Bench {
                 let _ = d.child.wait();
             }
             let vip = format!("{}/24", self.vip());
-            let _ = run_cmd(&["ip", "-n", &self.ns(i), "addr", "del", &vip, "dev", "eth0"]);
+            // Usually gone already (a `stopped` run, keepalived's exit): quietly.
+            let _ = Command::new("ip")
+                .args(["-n", &self.ns(i), "addr", "del", &vip, "dev", "eth0"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
         }
     }
 
@@ -886,7 +894,11 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
     b.setup()?;
     let mut rng = electd::contract::rng::Rng::new(opts.seed);
     let mut rows = Vec::new();
+    let only = std::env::var("KA_SYSTEMS").unwrap_or_default();
     for sys in [System::Keepalived, System::Electd] {
+        if !only.is_empty() && !only.split(',').any(|x| x == sys.name()) {
+            continue;
+        }
         log(&format!(
             "keepalived section: {} on {HOSTS} hosts",
             sys.name()
