@@ -88,6 +88,28 @@ expect_holders() { # expect_holders WHAT WANT IDS...: bounded wait until exactly
     exit 1
 }
 
+log "0. the hook alone (namespace 1): a leader run returns before its gratuitous ARPs end"
+hook() { # hook STATE: one run as electd makes it, in namespace 1
+    ip netns exec "$(ns 1)" env ELECTD_ALGORITHM=bully ELECTD_STATE="$1" VIP_RUN_DIR="$WORK/run-0" \
+        VIP_GARPS=5 /bin/sh -c "$WORK/vip-hook"
+}
+is_arping() { # is_arping PID: a live (not zombie) arping
+    local comm
+    read -r comm <"/proc/$1/comm" 2>/dev/null && [ "$comm" = arping ] \
+        && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
+}
+mkdir -p "$WORK/run-0"
+t=$(date +%s%N); hook leader; t=$(( ($(date +%s%N) - t) / 1000000 ))
+# 5 ARPs 1 s apart take 4 s in the foreground: the run must return long before.
+[ "$t" -lt 1000 ] || { echo "system-keepalived: the leader run took $t ms (arping in the foreground?)" >&2; exit 1; }
+expect_holders "hook leader run ($t ms)" "1 " 1
+read -r apid <"$WORK/run-0/electd-vip-bully.arping"
+is_arping "$apid" || { echo "system-keepalived: no arping announcing the VIP" >&2; exit 1; }
+hook follower
+expect_holders "hook follower run" "" 1
+for i in $(seq 50); do is_arping "$apid" || break; sleep 0.01; done
+! is_arping "$apid" || { echo "system-keepalived: the arping outlived the let-go" >&2; exit 1; }
+
 log "1. start: the VIP on the leader (node 3) only"
 for i in $(seq $N); do start_node "$i"; done
 expect_holders "cold start" "3 " 1 2 3
