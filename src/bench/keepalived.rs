@@ -143,6 +143,9 @@ pub struct VersusKeepalived {
     pub hold_ms: u64,
     pub advert_ms: u64,
     pub electd_env: Vec<String>,
+    /// 1-minute load average before and after the section (a loaded machine delays
+    /// electd's hook processes far more than keepalived's in-process netlink calls).
+    pub load: (f64, f64),
     pub rows: Vec<Row>,
 }
 
@@ -878,6 +881,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
         }
     };
     let rounds = if opts.quick { 3 } else { 20 };
+    let load_start = super::load_average();
     let pid = std::process::id();
     let work = std::env::temp_dir().join(format!("electd-bench-ka.{pid}"));
     std::fs::create_dir_all(&work)?;
@@ -960,6 +964,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
         hold_ms: HOLD.as_millis() as u64,
         advert_ms: ADVERT_MS,
         electd_env: ELECTD_ENV.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        load: (load_start, super::load_average()),
         rows,
     })
 }
@@ -991,12 +996,21 @@ pub fn markdown(s: &mut String, k: &VersusKeepalived) {
          {} ms. Figures in ms, median / p99 / max; *takeover*: fault → first reply from \
          another host; *outage*: longest stretch without a reply during the fault; *dual*: \
          time with the VIP on two or more hosts; *return*: from the restore (restart, \
-         SIGCONT, link up, heal) until the VIP is on host {HOSTS} alone and answering.\n",
+         SIGCONT, link up, heal) until the VIP is on host {HOSTS} alone and answering. \
+         Load average {:.1} before, {:.1} after{}.\n",
         k.keepalived_version,
         k.advert_ms,
         k.electd_env.join(" "),
         k.rounds,
-        k.hold_ms
+        k.hold_ms,
+        k.load.0,
+        k.load.1,
+        if k.load.0.max(k.load.1) > 1.0 {
+            " — a loaded machine: electd's hook starts processes (`sh`, `ip`, `arping`) \
+             that wait for a core, keepalived changes the address in-process"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         s,
