@@ -40,6 +40,10 @@
 //! Needs root (namespaces, raw sockets) and Debian's `keepalived`: without either the
 //! section is skipped with a loud message (`scripts/system-keepalived.sh` installs it).
 //! It is never part of the default run: only `--only keepalived` runs it.
+//!
+//! For debugging: `KA_SYSTEMS=electd` (or `keepalived`) runs one system only,
+//! `KA_NODE_LOG=info` sets the electd nodes' log filter (default `warn`), `KEEP=1` keeps
+//! the work directory (configurations, the daemons' logs).
 
 use super::{BenchOptions, Stats};
 use anyhow::Context;
@@ -824,7 +828,15 @@ impl Bench {
         let settled = self.wait_settled(top, SETTLE);
         let t2 = Instant::now();
         let evs = self.rec.events();
-        Ok(Some(analyse(held, &evs, self.macs[top], t0, t1, t2, settled)))
+        Ok(Some(analyse(
+            held,
+            &evs,
+            self.macs[top],
+            t0,
+            t1,
+            t2,
+            settled,
+        )))
     }
 }
 
