@@ -385,7 +385,7 @@ fn sniffer(rec: Arc<Recorder>, ns: String, vip: u32, id: u16) -> std::io::Result
             )
         };
         let t = Instant::now();
-        if n < 14 || from.sll_pkttype == libc::PACKET_OUTGOING as u8 {
+        if n < 14 || from.sll_pkttype == libc::PACKET_OUTGOING {
             continue;
         }
         let f = &buf[..n as usize];
@@ -405,9 +405,10 @@ fn sniffer(rec: Arc<Recorder>, ns: String, vip: u32, id: u16) -> std::io::Result
             }
             // ARP: sender IP at 14+14, target IP at 14+24; gratuitous: both the VIP.
             0x0806 if f.len() >= 14 + 28 => {
-                if f[28..32] == vip_b && f[38..42] == vip_b {
-                    rec.push(Ev::Garp { t });
+                if f[28..32] != vip_b || f[38..42] != vip_b {
+                    continue;
                 }
+                rec.push(Ev::Garp { t });
             }
             0x0800 | 0x0806 => {
                 rec.dropped.fetch_add(1, Ordering::Relaxed);
