@@ -2,17 +2,21 @@
 # System test: the virtual-IP example of docs/keepalived.md, in network namespaces.
 #
 # Three `electd run` processes in three namespaces (<prefix>-1..3, 10.233.<x>.<id>/24 on
-# a private bridge), Bully, with the guide's hook (`ip addr replace/del` of the virtual
-# IP .100 on the leader's eth0; ELECTD_STATE). Checked, each with a deadline:
+# a private bridge), Bully, with the guide's hook as shipped (deploy/hooks/electd-vip:
+# `ip addr replace/del` of the virtual IP .100 on the leader's eth0, by ELECTD_STATE,
+# gratuitous ARPs in the background). Checked, each with a deadline:
 #  1. the VIP is on exactly the leader's namespace (node 3), and answers ping from node 1;
 #  2. the leader's machine dies (SIGKILL of electd and its link down): the VIP appears
 #     on the new leader (node 2), on no other live namespace, and answers there (the
 #     dead namespace keeps the address, unreachable, as a crashed machine would);
 #  3. node 3 restarted: its hook runs again (Bully: it leads again), node 2's hook
 #     removes the VIP there: exactly one live namespace holds it;
-#  4. SIGTERM of every node: each `stopped` run removes it; no namespace holds it.
+#  4. SIGTERM of every node: each `stopped` run removes it; no namespace holds it;
+#  5. a short run of `electd bench --quick --only keepalived` (keepalived beside electd,
+#     3 rounds per fault): it must run (not skip) and write its table and plot.
 # Everything created (namespaces, processes by PID, the work dir) is removed on exit.
-# Needs root; installs iproute2, nftables, curl and iputils-ping if missing.
+# Needs root; installs iproute2, nftables, curl, iputils-ping, iputils-arping and
+# keepalived if missing.
 # Env: ELECTD=path to a release binary (else the release build in cargo's target directory, CARGO_TARGET_DIR honoured).
 set -euo pipefail
 
@@ -21,9 +25,13 @@ NAME=system-keepalived
 . "$ROOT/scripts/lib/netns.sh"
 netns_require_root
 netns_tools
-command -v ping >/dev/null || {
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iputils-ping
-}
+need=()
+command -v ping >/dev/null || need+=(iputils-ping)
+command -v arping >/dev/null || need+=(iputils-arping)
+command -v keepalived >/dev/null || need+=(keepalived)
+if [ "${#need[@]}" -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
 netns_electd
 
 N=3
@@ -46,22 +54,18 @@ netns_bridge $N "$NET"
 hosts=()
 for i in $(seq $N); do hosts+=("$NET.$i"); done
 
-# The guide's hook (docs/keepalived.md), with this run's address.
-cat >"$WORK/vip-hook" <<HOOK
-#!/bin/sh
-[ "\$ELECTD_ALGORITHM" = bully ] || exit 0
-case "\$ELECTD_STATE" in
-  leader) ip addr replace $VIP/24 dev eth0 ;;
-  *)      ip addr del $VIP/24 dev eth0 2>/dev/null || true ;;
-esac
-HOOK
+# The guide's hook as shipped (docs/keepalived.md), with this run's address; each node
+# keeps its arping's pid file in a directory of its own.
+cp "$ROOT/deploy/hooks/electd-vip" "$WORK/vip-hook"
 chmod +x "$WORK/vip-hook"
+export VIP_ADDRESS="$VIP/24" VIP_DEV=eth0
 "$ELECTD" config init --nodes $N --hosts "$(IFS=,; echo "${hosts[*]}")" --cluster vip \
     --algorithms bully --insecure --out "$WORK/electd.toml" >/dev/null
 export ELECTD_HOOKS_ON_LEADER_CHANGE="$WORK/vip-hook"
 
 start_node() {
-    ip netns exec "$(ns "$1")" env ELECTD_STATE_FILE="$WORK/state-$1" \
+    mkdir -p "$WORK/run-$1"
+    ip netns exec "$(ns "$1")" env ELECTD_STATE_FILE="$WORK/state-$1" VIP_RUN_DIR="$WORK/run-$1" \
         "$ELECTD" run --config "$WORK/electd.toml" --node-id "$1" >>"$WORK/n$1.log" 2>&1 &
     PID[$1]=$!
 }
@@ -84,6 +88,28 @@ expect_holders() { # expect_holders WHAT WANT IDS...: bounded wait until exactly
     exit 1
 }
 
+log "0. the hook alone (namespace 1): a leader run returns before its gratuitous ARPs end"
+hook() { # hook STATE: one run as electd makes it, in namespace 1
+    ip netns exec "$(ns 1)" env ELECTD_ALGORITHM=bully ELECTD_STATE="$1" VIP_RUN_DIR="$WORK/run-0" \
+        VIP_GARPS=5 /bin/sh -c "$WORK/vip-hook"
+}
+is_arping() { # is_arping PID: a live (not zombie) arping
+    local comm
+    read -r comm <"/proc/$1/comm" 2>/dev/null && [ "$comm" = arping ] \
+        && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
+}
+mkdir -p "$WORK/run-0"
+t=$(date +%s%N); hook leader; t=$(( ($(date +%s%N) - t) / 1000000 ))
+# 5 ARPs 1 s apart take 4 s in the foreground: the run must return long before.
+[ "$t" -lt 1000 ] || { echo "system-keepalived: the leader run took $t ms (arping in the foreground?)" >&2; exit 1; }
+expect_holders "hook leader run ($t ms)" "1 " 1
+read -r apid <"$WORK/run-0/electd-vip-bully.arping"
+is_arping "$apid" || { echo "system-keepalived: no arping announcing the VIP" >&2; exit 1; }
+hook follower
+expect_holders "hook follower run" "" 1
+for i in $(seq 50); do is_arping "$apid" || break; sleep 0.01; done
+! is_arping "$apid" || { echo "system-keepalived: the arping outlived the let-go" >&2; exit 1; }
+
 log "1. start: the VIP on the leader (node 3) only"
 for i in $(seq $N); do start_node "$i"; done
 expect_holders "cold start" "3 " 1 2 3
@@ -104,6 +130,16 @@ expect_holders "node 3 back" "3 " 1 2 3
 log "4. SIGTERM every node: the stopped runs remove it"
 for i in 1 2 3; do stop_pid "${PID[$i]}"; unset "PID[$i]"; done
 expect_holders "all stopped" "" 1 2 3
+
+log "5. a short run of the bench beside keepalived"
+"$ELECTD" bench --quick --only keepalived --out "$WORK/bench" 2>&1 | tee "$WORK/bench.log"
+grep -q "SKIPPED" "$WORK/bench.log" && { echo "system-keepalived: the bench skipped" >&2; exit 1; }
+grep -q "^| sigkill | electd |" "$WORK/bench/report.md" \
+    || { echo "system-keepalived: no electd row in the bench report" >&2; exit 1; }
+grep -q "^| partition | keepalived |" "$WORK/bench/report.md" \
+    || { echo "system-keepalived: no keepalived row in the bench report" >&2; exit 1; }
+[ -s "$WORK/bench/keepalived.svg" ] || { echo "system-keepalived: no plot" >&2; exit 1; }
+sed -n '/^## Beside keepalived/,/^!\[/p' "$WORK/bench/report.md"
 
 STATUS=0
 log "system-keepalived: OK"

@@ -21,6 +21,7 @@ pub mod coldstart;
 pub mod cost;
 pub mod failover;
 pub mod inproc;
+pub mod keepalived;
 pub mod messages;
 pub mod plot;
 
@@ -60,7 +61,7 @@ pub struct BenchOptions {
 }
 
 /// The sections of a run, in order.
-pub const SECTIONS: [&str; 8] = [
+pub const SECTIONS: [&str; 9] = [
     "codec",
     "sim",
     "messages",
@@ -69,6 +70,7 @@ pub const SECTIONS: [&str; 8] = [
     "failover",
     "scale-cold",
     "etcd",
+    "keepalived",
 ];
 
 impl BenchOptions {
@@ -197,6 +199,8 @@ pub struct Results {
     pub cost: cost::CostResults,
     pub failover: failover::FailoverResults,
     pub etcd: versus_etcd::VersusEtcd,
+    /// A virtual IP beside keepalived (only with `--only keepalived`: needs root).
+    pub keepalived: keepalived::VersusKeepalived,
     /// Cold start and failover at scale.
     pub cold: coldstart::ColdResults,
     pub targets: Vec<Target>,
@@ -276,6 +280,15 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
         log("failover beside etcd (one poll-based driver)");
         etcd = versus_etcd::run(opts, log)?;
     }
+    let mut keepalived = keepalived::VersusKeepalived {
+        skipped: Some(report::NOT_SELECTED.into()),
+        ..Default::default()
+    };
+    // Never in the default run (it needs root and keepalived): only by name.
+    if opts.only.iter().any(|x| x == "keepalived") {
+        log("a virtual IP beside keepalived (network namespaces)");
+        keepalived = keepalived::run(opts, log)?;
+    }
     let mut cold = coldstart::ColdResults::default();
     if opts.wants("scale-cold") {
         log("scale-cold: cold start and failover at scale");
@@ -316,6 +329,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
         cost,
         failover,
         etcd,
+        keepalived,
         cold,
         targets: Vec::new(),
     };

@@ -205,6 +205,7 @@ pub fn targets(r: &Results) -> Vec<Target> {
     }
     out.extend(sim_targets(&r.scale.sim));
     out.extend(etcd_targets(&r.etcd));
+    out.extend(super::keepalived::targets(&r.keepalived));
     out.extend(cost_targets(&r.cost));
     out.extend(super::coldstart::targets(&r.cold));
     out
@@ -525,6 +526,19 @@ fn etcd_section(s: &mut String, e: &super::versus_etcd::VersusEtcd) {
     let _ = writeln!(s);
 }
 
+/// The section beside keepalived (src/bench/keepalived.rs), left out of the report when
+/// `--only` did not name it.
+fn keepalived_section(s: &mut String, r: &Results) {
+    if r.keepalived.skipped.as_deref() != Some(NOT_SELECTED) {
+        super::keepalived::markdown(s, &r.keepalived);
+    }
+}
+
+fn keepalived_plot(r: &Results, dir: &Path) -> anyhow::Result<()> {
+    super::keepalived::plot(&r.keepalived, &dir.join("keepalived.svg"))
+        .map_err(|e| anyhow::anyhow!("plot keepalived.svg: {e}"))
+}
+
 fn row(s: &mut String, cells: &[String]) {
     let _ = writeln!(s, "| {} |", cells.join(" | "));
 }
@@ -562,6 +576,7 @@ pub fn write(r: &Results, dir: &Path) -> anyhow::Result<()> {
         &dir.join("scale-memory.svg"),
     )
     .map_err(|e| anyhow::anyhow!("plot scale-memory.svg: {e}"))?;
+    keepalived_plot(r, dir)?;
     std::fs::write(dir.join("report.md"), markdown(r))?;
     Ok(())
 }
@@ -737,6 +752,7 @@ pub fn markdown(r: &Results) -> String {
     );
 
     etcd_section(&mut s, &r.etcd);
+    keepalived_section(&mut s, r);
 
     let _ = writeln!(s, "## Message efficiency\n");
     let _ = writeln!(

@@ -16,7 +16,9 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Run only these sections (comma-separated): codec, sim, messages, udp, cost,
-    /// failover, etcd (failover beside etcd; needs an `etcd` binary). Default: all.
+    /// failover, scale-cold, etcd (failover beside etcd; needs an `etcd` binary),
+    /// keepalived (a virtual IP beside keepalived in network namespaces; needs root and
+    /// `keepalived`, and runs only when named here). Default: all but keepalived.
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(bench::SECTIONS))]
     pub only: Vec<String>,
     /// Failover section: leader take-downs per algorithm and mode (default 50, quick 2).
