@@ -135,6 +135,21 @@ mod tests {
     const MINE: ConfigDigest = ConfigDigest(0xaaaa);
     const OTHER: ConfigDigest = ConfigDigest(0xbbbb);
 
+    /// docs/security.md, "What one forged datagram can and cannot do": a forged CONFIG
+    /// (insecure mode, or an insider) makes the peer look drifted, and no longer than
+    /// until the peer's own next CONFIG, which undoes it whatever incarnation it claims.
+    #[test]
+    fn a_forged_config_lasts_until_the_peers_next_one() {
+        let mut d = Drift::new(MINE, [2, 3]);
+        assert_eq!(d.heard(2, 10, MINE).changed, None);
+        // Forged: another digest, an incarnation ahead of the real one.
+        assert_eq!(d.heard(2, 19, OTHER).changed, Some(true));
+        assert_eq!(d.mismatched(), vec![2]);
+        // The real peer's next CONFIG (at most CONFIG_EVERY later) ends it.
+        assert_eq!(d.heard(2, 10, MINE).changed, Some(false));
+        assert!(d.mismatched().is_empty());
+    }
+
     #[test]
     fn a_change_is_reported_once_and_unknown_is_not_a_mismatch() {
         let mut d = Drift::new(MINE, [2, 3]);
