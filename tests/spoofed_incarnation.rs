@@ -38,6 +38,9 @@ const FAR_COUNTER: u64 = 1 << 40;
 /// A link sequence far ahead of any real one (a reliable forged message).
 const FAR_SEQ: u64 = 1 << 30;
 
+/// (leader, term) of one group at every node.
+type Views = Vec<(Option<NodeId>, u64)>;
+
 fn addr(id: NodeId) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, id as u8], 7946))
 }
@@ -212,14 +215,14 @@ impl Net {
     }
 
     /// (leader, term) of group `kind` at every node.
-    fn views(&self, kind: AlgorithmKind) -> Vec<(Option<NodeId>, u64)> {
+    fn views(&self, kind: AlgorithmKind) -> Views {
         self.members
             .iter()
             .map(|m| m.node.leadership(kind).unwrap())
             .collect()
     }
 
-    fn all_views(&self) -> Vec<(AlgorithmKind, Vec<(Option<NodeId>, u64)>)> {
+    fn all_views(&self) -> Vec<(AlgorithmKind, Views)> {
         KINDS.iter().map(|&k| (k, self.views(k))).collect()
     }
 
