@@ -82,11 +82,14 @@ fn dump(kind: AlgorithmKind, seed: u64) {
     s.crash(leader).unwrap();
     let t = leaderless(&mut s, kind, Duration::from_secs(10));
     eprintln!("{kind} seed {seed}: leader {leader} killed, leaderless {t:?}");
+    if std::env::var("LONG").is_ok() {
+        s.run_for(Duration::from_secs(3));
+    }
     let recs = s.take_trace().unwrap().finish();
     let t0 = t0.as_nanos() as u64;
     for r in recs {
         let line = format!("{r:?}");
-        if line.contains("Heartbeat") || line.starts_with("Ack") {
+        if (line.contains("Heartbeat") && std::env::var("HB").is_err()) || line.starts_with("Ack") {
             continue;
         }
         eprintln!("{line}");
@@ -97,7 +100,12 @@ fn dump(kind: AlgorithmKind, seed: u64) {
 #[test]
 fn explore_dump() {
     let seed: u64 = std::env::var("SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
-    dump(AlgorithmKind::Hs, seed);
+    let kind = match std::env::var("KIND").as_deref() {
+        Ok("lcr") => AlgorithmKind::Lcr,
+        Ok("ring") => AlgorithmKind::Ring,
+        _ => AlgorithmKind::Hs,
+    };
+    dump(kind, seed);
 }
 
 fn term_of(s: &Sim, kind: AlgorithmKind, id: NodeId) -> u64 {

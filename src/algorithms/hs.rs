@@ -54,6 +54,7 @@
 
 use crate::algorithms::ring_common::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
+    Strike,
 };
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::contract::message::Message;
@@ -140,6 +141,7 @@ impl Hs {
                 Hop::To(next) => out.send(next, msg),
                 Hop::OriginGone => {}
                 Hop::Alone => {
+                    self.view.won_alone();
                     self.win(out);
                     return;
                 }
@@ -155,6 +157,7 @@ impl Hs {
             // Alone while relaying someone else's message: that node is gone.
             Hop::Alone => {
                 if self.active {
+                    self.view.won_alone();
                     self.win(out);
                 }
             }
@@ -215,8 +218,12 @@ impl Hs {
             return;
         }
         if candidate == self.me() {
-            // The probe went all the way round: no larger id anywhere.
-            self.win(out);
+            // The probe went all the way round: no larger id anywhere — unless this
+            // node left the round to follow a live higher leader, which the probe
+            // passed by.
+            if !ring_common::follows_above(self, candidate) {
+                self.win(out);
+            }
         } else if self.cfg.outranks(candidate, self.me()) {
             let msg = if u64::from(hops) < ttl(phase) {
                 Message::Probe {
@@ -325,6 +332,7 @@ impl Algorithm for Hs {
     }
 
     fn on_message(&mut self, _from: NodeId, msg: Message, out: &mut Out) {
+        self.view.heard_election();
         match msg {
             Message::Probe {
                 candidate,
@@ -349,20 +357,26 @@ impl Algorithm for Hs {
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
-        self.view.suspect(peer, self.bound, out);
+        // A probe or reply of an older round is not needed any more: dropped.
+        let current = match &msg {
+            Message::Probe { round, .. } | Message::Reply { round, .. } => *round >= self.round,
+            Message::Terminate { .. } => true,
+            _ => false,
+        };
+        if !current || self.view.gave_up(peer, &msg, self.bound, out) == Strike::Resend {
+            return;
+        }
         match msg {
             Message::Probe {
                 candidate,
                 to_right,
-                round,
                 ..
             }
             | Message::Reply {
                 candidate,
                 to_right,
-                round,
                 ..
-            } if round >= self.round => self.route(to_right, candidate, msg, out),
+            } => self.route(to_right, candidate, msg, out),
             Message::Terminate { leader, .. } => self.route(true, leader, msg, out),
             _ => {}
         }

@@ -50,6 +50,7 @@
 
 use crate::algorithms::ring_common::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
+    Strike,
 };
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::contract::message::Message;
@@ -128,6 +129,7 @@ impl Lcr {
                 // Nobody else is alive: this node's own id wins its round.
                 if let Message::LcrElection { candidate, round } = msg {
                     if candidate == self.me() && round == self.round {
+                        self.view.won_alone();
                         self.win(out);
                     }
                 }
@@ -173,7 +175,11 @@ impl Lcr {
             self.join(round, out);
         }
         if candidate == self.me() {
-            self.win(out);
+            // Not if this node left the round to follow a live higher leader: the id
+            // came back past it.
+            if !ring_common::follows_above(self, candidate) {
+                self.win(out);
+            }
         } else if self.cfg.outranks(candidate, self.me()) {
             self.route(Message::LcrElection { candidate, round }, out);
         }
@@ -225,6 +231,7 @@ impl Algorithm for Lcr {
     }
 
     fn on_message(&mut self, _from: NodeId, msg: Message, out: &mut Out) {
+        self.view.heard_election();
         match msg {
             Message::LcrElection { candidate, round } => self.on_election(candidate, round, out),
             Message::LcrElected { leader, epoch } => self.on_elected(leader, epoch, out),
@@ -237,13 +244,14 @@ impl Algorithm for Lcr {
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
-        self.view.suspect(peer, self.bound, out);
-        match msg {
-            Message::LcrElection { round, .. } if round < self.round => {}
-            msg @ (Message::LcrElection { .. } | Message::LcrElected { .. }) => {
-                self.route(msg, out)
-            }
-            _ => {}
+        // An id of an older round is not needed any more: dropped.
+        let current = match &msg {
+            Message::LcrElection { round, .. } => *round >= self.round,
+            Message::LcrElected { .. } => true,
+            _ => false,
+        };
+        if current && self.view.gave_up(peer, &msg, self.bound, out) == Strike::Skip {
+            self.route(msg, out);
         }
     }
 

@@ -48,6 +48,7 @@
 
 use crate::algorithms::ring_common::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
+    Strike,
 };
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::contract::message::Message;
@@ -110,7 +111,10 @@ impl Ring {
         match self.view.hop(true, self.me()) {
             Hop::To(next) => out.send(next, msg),
             // Nobody else is alive: the lap is complete here.
-            Hop::Alone | Hop::OriginGone => {
+            hop @ (Hop::Alone | Hop::OriginGone) => {
+                if hop == Hop::Alone {
+                    self.view.won_alone();
+                }
                 if let Message::RingElection { ids, epoch, .. } = msg {
                     self.lap_complete(&ids, epoch, out);
                 }
@@ -128,6 +132,11 @@ impl Ring {
         if !policy.eligible(leader) {
             // Every live member is a never-leader (priority 0): nobody to announce;
             // the restart timer tries again.
+            return;
+        }
+        if ring_common::follows_above(self, leader) {
+            // This node left the election to follow a live leader ranked above the
+            // lap's choice: the lap skipped that leader. Not announced.
             return;
         }
         let epoch = epoch.max(self.lead.highest()).saturating_add(1);
@@ -278,6 +287,7 @@ impl Algorithm for Ring {
     }
 
     fn on_message(&mut self, _from: NodeId, msg: Message, out: &mut Out) {
+        self.view.heard_election();
         match msg {
             Message::RingElection {
                 initiator,
@@ -298,7 +308,13 @@ impl Algorithm for Ring {
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
-        self.view.suspect(peer, self.bound, out);
+        if !matches!(
+            msg,
+            Message::RingElection { .. } | Message::RingCoordinator { .. }
+        ) || self.view.gave_up(peer, &msg, self.bound, out) == Strike::Resend
+        {
+            return;
+        }
         match msg {
             msg @ Message::RingElection { .. } => self.route_election(msg, out),
             Message::RingCoordinator {
