@@ -15,7 +15,8 @@ use electd::NodeId;
 use std::time::Duration;
 
 const N: usize = 5;
-const RING_FAMILY: [AlgorithmKind; 3] = [AlgorithmKind::Ring, AlgorithmKind::Lcr, AlgorithmKind::Hs];
+const RING_FAMILY: [AlgorithmKind; 3] =
+    [AlgorithmKind::Ring, AlgorithmKind::Lcr, AlgorithmKind::Hs];
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -55,9 +56,16 @@ fn settled(kind: AlgorithmKind, seed: u64) -> Sim {
         s.start(id, false).expect("start");
     }
     s.elect(1).expect("elect");
-    assert!(s.run_until_settled(Duration::from_secs(10)), "{kind}: startup");
+    assert!(
+        s.run_until_settled(Duration::from_secs(10)),
+        "{kind}: startup"
+    );
     s.run_for(ms(300));
-    assert_eq!(s.agreement(kind), Some(N as NodeId), "{kind}: startup leader");
+    assert_eq!(
+        s.agreement(kind),
+        Some(N as NodeId),
+        "{kind}: startup leader"
+    );
     s
 }
 
@@ -110,11 +118,14 @@ fn a_leader_killed_under_loss_costs_retransmissions_not_a_restart() {
             + t.heartbeat
             + delay * hops
             + l.give_up_after() * ring_common::STRIKES * 2;
-        assert!(bound < ring_common::election_bound(&t, N, hops_per_member(kind)) + t.failure_timeout);
+        assert!(
+            bound < ring_common::election_bound(&t, N, hops_per_member(kind)) + t.failure_timeout
+        );
         let mut worst = (Duration::ZERO, 0);
         for seed in SEEDS {
             let mut s = settled(kind, seed);
-            s.run_ops(&[loss(0.3), Op::Crash(N as NodeId)]).expect("ops");
+            s.run_ops(&[loss(0.3), Op::Crash(N as NodeId)])
+                .expect("ops");
             let took = until_agreement(&mut s, kind, Duration::from_secs(10))
                 .unwrap_or_else(|| panic!("{kind} seed {seed}: no leader within 10 s"));
             worst = worst.max((took, seed));
@@ -141,14 +152,18 @@ fn under_loss_no_lower_node_is_elected_while_a_higher_one_lives() {
         for seed in SEEDS {
             let mut s = settled(kind, seed);
             let claims = s.claims.len();
-            s.run_ops(&[loss(0.3), Op::Crash(N as NodeId)]).expect("ops");
+            s.run_ops(&[loss(0.3), Op::Crash(N as NodeId)])
+                .expect("ops");
             s.run_for(Duration::from_secs(3));
             let lower: Vec<(NodeId, u64)> = s.claims[claims..]
                 .iter()
                 .filter(|c| c.group == kind && c.node < N as NodeId - 1)
                 .map(|c| (c.node, c.term))
                 .collect();
-            assert!(lower.is_empty(), "{kind} seed {seed}: claims below 4: {lower:?}");
+            assert!(
+                lower.is_empty(),
+                "{kind} seed {seed}: claims below 4: {lower:?}"
+            );
         }
     }
 }

@@ -39,7 +39,13 @@
 //! # Beyond the textbook (recovery after faults)
 //! - Dead neighbours are skipped in both directions ([`super::ring_common`]); a hop to
 //!   a skipped member is not counted in the time-to-live (the ring is re-formed over
-//!   live members). A probe or reply whose candidate is skipped is dropped.
+//!   live members). A probe or reply whose candidate is skipped is dropped. A
+//!   neighbour is skipped only after the link gave up on the same message
+//!   [`super::ring_common::STRIKES`] times in a row: the first give-up sends it again
+//!   (a reply lost on its way to the candidate costs a retransmission, not the round).
+//! - A probe that comes back to its candidate while that node follows a higher leader
+//!   (it left the round on hearing the leader its detector wrongly gave up on) does
+//!   not make it leader: the probe passed that leader by.
 //! - Every node in a round arms a restart timer ([`super::ring_common::election_bound`],
 //!   10 hops per member: ≤ n/2 for the joining wave, Σ 2·2^k < 8n for the phases, n
 //!   for the terminate lap); if the round has not ended by then it starts round + 1.
@@ -53,8 +59,7 @@
 //!   the claim's epoch so that every member joins it.
 
 use crate::algorithms::ring_common::{
-    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
-    Strike,
+    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::contract::message::Message;
@@ -402,8 +407,8 @@ impl Algorithm for Hs {
         self.lead.leader == Some(self.me())
     }
 
-    fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
-        ring_common::leader_lost(self, out);
+    fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
+        ring_common::leader_lost(self, why, out);
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {

@@ -35,7 +35,13 @@
 //!
 //! # Beyond the textbook (recovery after faults)
 //! - Dead successors are skipped ([`super::ring_common`]); an id whose owner is
-//!   skipped is dropped (its owner can no longer win).
+//!   skipped is dropped (its owner can no longer win). A successor is skipped only
+//!   after the link gave up on the same message [`super::ring_common::STRIKES`] times
+//!   in a row (the first give-up sends it again), so loss does not make an id pass a
+//!   live higher node.
+//! - An id that comes back to its owner while the owner follows a higher leader (it
+//!   left the round on hearing the leader its detector wrongly gave up on) does not
+//!   make it leader: the id passed that leader by.
 //! - Every node in a round arms a restart timer ([`super::ring_common::election_bound`],
 //!   3 hops per member: the joining wave, the largest id's lap, the ELECTED lap); if
 //!   the round has not ended by then it starts round + 1.
@@ -49,8 +55,7 @@
 //!   the claim's epoch so that every member joins it.
 
 use crate::algorithms::ring_common::{
-    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
-    Strike,
+    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::contract::message::Message;
@@ -275,8 +280,8 @@ impl Algorithm for Lcr {
         self.lead.leader == Some(self.me())
     }
 
-    fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
-        ring_common::leader_lost(self, out);
+    fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
+        ring_common::leader_lost(self, why, out);
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {

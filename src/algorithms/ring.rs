@@ -27,8 +27,13 @@
 //! COORDINATOR lap, which passes every member.
 //!
 //! # Beyond the textbook (recovery after faults)
-//! - A successor the link declares unreachable is skipped and the undelivered
-//!   message goes to the next member (see [`super::ring_common`]).
+//! - A successor the link declares unreachable twice in a row for the same message
+//!   ([`super::ring_common::STRIKES`]; the first time the message is sent to it again)
+//!   is skipped and the undelivered message goes to the next member (see
+//!   [`super::ring_common`]).
+//! - A lap that comes back to a node following a leader ranked above the lap's choice
+//!   (it left the election on hearing the leader its detector wrongly gave up on) is
+//!   not decided: the lap skipped that leader.
 //! - The lap is also complete when it reaches *any* node already in its list (its
 //!   initiator died and was skipped): that node decides on the part of the list from
 //!   its own entry onwards, which is a full lap of the live ring, and sends the
@@ -47,8 +52,7 @@
 //!   (the election it waits for finished without it).
 
 use crate::algorithms::ring_common::{
-    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
-    Strike,
+    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::contract::message::Message;
@@ -355,8 +359,8 @@ impl Algorithm for Ring {
         true
     }
 
-    fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
-        ring_common::leader_lost(self, out);
+    fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
+        ring_common::leader_lost(self, why, out);
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {

@@ -4,12 +4,28 @@
 //!
 //! # Skipping dead members (the ring re-formed over live nodes)
 //! The literature assumes nobody fails during a ring election. electd keeps, per
-//! node, the set of members the reliable link gave up on (*suspected*). A message is
-//! routed to the first member in its direction that is not suspected; when the link
-//! reports a message undeliverable ([`crate::contract::algorithm::Algorithm::on_peer_unreachable`])
-//! the peer becomes suspected and the same message goes to the next member. A suspect
-//! is trusted again as soon as anything is heard from it (`on_peer_alive`) or its id
-//! is seen in a message (it was alive when it handled that message).
+//! node, the set of members it believes dead (*suspected*): the leader its failure
+//! detector lost, and members the reliable link gave up on. A message is routed to the
+//! first member in its direction that is not suspected. A suspect is trusted again as
+//! soon as anything is heard from it (`on_peer_alive`) or its id is seen in a message
+//! (it was alive when it handled that message).
+//!
+//! ## A give-up is a strike, not a verdict
+//! The link gives up on a message unacknowledged for `give_up` (¾·failure_timeout by
+//! default). Under heavy loss that happens to live members too: at 30 % loss each way
+//! a send and its ack both get through with probability 0.49, so the 4–5 sends that
+//! fit in `give_up` all fail about 3–7 % of the time. Skipping the member at the first
+//! give-up made laps pass live nodes (electing a lower one) and dropped messages whose
+//! next hop was their own origin (a Hirschberg–Sinclair reply to its candidate): the
+//! round then waited out its restart timer, [B, 2B] — seconds. So when the link
+//! reports a message undeliverable
+//! ([`crate::contract::algorithm::Algorithm::on_peer_unreachable`]), a member not yet
+//! suspected gets the same message again (a retransmission, [`RingView::gave_up`]);
+//! only [`STRIKES`] give-ups in a row for one message, with nothing heard from the
+//! member in between, make it suspected, and the message then goes to the next member.
+//! A dead member the failure detector did not report therefore costs `STRIKES` ·
+//! `give_up` once (then it is skipped at once); the lost leader is suspected by the
+//! detector itself and skipped at once, its pending messages handed back.
 //!
 //! Suspicion expires: [`SUSPICION_ROUNDS`] restart bounds after the first suspect
 //! (`Timer::Suspicion`) the set is emptied, so a live member that the link gave up on
@@ -21,8 +37,20 @@
 //! Every message that travels round the ring has an *origin* (initiator, candidate,
 //! leader) at which its lap ends. If routing would have to skip the origin itself,
 //! the origin is gone and the message is dropped: a lap never circulates forever.
+//!
+//! # Claims, false alarms and a node cut off in one direction
+//! - A follower follows a claimant ranked above its own leader at once (its leader
+//!   steps down to that claimant too), instead of waiting a failure timeout for its
+//!   leader's silence; see [`on_foreign`].
+//! - A node whose detector lost its leader to silence and hears that leader again
+//!   while its election runs follows it again and leaves the election; a lap that
+//!   comes back to a node following a leader ranked above the lap's choice is not
+//!   decided ([`follows_above`]): the lap skipped that live leader.
+//! - A node whose own elections reached nobody (it won them alone: cut off in the
+//!   direction it sends, while it still hears the others) does not answer every claim
+//!   it hears with a new election and a new term: it backs off ([`elect_on_claim`]).
 
-use crate::contract::algorithm::{Durable, GroupConfig, Out, Timer, Timing, Token};
+use crate::contract::algorithm::{Durable, GroupConfig, LeaderLoss, Out, Timer, Timing, Token};
 use crate::contract::message::Message;
 use crate::NodeId;
 use std::collections::BTreeSet;
@@ -144,7 +172,13 @@ impl RingView {
     /// [`Strike::Skip`]. Anything heard from `peer` meanwhile ([`RingView::trust`])
     /// forgets its re-sent messages, so only [`STRIKES`] give-ups in a row with
     /// silence in between skip a member.
-    pub fn gave_up(&mut self, peer: NodeId, msg: &Message, bound: Duration, out: &mut Out) -> Strike {
+    pub fn gave_up(
+        &mut self,
+        peer: NodeId,
+        msg: &Message,
+        bound: Duration,
+        out: &mut Out,
+    ) -> Strike {
         if peer == self.me || !self.contains(peer) || self.suspected.contains(&peer) {
             return Strike::Skip;
         }
@@ -237,6 +271,9 @@ pub struct Leadership {
     token: Token,
     /// Highest epoch (round) seen in any message: a new election is numbered above it.
     seen: u64,
+    /// The leader this node's failure detector last gave up on for silence, until a
+    /// leader is adopted again (its heartbeat heard later is a false alarm's end).
+    lost_to_silence: Option<NodeId>,
 }
 
 impl Leadership {
@@ -277,6 +314,7 @@ impl Leadership {
         }
         self.token = Token::new(epoch, leader);
         self.leader = Some(leader);
+        self.lost_to_silence = None;
         out.leader_changed(self.leader, epoch);
         true
     }
@@ -492,13 +530,19 @@ pub(crate) use ring_member_with_rounds;
 
 /// The failure detector lost the leader (silent for a whole failure timeout, or it
 /// resigned): skip it at once instead of waiting for the link to give up on it, and
-/// call an election unless one is under way.
-pub fn leader_lost(a: &mut impl RingMember, out: &mut Out) {
+/// call an election unless one is under way. A leader lost to silence is remembered
+/// until a leader is adopted: hearing it again during the election is a false alarm
+/// ([`foreign_leader`]).
+pub fn leader_lost(a: &mut impl RingMember, why: LeaderLoss, out: &mut Out) {
     let (me, bound) = (a.me(), a.bound());
-    if let Some(old) = a.leader().filter(|&l| l != me) {
+    let old = a.leader().filter(|&l| l != me);
+    if let Some(old) = old {
         a.view().suspect(old, bound, out);
     }
     a.lead().lose(out);
+    if why == LeaderLoss::Silent {
+        a.lead().lost_to_silence = old;
+    }
     if !a.busy() {
         a.elect_above(0, out);
     }
@@ -519,13 +563,14 @@ pub fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &m
         {
             a.lead().lose(out);
         }
-        // A node without leader that hears a live claimant it would follow with its
-        // token (typically the leader its failure detector gave up on after a run of
-        // lost heartbeats: a false alarm) follows it and leaves the election, whose
-        // lap skips that claimant and would elect a lower node past it. Its own lap
-        // coming back later is not decided while it follows a higher leader (see
-        // `follows_above`).
+        // A node whose failure detector gave up on its leader for silence (a run of
+        // lost heartbeats) and hears that leader again, with a token it may follow,
+        // while its election runs: a false alarm. It follows the leader again and
+        // leaves the election, whose lap skips that leader and would elect a lower
+        // node past it. Its own lap coming back later is not decided while it
+        // follows a higher leader (see `follows_above`).
         if a.leader().is_none()
+            && a.lead().lost_to_silence == Some(from)
             && on_foreign(a.cfg(), None, from, holding) == Foreign::Follow
             && a.lead().accepts(from, epoch)
         {

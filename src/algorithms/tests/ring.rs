@@ -130,7 +130,11 @@ fn a_dead_successor_is_skipped() {
     let (to, msg) = fx.sends().pop().expect("ELECTION");
     assert_eq!(to, 4);
     let fx = step(&mut r, |a, out| a.on_peer_unreachable(4, msg.clone(), out));
-    assert_eq!(fx.sends(), vec![(4, msg.clone())], "first strike: sent again");
+    assert_eq!(
+        fx.sends(),
+        vec![(4, msg.clone())],
+        "first strike: sent again"
+    );
     let fx = step(&mut r, |a, out| a.on_peer_unreachable(4, msg.clone(), out));
     assert_eq!(fx.sends(), vec![(3, msg)]);
     let fx = deliver(&mut r, 5, election(2, &[2, 3, 1, 5], 0));
@@ -281,7 +285,11 @@ fn a_member_heard_from_between_two_give_ups_is_not_skipped() {
     assert_eq!(fx.sends(), vec![(4, msg.clone())]);
     let _ = step(&mut r, |a, out| a.on_peer_alive(4, out));
     let fx = step(&mut r, |a, out| a.on_peer_unreachable(4, msg.clone(), out));
-    assert_eq!(fx.sends(), vec![(4, msg.clone())], "heard from: a first strike again");
+    assert_eq!(
+        fx.sends(),
+        vec![(4, msg.clone())],
+        "heard from: a first strike again"
+    );
     let fx = step(&mut r, |a, out| a.on_peer_unreachable(4, msg.clone(), out));
     assert_eq!(fx.sends(), vec![(3, msg)], "two in a row: skipped");
 }
