@@ -39,7 +39,13 @@
 //! # Beyond the textbook (recovery after faults)
 //! - Dead neighbours are skipped in both directions ([`super::ring_common`]); a hop to
 //!   a skipped member is not counted in the time-to-live (the ring is re-formed over
-//!   live members). A probe or reply whose candidate is skipped is dropped.
+//!   live members). A probe or reply whose candidate is skipped is dropped. A
+//!   neighbour is skipped only after the link gave up on the same message
+//!   [`super::ring_common::STRIKES`] times in a row: the first give-up sends it again
+//!   (a reply lost on its way to the candidate costs a retransmission, not the round).
+//! - A probe that comes back to its candidate while that node follows a higher leader
+//!   (it left the round on hearing the leader its detector wrongly gave up on) does
+//!   not make it leader: the probe passed that leader by.
 //! - Every node in a round arms a restart timer ([`super::ring_common::election_bound`],
 //!   10 hops per member: ≤ n/2 for the joining wave, Σ 2·2^k < 8n for the phases, n
 //!   for the terminate lap); if the round has not ended by then it starts round + 1.
@@ -53,7 +59,7 @@
 //!   the claim's epoch so that every member joins it.
 
 use crate::algorithms::ring_common::{
-    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
+    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::contract::message::Message;
@@ -140,6 +146,7 @@ impl Hs {
                 Hop::To(next) => out.send(next, msg),
                 Hop::OriginGone => {}
                 Hop::Alone => {
+                    self.view.won_alone();
                     self.win(out);
                     return;
                 }
@@ -155,6 +162,7 @@ impl Hs {
             // Alone while relaying someone else's message: that node is gone.
             Hop::Alone => {
                 if self.active {
+                    self.view.won_alone();
                     self.win(out);
                 }
             }
@@ -215,8 +223,12 @@ impl Hs {
             return;
         }
         if candidate == self.me() {
-            // The probe went all the way round: no larger id anywhere.
-            self.win(out);
+            // The probe went all the way round: no larger id anywhere — unless this
+            // node left the round to follow a live higher leader, which the probe
+            // passed by.
+            if !ring_common::follows_above(self, candidate) {
+                self.win(out);
+            }
         } else if self.cfg.outranks(candidate, self.me()) {
             let msg = if u64::from(hops) < ttl(phase) {
                 Message::Probe {
@@ -325,6 +337,7 @@ impl Algorithm for Hs {
     }
 
     fn on_message(&mut self, _from: NodeId, msg: Message, out: &mut Out) {
+        self.view.heard_election();
         match msg {
             Message::Probe {
                 candidate,
@@ -349,20 +362,26 @@ impl Algorithm for Hs {
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
-        self.view.suspect(peer, self.bound, out);
+        // A probe or reply of an older round is not needed any more: dropped.
+        let current = match &msg {
+            Message::Probe { round, .. } | Message::Reply { round, .. } => *round >= self.round,
+            Message::Terminate { .. } => true,
+            _ => false,
+        };
+        if !current || self.view.gave_up(peer, &msg, self.bound, out) == Strike::Resend {
+            return;
+        }
         match msg {
             Message::Probe {
                 candidate,
                 to_right,
-                round,
                 ..
             }
             | Message::Reply {
                 candidate,
                 to_right,
-                round,
                 ..
-            } if round >= self.round => self.route(to_right, candidate, msg, out),
+            } => self.route(to_right, candidate, msg, out),
             Message::Terminate { leader, .. } => self.route(true, leader, msg, out),
             _ => {}
         }
@@ -388,8 +407,8 @@ impl Algorithm for Hs {
         self.lead.leader == Some(self.me())
     }
 
-    fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
-        ring_common::leader_lost(self, out);
+    fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
+        ring_common::leader_lost(self, why, out);
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {

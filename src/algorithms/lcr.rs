@@ -35,7 +35,13 @@
 //!
 //! # Beyond the textbook (recovery after faults)
 //! - Dead successors are skipped ([`super::ring_common`]); an id whose owner is
-//!   skipped is dropped (its owner can no longer win).
+//!   skipped is dropped (its owner can no longer win). A successor is skipped only
+//!   after the link gave up on the same message [`super::ring_common::STRIKES`] times
+//!   in a row (the first give-up sends it again), so loss does not make an id pass a
+//!   live higher node.
+//! - An id that comes back to its owner while the owner follows a higher leader (it
+//!   left the round on hearing the leader its detector wrongly gave up on) does not
+//!   make it leader: the id passed that leader by.
 //! - Every node in a round arms a restart timer ([`super::ring_common::election_bound`],
 //!   3 hops per member: the joining wave, the largest id's lap, the ELECTED lap); if
 //!   the round has not ended by then it starts round + 1.
@@ -49,7 +55,7 @@
 //!   the claim's epoch so that every member joins it.
 
 use crate::algorithms::ring_common::{
-    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
+    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::contract::message::Message;
@@ -128,6 +134,7 @@ impl Lcr {
                 // Nobody else is alive: this node's own id wins its round.
                 if let Message::LcrElection { candidate, round } = msg {
                     if candidate == self.me() && round == self.round {
+                        self.view.won_alone();
                         self.win(out);
                     }
                 }
@@ -173,7 +180,11 @@ impl Lcr {
             self.join(round, out);
         }
         if candidate == self.me() {
-            self.win(out);
+            // Not if this node left the round to follow a live higher leader: the id
+            // came back past it.
+            if !ring_common::follows_above(self, candidate) {
+                self.win(out);
+            }
         } else if self.cfg.outranks(candidate, self.me()) {
             self.route(Message::LcrElection { candidate, round }, out);
         }
@@ -225,6 +236,7 @@ impl Algorithm for Lcr {
     }
 
     fn on_message(&mut self, _from: NodeId, msg: Message, out: &mut Out) {
+        self.view.heard_election();
         match msg {
             Message::LcrElection { candidate, round } => self.on_election(candidate, round, out),
             Message::LcrElected { leader, epoch } => self.on_elected(leader, epoch, out),
@@ -237,13 +249,14 @@ impl Algorithm for Lcr {
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
-        self.view.suspect(peer, self.bound, out);
-        match msg {
-            Message::LcrElection { round, .. } if round < self.round => {}
-            msg @ (Message::LcrElection { .. } | Message::LcrElected { .. }) => {
-                self.route(msg, out)
-            }
-            _ => {}
+        // An id of an older round is not needed any more: dropped.
+        let current = match &msg {
+            Message::LcrElection { round, .. } => *round >= self.round,
+            Message::LcrElected { .. } => true,
+            _ => false,
+        };
+        if current && self.view.gave_up(peer, &msg, self.bound, out) == Strike::Skip {
+            self.route(msg, out);
         }
     }
 
@@ -267,8 +280,8 @@ impl Algorithm for Lcr {
         self.lead.leader == Some(self.me())
     }
 
-    fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
-        ring_common::leader_lost(self, out);
+    fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
+        ring_common::leader_lost(self, why, out);
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {

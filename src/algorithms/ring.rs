@@ -27,8 +27,13 @@
 //! COORDINATOR lap, which passes every member.
 //!
 //! # Beyond the textbook (recovery after faults)
-//! - A successor the link declares unreachable is skipped and the undelivered
-//!   message goes to the next member (see [`super::ring_common`]).
+//! - A successor the link declares unreachable twice in a row for the same message
+//!   ([`super::ring_common::STRIKES`]; the first time the message is sent to it again)
+//!   is skipped and the undelivered message goes to the next member (see
+//!   [`super::ring_common`]).
+//! - A lap that comes back to a node following a leader ranked above the lap's choice
+//!   (it left the election on hearing the leader its detector wrongly gave up on) is
+//!   not decided: the lap skipped that leader.
 //! - The lap is also complete when it reaches *any* node already in its list (its
 //!   initiator died and was skipped): that node decides on the part of the list from
 //!   its own entry onwards, which is a full lap of the live ring, and sends the
@@ -47,7 +52,7 @@
 //!   (the election it waits for finished without it).
 
 use crate::algorithms::ring_common::{
-    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView,
+    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
 use crate::contract::message::Message;
@@ -110,7 +115,10 @@ impl Ring {
         match self.view.hop(true, self.me()) {
             Hop::To(next) => out.send(next, msg),
             // Nobody else is alive: the lap is complete here.
-            Hop::Alone | Hop::OriginGone => {
+            hop @ (Hop::Alone | Hop::OriginGone) => {
+                if hop == Hop::Alone {
+                    self.view.won_alone();
+                }
                 if let Message::RingElection { ids, epoch, .. } = msg {
                     self.lap_complete(&ids, epoch, out);
                 }
@@ -128,6 +136,11 @@ impl Ring {
         if !policy.eligible(leader) {
             // Every live member is a never-leader (priority 0): nobody to announce;
             // the restart timer tries again.
+            return;
+        }
+        if ring_common::follows_above(self, leader) {
+            // This node left the election to follow a live leader ranked above the
+            // lap's choice: the lap skipped that leader. Not announced.
             return;
         }
         let epoch = epoch.max(self.lead.highest()).saturating_add(1);
@@ -278,6 +291,7 @@ impl Algorithm for Ring {
     }
 
     fn on_message(&mut self, _from: NodeId, msg: Message, out: &mut Out) {
+        self.view.heard_election();
         match msg {
             Message::RingElection {
                 initiator,
@@ -298,7 +312,13 @@ impl Algorithm for Ring {
     }
 
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
-        self.view.suspect(peer, self.bound, out);
+        if !matches!(
+            msg,
+            Message::RingElection { .. } | Message::RingCoordinator { .. }
+        ) || self.view.gave_up(peer, &msg, self.bound, out) == Strike::Resend
+        {
+            return;
+        }
         match msg {
             msg @ Message::RingElection { .. } => self.route_election(msg, out),
             Message::RingCoordinator {
@@ -339,8 +359,8 @@ impl Algorithm for Ring {
         true
     }
 
-    fn on_leader_lost(&mut self, _why: LeaderLoss, out: &mut Out) {
-        ring_common::leader_lost(self, out);
+    fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
+        ring_common::leader_lost(self, why, out);
     }
 
     fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {

@@ -4,12 +4,28 @@
 //!
 //! # Skipping dead members (the ring re-formed over live nodes)
 //! The literature assumes nobody fails during a ring election. electd keeps, per
-//! node, the set of members the reliable link gave up on (*suspected*). A message is
-//! routed to the first member in its direction that is not suspected; when the link
-//! reports a message undeliverable ([`crate::contract::algorithm::Algorithm::on_peer_unreachable`])
-//! the peer becomes suspected and the same message goes to the next member. A suspect
-//! is trusted again as soon as anything is heard from it (`on_peer_alive`) or its id
-//! is seen in a message (it was alive when it handled that message).
+//! node, the set of members it believes dead (*suspected*): the leader its failure
+//! detector lost, and members the reliable link gave up on. A message is routed to the
+//! first member in its direction that is not suspected. A suspect is trusted again as
+//! soon as anything is heard from it (`on_peer_alive`) or its id is seen in a message
+//! (it was alive when it handled that message).
+//!
+//! ## A give-up is a strike, not a verdict
+//! The link gives up on a message unacknowledged for `give_up` (¾·failure_timeout by
+//! default). Under heavy loss that happens to live members too: at 30 % loss each way
+//! a send and its ack both get through with probability 0.49, so the 4–5 sends that
+//! fit in `give_up` all fail about 3–7 % of the time. Skipping the member at the first
+//! give-up made laps pass live nodes (electing a lower one) and dropped messages whose
+//! next hop was their own origin (a Hirschberg–Sinclair reply to its candidate): the
+//! round then waited out its restart timer, [B, 2B] — seconds. So when the link
+//! reports a message undeliverable
+//! ([`crate::contract::algorithm::Algorithm::on_peer_unreachable`]), a member not yet
+//! suspected gets the same message again (a retransmission, [`RingView::gave_up`]);
+//! only [`STRIKES`] give-ups in a row for one message, with nothing heard from the
+//! member in between, make it suspected, and the message then goes to the next member.
+//! A dead member the failure detector did not report therefore costs `STRIKES` ·
+//! `give_up` once (then it is skipped at once); the lost leader is suspected by the
+//! detector itself and skipped at once, its pending messages handed back.
 //!
 //! Suspicion expires: [`SUSPICION_ROUNDS`] restart bounds after the first suspect
 //! (`Timer::Suspicion`) the set is emptied, so a live member that the link gave up on
@@ -21,14 +37,35 @@
 //! Every message that travels round the ring has an *origin* (initiator, candidate,
 //! leader) at which its lap ends. If routing would have to skip the origin itself,
 //! the origin is gone and the message is dropped: a lap never circulates forever.
+//!
+//! # Claims, false alarms and a node cut off in one direction
+//! - A follower follows a claimant ranked above its own leader at once (its leader
+//!   steps down to that claimant too), instead of waiting a failure timeout for its
+//!   leader's silence; see [`on_foreign`].
+//! - A node whose detector lost its leader to silence and hears that leader again
+//!   while its election runs follows it again and leaves the election; a lap that
+//!   comes back to a node following a leader ranked above the lap's choice is not
+//!   decided ([`follows_above`]): the lap skipped that live leader.
+//! - A node whose own elections reached nobody (it won them alone: cut off in the
+//!   direction it sends, while it still hears the others) does not answer every claim
+//!   it hears with a new election and a new term: it backs off ([`elect_on_claim`]).
 
-use crate::contract::algorithm::{Durable, GroupConfig, Out, Timer, Timing, Token};
+use crate::contract::algorithm::{Durable, GroupConfig, LeaderLoss, Out, Timer, Timing, Token};
+use crate::contract::message::Message;
 use crate::NodeId;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// How many restart bounds a suspicion lasts.
 pub const SUSPICION_ROUNDS: u32 = 4;
+
+/// How many times in a row the link must give up on a member, with nothing heard
+/// from it in between, before the member is skipped (see "A give-up is a strike").
+pub const STRIKES: u32 = 2;
+
+/// At most this many re-sent messages are remembered per node (the oldest is
+/// forgotten first: its next give-up then counts as a first strike again).
+const RESENT_MAX: usize = 64;
 
 /// Where a message goes next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +85,24 @@ pub struct RingView {
     ring: std::sync::Arc<[NodeId]>,
     pos: usize,
     suspected: BTreeSet<NodeId>,
+    /// Messages sent again to the member the link gave up on them for (first strike),
+    /// oldest first.
+    resent: std::collections::VecDeque<(NodeId, Message)>,
+    /// This node's elections in a row that reached nobody (won alone while other
+    /// members exist); reset by any election message from another member.
+    futile: u32,
+    /// An election called by a claim was put off (see [`elect_on_claim`]) and waits
+    /// for `Timer::Retry`.
+    deferred: bool,
+}
+
+/// What to do with a message the link gave up on ([`RingView::gave_up`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strike {
+    /// First strike: send the message to the same member again.
+    Resend,
+    /// The member is suspected now (or was already): route the message past it.
+    Skip,
 }
 
 impl RingView {
@@ -58,6 +113,9 @@ impl RingView {
             ring: cfg.ring.clone(),
             pos: cfg.my_position(),
             suspected: BTreeSet::new(),
+            resent: std::collections::VecDeque::new(),
+            futile: 0,
+            deferred: false,
         }
     }
 
@@ -107,14 +165,67 @@ impl RingView {
         }
     }
 
+    /// The link gave up on `msg` to `peer` (unacknowledged for `give_up`). A member
+    /// not yet suspected gets the message again ([`Strike::Resend`], remembered as
+    /// re-sent); a give-up of a message already re-sent to it, or a give-up on a
+    /// member already suspected (the failure detector lost it), makes it suspected:
+    /// [`Strike::Skip`]. Anything heard from `peer` meanwhile ([`RingView::trust`])
+    /// forgets its re-sent messages, so only [`STRIKES`] give-ups in a row with
+    /// silence in between skip a member.
+    pub fn gave_up(
+        &mut self,
+        peer: NodeId,
+        msg: &Message,
+        bound: Duration,
+        out: &mut Out,
+    ) -> Strike {
+        if peer == self.me || !self.contains(peer) || self.suspected.contains(&peer) {
+            return Strike::Skip;
+        }
+        if let Some(i) = self.resent.iter().position(|(p, m)| *p == peer && m == msg) {
+            self.resent.remove(i);
+            self.suspect(peer, bound, out);
+            return Strike::Skip;
+        }
+        if self.resent.len() >= RESENT_MAX {
+            self.resent.pop_front();
+        }
+        self.resent.push_back((peer, msg.clone()));
+        out.send(peer, msg.clone());
+        Strike::Resend
+    }
+
+    /// This node's own election found every other member suspected and was decided
+    /// here alone: it reached nobody (a no-op on a ring of one).
+    pub fn won_alone(&mut self) {
+        if self.ring.len() > 1 {
+            self.futile = self.futile.saturating_add(1);
+        }
+    }
+
+    /// An election message from another member arrived: this node is reached again.
+    pub fn heard_election(&mut self) {
+        self.futile = 0;
+        self.deferred = false;
+    }
+
+    /// Elections in a row that reached nobody.
+    pub fn futile(&self) -> u32 {
+        self.futile
+    }
+
     /// The expiry timer fired: trust everybody again.
     pub fn forget_suspects(&mut self) {
         self.suspected.clear();
+        self.resent.clear();
     }
 
     /// `peer` was heard from (directly or through a message it handled).
     pub fn trust(&mut self, peer: NodeId) {
         self.suspected.remove(&peer);
+        if !self.resent.is_empty() {
+            self.resent.retain(|(p, _)| *p != peer);
+        }
     }
 }
 
@@ -124,13 +235,16 @@ impl RingView {
 ///
 /// One hop takes at most Ttrans ≤ T/2 (`answer_timeout` T = 2·Ttrans + Tprocess), so
 /// the lap itself takes at most `hops_per_member · n · T/2`. Skipping a dead member
-/// costs one link give-up, which the configuration keeps below `failure_timeout`; one
-/// such skip is budgeted, and `coordinator_timeout` (T') is added as slack. An
-/// election that meets more dead members than that is restarted, and the restart is
-/// faster because the members found dead are now skipped at once.
+/// costs [`STRIKES`] link give-ups in a row, each of which the configuration keeps
+/// below `failure_timeout`; one such skip is budgeted, and `coordinator_timeout` (T')
+/// is added as slack. An election that meets more dead members than that is
+/// restarted, and the restart is faster because the members found dead are now
+/// skipped at once.
 pub fn election_bound(timing: &Timing, n: usize, hops_per_member: u32) -> Duration {
     let hops = (n as u32).saturating_mul(hops_per_member);
-    timing.coordinator_timeout + timing.failure_timeout + (timing.answer_timeout / 2) * hops
+    timing.coordinator_timeout
+        + timing.failure_timeout * STRIKES
+        + (timing.answer_timeout / 2) * hops
 }
 
 /// Arm the restart timer of an election (randomised in [bound, 2·bound] so that
@@ -157,6 +271,9 @@ pub struct Leadership {
     token: Token,
     /// Highest epoch (round) seen in any message: a new election is numbered above it.
     seen: u64,
+    /// The leader this node's failure detector last gave up on for silence, until a
+    /// leader is adopted again (its heartbeat heard later is a false alarm's end).
+    lost_to_silence: Option<NodeId>,
 }
 
 impl Leadership {
@@ -197,6 +314,7 @@ impl Leadership {
         }
         self.token = Token::new(epoch, leader);
         self.leader = Some(leader);
+        self.lost_to_silence = None;
         out.leader_changed(self.leader, epoch);
         true
     }
@@ -241,7 +359,32 @@ pub fn term_behind(a: &mut impl RingMember, term: u64, out: &mut Out) {
     let me = a.me();
     a.lead().observe(term);
     if a.leader() == Some(me) && !a.busy() {
-        a.elect_above(term, out);
+        elect_on_claim(a, term, out);
+    }
+}
+
+/// Longest backoff of an election called by a claim, in restart bounds (`2^3`).
+pub const BACKOFF_MAX_SHIFT: u32 = 3;
+
+/// An election called by another node's claim (a foreign heartbeat or the answer to
+/// this leader's): at once, unless this node's last elections reached nobody (it won
+/// them alone: a node cut off in the direction it sends, which still hears the
+/// others). Then each new election would only raise its term once more per link
+/// give-up; it is put off instead until `Timer::Retry`, drawn in
+/// [B·2^(k−1), B·2^k] after the k-th futile election in a row (k capped at
+/// 1 + [`BACKOFF_MAX_SHIFT`]), and claims heard meanwhile do not re-arm it. Any
+/// election message from another member ends the backoff.
+pub fn elect_on_claim(a: &mut impl RingMember, epoch: u64, out: &mut Out) {
+    let futile = a.view().futile();
+    if futile == 0 {
+        a.elect_above(epoch, out);
+        return;
+    }
+    a.lead().observe(epoch);
+    if !a.view().deferred {
+        a.view().deferred = true;
+        let wait = a.bound() * (1u32 << (futile - 1).min(BACKOFF_MAX_SHIFT));
+        out.set_timer(Timer::Retry, wait, wait * 2);
     }
 }
 
@@ -259,8 +402,13 @@ pub enum Foreign {
 
 /// The split-brain rule shared by the ring family:
 /// - a claimant higher than this node is followed by a node that leads or has no
-///   leader (a leader steps down); a follower ignores it (its own leader hears the
-///   claimant too and reacts);
+///   leader (a leader steps down), and by a follower whose leader it outranks (that
+///   leader steps down to it too when it hears it: the follower does not wait a
+///   failure timeout for its leader's silence — after a one-way cut heals, say).
+///   A follower ignores a claimant ranked below its own leader (that leader hears
+///   the claimant too and reacts). The caller follows only a claim whose token is
+///   not below the one held ([`Leadership::accepts`]); a follower leaves an older
+///   claim to its leader, which calls an election above it;
 /// - a claimant lower than this node is wrong while this node is alive: a node that
 ///   leads, has no leader, or follows a leader also lower than itself (it was skipped
 ///   by the lap that chose them) calls an election, whose lap elects the highest live
@@ -280,7 +428,7 @@ pub fn on_foreign(
     let free = leader.is_none() || leader == Some(me);
     let holding = holding && leader != Some(me);
     if cfg.outranks(from, me) || !cfg.options.policy.eligible(me) || holding {
-        if free {
+        if free || leader.is_some_and(|l| cfg.outranks(from, l)) {
             Foreign::Follow
         } else {
             Foreign::Ignore
@@ -322,8 +470,11 @@ pub fn timer_fired(a: &mut impl RingMember, timer: Timer, out: &mut Out) {
     if timer == Timer::Suspicion {
         a.view().forget_suspects();
     }
-    if timer == Timer::Retry && (a.busy() || a.leader().is_none()) {
-        a.elect_above(0, out);
+    if timer == Timer::Retry {
+        let deferred = std::mem::take(&mut a.view().deferred);
+        if a.busy() || a.leader().is_none() || deferred {
+            a.elect_above(0, out);
+        }
     }
     if timer == Timer::Preempt {
         let me = a.me();
@@ -379,13 +530,19 @@ pub(crate) use ring_member_with_rounds;
 
 /// The failure detector lost the leader (silent for a whole failure timeout, or it
 /// resigned): skip it at once instead of waiting for the link to give up on it, and
-/// call an election unless one is under way.
-pub fn leader_lost(a: &mut impl RingMember, out: &mut Out) {
+/// call an election unless one is under way. A leader lost to silence is remembered
+/// until a leader is adopted: hearing it again during the election is a false alarm
+/// ([`foreign_leader`]).
+pub fn leader_lost(a: &mut impl RingMember, why: LeaderLoss, out: &mut Out) {
     let (me, bound) = (a.me(), a.bound());
-    if let Some(old) = a.leader().filter(|&l| l != me) {
+    let old = a.leader().filter(|&l| l != me);
+    if let Some(old) = old {
         a.view().suspect(old, bound, out);
     }
     a.lead().lose(out);
+    if why == LeaderLoss::Silent {
+        a.lead().lost_to_silence = old;
+    }
     if !a.busy() {
         a.elect_above(0, out);
     }
@@ -398,6 +555,7 @@ pub fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &m
     }
     a.view().trust(from);
     let me = a.me();
+    let holding = a.lead().hold.holding();
     if a.busy() && a.running_is_newer(epoch) {
         // The election under way is newer than that claim, but this node must not go
         // on claiming leadership against a higher node meanwhile.
@@ -405,26 +563,52 @@ pub fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &m
         {
             a.lead().lose(out);
         }
+        // A node whose failure detector gave up on its leader for silence (a run of
+        // lost heartbeats) and hears that leader again, with a token it may follow,
+        // while its election runs: a false alarm. It follows the leader again and
+        // leaves the election, whose lap skips that leader and would elect a lower
+        // node past it. Its own lap coming back later is not decided while it
+        // follows a higher leader (see `follows_above`).
+        if a.leader().is_none()
+            && a.lead().lost_to_silence == Some(from)
+            && on_foreign(a.cfg(), None, from, holding) == Foreign::Follow
+            && a.lead().accepts(from, epoch)
+        {
+            follow(a, from, epoch, out);
+        }
         return;
     }
-    let holding = a.lead().hold.holding();
+    let free = a.leader().is_none() || a.leader() == Some(me);
     match on_foreign(a.cfg(), a.leader(), from, holding) {
-        Foreign::Elect => a.elect_above(epoch, out),
+        Foreign::Elect => elect_on_claim(a, epoch, out),
         // Following it would take the token back (it came back without its state):
-        // an election numbered above both makes it leader with a fresh token.
+        // an election numbered above both makes it leader with a fresh token. A
+        // follower leaves that to its leader, which hears the claim too.
         Foreign::Follow if !a.lead().accepts(from, epoch) => {
-            if !a.busy() {
-                a.elect_above(epoch, out);
+            if free && !a.busy() {
+                elect_on_claim(a, epoch, out);
             }
         }
-        Foreign::Follow => {
-            a.stand_down(epoch, out);
-            a.lead().adopt(from, epoch, out);
-            let below = a.cfg().outranks(me, from);
-            a.lead().hold.following(below, out);
-        }
+        Foreign::Follow => follow(a, from, epoch, out),
         Foreign::Ignore => {}
     }
+}
+
+/// Leave any election under way and follow `from` with `epoch`.
+fn follow(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &mut Out) {
+    let me = a.me();
+    a.stand_down(epoch, out);
+    a.lead().adopt(from, epoch, out);
+    let below = a.cfg().outranks(me, from);
+    a.lead().hold.following(below, out);
+}
+
+/// Does this node follow a leader ranked above `candidate`? Then a lap that comes
+/// back naming `candidate` skipped that live leader (the lap of an election this node
+/// left for it): it is not decided here.
+pub fn follows_above(a: &impl RingMember, candidate: NodeId) -> bool {
+    a.leader()
+        .is_some_and(|l| l != a.me() && a.cfg().outranks(l, candidate))
 }
 
 /// `/status` state name of a ring-family node.

@@ -488,7 +488,7 @@ impl Sim {
     }
 
     /// Stop recording and hand the trace back.
-    pub(crate) fn take_trace(&mut self) -> Option<Recorder> {
+    pub fn take_trace(&mut self) -> Option<Recorder> {
         self.trace.take().map(|b| *b)
     }
 

@@ -241,9 +241,13 @@ fn a_sleeping_node_joins_the_round_on_its_first_message() {
 #[test]
 fn dead_neighbours_are_skipped_and_a_lost_leader_starts_a_round() {
     // Beyond the textbook (no failures during the election there): a neighbour the link
-    // gave up on is skipped in that direction; a lost leader starts a round.
+    // gave up on twice in a row (ring_common::STRIKES) is skipped in that direction —
+    // the first give-up costs a retransmission, not the neighbour; a lost leader
+    // starts a round.
     let (mut h, round) = in_round(2);
     let p = probe(2, 0, 1, true, round);
+    let fx = step(&mut h, |a, out| a.on_peer_unreachable(4, p.clone(), out));
+    assert_eq!(fx.sends(), vec![(4, p.clone())], "first strike: sent again");
     let fx = step(&mut h, |a, out| a.on_peer_unreachable(4, p.clone(), out));
     assert_eq!(fx.sends(), vec![(3, p)]);
 

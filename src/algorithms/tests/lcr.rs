@@ -150,14 +150,27 @@ fn a_message_of_an_older_round_makes_an_idle_node_start_a_new_one() {
 #[test]
 fn a_dead_successor_is_skipped_and_the_id_of_a_dead_candidate_dropped() {
     // Beyond the textbook (no failures during the election there): a successor the link
-    // gave up on is skipped, as in the ring algorithm.
+    // gave up on twice in a row is skipped, as in the ring algorithm (the first
+    // give-up sends the id to it again).
     let (mut l, round) = in_round(2);
+    let fx = step(&mut l, |a, out| a.on_peer_unreachable(4, id(2, round), out));
+    assert_eq!(
+        fx.sends(),
+        vec![(4, id(2, round))],
+        "first strike: sent again"
+    );
     let fx = step(&mut l, |a, out| a.on_peer_unreachable(4, id(2, round), out));
     assert_eq!(fx.sends(), vec![(3, id(2, round))]);
     // 1 forwards 5's id to its successor, 5 itself. With 5 unreachable its candidacy
     // is over: the id is dropped, not sent round the ring again.
     let mut l = node(1);
     let _ = deliver(&mut l, 3, id(5, round));
+    let fx = step(&mut l, |a, out| a.on_peer_unreachable(5, id(5, round), out));
+    assert_eq!(
+        fx.sends(),
+        vec![(5, id(5, round))],
+        "first strike: sent again"
+    );
     let fx = step(&mut l, |a, out| a.on_peer_unreachable(5, id(5, round), out));
     assert!(fx.messages().is_empty(), "{fx:?}");
 }

@@ -122,12 +122,19 @@ fn the_coordinator_lap_is_adopted_and_forwarded_until_it_is_back_at_its_sender()
 #[test]
 fn a_dead_successor_is_skipped() {
     // Slides: "Processes are able to skip faulty systems: instead of sending to
-    // process j, send to j + 1." The link reports 4 unreachable; the same message goes
-    // to 4's successor, and later messages skip 4 at once.
+    // process j, send to j + 1." The link reports 4 unreachable twice in a row
+    // (ring_common::STRIKES; the first time the message is sent to 4 again); the same
+    // message goes to 4's successor, and later messages skip 4 at once.
     let mut r = node(2);
     let fx = start_electing(&mut r);
     let (to, msg) = fx.sends().pop().expect("ELECTION");
     assert_eq!(to, 4);
+    let fx = step(&mut r, |a, out| a.on_peer_unreachable(4, msg.clone(), out));
+    assert_eq!(
+        fx.sends(),
+        vec![(4, msg.clone())],
+        "first strike: sent again"
+    );
     let fx = step(&mut r, |a, out| a.on_peer_unreachable(4, msg.clone(), out));
     assert_eq!(fx.sends(), vec![(3, msg)]);
     let fx = deliver(&mut r, 5, election(2, &[2, 3, 1, 5], 0));
@@ -263,4 +270,26 @@ fn after_a_heal_the_split_brain_rule_elects_or_follows() {
     let fx = step(&mut r, |a, out| a.on_foreign_leader(1, 9, out));
     assert!(fx.is_quiet(), "5 hears 1 too and acts: {fx:?}");
     assert_eq!(r.leader(), Some(5));
+}
+
+#[test]
+fn a_member_heard_from_between_two_give_ups_is_not_skipped() {
+    // A give-up is a strike, not a verdict (ring_common::STRIKES): anything heard from
+    // the member between two give-ups (here: the link says it is alive again) starts
+    // the count again, so the message goes to it once more instead of past it.
+    let mut r = node(2);
+    let fx = start_electing(&mut r);
+    let (to, msg) = fx.sends().pop().expect("ELECTION");
+    assert_eq!(to, 4);
+    let fx = step(&mut r, |a, out| a.on_peer_unreachable(4, msg.clone(), out));
+    assert_eq!(fx.sends(), vec![(4, msg.clone())]);
+    let _ = step(&mut r, |a, out| a.on_peer_alive(4, out));
+    let fx = step(&mut r, |a, out| a.on_peer_unreachable(4, msg.clone(), out));
+    assert_eq!(
+        fx.sends(),
+        vec![(4, msg.clone())],
+        "heard from: a first strike again"
+    );
+    let fx = step(&mut r, |a, out| a.on_peer_unreachable(4, msg.clone(), out));
+    assert_eq!(fx.sends(), vec![(3, msg)], "two in a row: skipped");
 }
