@@ -158,7 +158,10 @@ fn status_tells_refused_silent_and_invalid_apart() {
     };
     let (e1, e2, e3) = (error(1), error(2), error(3));
     assert!(e1.contains("connection refused"), "{e1}");
-    assert!(e2.contains("no complete answer") && e2.contains("500ms"), "{e2}");
+    assert!(
+        e2.contains("no complete answer") && e2.contains("500ms"),
+        "{e2}"
+    );
     assert!(e3.contains("invalid reply"), "{e3}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -260,7 +260,12 @@ fn the_documents_vectors_hold_against_the_codec() {
         let me: NodeId = v.get("at").trim_start_matches("node ").parse().unwrap();
         let mut g = gate(me);
         // `after: a, b`: those vectors arrive first, in that order.
-        for before in v.fields.get("after").into_iter().flat_map(|a| a.split(", ")) {
+        for before in v
+            .fields
+            .get("after")
+            .into_iter()
+            .flat_map(|a| a.split(", "))
+        {
             let first = by_name[before];
             g.open(&unhex(first.get("hex")), None, NOW_US)
                 .unwrap_or_else(|e| panic!("{name}: {before} first: {e}"));
@@ -829,6 +834,8 @@ fn print_config_vectors() {
     env.seq = 1;
     print("config-with-seq", &sign(env), "drop invalid_field", None);
     let mut env = proto::Envelope::decode(good.as_slice()).unwrap();
-    env.body = Some(proto::envelope::Body::Config(proto::ConfigDigest { digest: 0 }));
+    env.body = Some(proto::envelope::Body::Config(proto::ConfigDigest {
+        digest: 0,
+    }));
     print("config-digest-zero", &sign(env), "drop invalid_field", None);
 }

@@ -38,7 +38,9 @@ pub enum RequestError {
     Refused(SocketAddr),
     /// No connection, or no complete answer, within the time allowed (an endpoint that
     /// does not answer, or trickles its answer).
-    #[error("no complete answer within {within:?} from {addr} (the node is stopped, hung or cut off)")]
+    #[error(
+        "no complete answer within {within:?} from {addr} (the node is stopped, hung or cut off)"
+    )]
     Timeout {
         /// Where.
         addr: SocketAddr,
