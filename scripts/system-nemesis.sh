@@ -38,7 +38,7 @@
 # Everything created (namespaces, nft tables, processes by PID, /etc/netns dirs, the
 # work dir) is removed on exit, failure included. Needs root; installs iproute2,
 # nftables, curl with apt-get if missing. Env: ELECTD=path to a release binary (else
-# target/release/electd, built), KEEP=1 keeps the work dir.
+# the release build in cargo's target directory, CARGO_TARGET_DIR honoured, built), KEEP=1 keeps the work dir.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
