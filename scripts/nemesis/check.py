@@ -456,12 +456,13 @@ def analyse(run):
             # without a possible majority is not counted (a majority comes back only by
             # an event: a restart, SIGCONT or heal, whose own bound then applies).
             chain, D = run.chain(alg, evs, a, b)
-            causes = [e for e, _ in chain]
             allowed = (D - a) * 1000 if chain else 0.0
-            # The bound of each fault alone: the latest deadline of one event by itself.
-            single = max(((e[0] + run.allowance_ms(alg, e, run.loss_active(e[0], b)) / 1000 - a)
-                          * 1000 for e in evs if e[0] < b), default=0.0)
-            single = max(0.0, single)
+            # The bound of each fault alone: the latest deadline of one event by itself;
+            # the causes named: every event whose own window reaches into the stretch.
+            ends = [(e, e[0] + run.allowance_ms(alg, e, run.loss_active(e[0], b)) / 1000)
+                    for e in evs if e[0] < b]
+            causes = [e for e, end in ends if end > a] if chain else []
+            single = max([0.0] + [(end - a) * 1000 for _, end in ends])
             cause_txt = ", ".join(f"#{e[1]['id']} {e[1]['kind']} {e[2]}" for e in causes) or "no fault"
             if counted <= single:
                 verdict, why = "ok", ""
@@ -500,6 +501,14 @@ def analyse(run):
         bad_from = None
         worst = None
         last_bad = None  # a disagreement ends after MERGE_GAP without one (one flap)
+        split_deadline, open_w, best = [], [], float("-inf")
+        for e in evs:
+            w = run.split_allowance_ms(alg, e, False) / 1000
+            w = run.split_allowance_ms(alg, e, run.loss_active(e[0], e[0] + w)) / 1000
+            opened = [x for x in open_w if x > e[0]]
+            best = max(best, e[0] + w + sum(x - e[0] for x in opened))
+            open_w.append(e[0] + w)
+            split_deadline.append(best)
         for t in run.grid + [None]:
             bad = False
             if t is not None and t >= run.t_begin and not run.net_active(t):
@@ -516,8 +525,10 @@ def analyse(run):
                         worst = (None, views)
                     else:
                         ev = evs[k]
-                        allowed = run.split_allowance_ms(alg, ev, run.loss_active(ev[0], t)) / 1000
-                        if t - ev[0] > allowed:
+                        # The same overlap rule as for leaderless times: the latest
+                        # deadline of an event so far, with what remains of the windows
+                        # open when it struck.
+                        if t > split_deadline[k]:
                             bad = True
                             worst = (ev, views)
             if bad and bad_from is None:
