@@ -491,9 +491,13 @@ def analyse(run):
             # before it began (else the first during it).
             before = [e for e in causes if e[0] <= a]
             key = ((before[-1] if before else causes[0])[1]["id"] if causes else None, alg)
-            row = per_fault.setdefault(key, [0.0, 0.0, False, set(), False])
+            # [total ms, bound of the worst stretch, anomaly, causes, bold, stretches,
+            #  the worst stretch's ms] (worst: the largest time over bound)
+            row = per_fault.setdefault(key, [0.0, 0.0, False, set(), False, 0, 0.0])
             row[0] += counted
-            row[1] = max(row[1], single)
+            row[5] += 1
+            if row[5] == 1 or counted - single > row[6] - row[1]:
+                row[1], row[6] = single, counted
             row[2] = row[2] or failed
             if verdict != "ok":
                 row[3].add(why)
@@ -891,7 +895,8 @@ def report(run, res, out):
     L.append("Milliseconds without an established leader (its own report and a majority "
              "following it), counted while a majority of nodes was up and connected, as "
              "`time / bound` (the bound of its fault alone, from the start of the leaderless "
-             "time). Overlapping faults are serialized (docs/nemesis.md): a time beyond its "
+             "time; when several leaderless times are charged to one fault, the one furthest "
+             "over its bound, then how many and their total). Overlapping faults are serialized (docs/nemesis.md): a time beyond its "
              "fault's bound but within the serialized bound is **bold** with the overlapping "
              "faults; beyond that, under 30 % loss, **bold** with the loss (the model's loss "
              "row is a budget, not a certainty); any other time beyond its bound is the "
@@ -899,6 +904,9 @@ def report(run, res, out):
     L.append("")
     L.append("| fault | t (s) | what | " + " | ".join(ALGORITHMS) + " |")
     L.append("|---|---:|---|" + "---:|" * len(ALGORITHMS))
+    def more(row):  # several leaderless times charged to one fault: the worst shown
+        return f" ({row[5]} times, {row[0]:.0f} in all)" if row[5] > 1 else ""
+
     ids = sorted({k[0] for k in res["per_fault"]}, key=lambda i: (i is None, i or 0))
     shown = sorted(run.faults.values(), key=lambda f: f["start"])
     for f in shown + ([{"id": None}] if None in ids else []):
@@ -910,9 +918,10 @@ def report(run, res, out):
                 cells.append("0")
             elif row[4]:
                 tag = "ANOMALY " if row[2] else ""
-                cells.append(f"**{tag}{row[0]:.0f} / {row[1]:.0f}: {esc('; '.join(sorted(row[3])))}**")
+                cells.append(f"**{tag}{row[6]:.0f} / {row[1]:.0f}{more(row)}: "
+                             f"{esc('; '.join(sorted(row[3])))}**")
             else:
-                cells.append(f"{row[0]:.0f} / {row[1]:.0f}")
+                cells.append(f"{row[6]:.0f} / {row[1]:.0f}{more(row)}")
         if fid is None:
             L.append("| — | | leaderless with no fault to explain it | " + " | ".join(cells) + " |")
         else:
