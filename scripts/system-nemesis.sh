@@ -4,7 +4,12 @@
 # robustness tests are the model). See docs/architecture.md, "The nemesis run".
 #
 #   scripts/system-nemesis.sh [--duration SECS] [--seed N] [--out DIR] [--insecure]
-#                             [--exec-algorithms raft,bully]
+#                             [--exec-algorithms raft,bully] [--timing-report-only]
+#
+# --timing-report-only: leaderless times beyond the timing model's bound are reported
+# (bold in the report, a banner on stderr) but do not fail the run; every other anomaly
+# does. scripts/test's short run uses it: a timing target is shown by a report, not
+# asserted by a 90 s run on a shared machine.
 #
 # Five hosts in network namespaces <prefix>-1..5 (10.233.0.<id>/24) on a private bridge
 # (<prefix>-sw), and an attacker namespace (<prefix>-att, 10.233.0.200) on the same
@@ -48,6 +53,7 @@ SEED=1
 OUT=""
 INSECURE=0
 EXEC_ALGS=raft,bully
+CHECK_ARGS=()
 while [ $# -gt 0 ]; do
     case $1 in
     --duration) DURATION=$2; shift 2 ;;
@@ -55,6 +61,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --insecure) INSECURE=1; shift ;;
     --exec-algorithms) EXEC_ALGS=$2; shift 2 ;;
+    --timing-report-only) CHECK_ARGS+=(--timing-report-only); shift ;;
     -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
     *) echo "$NAME: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -158,7 +165,7 @@ RUNPID=""
 
 log "checking (scripts/nemesis/check.py)"
 rc=0
-$CHECK --work "$WORK" --out "$OUT" || rc=$?
+$CHECK --work "$WORK" --out "$OUT" "${CHECK_ARGS[@]}" || rc=$?
 # What the checker read, so that the report can be re-derived (check.py --work DIR).
 tar -I 'xz -3 -T0' -cf "$OUT/logs.tar.xz" -C "$WORK" schedule.jsonl store.jsonl \
     $(cd "$WORK" && ls writer-*.jsonl poll-*.jsonl)

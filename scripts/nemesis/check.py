@@ -1098,13 +1098,29 @@ def main():
     p.add_argument("--work")
     p.add_argument("--out")
     p.add_argument("--self-test", action="store_true")
+    p.add_argument(
+        "--timing-report-only",
+        action="store_true",
+        help="exit 0 when the only anomalies are leaderless times beyond the timing "
+        "model's bound: they are reported (in bold, and on stderr), not fatal. A timing "
+        "target is shown by the report, not asserted in a short run on a shared machine; "
+        "every other anomaly still fails",
+    )
     a = p.parse_args()
     if a.self_test:
         return self_test()
     if not a.work or not a.out:
         p.error("--work and --out are required (or --self-test)")
     res = check(a.work, a.out)
-    return 1 if res["anomalies"] else 0
+    fatal = [x for x in res["anomalies"] if not (a.timing_report_only and x["type"] == "leaderless")]
+    timing = len(res["anomalies"]) - len(fatal)
+    if timing:
+        print(
+            f"!!! {timing} leaderless time(s) beyond the timing model's bound: REPORTED, "
+            "not fatal (--timing-report-only); see the report",
+            file=sys.stderr,
+        )
+    return 1 if fatal else 0
 
 
 if __name__ == "__main__":

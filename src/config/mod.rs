@@ -348,14 +348,7 @@ impl Config {
         env: impl IntoIterator<Item = (String, String)>,
         node_id: Option<NodeId>,
     ) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: path.to_path_buf(),
-            key: "-".into(),
-            message: format!("cannot read: {e}"),
-            var: None,
-            at: None,
-        })?;
-        let base = path.parent().unwrap_or(Path::new("."));
+        let (text, base) = read_file(path)?;
         Config::parse(&text, path, base, env, node_id)
     }
 
@@ -380,14 +373,7 @@ impl Config {
         env: impl IntoIterator<Item = (String, String)>,
         node_id: Option<NodeId>,
     ) -> Result<(Config, Vec<String>), ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: path.to_path_buf(),
-            key: "-".into(),
-            message: format!("cannot read: {e}"),
-            var: None,
-            at: None,
-        })?;
-        let base = path.parent().unwrap_or(Path::new("."));
+        let (text, base) = read_file(path)?;
         Config::parse_elsewhere(&text, path, base, env, node_id)
     }
 
@@ -404,4 +390,17 @@ impl Config {
         let c = v.validate(raw, node_id)?;
         Ok((c, v.local.notes.take()))
     }
+}
+
+/// The text of the configuration file `path` and the directory its relative paths are
+/// resolved against.
+fn read_file(path: &Path) -> Result<(String, &Path), ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        file: path.to_path_buf(),
+        key: "-".into(),
+        message: format!("cannot read: {e}"),
+        var: None,
+        at: None,
+    })?;
+    Ok((text, path.parent().unwrap_or(Path::new("."))))
 }
