@@ -165,6 +165,11 @@ impl Ring {
         for &x in &ids {
             self.view.trust(x);
         }
+        if self.lead.dead_lap(epoch) {
+            // Started before the token this node follows: completing it would only
+            // name the same leader with a higher term (ring_common, "Dead laps").
+            return;
+        }
         if ids.contains(&self.me()) {
             self.lap_complete(&ids, epoch, out);
             return;
