@@ -45,8 +45,8 @@
 //! COORDINATOR lap installs that token. A lap still travelling carries an epoch ≤ e;
 //! before this rule every node it passed joined it again, and its completion decided
 //! e + 2 naming the same leader — then e + 3 for the next late lap: terms 2 → 8 in
-//! 0.5 s after one leader kill. Now a node that follows a leader drops an ELECTION
-//! whose epoch is below the epoch of the token it holds ([`Leadership::dead_lap`]):
+//! 0.5 s after one leader kill. Now a node of the list ring ([`super::ring`]) that
+//! follows a leader drops an ELECTION whose epoch is below the epoch of the token it holds ([`Leadership::dead_lap`]):
 //! every node that adopted a token numbers any election it starts or forwards at or
 //! above that token, so such a lap was started before the token was decided, by a
 //! node that had not heard of it. Its initiator learns the leader from the leader's
@@ -54,7 +54,11 @@
 //! restarts at its timer; a node that lost its leader (no leader followed) forwards
 //! every lap, so an election after a real failure is never dropped. On a clean
 //! network one lap runs per election and no node holds a token above it: the message
-//! counts of the literature are unchanged.
+//! counts of the literature are unchanged. LCR and Hirschberg–Sinclair number their
+//! rounds, and round r decides epoch r: a late message of a decided round is of the
+//! node's own round and cannot decide again (its candidate has won it), and one of an
+//! older round is dropped (a node not electing then starts a new round, for a sender
+//! that missed the result); `tests/convergence.rs` measures no churn there.
 //!
 //! # Claims, false alarms and a node cut off in one direction
 //! - A follower follows a claimant ranked above its own leader at once (its leader
