@@ -42,6 +42,9 @@
 //!   ([`super::ring_common::election_bound`], 2 hops per member); with no COORDINATOR by
 //!   then it calls a new election. A node without leader that is not electing calls
 //!   one after a watchdog (`failure_timeout`).
+//! - A node that follows a leader drops an ELECTION whose epoch is below its token's:
+//!   a dead lap of an election already decided, which would only name the same
+//!   leader again with one more term (see [`super::ring_common`], "Dead laps").
 //! - The epoch travels in both messages (maximum over the lap); the decision is
 //!   that maximum + 1. A COORDINATOR with an epoch below this node's is forwarded
 //!   but not adopted, so the exported term only grows.
@@ -164,6 +167,11 @@ impl Ring {
         }
         for &x in &ids {
             self.view.trust(x);
+        }
+        if self.lead.dead_lap(epoch) {
+            // Started before the token this node follows: completing it would only
+            // name the same leader with a higher term (ring_common, "Dead laps").
+            return;
         }
         if ids.contains(&self.me()) {
             self.lap_complete(&ids, epoch, out);

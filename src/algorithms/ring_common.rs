@@ -38,6 +38,28 @@
 //! leader) at which its lap ends. If routing would have to skip the origin itself,
 //! the origin is gone and the message is dropped: a lap never circulates forever.
 //!
+//! # Dead laps
+//! Under loss several laps of one election run at once (every follower's detector
+//! fires; a lap's ELECTION is re-sent after a give-up and arrives late). The first lap
+//! to complete decides epoch e + 1 (e: the highest epoch the lap saw) and its
+//! COORDINATOR lap installs that token. A lap still travelling carries an epoch ≤ e;
+//! before this rule every node it passed joined it again, and its completion decided
+//! e + 2 naming the same leader — then e + 3 for the next late lap: terms 2 → 8 in
+//! 0.5 s after one leader kill. Now a node of the list ring ([`super::ring`]) that
+//! follows a leader drops an ELECTION whose epoch is below the epoch of the token it holds ([`Leadership::dead_lap`]):
+//! every node that adopted a token numbers any election it starts or forwards at or
+//! above that token, so such a lap was started before the token was decided, by a
+//! node that had not heard of it. Its initiator learns the leader from the leader's
+//! heartbeat (and calls an election above it if it outranks it, [`on_foreign`]) or
+//! restarts at its timer; a node that lost its leader (no leader followed) forwards
+//! every lap, so an election after a real failure is never dropped. On a clean
+//! network one lap runs per election and no node holds a token above it: the message
+//! counts of the literature are unchanged. LCR and Hirschberg–Sinclair number their
+//! rounds, and round r decides epoch r: a late message of a decided round is of the
+//! node's own round and cannot decide again (its candidate has won it), and one of an
+//! older round is dropped (a node not electing then starts a new round, for a sender
+//! that missed the result); `tests/convergence.rs` measures no churn there.
+//!
 //! # Claims, false alarms and a node cut off in one direction
 //! - A follower follows a claimant ranked above its own leader at once (its leader
 //!   steps down to that claimant too), instead of waiting a failure timeout for its
@@ -298,6 +320,15 @@ impl Leadership {
     /// Learn an epoch from any message.
     pub fn observe(&mut self, epoch: u64) {
         self.seen = self.seen.max(epoch);
+    }
+
+    /// Is an election message of `epoch` a *dead lap* here (see "Dead laps" in the
+    /// module documentation)? This node follows a leader whose token's epoch is
+    /// above `epoch`: the lap was started before that token was decided (or by a node
+    /// that had not heard of it), and completing it could only decide the same
+    /// leader again with a higher term.
+    pub fn dead_lap(&self, epoch: u64) -> bool {
+        self.leader.is_some() && epoch < self.token.term
     }
 
     /// Would following `leader` of `epoch` keep the token from going back?

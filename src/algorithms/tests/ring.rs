@@ -293,3 +293,33 @@ fn a_member_heard_from_between_two_give_ups_is_not_skipped() {
     let fx = step(&mut r, |a, out| a.on_peer_unreachable(4, msg.clone(), out));
     assert_eq!(fx.sends(), vec![(3, msg)], "two in a row: skipped");
 }
+
+#[test]
+fn a_follower_drops_a_dead_lap_but_forwards_a_lap_of_its_token_or_after_losing_its_leader() {
+    // ring_common, "Dead laps": an ELECTION numbered below the token a follower holds
+    // was started before that token was decided; completing it would name the leader
+    // again with one more term. A lap numbered at the token (its leader died and a
+    // node that knew the token started it), or any lap once the leader is lost, goes on.
+    let mut r = node(1);
+    let _ = start(&mut r, false);
+    let _ = deliver(&mut r, 3, coordinator(2, 5, 7));
+    assert_eq!(r.leader(), Some(5));
+    let fx = deliver(&mut r, 3, election(3, &[3], 6));
+    assert!(fx.is_quiet(), "a dead lap is dropped: {fx:?}");
+    assert!(!r.is_electing());
+    assert_eq!(r.term(), 7);
+
+    let fx = deliver(&mut r, 3, election(3, &[3], 7));
+    assert_eq!(fx.sends(), vec![(5, election(3, &[3, 1], 7))]);
+
+    let mut r = node(1);
+    let _ = start(&mut r, false);
+    let _ = deliver(&mut r, 3, coordinator(2, 5, 7));
+    let _ = step(&mut r, |a, out| a.on_leader_lost(LeaderLoss::Silent, out));
+    let fx = deliver(&mut r, 3, election(3, &[3], 6));
+    assert_eq!(
+        fx.sends(),
+        vec![(2, election(3, &[3, 1], 7))],
+        "without a leader every lap is forwarded (numbered at the highest epoch known)"
+    );
+}
