@@ -112,11 +112,11 @@ pub fn request(
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
-    write!(
-        s,
+    // One write: the request arrives whole.
+    let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(io)?;
+    );
+    s.write_all(head.as_bytes()).map_err(io)?;
     let invalid = |why: String| RequestError::Invalid { addr, why };
     let mut raw = Vec::new();
     let mut chunk = [0u8; 8192];
@@ -131,6 +131,9 @@ pub fn request(
                 }
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            // A server that closes without reading all of the request resets the
+            // connection; what it sent before is still its answer.
+            Err(e) if e.kind() == ErrorKind::ConnectionReset && !raw.is_empty() => break,
             Err(e) => return Err(io(e)),
         }
     }
