@@ -166,10 +166,15 @@ fn document_vectors() -> Vec<Vector> {
     blocks("```vector")
 }
 
+/// docs/wire.md, as text.
+fn wire_md() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/wire.md");
+    std::fs::read_to_string(path).expect("docs/wire.md")
+}
+
 /// The blocks of docs/wire.md that open with the line `fence`.
 fn blocks(fence: &str) -> Vec<Vector> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/wire.md");
-    let text = std::fs::read_to_string(path).expect("docs/wire.md");
+    let text = wire_md();
     let mut out = Vec::new();
     let mut cur: Option<Vector> = None;
     let mut last_key = String::new();
@@ -612,8 +617,7 @@ fn every_type_and_field_of_the_schema_has_a_vector() {
 /// metric's series from) is a row of docs/wire.md §8, and every reason there is one.
 #[test]
 fn every_invalid_datagram_reason_is_documented() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/wire.md");
-    let text = std::fs::read_to_string(path).expect("docs/wire.md");
+    let text = wire_md();
     let start = text.find("## 8. Drop reasons").expect("§8");
     let end = start + text[start..].find("\n## 9.").expect("§9");
     let mut documented = std::collections::BTreeSet::new();
@@ -662,8 +666,7 @@ fn every_invalid_datagram_reason_is_documented() {
 /// middle elided with `…`): the bytes it shows are the vector's, in place.
 #[test]
 fn the_byte_by_byte_listing_is_the_vector() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/wire.md");
-    let text = std::fs::read_to_string(path).expect("docs/wire.md");
+    let text = wire_md();
     let start = text.find("## 9. One datagram").expect("§9");
     let listing = &text[start..];
     let listing = &listing[listing.find("```text\n").expect("listing") + 8..];

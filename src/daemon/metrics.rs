@@ -906,13 +906,11 @@ mod tests {
     use crate::node::NodeConfig;
     use std::time::Duration;
 
-    #[test]
-    fn names_labels_and_deltas() {
-        let algos = [AlgorithmKind::Bully];
-        let m = Metrics::new(3, &algos).expect("registry");
-        let mut node = Node::new(NodeConfig {
-            id: 3,
-            ring: vec![1, 2, 3].into(),
+    /// Node `id` of roster `ring`, running `algos`, with the default timing.
+    fn test_node(id: crate::NodeId, ring: &[crate::NodeId], algos: &[AlgorithmKind]) -> Node {
+        Node::new(NodeConfig {
+            id,
+            ring: ring.to_vec().into(),
             algorithms: algos.to_vec(),
             timing: Timing::default(),
             options: Options::default(),
@@ -920,7 +918,14 @@ mod tests {
             incarnation: 1,
             seed: 1,
         })
-        .expect("node");
+        .expect("node")
+    }
+
+    #[test]
+    fn names_labels_and_deltas() {
+        let algos = [AlgorithmKind::Bully];
+        let m = Metrics::new(3, &algos).expect("registry");
+        let mut node = test_node(3, &[1, 2, 3], &algos);
         // Node 3 is the highest: it wins at once and announces to 1 and 2.
         node.start(Duration::ZERO, true);
         m.sync(&node);
@@ -978,17 +983,7 @@ mod tests {
         m.send_error("network_unreachable");
         m.hook_run("ok");
         m.hook_skipped(2);
-        let mut node = Node::new(NodeConfig {
-            id: 7,
-            ring: vec![5, 6, 7].into(),
-            algorithms: algos.to_vec(),
-            timing: Timing::default(),
-            options: Options::default(),
-            link: LinkConfig::default(),
-            incarnation: 1,
-            seed: 1,
-        })
-        .expect("node");
+        let mut node = test_node(7, &[5, 6, 7], &algos);
         node.start(Duration::ZERO, true);
         m.sync(&node);
         let text = m.encode();
@@ -1042,17 +1037,7 @@ mod tests {
         let algos = [AlgorithmKind::Bully];
         let ft = Duration::from_millis(200);
         let m = Metrics::for_cluster("prod-eu", 2, &algos, ft).expect("registry");
-        let mut node = Node::new(NodeConfig {
-            id: 2,
-            ring: vec![1, 2, 3].into(),
-            algorithms: algos.to_vec(),
-            timing: Timing::default(),
-            options: Options::default(),
-            link: LinkConfig::default(),
-            incarnation: 1,
-            seed: 1,
-        })
-        .expect("node");
+        let mut node = test_node(2, &[1, 2, 3], &algos);
         // Node 2 asks node 3 and waits: no leader yet.
         node.start(Duration::ZERO, true);
         m.sync_at(&node, Duration::from_millis(250));
@@ -1233,17 +1218,7 @@ mod tests {
         for a in AlgorithmKind::ALL {
             let m = Metrics::new(3, &[a]).expect("registry");
             let before = m.encode();
-            let mut node = Node::new(NodeConfig {
-                id: 3,
-                ring: vec![1, 2, 3].into(),
-                algorithms: vec![a],
-                timing: Timing::default(),
-                options: Options::default(),
-                link: LinkConfig::default(),
-                incarnation: 1,
-                seed: 1,
-            })
-            .expect("node");
+            let mut node = test_node(3, &[1, 2, 3], &[a]);
             node.start(Duration::ZERO, true);
             // Raft first waits out its election timeout: run the node's timers (peers
             // are silent) until it has sent something, a bounded number of times.
