@@ -907,7 +907,7 @@ mod tests {
     use std::time::Duration;
 
     /// Node `id` of roster `ring`, running `algos`, with the default timing.
-    fn test_node(id: crate::NodeId, ring: &[crate::NodeId], algos: &[AlgorithmKind]) -> Node {
+    fn test_node(id: NodeId, ring: &[NodeId], algos: &[AlgorithmKind]) -> Node {
         Node::new(NodeConfig {
             id,
             ring: ring.to_vec().into(),
