@@ -135,7 +135,8 @@ def model_row_ms(alg, row, t, n, others_down=0, d=D_MS):
               lost leader are down, cut off or drained (each of them costs the others
               one turn: bully_common::turns_before); ring family F + h·N·d, + S·G per
               other member down or cut off at the event (the model's "+ S·G per other
-              dead member not yet known"); Raft E_max + 5d per round, budget 2 rounds
+              dead member not yet known"), and 2B (the restart drawn in [B, 2B]) when
+              more than one is: a round meets them all; Raft E_max + 5d per round, budget 2 rounds
     resumed   the paused row's "on resume": Bully H + d + (T + 3d) (the old leader hears
               the new one, the higher-ranked takes over by one election); ring family
               H + R^ + h·N·d; Raft H + d (steps down at the first higher-term message)
@@ -149,7 +150,8 @@ def model_row_ms(alg, row, t, n, others_down=0, d=D_MS):
               F + H + h·N·d + 2·S·G; Raft 2·E_max + G
     resigned  (derived: drain, transfer) an election without detection: the RESIGN (or
               HANDOFF / TIMEOUT_NOW) takes d, then the killed row without its detector
-              F: Bully d + T + 3d (+ the turns as killed), ring family d + h·N·d; Raft
+              F: Bully d + T + 3d (+ the turns as killed), ring family d + h·N·d
+              (+ S·G per member down, as killed); Raft
               d + 2(E_max + 5d) (its
               followers campaign after their election timeout: the killed row)
     spoofed   (derived) one forged datagram: issue 28 §1's rule, every node follows the
@@ -162,11 +164,16 @@ def model_row_ms(alg, row, t, n, others_down=0, d=D_MS):
     fam = "bully" if alg in BULLY else "ring" if alg in RING else "raft"
     h = HOPS.get(alg, 0)
     turns = others_down * (T + 2 * H) + H if others_down > 0 else 0.0
+    # The ring family: + S·G per member down, and an election that meets more than one
+    # such member restarts after [B, 2B] (ring_common::election_bound):
+    # B = T' + S·F + h·N·T/2.
+    B = T2 + STRIKES * F + h * n * T / 2
+    ring_down = STRIKES * G * others_down + (2 * B if others_down > 1 else 0.0)
     if row == "spoofed":
         return 2 * F
     if row == "killed":
         return {"bully": F + T + 3 * d + turns,
-                "ring": F + h * n * d + STRIKES * G * others_down,
+                "ring": F + h * n * d + ring_down,
                 "raft": 2 * (E + 5 * d)}[fam]
     if row == "resumed":
         return {"bully": H + d + T + 3 * d, "ring": H + Rh + h * n * d, "raft": H + d}[fam]
@@ -174,10 +181,11 @@ def model_row_ms(alg, row, t, n, others_down=0, d=D_MS):
         return {"bully": H + T + 2 * d, "ring": H + Rh + h * n * d, "raft": E + 5 * d}[fam]
     if row == "loss":
         return {"bully": F + 2 * (T + T2) + G + turns,
-                "ring": F + H + h * n * d + 2 * STRIKES * G,
+                "ring": F + H + h * n * d + 2 * STRIKES * G + ring_down,
                 "raft": 2 * E + G}[fam]
     if row == "resigned":
-        return {"bully": d + T + 3 * d + turns, "ring": d + h * n * d,
+        return {"bully": d + T + 3 * d + turns,
+                "ring": d + h * n * d + ring_down,
                 "raft": d + 2 * (E + 5 * d)}[fam]
     raise ValueError(row)
 
@@ -391,14 +399,18 @@ class Run:
     def others_down(self, t, f, alg="ring"):
         """How many members besides the lost leader the survivors must find missing
         after the event at t: every node unreachable just after it (down, or cut off
-        by a partition or one-way cut), less one for the lost leader itself; for the
+        by a partition or one-way cut), less one for the lost leader itself when the
+        event took it (a drain or transfer leaves it up); for the
         Bully family drained members too (they answer no ELECTION: each costs the
         members below it one turn). The ring family's killed row adds S·G for each,
         the Bully family's one turn."""
         gone = self.unreachable(t + 1e-6)
         if alg in BULLY:
             gone |= self.drained(t + 1e-6)
-        return max(0, len(gone) - 1)
+        # The lost leader is among the fault's own nodes when the fault took it.
+        lost = f["kind"] in ("kill", "kill-wipe", "stop", "partition", "one-way") \
+            and gone & set(f["nodes"])
+        return max(0, len(gone) - (1 if lost else 0))
 
     def allowance_ms(self, alg, ev, loss):
         """The model's bound for one event (leaderless_bound_ms), observing included."""
@@ -559,6 +571,7 @@ def analyse(run):
         # answer may show an event's effect before the event was logged as done).
         evs = sorted(run.events(alg), key=run.begin)
         ev_t = [run.begin(e) for e in evs]
+        est_t = [a for a, _ in established[alg]]
         bad_from = None
         worst = None
         last_bad = None  # a disagreement ends after MERGE_GAP without one (one flap)
@@ -579,6 +592,13 @@ def analyse(run):
                     if v and alg in v:
                         views[n] = v[alg][1]
                 vals = set(views.values())
+                # A node that names no leader yet, right after a leader was established
+                # (within one poll and the grid step of it), has not been asked since:
+                # the end of a leaderless time seen late, not a disagreement.
+                k_est = bisect.bisect_right(est_t, t) - 1
+                if (None in vals and k_est >= 0
+                        and t - est_t[k_est] <= observation_ms(run.poll) / 1000):
+                    vals.discard(None)
                 if len(vals) > 1:
                     k = bisect.bisect_right(ev_t, t) - 1
                     if k < 0:
