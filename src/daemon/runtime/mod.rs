@@ -1,0 +1,473 @@
+//! The runtime of one node: one task drives one sans-IO [`Node`] (every configured
+//! algorithm as an independent group) over one datagram socket.
+//!
+//! # Contract
+//! - One socket, one task, one deadline table ([`Node::poll_timeout`]) and one timer
+//!   set to the next deadline after every batch of work (the quinn pattern): a kernel
+//!   timer to the microsecond on a real socket, tokio's otherwise
+//!   ([`crate::daemon::timer`]).
+//! - The socket and the shutdown signal are passed in ([`run`], the mini-redis
+//!   pattern), and the socket is anything implementing [`Transport`]: real UDP in
+//!   `electd run` and the demo, turmoil's simulated UDP in the tests.
+//! - Every datagram goes out through [`Gate::seal`] and comes in through
+//!   [`Gate::open`] (authentication, receiver, source address, replay window; see
+//!   [`crate::security::gate`]). The gate outlives pause/resume, so its replay windows do too.
+//! - Nothing from the network is fatal: invalid datagrams are dropped and counted
+//!   (`electd_invalid_datagrams_total{reason}`) and logged at a bounded rate
+//!   ([`crate::security::droplog`]), send errors are counted
+//!   (`electd_send_errors_total{kind}`) and survived; the reliable link retransmits.
+//! - Batches: after a datagram arrives, those already queued on the socket are handled
+//!   too (up to `BATCH`, 64), then everything is flushed once: datagrams sent, metrics
+//!   synced with the node, the status snapshot published, then each leader change
+//!   emitted to `/watch` subscribers and hooks. A timer that falls due ends the batch
+//!   and, ahead of the socket in the (biased) `select!`, fires next: heartbeats keep
+//!   their period while datagrams keep arriving.
+//! - Operator control: `Elect` calls an election in one group; `Pause` stops all
+//!   traffic in and out, as if the process had crashed (received datagrams are read
+//!   and discarded, no timer runs, every group reports no leader); `Resume` comes back
+//!   as a restarted process does: a new [`Node`] with a new, higher incarnation that
+//!   calls an election in every group.
+//! - `Control::Keys` swaps the keyring without a restart (key rotation, `SIGHUP`);
+//!   a node started `insecure` stays insecure (the swap is refused and logged).
+//! - Shutdown: every group this node leads sends RESIGN to the others (so they elect
+//!   at once instead of waiting `failure_timeout`); the runtime then waits until the
+//!   resignations are acknowledged or the link gives up on them, and returns.
+//! - Multicast ([`NetOptions::multicast`], config `transport.multicast`): every
+//!   broadcast (heartbeats, COORDINATOR, RESIGN, RequestVote, …) leaves as one datagram
+//!   to the group (`electd_datagrams_sent_total` +1, `electd_messages_sent_total` + N−1);
+//!   reliable ones are acked by each recipient and retransmitted by unicast to those
+//!   that did not ack (`node::link`). Datagrams from the group are handled like unicast
+//!   ones; this node's own (multicast loop) are dropped uncounted.
+//! - DNS ([`NetOptions::names`]): roster entries given by name are looked up in the
+//!   background, never blocking the task: at start, every `resolve_every` (names that
+//!   did not resolve are retried every second), and at once when the link declares
+//!   the peer unreachable (a pod recreated with a new IP is found again). A peer
+//!   without an address is skipped (`electd_send_errors_total{kind="no_address"}`)
+//!   and the link's verdicts work as for a dead peer.
+//! - Batched heartbeats ([`NetOptions::heartbeats`], config
+//!   `transport.batch_heartbeats`): the kernel puts the heartbeats of every leader this
+//!   node follows quietly ([`Node::quiet_heartbeats`]) into a second socket that no one
+//!   waits on; at the start of every turn, before anything else is handled, the runtime
+//!   reads them all and hands each to the node as of the time it arrived. The program
+//!   that selects them is replaced after any turn that changed the leaders followed.
+//!   See [`crate::daemon::heartbeats`].
+//!
+//!
+//! # Files
+//! This file holds the task ([`run_with`]'s `select!` loop) and the `Driver` whose
+//! state every step of a batch shares; the steps are methods of it, one file per
+//! concern: `config` (the settings from a [`Config`]), `resolver` (DNS), `receive`,
+//! `control` (one function per operator request), `persist` (durable state before
+//! datagrams), `send`, `publish` (metrics, status, events) and `health`.
+
+mod config;
+mod control;
+mod health;
+mod persist;
+mod publish;
+mod receive;
+mod resolver;
+mod send;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use config::unix_micros;
+pub use config::{incarnation_now, NetOptions, RuntimeConfig, Start};
+use resolver::{Resolver, RETRY_UNRESOLVED};
+
+use crate::config::digest::ConfigDigest;
+use crate::config::{Config, Security};
+use crate::contract::algorithm::{AlgorithmKind, Durable, Options, Timing};
+use crate::contract::message::Message;
+use crate::contract::policy::Ineligible;
+use crate::daemon::drift::{Drift, CONFIG_EVERY};
+use crate::daemon::durable;
+use crate::daemon::heartbeats::{self, arrival, HeartbeatSocket, Pattern};
+use crate::daemon::shared::{Control, GroupView, LeaderEvent, Lease, Shared, TransferStarted};
+use crate::daemon::socket::{send_error_kind, Transport};
+use crate::daemon::timer::Deadline;
+use crate::node::link::LinkConfig;
+use crate::node::{Datagram, Event, Node, NodeConfig, StatusKey, Time};
+use crate::security::droplog::{DropLog, Verdict};
+use crate::security::gate::{Dropped, Gate, GateConfig};
+use crate::security::keyring::Keyring;
+use crate::security::wire::MAX_DATAGRAM;
+use crate::NodeId;
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// Consecutive failed sends after which the `send` health check fails.
+const SEND_FAILURE_STREAK: u32 = 8;
+
+/// Most datagrams handled between two flushes (sends, metrics, status, events).
+const BATCH: usize = 64;
+
+/// The runtime could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The node could not be built (an invalid roster).
+    #[error("cannot build the node: {0}")]
+    Build(#[from] crate::algorithms::BuildError),
+    /// The durable state could not be read or written.
+    #[error("cannot read or write the durable state ([state] file): {0}")]
+    Durable(#[from] durable::DurableError),
+}
+
+/// Drive the node over `socket` until `shutdown` completes (see the module
+/// documentation). `control` is the receiver returned by [`Shared::new`].
+pub async fn run<T: Transport>(
+    socket: T,
+    cfg: RuntimeConfig,
+    shared: Arc<Shared>,
+    control: mpsc::Receiver<Control>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RuntimeError> {
+    run_with(
+        socket,
+        NetOptions::default(),
+        cfg,
+        shared,
+        control,
+        shutdown,
+    )
+    .await
+}
+
+/// [`run`] with multicast and DNS resolution of roster names.
+pub async fn run_with<T: Transport>(
+    socket: T,
+    mut net: NetOptions,
+    cfg: RuntimeConfig,
+    shared: Arc<Shared>,
+    mut control: mpsc::Receiver<Control>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RuntimeError> {
+    let group_socket = net.multicast.as_mut().and_then(|m| m.1.take());
+    let beats = net.heartbeats.take();
+    let v4_only = socket.local_addr().map(|a| a.is_ipv4()).unwrap_or(false);
+    let (resolved_tx, mut resolved_rx) = mpsc::channel(64);
+    let mut d = Driver::new(cfg, shared)?;
+    d.multicast = net.multicast.as_ref().map(|m| m.0);
+    d.node.set_multicast(d.multicast.is_some());
+    d.gate.set_group(d.multicast.is_some());
+    d.resolver = Resolver::new(&net, v4_only, resolved_tx);
+    d.bound = socket.local_addr().ok();
+    d.check_roster();
+    let has_names = !d.resolver.names.is_empty();
+    d.resolve_due();
+    d.boot();
+    d.flush(&socket).await;
+    let mut buf = vec![0u8; MAX_DATAGRAM + 1];
+    let mut gbuf = vec![0u8; MAX_DATAGRAM + 1];
+    let mut hbuf = vec![0u8; if beats.is_some() { MAX_DATAGRAM + 1 } else { 0 }];
+    // What waits in the heartbeat socket arrived before anything else now to handle:
+    // it goes first (see the module documentation).
+    let mut read_beats = |d: &mut Driver| {
+        if let Some(b) = &beats {
+            d.drain_heartbeats(b, &mut hbuf);
+        }
+    };
+    let mut timer = Deadline::new(d.deadline(), socket.wall_clock());
+    if socket.wall_clock() && !timer.is_precise() {
+        tracing::warn!("no kernel timer (timerfd): deadlines fire about 1 ms late on average");
+    }
+    tokio::pin!(shutdown);
+    let mut tick = tokio::time::interval(RETRY_UNRESOLVED);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut control_open = true;
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut shutdown => break,
+            c = control.recv(), if control_open => match c {
+                Some(c) => {
+                    read_beats(&mut d);
+                    d.control(c);
+                    d.note_input();
+                }
+                None => control_open = false,
+            },
+            // Due timers first: a leader's heartbeats go out on time however full
+            // the socket is.
+            _ = timer.wait(), if !d.paused => {
+                // What already waits in the sockets is read first (one batch at most):
+                // an answer that arrived before its timeout must not lose to it, and
+                // the followed leader's heartbeats move the detector's deadline.
+                read_beats(&mut d);
+                d.drain_pending(&socket, &mut buf);
+                d.timeout();
+            }
+            r = socket.recv_from(&mut buf) => {
+                read_beats(&mut d);
+                d.received(r, &buf);
+                d.drain_batch(&socket, &mut buf);
+            }
+            r = recv_group(group_socket.as_ref(), &mut gbuf) => {
+                read_beats(&mut d);
+                d.received(r, &gbuf);
+            }
+            Some((id, r)) = resolved_rx.recv() => {
+                read_beats(&mut d);
+                // Accept the peer's datagrams from where its name points now.
+                if let Some(addr) = r {
+                    d.gate.set_sources(id, vec![addr]);
+                }
+                if r.is_none() {
+                    d.shared.metrics.error("resolve");
+                }
+                d.resolver.resolved(id, r, &mut d.peers);
+                d.check_roster();
+            }
+            _ = tick.tick(), if has_names => {
+                read_beats(&mut d);
+                d.resolve_due();
+            }
+        }
+        d.flush(&socket).await;
+        if let Some(b) = &beats {
+            d.select_heartbeats(b);
+        }
+        timer.set(d.deadline());
+    }
+    d.leave(&socket, &mut buf).await;
+    Ok(())
+}
+
+/// Receive from the group socket, or never when there is none.
+async fn recv_group(
+    s: Option<&tokio::net::UdpSocket>,
+    buf: &mut [u8],
+) -> io::Result<(usize, SocketAddr)> {
+    match s {
+        Some(s) => s.recv_from(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+struct Driver {
+    cfg: RuntimeConfig,
+    /// Multicast group of broadcasts, if enabled.
+    multicast: Option<SocketAddr>,
+    resolver: Resolver,
+    shared: Arc<Shared>,
+    gate: Gate,
+    drops: DropLog,
+    /// Rate limit of the error lines that can repeat (by failure class).
+    errlog: DropLog,
+    /// Consecutive failed sends (reset by a successful one): the `send` health check.
+    send_failures: u32,
+    /// The address this node's socket is bound to (for the `roster` health check).
+    bound: Option<SocketAddr>,
+    peers: HashMap<NodeId, SocketAddr>,
+    node: Node,
+    incarnation: u64,
+    /// Durable state as last written to `cfg.state_file`.
+    stored: Vec<(AlgorithmKind, Durable)>,
+    /// The drained groups as last written to `cfg.state_file`.
+    stored_drained: Vec<AlgorithmKind>,
+    /// Transfers under way that an admin request waits on: where to say that the
+    /// target refused (group, target, the request's end of the channel).
+    transfer_waiters: Vec<(AlgorithmKind, NodeId, tokio::sync::oneshot::Sender<String>)>,
+    /// The `term` health check fails (see [`Driver::check_terms`]).
+    term_unhealthy: bool,
+    /// The open state file (`[state] file`), if any.
+    state_file: Option<durable::StateFile>,
+    /// Some input (a datagram, timer firings, a command) since the last flush left
+    /// the durable state holding more than adoptions (see [`Driver::adoptions_only`]).
+    claimed: bool,
+    /// A state holding more than adoptions (a vote, a claim, or a batch of several
+    /// inputs) failed to be written and its datagrams are held back: until a write
+    /// succeeds, nothing takes the adoption fast path, which would let them leave with
+    /// the link's retransmissions.
+    claim_unwritten: bool,
+    /// What the status snapshot last published showed (see [`Driver::publish`]).
+    published: Vec<StatusKey>,
+    /// Whether the node was paused, and held a lease, at that publish.
+    published_as: Option<(bool, bool)>,
+    origin: Instant,
+    origin_unix: f64,
+    paused: bool,
+    /// The latest time handed to the node: a batched heartbeat is never handed an
+    /// earlier one.
+    fed: std::cell::Cell<Time>,
+    /// Both clocks when the last drain of the heartbeat socket started (nothing read
+    /// later arrived before it).
+    drained: heartbeats::Drain,
+    /// The leaders whose heartbeats the kernel now selects: (group, leader, its
+    /// incarnation, term).
+    selected: Vec<(AlgorithmKind, NodeId, u64, u64)>,
+    /// The kernel refused a selection: heartbeats are read at once from then on.
+    batching_failed: bool,
+    /// Drains of the heartbeat socket still to make although nothing is selected: a
+    /// selection arms two (a datagram the kernel classified by the old program as it
+    /// was replaced may land just after the next drain); a leader, which follows
+    /// nobody, then skips the reads that would find nothing.
+    beats_pending: u8,
+    /// The peers' configuration digests, when this node sends its own
+    /// ([`Shared::set_config_digest`]; see [`crate::daemon::drift`]).
+    drift: Option<Drift>,
+    /// When the next round of CONFIG datagrams to every peer is due.
+    config_due: Time,
+    /// Peers to send this node's CONFIG to at the next flush.
+    config_out: Vec<NodeId>,
+}
+
+impl Driver {
+    fn new(cfg: RuntimeConfig, shared: Arc<Shared>) -> Result<Driver, RuntimeError> {
+        let mut node = Node::new(cfg.node_config(cfg.incarnation))?;
+        // Fails at start, not at the first election, if the file cannot be written
+        // (a missing or read-only directory).
+        let (state_file, saved) = match &cfg.state_file {
+            Some(path) => {
+                let (f, saved) = durable::StateFile::open(path)?;
+                (Some(f), saved)
+            }
+            None => (None, durable::Saved::default()),
+        };
+        node.restore(&saved.groups);
+        // A drain holds until undrain, across restarts (docs/policy.md).
+        for &kind in saved.drained.iter().filter(|k| cfg.algorithms.contains(k)) {
+            node.set_ineligible(Time::ZERO, Some(kind), Ineligible::Drained, true);
+            shared.metrics.set_drained(kind, true);
+            tracing::warn!(
+                node = cfg.id,
+                algorithm = %kind,
+                "drained (kept in the state file since the drain): this node will not lead \
+                 the group until `electd undrain`"
+            );
+        }
+        let stored = saved.groups;
+        let stored_drained = saved.drained;
+        let drift = shared.config_digest().map(|mine| {
+            let peers: Vec<NodeId> = cfg
+                .peers
+                .iter()
+                .map(|p| p.0)
+                .filter(|&p| p != cfg.id)
+                .collect();
+            Drift::new(mine, peers)
+        });
+        let origin_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        Ok(Driver {
+            gate: Gate::new(cfg.gate_config(false)),
+            drops: DropLog::new(),
+            errlog: DropLog::new(),
+            send_failures: 0,
+            bound: None,
+            // Names that did not resolve at load have the unspecified address: none yet.
+            peers: cfg
+                .peers
+                .iter()
+                .copied()
+                .filter(|p| !p.1.ip().is_unspecified())
+                .collect(),
+            multicast: None,
+            resolver: Resolver::default(),
+            incarnation: cfg.incarnation,
+            node,
+            stored,
+            stored_drained,
+            transfer_waiters: Vec::new(),
+            term_unhealthy: false,
+            state_file,
+            claimed: false,
+            claim_unwritten: false,
+            published: Vec::new(),
+            published_as: None,
+            shared,
+            origin: Instant::now(),
+            origin_unix,
+            paused: false,
+            fed: std::cell::Cell::new(Time::ZERO),
+            drained: heartbeats::Drain {
+                now: Time::ZERO,
+                wall: SystemTime::now(),
+            },
+            selected: Vec::new(),
+            batching_failed: false,
+            beats_pending: 0,
+            drift,
+            config_due: Time::ZERO,
+            config_out: Vec::new(),
+            cfg,
+        })
+    }
+
+    fn new_node(&self, incarnation: u64) -> Result<Node, crate::algorithms::BuildError> {
+        let mut node = Node::new(self.cfg.node_config(incarnation))?;
+        node.set_multicast(self.multicast.is_some());
+        Ok(node)
+    }
+
+    /// The time handed to the node for what happens now (never before one handed
+    /// earlier).
+    fn now(&self) -> Time {
+        let t = self.clock();
+        self.fed.set(self.fed.get().max(t));
+        t
+    }
+
+    /// The runtime's clock, without handing it to the node.
+    fn clock(&self) -> Time {
+        Instant::now().saturating_duration_since(self.origin)
+    }
+
+    fn deadline(&mut self) -> Instant {
+        if self.paused {
+            return Instant::now() + Duration::from_secs(3600);
+        }
+        let config = self.drift.as_ref().map(|_| self.config_due);
+        match self.node.poll_timeout().into_iter().chain(config).min() {
+            Some(t) => self.origin + t,
+            None => Instant::now() + Duration::from_secs(3600),
+        }
+    }
+
+    fn boot(&mut self) {
+        let now = self.now();
+        let electing = self.cfg.start == Start::Electing;
+        tracing::info!(
+            node = self.cfg.id,
+            incarnation = self.incarnation,
+            algorithms = ?self.cfg.algorithms,
+            authenticated = self.gate.is_authenticated(),
+            check_source = self.gate.checks_source(),
+            "node started"
+        );
+        if let Some(t) = self.shared.tracer() {
+            t.start(self.cfg.id, self.incarnation);
+        }
+        self.node.start(now, electing);
+    }
+
+    fn timeout(&mut self) {
+        let now = self.now();
+        if let Some(t) = self.shared.tracer() {
+            t.timers(self.cfg.id, &self.node.due_timers(now));
+        }
+        self.node.handle_timeout(now);
+        self.note_input();
+        if let Some(drift) = &self.drift {
+            if now >= self.config_due {
+                self.config_out = drift.peers().collect();
+                self.config_due = now + CONFIG_EVERY;
+            }
+        }
+        for (reason, n) in self.drops.flush(now) {
+            tracing::warn!(
+                node = self.cfg.id,
+                reason,
+                "{n} more datagrams dropped for reason {reason} since the last report"
+            );
+        }
+    }
+}
