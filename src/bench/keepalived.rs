@@ -77,7 +77,7 @@ pub const SETTLE: Duration = Duration::from_secs(8);
 pub const FAULTS: [&str; 4] = ["sigkill", "sigstop", "link", "partition"];
 /// The hook shipped beside the guide, run as it is (its settings come from the
 /// environment).
-pub const HOOK: &str = include_str!("../../../deploy/hooks/electd-vip");
+pub const HOOK: &str = include_str!("../../deploy/hooks/electd-vip");
 /// electd's settings in this bench (environment of every node), as docs/keepalived.md
 /// recommends them for a VIP: heartbeat = advert_int, failure_timeout = 3 heartbeats,
 /// Bully's answer timeout short (it is added to a failover when the leader's host is
