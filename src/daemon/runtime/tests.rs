@@ -361,7 +361,7 @@ async fn transfer_is_refused_while_paused_or_when_the_node_refuses() {
         to: 1,
         reply: tx,
     });
-    let refused = rx.await.expect("an answer").err().expect("not run here");
+    let refused = rx.await.expect("an answer").expect_err("not run here");
     assert!(refused.contains("does not run"), "{refused}");
     d.control(Control::Pause);
     let (tx, rx) = oneshot::channel();
@@ -370,7 +370,7 @@ async fn transfer_is_refused_while_paused_or_when_the_node_refuses() {
         to: 1,
         reply: tx,
     });
-    let refused = rx.await.expect("an answer").err().expect("paused");
+    let refused = rx.await.expect("an answer").expect_err("paused");
     assert!(refused.contains("paused"), "{refused}");
     assert!(
         d.transfer_waiters.is_empty(),
