@@ -140,6 +140,7 @@ impl Node {
         }
     }
 
+    /// The groups whose leader's next heartbeat would only move the failure detector's
     /// deadline, as (group, leader, term): a group of the failure detector that follows
     /// another node's leadership at the token it holds, not electing, not stepped down
     /// for want of a quorum, and not answering heartbeats (`[lease] require_quorum`).

@@ -82,7 +82,7 @@ impl Node {
     /// ([`Ineligible::NoQuorum`]) and stands again only once it has followed another
     /// leader for a failure timeout: a leader cut off in a minority neither keeps
     /// naming itself nor re-elects itself in a loop. (Raft's check-quorum does the
-
+    /// same within the algorithm.)
     pub(super) fn quorum_lost(&self, g: usize, now: Time) -> bool {
         let grp = &self.groups[g];
         let f = self.timing.failure_timeout;

@@ -95,7 +95,7 @@ impl Node {
     }
 
     /// This node's priority in group `g` now: the configured one lowered by the
-
+    /// penalty of failing weighted health checks, never below 1 (a never-leader stays
     /// at 0).
     pub(super) fn effective_priority(&self, g: usize) -> u8 {
         let p = self.policy.priority(self.id);
@@ -106,6 +106,7 @@ impl Node {
         }
     }
 
+    /// Lower this node's priority by `penalty` in `algorithm`'s group (every group:
     /// `None`), or restore it (`0`): weighted health checks (keepalived's
     /// `track_script … weight`). This node ranks itself by the lowered priority (it
     /// answers ELECTION only from nodes it still outranks, and asks the ones that now
@@ -155,11 +156,6 @@ impl Node {
         }
         changed
     }
-
-    /// Hand the leadership of `kind`'s group to `to` (`POST /admin/transfer`). Raft
-    /// sends TimeoutNow (thesis §3.10): the target campaigns at once and the voters
-    /// grant it although they heard this leader recently. The other algorithms send
-    /// HANDOFF: the target announces itself (COORDINATOR, the ring's result lap) with
 
     /// The leader's lowered (or restored) priority: rank it by that while it
     /// leads; a node that now outranks it takes over where the algorithm

@@ -9,6 +9,11 @@ use crate::NodeId;
 use std::time::Duration;
 
 impl Node {
+    /// Hand the leadership of `kind`'s group to `to` (`POST /admin/transfer`). Raft
+    /// sends TimeoutNow (thesis §3.10): the target campaigns at once and the voters
+    /// grant it although they heard this leader recently. The other algorithms send
+    /// HANDOFF: the target announces itself (COORDINATOR, the ring's result lap) with
+    /// a token above this leadership's, and this node stops heartbeating meanwhile
     /// (its heartbeats would be a higher-ranked claim to the target). This node is
     /// ineligible ([`Ineligible::Transfer`]) until the target leads or the returned
     /// bound passes, so that it is not re-elected meanwhile; if the target never
@@ -82,6 +87,7 @@ impl Node {
         Ok(bound)
     }
 
+    /// Is a hand-over message from `from` at `term` the refusal of the transfer group
     /// `g` has under way to it (the target handing it back)?
     pub(super) fn is_refusal(&self, g: usize, from: NodeId, term: u64) -> bool {
         let grp = &self.groups[g];
