@@ -52,12 +52,14 @@ use crate::contract::rng::Rng;
 use crate::NodeId;
 use group::Group;
 use link::{Link, LinkConfig};
+pub(crate) use receive::msg_term;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 #[cfg(test)]
 use timers::heartbeat_grid;
 use timers::Slot;
+pub use transfer::TransferError;
 
 /// The `reason` labels of `electd_invalid_datagrams_total` the node itself counts, for
 /// a datagram the gate passed (docs/wire.md §8): a sender that is this node or off the

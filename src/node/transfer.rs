@@ -8,6 +8,53 @@ use crate::contract::policy::Ineligible;
 use crate::NodeId;
 use std::time::Duration;
 
+/// Why [`Node::transfer`] refused to start a transfer. Its text (`Display`) is the
+/// reason `POST /admin/transfer` answers (409) and `electd transfer` prints.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TransferError {
+    /// This node does not run the group.
+    #[error("this node does not run {0}")]
+    NotRun(AlgorithmKind),
+    /// The target is this node.
+    #[error("node {0} is this node")]
+    ToSelf(NodeId),
+    /// The target is not on the roster.
+    #[error("node {0} is not on the roster")]
+    NotMember(NodeId),
+    /// Another node leads the group: the request belongs there.
+    #[error("this node does not lead {kind}: node {leader} does (ask it)")]
+    LedBy {
+        /// The group.
+        kind: AlgorithmKind,
+        /// Its leader, as this node believes.
+        leader: NodeId,
+    },
+    /// This node knows no leader of the group.
+    #[error("this node does not lead {0} (no leader known)")]
+    NoLeader(AlgorithmKind),
+    /// A transfer of the group is under way already.
+    #[error("a transfer of {0} is already under way")]
+    UnderWay(AlgorithmKind),
+    /// The target is a never-leader (priority 0).
+    #[error("node {0} may never lead (priority 0)")]
+    NeverLeader(NodeId),
+    /// Another member outranks the target where the highest-ranked node leads with
+    /// `preempt = true`: it would take the leadership back at once.
+    #[error(
+        "node {by} outranks node {to} and [policy] preempt = true for {kind}: \
+         {by} would take the leadership back at once; set preempt = false for \
+         {kind} (or drain {by}) first"
+    )]
+    Outranked {
+        /// The group.
+        kind: AlgorithmKind,
+        /// The target asked for.
+        to: NodeId,
+        /// The highest-ranked member above it.
+        by: NodeId,
+    },
+}
+
 impl Node {
     /// Hand the leadership of `kind`'s group to `to` (`POST /admin/transfer`). Raft
     /// sends TimeoutNow (thesis §3.10): the target campaigns at once and the voters
@@ -29,31 +76,25 @@ impl Node {
         now: Time,
         kind: AlgorithmKind,
         to: NodeId,
-    ) -> Result<Duration, String> {
-        let g = self
-            .group_index(kind)
-            .ok_or_else(|| format!("this node does not run {kind}"))?;
+    ) -> Result<Duration, TransferError> {
+        let g = self.group_index(kind).ok_or(TransferError::NotRun(kind))?;
         if to == self.id {
-            return Err(format!("node {to} is this node"));
+            return Err(TransferError::ToSelf(to));
         }
         if !self.is_member(to) {
-            return Err(format!("node {to} is not on the roster"));
+            return Err(TransferError::NotMember(to));
         }
         let grp = &self.groups[g];
         match grp.leader {
             Some(l) if l == self.id => {}
-            Some(l) => {
-                return Err(format!(
-                    "this node does not lead {kind}: node {l} does (ask it)"
-                ))
-            }
-            None => return Err(format!("this node does not lead {kind} (no leader known)")),
+            Some(l) => return Err(TransferError::LedBy { kind, leader: l }),
+            None => return Err(TransferError::NoLeader(kind)),
         }
         if grp.transfer.is_some() {
-            return Err(format!("a transfer of {kind} is already under way"));
+            return Err(TransferError::UnderWay(kind));
         }
         if self.policy.priority(to) == 0 {
-            return Err(format!("node {to} may never lead (priority 0)"));
+            return Err(TransferError::NeverLeader(to));
         }
         if kind.elects_highest_id() && self.policy.preempt_for(kind).preempt {
             let above = self
@@ -63,11 +104,7 @@ impl Node {
                 .filter(|&m| m != to && self.policy.outranks(m, to))
                 .max_by_key(|&m| self.policy.rank(m));
             if let Some(m) = above {
-                return Err(format!(
-                    "node {m} outranks node {to} and [policy] preempt = true for {kind}: \
-                     {m} would take the leadership back at once; set preempt = false for \
-                     {kind} (or drain {m}) first"
-                ));
+                return Err(TransferError::Outranked { kind, to, by: m });
             }
         }
         let term = grp.term;

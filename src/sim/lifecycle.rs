@@ -5,7 +5,7 @@ use super::queue::Payload;
 use super::{Sim, SimError};
 use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::message::MessageType;
-use crate::node::{Datagram, Node};
+use crate::node::{Datagram, Node, TransferError};
 use crate::trace::{self, Record};
 use crate::NodeId;
 use std::borrow::Cow;
@@ -261,22 +261,22 @@ impl Sim {
     }
 
     /// `id` hands the leadership of `group` to `to` ([`Node::transfer`]): the node's
-    /// answer (the bound, or why not).
+    /// answer (the bound, or why not); [`SimError::Down`] when `id` is down.
     pub fn transfer(
         &mut self,
         id: NodeId,
         group: AlgorithmKind,
         to: NodeId,
-    ) -> Result<Result<Duration, String>, SimError> {
+    ) -> Result<Result<Duration, TransferError>, SimError> {
         let i = self.idx(id)?;
         let now = self.now;
         let alive = self.nodes[i].alive;
         let answer = match self.nodes[i].node.as_mut() {
-            Some(node) if alive => node.transfer(now, group, to),
-            _ => Err(format!("node {id} is down")),
+            Some(node) if alive => Some(node.transfer(now, group, to)),
+            _ => None,
         };
         self.after(i);
-        Ok(answer)
+        answer.ok_or(SimError::Down(id))
     }
 
     /// Graceful stop: resign, flush the datagrams, then crash.

@@ -105,6 +105,9 @@ pub enum SimError {
     /// The roster is empty.
     #[error("the simulation needs at least one node")]
     Empty,
+    /// The node asked to act is down.
+    #[error("node {0} is down")]
+    Down(NodeId),
 }
 
 /// Node id → index in [`Sim::nodes`]: a table by id where the ids are small (the
