@@ -9,7 +9,6 @@
 //! ranges are resolved with the node's own seeded generator, so a run is a function of
 //! its seeds and inputs.
 //!
-//!
 //! The node's parts, each an `impl Node` block of its own: the groups and the effects
 //! of their algorithms (`group.rs`), the deadline table (`timers.rs`), the receive path
 //! (`receive.rs`), the failure detector (`detector.rs`), leases (`lease.rs`), the
