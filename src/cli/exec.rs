@@ -16,7 +16,9 @@
 //!   (the grace is shortened to fit) and the command is stopped when the lease of the
 //!   last answer is about to run out without a fresh one;
 //! - when leadership comes back the command is started again (after `--settle`);
-//!   `--once` exits after the first stop instead;
+//!   `--once` exits after the first stop instead; a node that leads on under a new
+//!   term (its token changed) counts as a new leadership: the command is stopped and
+//!   started again under the new token;
 //! - the command exiting on its own ends `exec` with the command's exit code (what is
 //!   left of its process group is killed);
 //! - SIGINT or SIGTERM to `exec`: the group gets SIGTERM, SIGKILL after `--grace`, and
@@ -374,10 +376,21 @@ async fn supervise(args: ExecArgs, addr: SocketAddr, lock: ExecLock) -> anyhow::
                 confirmed = Some(deadlines(asked, args.timeout, args.grace, a.lease));
                 if let Some(r) = running.as_mut() {
                     if r.stopping.is_none() && r.term != a.term {
-                        // The same node leads again under a new term: the command
-                        // keeps running; its ELECTD_TERM is the older token, still
-                        // below every later one.
-                        tracing::info!(term = a.term, "new term, same leader");
+                        // The same node leads under a new term: another claim came
+                        // between (a lower id announcing a higher epoch, a
+                        // re-election), and another leader may have held a token
+                        // between the two. The command runs under the older token,
+                        // which a fence that saw the one between refuses (issue 28:
+                        // the nemesis run's store accepted such writes only because
+                        // the leader between never wrote). Stop it; it starts again
+                        // under the new token once the new term has settled.
+                        tracing::info!(
+                            term = a.term,
+                            old = r.term,
+                            "new term, same leader: restarting the command under the new token"
+                        );
+                        signal_group(r.pgid, libc::SIGTERM);
+                        r.stopping = Some(Instant::now() + args.grace);
                     }
                 }
                 let settled = asked.saturating_duration_since(since) >= settle;
