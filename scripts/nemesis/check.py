@@ -439,8 +439,8 @@ class Run:
         after a and of the faults open at it, D), or ([], None) if none is open."""
         seen, best = [], None
         for e in evs:
-            if e[0] >= b:
-                break
+            if self.begin(e) >= b:  # an event whose action had not begun yet
+                continue
             bnd = self.allowance_ms(alg, e, self.loss_active(e[0], b)) / 1000
             if bnd <= 0:
                 continue
@@ -519,7 +519,7 @@ def analyse(run):
             # The bound of each fault alone: the latest deadline of one event by itself;
             # the causes named: every event whose own window reaches into the stretch.
             ends = [(e, e[0] + run.allowance_ms(alg, e, run.loss_active(e[0], b)) / 1000)
-                    for e in evs if e[0] < b]
+                    for e in evs if run.begin(e) < b]
             causes = [e for e, end in ends if end > a] if chain else []
             single = max([0.0] + [(end - a) * 1000 for _, end in ends])
             # A hand-over (one leader before, another after) leaves no time without a
