@@ -22,6 +22,7 @@
 pub mod campaign;
 pub mod chaos;
 pub mod compare;
+pub mod crowd;
 pub mod network;
 pub mod report;
 pub mod runner;
