@@ -1033,7 +1033,9 @@ impl Driver {
                 let answer = if self.paused {
                     Err("the node is paused".to_string())
                 } else {
-                    self.node.transfer(now, algorithm, to)
+                    self.node
+                        .transfer(now, algorithm, to)
+                        .map_err(|e| e.to_string())
                 };
                 let answer = match answer {
                     Ok(bound) => {

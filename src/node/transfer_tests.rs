@@ -4,7 +4,8 @@
 
 use crate::contract::algorithm::{AlgorithmKind, Options};
 use crate::contract::policy::{Policy, Preempt};
-use crate::sim::{Sim, SimConfig};
+use crate::node::TransferError;
+use crate::sim::{Sim, SimConfig, SimError};
 use crate::NodeId;
 use std::time::Duration;
 
@@ -80,20 +81,74 @@ fn transfers_that_cannot_work_are_refused_with_the_reason() {
     let mut sim = started(kind, 1, true);
     let leader = sim.agreement(kind).expect("a leader");
     assert_eq!(leader, N);
-    let refused = |sim: &mut Sim, from: NodeId, to: NodeId| -> String {
+    let refused = |sim: &mut Sim, from: NodeId, to: NodeId| -> TransferError {
         sim.transfer(from, kind, to)
             .expect("sim")
             .expect_err("must be refused")
     };
-    assert!(refused(&mut sim, N, 2).contains("preempt = true"));
-    assert!(refused(&mut sim, 2, 1).contains("does not lead"));
-    assert!(refused(&mut sim, N, N).contains("is this node"));
-    assert!(refused(&mut sim, N, 99).contains("not on the roster"));
+    // Node 2 is outranked by every node above it; the highest of them is named.
+    assert_eq!(
+        refused(&mut sim, N, 2),
+        TransferError::Outranked { kind, to: 2, by: N }
+    );
+    assert_eq!(
+        refused(&mut sim, 2, 1),
+        TransferError::LedBy { kind, leader: N }
+    );
+    assert_eq!(refused(&mut sim, N, N), TransferError::ToSelf(N));
+    assert_eq!(refused(&mut sim, N, 99), TransferError::NotMember(99));
     let r = sim.transfer(N, AlgorithmKind::Raft, 1).expect("sim");
-    assert!(r.expect_err("not run").contains("does not run"));
+    assert_eq!(r, Err(TransferError::NotRun(AlgorithmKind::Raft)));
     // Nothing changed.
     sim.run_for(Duration::from_millis(500));
     assert_eq!(sim.agreement(kind), Some(N));
+    // A node that is down answers nothing.
+    sim.crash(1).expect("sim");
+    assert!(matches!(sim.transfer(1, kind, 2), Err(SimError::Down(1))));
+}
+
+/// The texts of the refusals are what `POST /admin/transfer` answers and `electd
+/// transfer` prints (docs/policy.md quotes "node 3 does: ask it"): unchanged since
+/// they were strings built in place.
+#[test]
+fn refusal_texts_are_the_ones_operators_read() {
+    use AlgorithmKind::{Bully, Raft};
+    let texts = [
+        (TransferError::NotRun(Raft), "this node does not run raft"),
+        (TransferError::ToSelf(3), "node 3 is this node"),
+        (TransferError::NotMember(99), "node 99 is not on the roster"),
+        (
+            TransferError::LedBy {
+                kind: Bully,
+                leader: 3,
+            },
+            "this node does not lead bully: node 3 does (ask it)",
+        ),
+        (
+            TransferError::NoLeader(Raft),
+            "this node does not lead raft (no leader known)",
+        ),
+        (
+            TransferError::UnderWay(Bully),
+            "a transfer of bully is already under way",
+        ),
+        (
+            TransferError::NeverLeader(4),
+            "node 4 may never lead (priority 0)",
+        ),
+        (
+            TransferError::Outranked {
+                kind: Bully,
+                to: 2,
+                by: 5,
+            },
+            "node 5 outranks node 2 and [policy] preempt = true for bully: 5 would take the \
+             leadership back at once; set preempt = false for bully (or drain 5) first",
+        ),
+    ];
+    for (refusal, text) in texts {
+        assert_eq!(refusal.to_string(), text);
+    }
 }
 
 /// Issue 28, item 8: a transfer to a node that may not lead (drained) is refused by the

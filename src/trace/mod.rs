@@ -200,28 +200,13 @@ impl Record {
     }
 }
 
-/// The number that orders the election a message belongs to.
+/// The number that orders the election a message belongs to: its term, epoch or
+/// round (`node::msg_term`, the one list of them), and for an OK, which carries none,
+/// the sequence of the election it answers.
 pub fn token(m: &Message) -> u64 {
     match m {
-        Message::Election { epoch, .. }
-        | Message::Coordinator { epoch, .. }
-        | Message::YouAreCoordinator { epoch, .. }
-        | Message::RingElection { epoch, .. }
-        | Message::RingCoordinator { epoch, .. }
-        | Message::LcrElected { epoch, .. }
-        | Message::Terminate { epoch, .. }
-        | Message::Resign { epoch }
-        | Message::Handoff { epoch, .. } => *epoch,
         Message::Ok { tag, .. } => tag.seq,
-        Message::LcrElection { round, .. }
-        | Message::Probe { round, .. }
-        | Message::Reply { round, .. } => *round,
-        Message::RequestVote { term, .. }
-        | Message::Vote { term, .. }
-        | Message::Heartbeat { term, .. }
-        | Message::HeartbeatAck { term, .. }
-        | Message::TimeoutNow { term }
-        | Message::Priority { term, .. } => *term,
+        m => crate::node::msg_term(m),
     }
 }
 

@@ -1,0 +1,378 @@
+//! Retransmission and the *peer unreachable* verdict: the deadline heap, backoff,
+//! the timers of a fan-out's flight restarted by its acks, giving up after
+//! `give_up`, and abandoning what was pending to a peer declared lost.
+
+use super::peers::{GIVEN_UP, LOST};
+use super::slab::{due, heap_ns, undue, KEEP_SLOTS};
+use super::{Link, Undeliverable};
+use crate::contract::algorithm::AlgorithmKind;
+use crate::node::{Datagram, Time};
+use crate::NodeId;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+impl Link {
+    /// When a message first sent at `first_sent` and (re)sent `now` is due next: one
+    /// RTO later, or at its give-up time if that comes first.
+    pub(super) fn next_try(&self, peer: NodeId, first_sent: Time, now: Time) -> Time {
+        (now + self.rto(peer)).min(first_sent + self.cfg.give_up)
+    }
+
+    /// An ack of a message first sent at `first_sent` came back at `at`: remember it
+    /// for the flight of that instant (the oldest remembered flight makes room).
+    pub(super) fn flight_acked(&mut self, first_sent: u64, at: u64) {
+        if let Some(f) = self.flights.iter_mut().find(|f| f.0 == first_sent) {
+            f.1 = f.1.max(at);
+            return;
+        }
+        if let Some(oldest) = self.flights.iter_mut().min_by_key(|f| f.0) {
+            if oldest.0 < first_sent {
+                *oldest = (first_sent, at);
+            }
+        }
+    }
+
+    /// When the last ack of the flight first sent at `first_sent` came back, if any did.
+    pub(super) fn flight_last_ack(&self, first_sent: u64) -> Option<u64> {
+        self.flights
+            .iter()
+            .find(|f| f.0 == first_sent && f.1 != 0)
+            .map(|f| f.1)
+    }
+
+    /// Earliest retransmission deadline, if any message is unacknowledged.
+    pub(crate) fn next_deadline(&mut self) -> Option<Time> {
+        while let Some(&Reverse(top)) = self.retx.peek() {
+            let (i, key) = undue(top);
+            if self.live_top == Some(top) || self.find_pending(i, key).is_some() {
+                self.live_top = Some(top);
+                break;
+            }
+            self.retx.pop();
+        }
+        if self.retx.is_empty() && self.retx.capacity() > KEEP_SLOTS {
+            // Nothing in flight: give a burst's memory back.
+            self.retx = BinaryHeap::new();
+        }
+        self.retx
+            .peek()
+            .map(|Reverse((t, _))| Duration::from_nanos(*t))
+    }
+
+    /// Retransmit what is due; messages past their last attempt come back as
+    /// [`Undeliverable`].
+    pub(crate) fn on_timeout(
+        &mut self,
+        now: Time,
+        transmit: &mut Vec<(NodeId, Datagram)>,
+        failed: &mut Vec<Undeliverable>,
+    ) {
+        while let Some(&Reverse(top)) = self.retx.peek() {
+            let t = top.0;
+            if t > heap_ns(now) {
+                break;
+            }
+            self.retx.pop();
+            let (i, key) = undue(top);
+            let Some((_, s)) = self.find_pending(i, key) else {
+                continue;
+            };
+            let Some(peer) = self.index.id(i) else {
+                continue;
+            };
+            let p = &self.slots[s as usize];
+            let out_of_time = now >= p.first_sent() + self.cfg.give_up;
+            let out_of_tries = self
+                .cfg
+                .max_attempts
+                .is_some_and(|m| u32::from(p.attempts) >= m);
+            if out_of_time || out_of_tries {
+                let Some(p) = self.take_pending(i, key) else {
+                    continue;
+                };
+                self.count_failure(i);
+                self.peers[i].set(GIVEN_UP, true);
+                failed.push(Undeliverable {
+                    peer,
+                    group: p.group,
+                    msg: p.msg,
+                });
+                continue;
+            }
+            // A fan-out's acks come back one receiver after another (each has to be
+            // woken and scheduled, on the same cores as the rest): while they keep
+            // coming, the timers of the others restart from the latest one, as TCP
+            // restarts its timer on every ack of new data (RFC 6298 §5.3), instead of
+            // all of them firing one RTO after the send.
+            // A flight's acks stretch the wait for the rest only up to the RTO ceiling
+            // after the send: a message lost in a large flight (on a lossy network)
+            // is not left waiting while its flight's other acks trickle in.
+            let latest = p.first_sent() + self.cfg.rto_max.min(self.cfg.give_up);
+            let restart = self
+                .flight_last_ack(p.first_sent_ns)
+                .map(|ack| (Duration::from_nanos(ack) + self.rto(peer)).min(latest))
+                .filter(|&at| at > now);
+            if let Some(at) = restart {
+                self.retx.push(Reverse(due(heap_ns(at), i, key)));
+                continue;
+            }
+            // A retransmission timeout doubles the peer's RTO (RFC 6298 §5.5), for
+            // new messages too, until a fresh sample.
+            let (attempts, first_sent) = (p.attempts.saturating_add(1), p.first_sent());
+            let mut rtt = self.peers[i].rtt();
+            if rtt.rto(&self.cfg) < self.cfg.rto_max {
+                rtt.backoff = (rtt.backoff + 1).min(16);
+                self.peers[i].set_rtt(rtt);
+            }
+            let next = self.next_try(peer, first_sent, now);
+            let p = &mut self.slots[s as usize];
+            p.attempts = attempts;
+            let (group, k) = (p.group, p.msg);
+            let Some(msg) = self.kept.get(k).cloned() else {
+                continue;
+            };
+            self.retx.push(Reverse(due(heap_ns(next), i, key)));
+            self.stats.retransmissions += 1;
+            self.stats.datagrams_sent += 1;
+            let Some(seq) = self.full_seq(i, key) else {
+                continue;
+            };
+            transmit.push((peer, self.datagram(seq, 0, Some(group), Some(msg))));
+        }
+    }
+
+    /// The failure detector (or a leader change after the old leader's silence)
+    /// declared `peer` lost: until it is heard from again, failures to it are counted
+    /// in [`LinkStats::delivery_failures_to_lost`].
+    pub fn declare_lost(&mut self, peer: NodeId) {
+        let i = self.position(peer);
+        self.peers[i].set(LOST, true);
+    }
+
+    pub(super) fn count_failure(&mut self, i: usize) {
+        self.stats.delivery_failures += 1;
+        if self.peers[i].has(LOST) {
+            self.stats.delivery_failures_to_lost += 1;
+        }
+    }
+
+    /// Number of messages waiting for an ack.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.pending
+    }
+
+    /// Give up now on every message of `group` still unacknowledged by `peer` (the
+    /// failure detector declared `peer` lost: waiting out the retry budget would only
+    /// delay the election by it). Returned in sending order; counted as delivery
+    /// failures, and `peer` counts as given up until it is heard from again. Until
+    /// then its later failures count as failures to a lost peer too
+    /// ([`LinkStats::delivery_failures_to_lost`]).
+    pub(crate) fn abandon(&mut self, peer: NodeId, group: AlgorithmKind) -> Vec<Undeliverable> {
+        let i = self.position(peer);
+        self.peers[i].set(LOST, true);
+        let mut seqs = self.pending_seqs(i, Some(group));
+        seqs.sort_unstable();
+        let mut out = Vec::with_capacity(seqs.len());
+        for seq in seqs {
+            if let Some(m) = self.take_pending(i, seq) {
+                self.count_failure(i);
+                out.push(Undeliverable {
+                    peer,
+                    group: m.group,
+                    msg: m.msg,
+                });
+            }
+        }
+        if !out.is_empty() {
+            self.peers[i].set(GIVEN_UP, true);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use super::super::*;
+    use super::*;
+
+    #[test]
+    fn abandon_hands_back_one_groups_pending_messages_in_order() {
+        let mut l = Link::new(1, 1, ROSTER, LinkConfig::default());
+        let t = Duration::ZERO;
+        l.send(t, 5, AlgorithmKind::Ring, election(1));
+        l.send(t, 5, AlgorithmKind::Bully, election(2));
+        l.send(t, 5, AlgorithmKind::Ring, election(3));
+        l.send(t, 4, AlgorithmKind::Ring, election(4));
+        let gone = l.abandon(5, AlgorithmKind::Ring);
+        let msgs: Vec<Message> = gone.into_iter().map(|u| u.msg).collect();
+        assert_eq!(msgs, vec![election(1), election(3)]);
+        assert_eq!(unacked_to(&l, 5), 1, "the other group's message stays");
+        assert_eq!(unacked_to(&l, 4), 1);
+        assert_eq!(l.stats.delivery_failures, 2);
+        assert!(l.abandon(5, AlgorithmKind::Ring).is_empty());
+        // Nothing abandoned is retransmitted.
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        l.on_timeout(Duration::from_secs(1), &mut tx, &mut failed);
+        assert!(tx
+            .iter()
+            .all(|(_, d)| d.body != Some(election(1)) && d.body != Some(election(3))));
+    }
+
+    /// A fan-out's acks restart the timers of the rest of its flight (RFC 6298 §5.3):
+    /// receivers acking one after another, each within an RTO of the previous ack, get
+    /// nothing twice; a receiver that never acks gets its copy again one RTO after the
+    /// flight's last ack, and gives up at the usual time; a lone message is untouched.
+    #[test]
+    fn acks_of_a_fan_out_restart_the_timers_of_the_rest() {
+        let cfg = LinkConfig {
+            retransmit: ms(5),
+            rto_min: ms(5),
+            rto_max: ms(40),
+            give_up: ms(75),
+            max_attempts: None,
+        };
+        let mut l = Link::new(1, 1, ROSTER, cfg.clone());
+        let peers: Vec<NodeId> = (2..=9).collect();
+        let seqs: Vec<u64> = peers
+            .iter()
+            .map(|&p| l.send(ms(0), p, AlgorithmKind::Bully, election(1)).seq)
+            .collect();
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        // Peers 2..=8 ack 4 ms apart (each past the 5 ms RTO of the send); 9 never does.
+        for (i, (&peer, &seq)) in peers.iter().zip(&seqs).take(7).enumerate() {
+            let at = ms(4 * (i as u64 + 1));
+            while l.next_deadline().is_some_and(|d| d < at) {
+                let d = l.next_deadline().unwrap();
+                l.on_timeout(d, &mut tx, &mut failed);
+            }
+            l.receive(at, &ack_from(peer, seq));
+        }
+        assert_eq!(l.stats.retransmissions, 0, "{tx:?}");
+        // Peer 9: again one RTO after the last ack (28 ms), then backed off, then given up.
+        let (last_ack, rto) = (ms(28), l.rto(9));
+        let mut first_retry = None;
+        let mut now = ms(28);
+        for _ in 0..20 {
+            let Some(d) = l.next_deadline() else { break };
+            now = d;
+            l.on_timeout(now, &mut tx, &mut failed);
+            if !tx.is_empty() && first_retry.is_none() {
+                first_retry = Some(now);
+            }
+        }
+        assert_eq!(first_retry, Some(last_ack + rto));
+        assert_eq!(tx.len() as u64, l.stats.retransmissions);
+        assert!(tx.iter().all(|(p, _)| *p == 9), "{tx:?}");
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].peer, 9);
+        assert_eq!(now, cfg.give_up, "given up at the usual time");
+        // A flight whose acks trickle in for longer than the RTO ceiling: what is not
+        // acked by then goes again at the ceiling after the send, not later.
+        let mut big = Link::new(1, 1, ROSTER, cfg.clone());
+        let peers: Vec<NodeId> = (2..=21).collect();
+        let seqs: Vec<u64> = peers
+            .iter()
+            .map(|&p| big.send(ms(0), p, AlgorithmKind::Bully, election(1)).seq)
+            .collect();
+        let mut first_retry = None;
+        for (i, (&peer, &seq)) in peers.iter().zip(&seqs).take(19).enumerate() {
+            let at = ms(4 * (i as u64 + 1));
+            while let Some(d) = big.next_deadline().filter(|&d| d < at) {
+                let mut sent = Vec::new();
+                big.on_timeout(d, &mut sent, &mut failed);
+                if !sent.is_empty() && first_retry.is_none() {
+                    first_retry = Some(d);
+                }
+            }
+            big.receive(at, &ack_from(peer, seq));
+        }
+        assert_eq!(first_retry, Some(cfg.rto_max));
+        // A lone message: its RTO after the send, as before.
+        let mut lone = Link::new(1, 1, ROSTER, cfg.clone());
+        lone.send(ms(100), 2, AlgorithmKind::Bully, election(1));
+        assert_eq!(lone.next_deadline(), Some(ms(100) + cfg.retransmit));
+    }
+
+    /// The verdict is a time: a message unacked for `give_up` is undeliverable, however
+    /// many sends that took, and not before.
+    #[test]
+    fn give_up_is_a_time_not_a_count() {
+        for rto_max in [ms(10), ms(40)] {
+            let cfg = LinkConfig {
+                retransmit: ms(5),
+                rto_min: ms(5),
+                rto_max,
+                give_up: ms(150),
+                max_attempts: None,
+            };
+            let mut l = Link::new(1, 1, ROSTER, cfg.clone());
+            l.send(ms(3), 2, AlgorithmKind::Bully, election(1));
+            let (mut tx, mut failed) = (Vec::new(), Vec::new());
+            let mut verdict = None;
+            while let Some(at) = l.next_deadline() {
+                l.on_timeout(at, &mut tx, &mut failed);
+                if !failed.is_empty() {
+                    verdict = Some(at);
+                }
+            }
+            assert_eq!(verdict, Some(ms(3) + cfg.give_up), "{rto_max:?}");
+            assert_eq!(l.stats.delivery_failures, 1);
+        }
+        // A legacy cap on sends still ends it earlier.
+        let mut l = Link::new(
+            1,
+            1,
+            ROSTER,
+            LinkConfig {
+                max_attempts: Some(2),
+                ..LinkConfig::default()
+            },
+        );
+        l.send(ms(0), 2, AlgorithmKind::Bully, election(1));
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        while let Some(at) = l.next_deadline() {
+            l.on_timeout(at, &mut tx, &mut failed);
+        }
+        assert_eq!((tx.len(), failed.len()), (1, 1));
+    }
+
+    /// Failures to a peer the failure detector declared lost are counted apart from
+    /// failures to peers believed alive, until the lost peer is heard from again.
+    #[test]
+    fn failures_to_a_lost_peer_are_counted_apart() {
+        let cfg = LinkConfig {
+            give_up: ms(50),
+            ..LinkConfig::default()
+        };
+        let mut l = Link::new(1, 1, ROSTER, cfg);
+        let drain = |l: &mut Link| {
+            let (mut tx, mut failed) = (Vec::new(), Vec::new());
+            while let Some(at) = l.next_deadline() {
+                l.on_timeout(at, &mut tx, &mut failed);
+            }
+            failed.len() as u64
+        };
+        // Peer 3 (the crashed leader) is declared lost with one message in flight.
+        l.send(ms(0), 3, AlgorithmKind::Bully, election(1));
+        assert_eq!(l.abandon(3, AlgorithmKind::Bully).len(), 1);
+        // Later messages to it and one to the live peer 2 run out of time.
+        l.send(ms(1), 3, AlgorithmKind::Bully, election(2));
+        l.send(ms(1), 3, AlgorithmKind::Bully, election(3));
+        l.send(ms(1), 2, AlgorithmKind::Bully, election(2));
+        assert_eq!(drain(&mut l), 3);
+        assert_eq!(l.stats.delivery_failures, 4);
+        assert_eq!(l.stats.delivery_failures_to_lost, 3, "all but the one to 2");
+        // Peer 3 is back: a failure to it now is a failure to a live peer.
+        let mut hello = reliable(3, 1);
+        hello.group = Some(AlgorithmKind::Bully);
+        l.receive(ms(200), &hello);
+        l.send(ms(201), 3, AlgorithmKind::Bully, election(4));
+        assert_eq!(drain(&mut l), 1);
+        assert_eq!(
+            (l.stats.delivery_failures, l.stats.delivery_failures_to_lost),
+            (5, 3)
+        );
+    }
+}
