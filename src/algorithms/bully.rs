@@ -38,7 +38,7 @@
 //!   explicit detection step (`LeaderLoss::Told`) keeps the textbook reaction.
 //! - No self-inflicted storms:
 //!   - a (re)started node listens a random [H, 2H] (H = heartbeat) plus (T + H) per
-//!     member ranked above it but the first before calling its election (the highest
+//!     member ranked above it before calling its election (the highest
 //!     id announces at once; `bully_common::rank_step`);
 //!   - a leader that receives ELECTION of a new cascade answers OK and its unchanged
 //!     COORDINATOR to that cascade's members only (ids from its initiator up), not a

@@ -209,7 +209,7 @@ pub(super) fn send_elections(
 
 /// A (re)started node that is to call an election first listens for a random
 /// [H, 2H] (H = heartbeat period), plus one [`rank_step`] for every member ranked
-/// above it but the first: a live leader's heartbeat or COORDINATOR, or a cascade
+/// above it: a live leader's heartbeat or COORDINATOR, or a cascade
 /// already under way, makes its own election unnecessary, and at a cold start of many
 /// nodes the elections come in rank order — the highest id has nobody to ask and
 /// announces at once (returns true), the next one calls only if that announcement has
@@ -224,8 +224,7 @@ pub(super) fn listen_before_electing(higher: &[NodeId], t: &Timing, out: &mut Ou
     if higher.is_empty() {
         return true;
     }
-    let rank_wait =
-        rank_step(t).saturating_mul(u32::try_from(higher.len() - 1).unwrap_or(u32::MAX));
+    let rank_wait = rank_step(t).saturating_mul(u32::try_from(higher.len()).unwrap_or(u32::MAX));
     out.set_timer(
         Timer::Retry,
         t.heartbeat + rank_wait,
@@ -243,8 +242,10 @@ pub(super) fn listen_before_electing(higher: &[NodeId], t: &Timing, out: &mut Ou
 /// capped at a failure timeout: any start spread beyond F + 2H (about 120 ms at the
 /// README's timing) made every node elect towards peers not booted yet, the
 /// literature's all-initiating count with most of it retransmitted until the link
-/// gave up (docs/bench/ANALYSIS.md, round 8). The price: a cold start without the top
-/// m members waits (m − 1)·(T + H) more before the next one calls.
+/// gave up (docs/bench/ANALYSIS.md, round 8). The step counts the top member too: the
+/// node just below it, which used to listen [H, 2H] alone, called towards a top
+/// process still booting. The price: a cold start without the top m members waits
+/// m·(T + H) more before the next one calls.
 pub(super) fn rank_step(t: &Timing) -> Duration {
     t.answer_timeout + t.heartbeat
 }

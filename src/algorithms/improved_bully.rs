@@ -23,7 +23,7 @@
 //! T for it: failover costs about 2·T after detection, by design.
 //!
 //! No self-inflicted storms (as in [`super::bully`]): a (re)started node listens a
-//! random [H, 2H] plus (T + H) per member ranked above it but the first before calling
+//! random [H, 2H] plus (T + H) per member ranked above it before calling
 //! its election; a leader handed YOU_ARE_COORDINATOR
 //! answers with its unchanged COORDINATOR to the nodes that election flagged (the ids
 //! from its initiator up) instead of a new epoch to everyone; a leader answers a lower
