@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # System test: 64 `electd run` processes on 127.0.0.1, Bully, all started at once
 # (heartbeat 10 ms, failure_timeout 100 ms): every node must agree on node 64, then
-# after SIGKILL of the leader the 63 survivors must agree on node 63. Runs the bench's
+# after SIGKILL of the leader the 63 survivors must agree on node 63; the simulator's busy
+# start with the same start spread (`electd::sim::crowd`, in the bench's results) must
+# agree with the processes on messages and retransmissions within the tolerance below. Runs the bench's
 # scale-cold section for that one row (`electd bench --only scale-cold --nodes 64
 # --algorithms bully`), which starts and kills its processes by PID, and checks its
 # results.json. Bounded: 30 s for the cold start, 10 s for the failover.
@@ -38,6 +40,20 @@ for r in rows:
     print(f'{name}: cold start {cold["agreed_ms"]} ms on {cold["leader"]}, '
           f'{cold["election_messages"]} messages, {cold["retransmissions"]} retransmissions, '
           f'{cold["delivery_failures"]} delivery failures, {cold["udp_rcvbuf_errors"]} kernel rcvbuf errors')
+    sim = r.get("sim")
+    if sim is not None:
+        # The simulator's busy start with the processes' start spread (ids booted in
+        # order, no processing cost) must show the same crowd: messages and
+        # retransmissions each within half of the larger figure, or 4·N, whichever is
+        # larger (docs/bench/ANALYSIS.md, round 8).
+        print(f'{name}: simulator, same start spread ({r["start_spread_ms"]:.0f} ms): '
+              f'{sim["election_messages"]} messages, {sim["retransmissions"]} retransmissions, '
+              f'{sim["delivery_failures"]} delivery failures')
+        for what, p, q in (("election messages", cold["election_messages"], sim["election_messages"]),
+                           ("retransmissions", cold["retransmissions"], sim["retransmissions"])):
+            tol = max(0.5 * max(p, q), 4 * n)
+            if abs(p - q) > tol:
+                bad.append(f'{name}: {what}: processes {p}, simulator {q}: apart by more than {tol:.0f}')
     if cold["agreed_ms"] is None:
         bad.append(f'{name}: no agreement at cold start: {r["missed"]}')
         continue

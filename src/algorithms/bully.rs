@@ -38,8 +38,9 @@
 //!   and OK messages at once (the storm of 64 processes on two cores). The simulator's
 //!   explicit detection step (`LeaderLoss::Told`) keeps the textbook reaction.
 //! - No self-inflicted storms:
-//!   - a (re)started node listens a random [H, 2H] (H = heartbeat) before calling its
-//!     election (the highest id announces at once);
+//!   - a (re)started node listens a random [H, 2H] (H = heartbeat) plus (T + H) per
+//!     member ranked above it before calling its election (the highest
+//!     id announces at once; `bully_common::rank_step`);
 //!   - a leader that receives ELECTION of a new cascade answers OK and its unchanged
 //!     COORDINATOR to that cascade's members only (ids from its initiator up), not a
 //!     new epoch to everyone;
@@ -188,7 +189,7 @@ impl Algorithm for Bully {
                 // follower waits for a silent leader ([F, 2F]): a live leader heard
                 // meanwhile is followed.
                 common::arm_watchdog(&self.cfg.timing, out);
-            } else if common::listen_before_electing(&self.higher, &self.cfg.timing, true, out) {
+            } else if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
                 self.elect(None, out);
             }
         } else {

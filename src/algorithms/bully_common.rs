@@ -208,40 +208,46 @@ pub(super) fn send_elections(
 }
 
 /// A (re)started node that is to call an election first listens for a random
-/// [H, 2H] (H = heartbeat period), plus, with `ranked` (Bully), one answer window T for
-/// every member ranked above it but the first (at most a failure timeout in all): a live leader's
-/// heartbeat or COORDINATOR, or a cascade already under way, makes its own election
-/// unnecessary, and at a cold start of many nodes the elections come in rank order —
-/// the highest id has nobody to ask and announces at once (returns true), the next one
-/// calls only if that announcement has not come — instead of all in the same few
-/// milliseconds (256 Bully nodes in one process calling together never agreed).
-/// Improved Bully does without (`ranked` false): its elections are answered by the
-/// highest responder alone, and waiting by rank made a lossy, staggered cold start of
-/// 64 nodes call its elections when the higher nodes were starting, which it did not
-/// settle from (`tests/storms.rs`).
-pub(super) fn listen_before_electing(
-    higher: &[NodeId],
-    t: &Timing,
-    ranked: bool,
-    out: &mut Out,
-) -> bool {
+/// [H, 2H] (H = heartbeat period), plus one [`rank_step`] for every member ranked
+/// above it: a live leader's heartbeat or COORDINATOR, or a cascade
+/// already under way, makes its own election unnecessary, and at a cold start of many
+/// nodes the elections come in rank order — the highest id has nobody to ask and
+/// announces at once (returns true), the next one calls only if that announcement has
+/// not come — instead of all in the same few milliseconds (256 Bully nodes in one
+/// process calling together never agreed). Improved Bully waited only [H, 2H] while
+/// the rank wait was capped at a failure timeout (with it, a lossy, staggered cold
+/// start of 64 nodes called its elections when the higher nodes were starting,
+/// `tests/storms.rs`); with the uncapped step it settles that start, and a busy start
+/// in id order costs it the announcement instead of the all-initiating count
+/// (`tests/scale.rs`).
+pub(super) fn listen_before_electing(higher: &[NodeId], t: &Timing, out: &mut Out) -> bool {
     if higher.is_empty() {
         return true;
     }
-    if !ranked {
-        out.set_timer(Timer::Retry, t.heartbeat, t.heartbeat * 2);
-        return false;
-    }
-    let rank_wait = t
-        .answer_timeout
-        .saturating_mul(u32::try_from(higher.len() - 1).unwrap_or(u32::MAX))
-        .min(t.failure_timeout);
+    let rank_wait = rank_step(t).saturating_mul(u32::try_from(higher.len()).unwrap_or(u32::MAX));
     out.set_timer(
         Timer::Retry,
         t.heartbeat + rank_wait,
         t.heartbeat * 2 + rank_wait,
     );
     false
+}
+
+/// How much longer a starting Bully node listens than the member ranked just above it:
+/// one answer window plus one heartbeat period (T + H), with no ceiling. In a busy
+/// start the nodes boot one after another (a shell or a service manager spawning
+/// processes: about 14 ms apart for 64 `electd run` on two cores); as long as that gap
+/// is below the step, the top node boots and announces before any node below has
+/// stopped listening, whatever the boot order. The rank wait used to be one T per rank
+/// capped at a failure timeout: any start spread beyond F + 2H (about 120 ms at the
+/// README's timing) made every node elect towards peers not booted yet, the
+/// literature's all-initiating count with most of it retransmitted until the link
+/// gave up (docs/bench/ANALYSIS.md, round 8). The step counts the top member too: the
+/// node just below it, which used to listen [H, 2H] alone, called towards a top
+/// process still booting. The price: a cold start without the top m members waits
+/// m·(T + H) more before the next one calls.
+pub(super) fn rank_step(t: &Timing) -> Duration {
+    t.answer_timeout + t.heartbeat
 }
 
 /// A leader asked by a lower node's election (`tag`) answers with its current

@@ -23,7 +23,8 @@
 //! T for it: failover costs about 2·T after detection, by design.
 //!
 //! No self-inflicted storms (as in [`super::bully`]): a (re)started node listens a
-//! random [H, 2H] before calling its election; a leader handed YOU_ARE_COORDINATOR
+//! random [H, 2H] plus (T + H) per member ranked above it before calling
+//! its election; a leader handed YOU_ARE_COORDINATOR
 //! answers with its unchanged COORDINATOR to the nodes that election flagged (the ids
 //! from its initiator up) instead of a new epoch to everyone; a leader answers a lower
 //! claimant alone, and a follower of a higher leader leaves lower claims to it; a node
@@ -197,7 +198,7 @@ impl Algorithm for ImprovedBully {
                 // follower waits for a silent leader ([F, 2F]): a live leader heard
                 // meanwhile is followed.
                 common::arm_watchdog(&self.cfg.timing, out);
-            } else if common::listen_before_electing(&self.higher, &self.cfg.timing, false, out) {
+            } else if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
                 self.elect(None, out);
             }
         } else {

@@ -82,6 +82,12 @@ pub struct ColdRow {
     pub failovers: Vec<Phase>,
     /// Why a phase missed (no agreement), for the report; `None` when both agreed.
     pub missed: Option<String>,
+    /// `processes`: time from before the first spawn to after the last of the
+    /// measured cold start (the processes boot in id order).
+    pub start_spread_ms: Option<f64>,
+    /// `processes`: the simulator's busy start with that spread and timing
+    /// ([`electd::sim::crowd`]), to compare with `cold`.
+    pub sim: Option<electd::sim::crowd::BusyCost>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -211,7 +217,7 @@ fn line(r: &ColdRow) -> String {
         )
     };
     format!(
-        "  scale-cold {:<15} N={:<4} {:<11} cold {}{} · failover {}{}",
+        "  scale-cold {:<15} N={:<4} {:<11} cold {}{} · failover {}{}{}",
         r.algorithm,
         r.nodes,
         r.mode,
@@ -222,6 +228,16 @@ fn line(r: &ColdRow) -> String {
             String::new()
         },
         r.failover.as_ref().map(f).unwrap_or("-".into()),
+        r.sim
+            .as_ref()
+            .map(|s| format!(
+                " · simulator, same start spread ({:.0} ms): {} msgs, {} retx, {} fail",
+                r.start_spread_ms.unwrap_or(0.0),
+                s.election_messages,
+                s.retransmissions,
+                s.delivery_failures
+            ))
+            .unwrap_or_default(),
         r.missed
             .as_ref()
             .map(|m| format!(" · MISSED: {m}"))
@@ -250,7 +266,9 @@ fn processes(
         drop((w, c));
     }
     let rcv0 = udp_rcvbuf_errors();
+    let before = Instant::now();
     let (mut c, w, all, last_start) = start_processes(opts, kind, n, timing)?;
+    let spread = last_start.saturating_duration_since(before);
     let mut row = ColdRow {
         algorithm: kind,
         nodes: n,
@@ -260,6 +278,8 @@ fn processes(
         failover: None,
         failovers: earlier,
         missed: None,
+        start_spread_ms: Some(ms(spread)),
+        sim: None,
     };
     let agreed = w.wait_agreement(&all, last_start + AGREE_WITHIN);
     row.cold_tries
@@ -301,6 +321,7 @@ fn processes(
         row.failover = Some(p);
     }
     row.missed = row.missed.take().or(missed);
+    row.sim = super::scale::sim_busy_start(kind, n, spread, timing);
     Ok(row)
 }
 
@@ -443,6 +464,8 @@ async fn one_process(kind: AlgorithmKind, n: usize, t: &ClusterTiming) -> anyhow
         failover: None,
         failovers: Vec::new(),
         missed: None,
+        start_spread_ms: None,
+        sim: None,
     };
     let agreed = c.wait_agreement(&ids, started + AGREE_WITHIN).await;
     let counts = |c: &InProc| {

@@ -307,3 +307,30 @@ async fn udp_point(
         flagged,
     })
 }
+
+/// The simulator's busy start ([`electd::sim::crowd`]) with what a cold start of `n`
+/// processes saw: their timing, booted in id order over `spread` (from before the
+/// first spawn to after the last), no processing cost. `None` when the simulation
+/// fails (it is a comparison, not a measurement: the row stands without it).
+pub fn sim_busy_start(
+    kind: AlgorithmKind,
+    n: usize,
+    spread: Duration,
+    t: &electd::testkit::procs::ClusterTiming,
+) -> Option<electd::sim::crowd::BusyCost> {
+    use electd::sim::crowd::{busy_start, BusyStart, StartOrder};
+    let timing = t.timing();
+    let mut link = LinkConfig::for_failure_timeout(timing.failure_timeout);
+    link.retransmit = Duration::from_millis(t.retransmit_ms);
+    busy_start(&BusyStart {
+        algorithm: kind,
+        nodes: n,
+        timing,
+        link,
+        gap: spread / (n.max(2) - 1) as u32,
+        cost: Duration::ZERO,
+        order: StartOrder::Ascending,
+        seed: 1,
+    })
+    .ok()
+}

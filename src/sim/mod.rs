@@ -22,6 +22,7 @@
 pub mod campaign;
 pub mod chaos;
 pub mod compare;
+pub mod crowd;
 mod lifecycle;
 mod measure;
 pub mod network;

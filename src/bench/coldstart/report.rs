@@ -366,6 +366,8 @@ mod flag_tests {
             missed: None,
             cold_tries: Vec::new(),
             failovers: Vec::new(),
+            start_spread_ms: None,
+            sim: None,
         }
     }
 

@@ -1,0 +1,89 @@
+//! Scale: the crowd effects of many processes started on few cores, reproduced in the
+//! simulator (`electd::sim::crowd`, issue 31). The comparison with real processes is
+//! in the system stage (`scripts/system-scale.sh`, from the bench's results).
+
+use electd::contract::algorithm::{AlgorithmKind, Timing};
+use electd::node::link::LinkConfig;
+use electd::sim::crowd::{busy_start, BusyCost, BusyStart, StartOrder};
+use std::time::Duration;
+
+const N: usize = 64;
+
+/// The bench's process timing (heartbeat 10 ms, failure_timeout 100 ms, answer 10 ms).
+fn timing() -> Timing {
+    electd::testkit::procs::ClusterTiming::failover().timing()
+}
+
+fn run(kind: AlgorithmKind, gap: Duration, order: StartOrder) -> BusyCost {
+    let timing = timing();
+    let link = LinkConfig::for_failure_timeout(timing.failure_timeout);
+    busy_start(&BusyStart {
+        algorithm: kind,
+        nodes: N,
+        timing,
+        link,
+        gap,
+        cost: Duration::ZERO,
+        order,
+        seed: 1,
+    })
+    .expect("simulation")
+}
+
+/// Booted highest first, or in id order with less than one rank step (answer timeout
+/// plus heartbeat, `bully_common::rank_step`) between two boots, a Bully cold start
+/// costs the top node's announcement alone: its rank wait is the shortest, and its
+/// COORDINATOR ends the waits of the others (N − 1 messages). The messages sent to
+/// nodes not booted yet are retransmitted until they boot. Before the rank wait lost
+/// its ceiling (a failure timeout), every gap above (F + 2H)/N − here 2 ms — cost the
+/// all-initiating count (issue 31: 5,117 messages at 64 processes, 14 ms apart).
+#[test]
+fn a_busy_start_within_the_rank_step_costs_one_announcement() {
+    let t = timing();
+    for (gap, order) in [
+        (t.answer_timeout + t.heartbeat, StartOrder::Descending),
+        (t.answer_timeout / 4, StartOrder::Ascending),
+        (t.answer_timeout + t.heartbeat / 2, StartOrder::Ascending),
+    ] {
+        for kind in [AlgorithmKind::Bully, AlgorithmKind::ImprovedBully] {
+            let c = run(kind, gap, order);
+            assert_eq!(c.leader, Some(N as u32), "{kind} {order:?} {gap:?}: {c:?}");
+            let announcement = N as u64 - 1;
+            if gap < t.heartbeat {
+                assert_eq!(c.election_messages, announcement, "{kind} {gap:?}: {c:?}");
+            } else {
+                // Node N − 1 listens only [H, 2H]: booted one gap before the top, it
+                // may still ask it (an ELECTION, its OK) — a few messages, no cascade.
+                assert!(
+                    (announcement..announcement + 8).contains(&c.election_messages),
+                    "{kind} {order:?} {gap:?}: {c:?}"
+                );
+            }
+            if order == StartOrder::Ascending {
+                // Nobody sends to a node before it boots (booted highest first, the top
+                // node's COORDINATOR goes to nodes not booted yet, retransmitted until
+                // they boot or the link gives up).
+                assert_eq!(c.delivery_failures, 0, "{kind} {order:?} {gap:?}: {c:?}");
+                assert_eq!(c.retransmissions, 0, "{kind} {order:?} {gap:?}: {c:?}");
+            }
+        }
+    }
+}
+
+/// The limit of the rank wait, and the crowd effect the 64 processes showed
+/// (docs/bench/ANALYSIS.md, round 8): booted in id order with more than a rank step
+/// between two boots, every Bully node's wait runs out before the nodes above it
+/// exist, so every node elects: at least the literature's all-initiating count of
+/// ELECTION messages (Σ (N − i) = N(N − 1)/2), and the messages to nodes not booted
+/// yet are retransmitted until the link gives up.
+#[test]
+fn a_busy_start_in_id_order_slower_than_the_rank_step_is_all_initiating() {
+    let t = timing();
+    let gap = t.answer_timeout * 2 + t.heartbeat;
+    let c = run(AlgorithmKind::Bully, gap, StartOrder::Ascending);
+    let all_initiating = (N * (N - 1) / 2) as u64;
+    assert_eq!(c.leader, Some(N as u32), "{c:?}");
+    assert!(c.election_messages >= all_initiating, "{c:?}");
+    assert!(c.delivery_failures > 0, "{c:?}");
+    assert!(c.retransmissions > c.election_messages / 10, "{c:?}");
+}
