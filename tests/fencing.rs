@@ -253,7 +253,13 @@ fn a_leader_below_a_token_of_its_own_term_takes_a_new_term() {
         s.run_for(ms(5)); // what was in flight to 3 is dropped (3 is down)
         s.cuts_mut().partition(&[vec![3], vec![1, 2]]);
         s.start(3, true).unwrap();
-        s.run_for(ms(50));
+        // It listens first (a restarted node waits its rank's turn), then leads alone.
+        for _ in 0..1000 {
+            s.run_for(ms(1));
+            if s.node(3).and_then(|n| n.leader(kind)) == Some(3) {
+                break;
+            }
+        }
         let three = s.node(3).and_then(|n| n.group_status(kind)).unwrap();
         assert_eq!(
             (three.leader, three.term),

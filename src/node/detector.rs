@@ -86,18 +86,25 @@ impl Node {
 
     /// Compared as tokens, not terms: a leadership can be below another of its
     /// own term (announced at the same time, unaware of it), and only the
-    /// answer's leader id tells. (A peer that sends no leader, 0, is heard at a
-    /// higher term only, as before.) Where the highest id is meant to lead, an
+    /// answer's leader id tells. Where the highest id is meant to lead, an
     /// answer naming a higher id is that id's claim, heard second hand: this
     /// leader defers to it as to its heartbeat (and its failure detector calls
     /// an election if that leader is gone). Only a leadership that outranks
     /// the answer's takes a new term; a new term for every self-made leader of a
     /// cold start would start a race in which each bumps the others' terms.
+    ///
+    /// An answer naming no leader (0) at this leader's own term is above it too: the
+    /// answering node holds a leadership of this term above the claim that has ended
+    /// (it names its leader only while that leadership is live, see `on_heartbeat`),
+    /// so this leader takes a term above it without deferring to anyone.
     pub(super) fn on_heartbeat_ack(&mut self, g: usize, now: Time, term: u64, leader: NodeId) {
         let grp = &mut self.groups[g];
-        if grp.leader == Some(self.id)
-            && Token::new(term, leader) > Token::new(grp.term, grp.holder)
-        {
+        let above = if leader == 0 {
+            term > 0 && term >= grp.term
+        } else {
+            Token::new(term, leader) > Token::new(grp.term, grp.holder)
+        };
+        if grp.leader == Some(self.id) && above {
             if grp.kind.elects_highest_id() && self.policy.outranks(leader, self.id) {
                 grp.algo.on_foreign_leader(leader, term, &mut self.out);
             } else {

@@ -259,7 +259,10 @@ fn a_stepped_down_leader_answers_a_lower_claim_with_its_term_alone() {
     assert_eq!(five.leader(kind), None, "stepped down");
     at += Timing::default().failure_timeout * 2;
     let answers = answer_to_claim(&mut five, at, 2);
-    assert!(!answers.is_empty(), "a claim below the held token is answered");
+    assert!(
+        !answers.is_empty(),
+        "a claim below the held token is answered"
+    );
     assert!(
         answers.iter().all(|&(t, l)| t == term && l == 0),
         "a leadership that ended is not named: {answers:?}"

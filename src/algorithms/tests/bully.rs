@@ -441,13 +441,20 @@ fn a_lost_leader_lets_each_member_between_go_first_for_one_turn_each() {
             );
             let fx = step(&mut b2, |a, out| a.on_leader_lost(why, out));
             if turns == 0 {
-                assert!(fx.started_election(), "node {me}: the successor calls at once");
+                assert!(
+                    fx.started_election(),
+                    "node {me}: the successor calls at once"
+                );
                 continue;
             }
             assert!(!fx.started_election(), "node {me} waits its turn ({why:?})");
             let (lo, hi) = fx.armed_range(Timer::Retry).expect("a turn watchdog");
             assert_eq!(lo, turn * turns, "node {me}: {turns} turns");
-            assert_eq!(hi, turn * turns + t.heartbeat, "node {me}: one heartbeat of draw");
+            assert_eq!(
+                hi,
+                turn * turns + t.heartbeat,
+                "node {me}: one heartbeat of draw"
+            );
             // Its turn comes and nobody announced: it calls its election.
             let fx = fire(&mut b2, Timer::Retry);
             assert!(fx.started_election(), "node {me} calls when its turn comes");
@@ -469,7 +476,10 @@ fn a_lost_leader_lets_each_member_between_go_first_for_one_turn_each() {
                 },
             );
             assert_eq!(b.leader(), Some(4));
-            assert!(fire(&mut b, Timer::Retry).is_empty(), "a leader came in time");
+            assert!(
+                fire(&mut b, Timer::Retry).is_empty(),
+                "a leader came in time"
+            );
         }
     }
 }
