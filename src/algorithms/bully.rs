@@ -51,6 +51,9 @@
 //!   None of this changes the synchronous counts above: there, no leader is alive
 //!   when a cascade runs.
 
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::info::{Elects, Info, Recovery};
+use crate::contract::message::MessageType;
 use crate::algorithms::bully_common::{self as common, Claim, Holdback, Leadership};
 use crate::algorithms::tags::Joined;
 use crate::contract::algorithm::{
@@ -317,6 +320,34 @@ impl Algorithm for Bully {
         self.electing()
     }
 }
+
+/// What the program knows about Bully (see [`crate::contract::info`]).
+pub(crate) const INFO: Info = Info {
+    name: "bully",
+    aliases: &[],
+    title: "Bully (Garcia-Molina 1982)",
+    summary: "Garcia-Molina's Bully: the highest live id wins",
+    build: |c| Box::new(Bully::new(c)),
+    elects: Elects::HighestLiveId,
+    recovery: Recovery::Cascade { answer_rounds: 1 },
+    message_types: &[
+        MessageType::Election,
+        MessageType::Ok,
+        MessageType::Coordinator,
+    ],
+    cases: || {
+        vec![Case {
+            algorithm: AlgorithmKind::Bully,
+            order: RingOrder::Ascending,
+            label: "bully".into(),
+            formula: "N²−1 (Garcia-Molina 1982; seed report Eq. 1, k=1)",
+            expected: Some(|n| formulas::bully(n, 1) as f64),
+            exact: true,
+        }]
+    },
+    policy_preempt: true,
+    durable_vote: false,
+};
 #[cfg(test)]
 #[path = "tests/bully.rs"]
 mod tests;

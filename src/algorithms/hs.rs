@@ -58,6 +58,10 @@
 //!   round (that round was decided without it), and a new round is numbered above
 //!   the claim's epoch so that every member joins it.
 
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::algorithm::AlgorithmKind;
+use crate::contract::info::{Elects, Info, Recovery};
+use crate::contract::message::MessageType;
 use crate::algorithms::ring_common::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
@@ -97,7 +101,7 @@ impl Hs {
     pub fn new(cfg: GroupConfig) -> Self {
         let hold = crate::algorithms::bully_common::Holdback::new(
             &cfg,
-            crate::contract::algorithm::AlgorithmKind::Hs,
+            AlgorithmKind::Hs,
         );
         Hs {
             view: RingView::new(&cfg),
@@ -453,6 +457,44 @@ impl Algorithm for Hs {
         self.active
     }
 }
+
+/// What the program knows about Hirschberg–Sinclair (see [`crate::contract::info`]).
+pub(crate) const INFO: Info = Info {
+    name: "hs",
+    aliases: &["hirschberg-sinclair"],
+    title: "Hirschberg–Sinclair (Hirschberg & Sinclair 1980)",
+    summary: "Hirschberg–Sinclair: probes both ways in doubling phases, O(n log n)",
+    build: |c| Box::new(Hs::new(c)),
+    elects: Elects::HighestLiveId,
+    recovery: Recovery::RingLaps {
+        hops_per_member: HOPS_PER_MEMBER,
+    },
+    message_types: &[
+        MessageType::Probe,
+        MessageType::Reply,
+        MessageType::Terminate,
+    ],
+    cases: || {
+        const HS: &str =
+            "≤ 8N(1+⌈log₂N⌉) + N (Hirschberg & Sinclair 1980; seed textbook Thm 13.10)";
+        [RingOrder::Descending, RingOrder::Random]
+            .into_iter()
+            .map(|order| Case {
+                algorithm: AlgorithmKind::Hs,
+                order,
+                label: match order {
+                    RingOrder::Descending => "hs (descending)".into(),
+                    _ => "hs (random)".into(),
+                },
+                formula: HS,
+                expected: Some(|n| (formulas::hs_bound(n) + n) as f64),
+                exact: false,
+            })
+            .collect()
+    },
+    policy_preempt: true,
+    durable_vote: false,
+};
 #[cfg(test)]
 #[path = "tests/hs.rs"]
 mod tests;

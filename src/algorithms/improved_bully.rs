@@ -29,6 +29,9 @@
 //! claimant alone, and a follower of a higher leader leaves lower claims to it; a node
 //! driving an election takes a higher node's heartbeat as the announcement.
 
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::info::{Elects, Info, Recovery};
+use crate::contract::message::MessageType;
 use crate::algorithms::bully_common::{self as common, Claim, Holdback, Leadership};
 use crate::algorithms::tags::Joined;
 use crate::contract::algorithm::{
@@ -344,6 +347,35 @@ impl Algorithm for ImprovedBully {
         self.electing()
     }
 }
+
+/// What the program knows about Improved Bully (see [`crate::contract::info`]).
+pub(crate) const INFO: Info = Info {
+    name: "improved-bully",
+    aliases: &["improvedbully", "improved_bully"],
+    title: "Improved Bully (Soundarabai et al. 2014)",
+    summary: "Bully where the initiator hands the election to its highest responder",
+    build: |c| Box::new(ImprovedBully::new(c)),
+    elects: Elects::HighestLiveId,
+    recovery: Recovery::Cascade { answer_rounds: 2 },
+    message_types: &[
+        MessageType::Election,
+        MessageType::Ok,
+        MessageType::Coordinator,
+        MessageType::YouAreCoordinator,
+    ],
+    cases: || {
+        vec![Case {
+            algorithm: AlgorithmKind::ImprovedBully,
+            order: RingOrder::Ascending,
+            label: "improved-bully".into(),
+            formula: "3N−2 (Soundarabai et al. 2014 Table 1; seed report Eq. 2, k=1)",
+            expected: Some(|n| formulas::improved_bully(n, 1) as f64),
+            exact: true,
+        }]
+    },
+    policy_preempt: true,
+    durable_vote: false,
+};
 #[cfg(test)]
 #[path = "tests/improved_bully.rs"]
 mod tests;

@@ -54,6 +54,10 @@
 //!   round (that round was decided without it), and a new round is numbered above
 //!   the claim's epoch so that every member joins it.
 
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::algorithm::AlgorithmKind;
+use crate::contract::info::{Elects, Info, Recovery};
+use crate::contract::message::MessageType;
 use crate::algorithms::ring_common::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
@@ -85,7 +89,7 @@ impl Lcr {
     pub fn new(cfg: GroupConfig) -> Self {
         let hold = crate::algorithms::bully_common::Holdback::new(
             &cfg,
-            crate::contract::algorithm::AlgorithmKind::Lcr,
+            AlgorithmKind::Lcr,
         );
         Lcr {
             view: RingView::new(&cfg),
@@ -326,6 +330,50 @@ impl Algorithm for Lcr {
         self.active
     }
 }
+
+/// What the program knows about LCR (see [`crate::contract::info`]).
+pub(crate) const INFO: Info = Info {
+    name: "lcr",
+    aliases: &["chang-roberts"],
+    title: "Chang–Roberts / LCR (Chang & Roberts 1979)",
+    summary: "Chang–Roberts: ids travel clockwise, only higher ones are forwarded",
+    build: |c| Box::new(Lcr::new(c)),
+    elects: Elects::HighestLiveId,
+    recovery: Recovery::RingLaps {
+        hops_per_member: HOPS_PER_MEMBER,
+    },
+    message_types: &[MessageType::LcrElection, MessageType::LcrElected],
+    cases: || {
+        vec![
+            Case {
+                algorithm: AlgorithmKind::Lcr,
+                order: RingOrder::Descending,
+                label: "lcr (descending)".into(),
+                formula: "N(N+1)/2 + N (Chang & Roberts 1979 worst case + ELECTED lap)",
+                expected: Some(|n| (formulas::lcr_worst(n) + n) as f64),
+                exact: true,
+            },
+            Case {
+                algorithm: AlgorithmKind::Lcr,
+                order: RingOrder::Ascending,
+                label: "lcr (ascending)".into(),
+                formula: "2N−1 + N (Chang & Roberts 1979 best case + ELECTED lap)",
+                expected: Some(|n| (formulas::lcr_best(n) + n) as f64),
+                exact: true,
+            },
+            Case {
+                algorithm: AlgorithmKind::Lcr,
+                order: RingOrder::Random,
+                label: "lcr (random)".into(),
+                formula: "N·H_N + N (Chang & Roberts 1979 average + ELECTED lap)",
+                expected: Some(|n| formulas::lcr_average(n) + n as f64),
+                exact: false,
+            },
+        ]
+    },
+    policy_preempt: true,
+    durable_vote: false,
+};
 #[cfg(test)]
 #[path = "tests/lcr.rs"]
 mod tests;

@@ -54,6 +54,10 @@
 //!   electing node applies that rule too when the claim's epoch is newer than its own
 //!   (the election it waits for finished without it).
 
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::algorithm::AlgorithmKind;
+use crate::contract::info::{Elects, Info, Recovery};
+use crate::contract::message::MessageType;
 use crate::algorithms::ring_common::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
@@ -83,7 +87,7 @@ impl Ring {
     pub fn new(cfg: GroupConfig) -> Self {
         let hold = crate::algorithms::bully_common::Holdback::new(
             &cfg,
-            crate::contract::algorithm::AlgorithmKind::Ring,
+            AlgorithmKind::Ring,
         );
         Ring {
             view: RingView::new(&cfg),
@@ -413,6 +417,32 @@ impl Algorithm for Ring {
         self.participant
     }
 }
+
+/// What the program knows about the ring algorithm (see [`crate::contract::info`]).
+pub(crate) const INFO: Info = Info {
+    name: "ring",
+    aliases: &[],
+    title: "Ring with id lists (Tanenbaum & van Steen §6.5.1)",
+    summary: "ring election: a message collects every id around the ring",
+    build: |c| Box::new(Ring::new(c)),
+    elects: Elects::HighestLiveId,
+    recovery: Recovery::RingLaps {
+        hops_per_member: HOPS_PER_MEMBER,
+    },
+    message_types: &[MessageType::RingElection, MessageType::RingCoordinator],
+    cases: || {
+        vec![Case {
+            algorithm: AlgorithmKind::Ring,
+            order: RingOrder::Ascending,
+            label: "ring".into(),
+            formula: "2N (Tanenbaum §6.5.1; seed slides: ELECTION lap + COORDINATOR lap)",
+            expected: Some(|n| formulas::ring(n) as f64),
+            exact: true,
+        }]
+    },
+    policy_preempt: true,
+    durable_vote: false,
+};
 #[cfg(test)]
 #[path = "tests/ring.rs"]
 mod tests;

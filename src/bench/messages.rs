@@ -90,7 +90,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<MessageRes
     let mut points = Vec::new();
     let mut incomplete = Vec::new();
     for kind in AlgorithmKind::available() {
-        for case in formulas::cases(kind) {
+        for case in kind.cases() {
             for &n in &nodes {
                 let mut p = rt.block_on(point(&case, n, opts.seed))?;
                 while !p.complete && p.attempts < 3 {

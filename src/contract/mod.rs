@@ -10,7 +10,7 @@
 
 pub mod algorithm;
 pub mod formulas;
+pub mod info;
 pub mod message;
 pub mod policy;
-pub mod registry;
 pub mod rng;

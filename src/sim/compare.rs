@@ -3,7 +3,7 @@
 //! CSV, and as an SVG plot.
 
 use crate::contract::algorithm::AlgorithmKind;
-use crate::contract::formulas::{self, Case};
+use crate::contract::formulas::Case;
 use crate::sim::runner::{simulate, SimulateError, SimulateParams};
 use crate::sim::scenario::{Initiator, Scenario};
 use plotters::prelude::*;
@@ -66,7 +66,7 @@ pub fn run(
 ) -> Result<Comparison, SimulateError> {
     let cases: Vec<Case> = algorithms
         .iter()
-        .flat_map(|&a| formulas::cases(a))
+        .flat_map(|&a| a.cases())
         .collect();
     let mut points = Vec::new();
     let total = cases.len() * nodes.len();
