@@ -8,7 +8,6 @@
 //! [`Info::durable_vote`], …) rather than compare kinds. [`AlgorithmKind::info`] is the
 //! one `match` that must learn of a new algorithm here; the compiler names it.
 
-use crate::algorithms::{bully, hs, improved_bully, lcr, raft, ring};
 use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::formulas::Case;
 use crate::contract::info::Info;
@@ -19,12 +18,12 @@ impl AlgorithmKind {
     /// Everything the program knows about this algorithm: its file's `INFO`.
     pub fn info(self) -> &'static Info {
         match self {
-            AlgorithmKind::Bully => &bully::INFO,
-            AlgorithmKind::ImprovedBully => &improved_bully::INFO,
-            AlgorithmKind::Ring => &ring::INFO,
-            AlgorithmKind::Lcr => &lcr::INFO,
-            AlgorithmKind::Hs => &hs::INFO,
-            AlgorithmKind::Raft => &raft::INFO,
+            AlgorithmKind::Bully => &super::bully::INFO,
+            AlgorithmKind::ImprovedBully => &super::improved_bully::INFO,
+            AlgorithmKind::Ring => &super::ring::INFO,
+            AlgorithmKind::Lcr => &super::lcr::INFO,
+            AlgorithmKind::Hs => &super::hs::INFO,
+            AlgorithmKind::Raft => &super::raft::INFO,
         }
     }
 
