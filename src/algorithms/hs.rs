@@ -361,10 +361,6 @@ impl Algorithm for Hs {
         }
     }
 
-    fn on_timer(&mut self, timer: Timer, out: &mut Out) {
-        ring_common::timer_fired(self, timer, out);
-    }
-
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
         // A probe or reply of an older round is not needed any more: dropped.
         let current = match &msg {
@@ -391,71 +387,7 @@ impl Algorithm for Hs {
         }
     }
 
-    fn on_peer_alive(&mut self, peer: NodeId, _out: &mut Out) {
-        self.view.trust(peer);
-    }
-
-    fn config_mut(&mut self) -> &mut GroupConfig {
-        &mut self.cfg
-    }
-
-    fn take_over(&mut self, out: &mut Out) -> bool {
-        if !self.cfg.eligible() {
-            return false;
-        }
-        // A round of its own above every token seen, decided without messages: the
-        // announcement lap alone.
-        self.round = self.round.max(self.lead.highest()).saturating_add(1);
-        self.active = false;
-        self.win(out);
-        self.lead.leader == Some(self.me())
-    }
-
-    fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
-        ring_common::leader_lost(self, why, out);
-    }
-
-    fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        ring_common::foreign_leader(self, from, epoch, out);
-    }
-
-    fn call_election(&mut self, out: &mut Out) {
-        if !self.active {
-            self.elect(out);
-        }
-    }
-
-    fn leader(&self) -> Option<NodeId> {
-        self.lead.leader
-    }
-
-    fn term(&self) -> u64 {
-        self.lead.epoch()
-    }
-
-    fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
-        ring_common::leader_term(self, from, term, out);
-    }
-
-    fn on_term_behind(&mut self, term: u64, out: &mut Out) {
-        ring_common::term_behind(self, term, out);
-    }
-
-    fn durable(&self) -> Option<Durable> {
-        Some(self.lead.durable())
-    }
-
-    fn restore(&mut self, state: Durable) {
-        self.lead.restore(state);
-    }
-
-    fn state(&self) -> &'static str {
-        ring_common::state_name(self.active, self.lead.leader, self.me())
-    }
-
-    fn is_electing(&self) -> bool {
-        self.active
-    }
+    ring_common::rounds_algorithm_methods!();
 }
 
 /// What the program knows about Hirschberg–Sinclair (see [`crate::contract::info`]).

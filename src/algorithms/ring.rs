@@ -251,24 +251,7 @@ impl Ring {
 }
 
 impl RingMember for Ring {
-    fn me(&self) -> NodeId {
-        self.cfg.me
-    }
-    fn cfg(&self) -> &GroupConfig {
-        &self.cfg
-    }
-    fn view(&mut self) -> &mut RingView {
-        &mut self.view
-    }
-    fn lead(&mut self) -> &mut Leadership {
-        &mut self.lead
-    }
-    fn leader(&self) -> Option<NodeId> {
-        self.lead.leader
-    }
-    fn bound(&self) -> Duration {
-        self.bound
-    }
+    ring_common::ring_member_accessors!();
     fn busy(&self) -> bool {
         self.participant
     }
