@@ -18,8 +18,9 @@
 #    and the simulator's check of the listed message types pass for it.
 #
 # It only builds: no root, no network. It reuses the compiled dependencies of the
-# repository's target directory (scripts/lib/target.sh) through a hard-linked copy
-# inside it, so the repository's own build products are never overwritten. The scratch
+# repository's target directory (scripts/lib/target.sh) through hard links inside it;
+# electd's own units are built apart, so the repository's build products are never
+# written. The scratch
 # copy is removed at exit (KEEP=1 keeps it).
 set -euo pipefail
 
@@ -41,15 +42,22 @@ trap cleanup EXIT
 mkdir "$work/repo"
 tar -C "$ROOT" --exclude=./target --exclude=./.git -cf - . | tar -xf - -C "$work/repo"
 rm -rf "$work/repo/${target#"$ROOT"/}" 2>/dev/null || true
-# Compiled dependencies: hard links (same file system) into the scratch target, so a
-# rebuild of electd there writes new files and leaves the originals alone.
+# Compiled dependencies: hard links (same file system) into the scratch target. electd's
+# own units are left out: cargo names them by the same hashes in any directory, and its
+# build script and rustc would write into the linked files (the repository's own
+# generated code and libraries). Only the dependencies, which stay fresh and are never
+# written, are shared.
 export CARGO_TARGET_DIR="$work/target"
 mkdir -p "$CARGO_TARGET_DIR/debug"
 for d in deps build .fingerprint; do
-    if [ -d "$target/debug/$d" ]; then
-        cp -al "$target/debug/$d" "$CARGO_TARGET_DIR/debug/" 2>/dev/null \
-            || cp -a "$target/debug/$d" "$CARGO_TARGET_DIR/debug/"
-    fi
+    [ -d "$target/debug/$d" ] || continue
+    mkdir -p "$CARGO_TARGET_DIR/debug/$d"
+    for f in "$target/debug/$d"/*; do
+        case ${f##*/} in
+            *electd*) continue ;;
+        esac
+        cp -al "$f" "$CARGO_TARGET_DIR/debug/$d/" 2>/dev/null || cp -a "$f" "$CARGO_TARGET_DIR/debug/$d/"
+    done
 done
 
 cd "$work/repo"
