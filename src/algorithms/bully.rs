@@ -51,14 +51,14 @@
 //!   None of this changes the synchronous counts above: there, no leader is alive
 //!   when a cascade runs.
 
-use crate::contract::formulas::{self, Case, RingOrder};
-use crate::contract::info::{Elects, Info, Recovery};
-use crate::contract::message::MessageType;
 use crate::algorithms::bully_common::{self as common, Claim, Holdback, Leadership};
 use crate::algorithms::tags::Joined;
 use crate::contract::algorithm::{
     Algorithm, AlgorithmKind, Durable, GroupConfig, LeaderLoss, Out, Timer,
 };
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::info::{Elects, Info, Recovery};
+use crate::contract::message::MessageType;
 use crate::contract::message::{ElectionTag, Message};
 use crate::NodeId;
 

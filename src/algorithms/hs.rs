@@ -58,15 +58,15 @@
 //!   round (that round was decided without it), and a new round is numbered above
 //!   the claim's epoch so that every member joins it.
 
-use crate::contract::formulas::{self, Case, RingOrder};
-use crate::contract::algorithm::AlgorithmKind;
-use crate::contract::info::{Elects, Info, Recovery};
-use crate::contract::message::MessageType;
 use crate::algorithms::ring_common::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
+use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::info::{Elects, Info, Recovery};
 use crate::contract::message::Message;
+use crate::contract::message::MessageType;
 use crate::NodeId;
 use std::time::Duration;
 
@@ -99,10 +99,7 @@ fn ttl(phase: u32) -> u64 {
 impl Hs {
     /// A node of group `cfg`, not yet started.
     pub fn new(cfg: GroupConfig) -> Self {
-        let hold = crate::algorithms::bully_common::Holdback::new(
-            &cfg,
-            AlgorithmKind::Hs,
-        );
+        let hold = crate::algorithms::bully_common::Holdback::new(&cfg, AlgorithmKind::Hs);
         Hs {
             view: RingView::new(&cfg),
             bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),

@@ -29,14 +29,14 @@
 //! claimant alone, and a follower of a higher leader leaves lower claims to it; a node
 //! driving an election takes a higher node's heartbeat as the announcement.
 
-use crate::contract::formulas::{self, Case, RingOrder};
-use crate::contract::info::{Elects, Info, Recovery};
-use crate::contract::message::MessageType;
 use crate::algorithms::bully_common::{self as common, Claim, Holdback, Leadership};
 use crate::algorithms::tags::Joined;
 use crate::contract::algorithm::{
     Algorithm, AlgorithmKind, Durable, GroupConfig, LeaderLoss, Out, Timer,
 };
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::info::{Elects, Info, Recovery};
+use crate::contract::message::MessageType;
 use crate::contract::message::{ElectionTag, Message};
 use crate::NodeId;
 use std::collections::BTreeSet;

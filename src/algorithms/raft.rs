@@ -60,12 +60,12 @@
 //!
 //! The term is the fencing token ([`Algorithm::term`]).
 
-use crate::contract::formulas::{self, Case, RingOrder};
 use crate::contract::algorithm::AlgorithmKind;
-use crate::contract::info::{Elects, Info, Recovery};
-use crate::contract::message::MessageType;
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::info::{Elects, Info, Recovery};
 use crate::contract::message::Message;
+use crate::contract::message::MessageType;
 use crate::NodeId;
 use std::collections::BTreeSet;
 use std::time::Duration;

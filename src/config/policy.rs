@@ -38,8 +38,8 @@ impl Validator<'_> {
 /// Refuse switches an enabled algorithm does not implement (rather than ignore them;
 /// see [`crate::contract::info::Info::policy_preempt`]).
 pub(super) fn check(policy: &Policy, algorithms: &[AlgorithmKind]) -> Result<(), PolicyError> {
-for &kind in algorithms {
-    if !kind.info().policy_preempt && !policy.preempt_for(kind).is_textbook() {
+    for &kind in algorithms {
+        if !kind.info().policy_preempt && !policy.preempt_for(kind).is_textbook() {
             return Err(err(
                 format!("policy.{kind}"),
                 format!(

@@ -92,7 +92,9 @@ mod tests {
         paths(src)
             .into_iter()
             .filter(|p| {
-                let module = p.strip_prefix("crate::").or(p.strip_prefix("super::super::"));
+                let module = p
+                    .strip_prefix("crate::")
+                    .or(p.strip_prefix("super::super::"));
                 module.is_some_and(|m| ABOVE.contains(&m)) || CRATES.contains(&p.as_str())
             })
             .collect()

@@ -64,10 +64,7 @@ pub fn run(
     seed: u64,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Comparison, SimulateError> {
-    let cases: Vec<Case> = algorithms
-        .iter()
-        .flat_map(|&a| a.cases())
-        .collect();
+    let cases: Vec<Case> = algorithms.iter().flat_map(|&a| a.cases()).collect();
     let mut points = Vec::new();
     let total = cases.len() * nodes.len();
     let mut done = 0;
