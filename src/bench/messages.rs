@@ -1,5 +1,5 @@
 //! Message efficiency on real UDP: for each comparison case of
-//! [`electd::contract::formulas::cases`] and each N, N runtimes in this process over loopback
+//! `AlgorithmKind::cases` and each N, N runtimes in this process over loopback
 //! sockets start passively, the lowest id is told to call an election (what `POST
 //! /admin/election` does), and once every node agrees and every election message sent
 //! has been received, the counters are read from the nodes' Prometheus registries.
