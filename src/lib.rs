@@ -1,19 +1,25 @@
 //! electd — leader election daemon and simulator.
 //!
 //! The crate is layered so that the same algorithm code runs everywhere (each module
-//! only uses the ones listed before it; docs/architecture.md draws the picture):
+//! only uses the ones listed before it, unit tests aside; docs/architecture.md draws
+//! the picture):
 //! - [`contract`]: the sans-IO contract (inputs → effects as data), the domain
-//!   messages, the registry of algorithms and the literature's count formulas;
-//! - [`algorithms`]: one file per election algorithm, by family;
+//!   messages, the vocabulary an algorithm describes itself in ([`contract::info`]),
+//!   the literature's count formulas; it names nothing below it (a unit test checks);
+//! - [`algorithms`]: one file per election algorithm, by family, each with its `INFO`;
+//!   above them the registry ([`algorithms::registry`]: `AlgorithmKind::info`);
 //! - [`node`]: one node's groups, failure detector, reliable link and deadline table,
 //!   still without I/O or clocks;
+//! - [`trace`]: the trace format and `electd view`'s diagrams;
 //! - [`sim`]: a deterministic discrete-event simulator that drives [`node::Node`], and
 //!   the comparison of measured counts with the formulas;
-//! - [`trace`]: the trace format and `electd view`'s diagrams;
 //! - [`security`]: the envelope, its authentication and the checks every datagram passes;
 //! - [`config`]: the cluster's TOML file and its validation;
 //! - [`daemon`]: the tokio runtime of one node, its metrics and hooks;
-//! - [`http`]: the HTTP API.
+//! - [`http`]: the HTTP API;
+//! - `testkit` (hidden): the process-cluster harness of the bench and the tests.
+//!
+//! The binary adds the CLI and the bench (`src/main.rs`), which use only this API.
 
 pub mod algorithms;
 pub mod config;

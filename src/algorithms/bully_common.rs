@@ -398,12 +398,134 @@ impl Holdback {
     }
 }
 
+/// The inherent methods Bully and Improved Bully share word for word, expanded inside
+/// each one's `impl`: how a node ranks a claim of leadership against its own state.
+/// Both keep `cfg`, a [`Leadership`] `lead`, a [`Holdback`] `hold`, a `state` with
+/// `Leader` and `Follower`, `tag`, and define `me()`, `driving()` (it runs an election
+/// of its own, which a claim does not restart) and `elect(tag, out)`.
+macro_rules! shared_claim_methods {
+    () => {
+        /// A plain follower of a leader ranked above this node.
+        fn following_higher(&self) -> bool {
+            self.state == State::Follower
+                && self
+                    .lead
+                    .leader
+                    .is_some_and(|l| self.cfg.outranks(l, self.me()))
+        }
+
+        /// A plain follower holding back (no preemption, or its delay not yet passed).
+        fn holding(&self) -> bool {
+            self.state == State::Follower && self.hold.holding()
+        }
+
+        /// Someone claims leadership with `epoch` (COORDINATOR or a foreign heartbeat).
+        fn on_claim(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
+            let settled = self.state == State::Follower;
+            let below = self.cfg.outranks(self.me(), leader) && !self.holding();
+            match self.lead.claim(below, leader, epoch, settled) {
+                // A leader answers a lower claimant below its token with its unchanged
+                // COORDINATOR, to it alone, once per claimed epoch (its heartbeats win
+                // over the claimant's followers), and does not announce again to
+                // everyone: its leadership did not change. A claim above its epoch would
+                // find that COORDINATOR stale: it takes a new epoch above the claim.
+                Claim::Bully if self.state == State::Leader => {
+                    let (me, tag) = (self.me(), self.tag);
+                    if self.lead.answer_lower(me, leader, epoch, tag, out) {
+                        self.elect(None, out);
+                    }
+                }
+                // Following a higher leader: that leader hears the claim too and answers
+                // it; a cascade from here would only reach the nodes above.
+                Claim::Bully if self.following_higher() => {}
+                Claim::Bully if !self.driving() => self.elect(None, out),
+                Claim::Follow => {
+                    self.state = State::Follower;
+                    self.lead.follow(leader, epoch, out);
+                    let below = self.cfg.outranks(self.me(), leader);
+                    self.hold.following(below, out);
+                }
+                Claim::Bully | Claim::Stale | Claim::Keep => {}
+            }
+        }
+
+        /// The preemption delay of a follower passed: take over if still ranked above
+        /// the leader followed.
+        fn preempt_fired(&mut self, out: &mut Out) {
+            let below = self
+                .lead
+                .leader
+                .is_some_and(|l| self.cfg.outranks(self.me(), l));
+            if self.hold.fired(below) {
+                self.elect(None, out);
+            }
+        }
+    };
+}
+pub(super) use shared_claim_methods;
+
 /// The [`Algorithm`](crate::contract::algorithm::Algorithm) methods Bully and Improved
 /// Bully share word for word, expanded inside each one's `impl Algorithm`: both keep
-/// `cfg`, a [`Leadership`] `lead`, a `state` with `Leader` and `Follower`, `higher`,
-/// `tag`, `joined`, `win(out)` and `elect(None, out)`.
+/// what [`shared_claim_methods`] needs, `higher`, `joined`, `win(out)`, `electing()`
+/// (taking part in an election: a lost leader then calls none).
 macro_rules! shared_algorithm_methods {
     () => {
+        fn on_start(&mut self, call_election: bool, out: &mut Out) {
+            self.state = State::Follower;
+            self.lead.leader = None;
+            self.hold.reset();
+            if call_election {
+                if !self.hold.textbook() {
+                    // Without preemption even the top node listens first, for as long as a
+                    // follower waits for a silent leader ([F, 2F]): a live leader heard
+                    // meanwhile is followed.
+                    common::arm_watchdog(&self.cfg.timing, out);
+                } else if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
+                    self.elect(None, out);
+                }
+            } else {
+                common::arm_watchdog(&self.cfg.timing, out);
+            }
+        }
+
+        fn on_peer_unreachable(&mut self, _peer: NodeId, _msg: Message, _out: &mut Out) {
+            // Silence is already handled by T and T'; nothing to add.
+        }
+
+        fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
+            let old = self.lead.lose(out);
+            if self.state == State::Leader {
+                self.state = State::Follower;
+            }
+            // One election at a time: one is already running.
+            if self.electing() {
+                return;
+            }
+            match common::turns_before(why, old, &self.higher, &self.cfg) {
+                0 => self.elect(None, out),
+                turns => common::arm_successor_watchdog(turns, &self.cfg.timing, out),
+            }
+        }
+
+        fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
+            // Driving an election, a higher node's heartbeat is the awaited answer (it
+            // is alive and leads: its OK and COORDINATOR may be late or lost).
+            let answer = self.driving() && self.cfg.outranks(from, self.me());
+            if !self.driving() || answer {
+                self.on_claim(from, epoch, out);
+            }
+        }
+
+        fn call_election(&mut self, out: &mut Out) {
+            if !self.driving() {
+                self.elect(None, out);
+            }
+        }
+
+        fn is_electing(&self) -> bool {
+            self.electing()
+        }
+
         fn leader(&self) -> Option<NodeId> {
             self.lead.leader
         }

@@ -61,8 +61,12 @@
 use crate::algorithms::ring_common::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
+use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::info::{Elects, Info, Recovery};
 use crate::contract::message::Message;
+use crate::contract::message::MessageType;
 use crate::NodeId;
 use std::time::Duration;
 
@@ -95,10 +99,7 @@ fn ttl(phase: u32) -> u64 {
 impl Hs {
     /// A node of group `cfg`, not yet started.
     pub fn new(cfg: GroupConfig) -> Self {
-        let hold = crate::algorithms::bully_common::Holdback::new(
-            &cfg,
-            crate::contract::algorithm::AlgorithmKind::Hs,
-        );
+        let hold = crate::algorithms::bully_common::Holdback::new(&cfg, AlgorithmKind::Hs);
         Hs {
             view: RingView::new(&cfg),
             bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),
@@ -357,10 +358,6 @@ impl Algorithm for Hs {
         }
     }
 
-    fn on_timer(&mut self, timer: Timer, out: &mut Out) {
-        ring_common::timer_fired(self, timer, out);
-    }
-
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
         // A probe or reply of an older round is not needed any more: dropped.
         let current = match &msg {
@@ -387,72 +384,46 @@ impl Algorithm for Hs {
         }
     }
 
-    fn on_peer_alive(&mut self, peer: NodeId, _out: &mut Out) {
-        self.view.trust(peer);
-    }
-
-    fn config_mut(&mut self) -> &mut GroupConfig {
-        &mut self.cfg
-    }
-
-    fn take_over(&mut self, out: &mut Out) -> bool {
-        if !self.cfg.eligible() {
-            return false;
-        }
-        // A round of its own above every token seen, decided without messages: the
-        // announcement lap alone.
-        self.round = self.round.max(self.lead.highest()).saturating_add(1);
-        self.active = false;
-        self.win(out);
-        self.lead.leader == Some(self.me())
-    }
-
-    fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
-        ring_common::leader_lost(self, why, out);
-    }
-
-    fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        ring_common::foreign_leader(self, from, epoch, out);
-    }
-
-    fn call_election(&mut self, out: &mut Out) {
-        if !self.active {
-            self.elect(out);
-        }
-    }
-
-    fn leader(&self) -> Option<NodeId> {
-        self.lead.leader
-    }
-
-    fn term(&self) -> u64 {
-        self.lead.epoch()
-    }
-
-    fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
-        ring_common::leader_term(self, from, term, out);
-    }
-
-    fn on_term_behind(&mut self, term: u64, out: &mut Out) {
-        ring_common::term_behind(self, term, out);
-    }
-
-    fn durable(&self) -> Option<Durable> {
-        Some(self.lead.durable())
-    }
-
-    fn restore(&mut self, state: Durable) {
-        self.lead.restore(state);
-    }
-
-    fn state(&self) -> &'static str {
-        ring_common::state_name(self.active, self.lead.leader, self.me())
-    }
-
-    fn is_electing(&self) -> bool {
-        self.active
-    }
+    ring_common::rounds_algorithm_methods!();
 }
+
+/// What the program knows about Hirschberg–Sinclair (see [`crate::contract::info`]).
+pub(crate) const INFO: Info = Info {
+    name: "hs",
+    aliases: &["hirschberg-sinclair"],
+    title: "Hirschberg–Sinclair (Hirschberg & Sinclair 1980)",
+    summary: "Hirschberg–Sinclair: probes both ways in doubling phases, O(n log n)",
+    build: |c| Box::new(Hs::new(c)),
+    elects: Elects::HighestLiveId,
+    recovery: Recovery::RingLaps {
+        hops_per_member: HOPS_PER_MEMBER,
+    },
+    message_types: &[
+        MessageType::Probe,
+        MessageType::Reply,
+        MessageType::Terminate,
+    ],
+    cases: || {
+        const HS: &str =
+            "≤ 8N(1+⌈log₂N⌉) + N (Hirschberg & Sinclair 1980; seed textbook Thm 13.10)";
+        [RingOrder::Descending, RingOrder::Random]
+            .into_iter()
+            .map(|order| Case {
+                algorithm: AlgorithmKind::Hs,
+                order,
+                label: match order {
+                    RingOrder::Descending => "hs (descending)".into(),
+                    _ => "hs (random)".into(),
+                },
+                formula: HS,
+                expected: Some(|n| (formulas::hs_bound(n) + n) as f64),
+                exact: false,
+            })
+            .collect()
+    },
+    policy_preempt: true,
+    durable_vote: false,
+};
 #[cfg(test)]
 #[path = "tests/hs.rs"]
 mod tests;

@@ -35,6 +35,9 @@ use crate::algorithms::tags::Joined;
 use crate::contract::algorithm::{
     Algorithm, AlgorithmKind, Durable, GroupConfig, LeaderLoss, Out, Timer,
 };
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::info::{Elects, Info, Recovery};
+use crate::contract::message::MessageType;
 use crate::contract::message::{ElectionTag, Message};
 use crate::NodeId;
 use std::collections::BTreeSet;
@@ -143,69 +146,10 @@ impl ImprovedBully {
         self.state = if won { State::Leader } else { State::Follower };
     }
 
-    /// A plain follower holding back (no preemption, or its delay not yet passed).
-    fn holding(&self) -> bool {
-        self.state == State::Follower && self.hold.holding()
-    }
-
-    /// A plain follower of a leader above this node.
-    fn following_higher(&self) -> bool {
-        self.state == State::Follower
-            && self
-                .lead
-                .leader
-                .is_some_and(|l| self.cfg.outranks(l, self.me()))
-    }
-
-    fn on_claim(&mut self, leader: NodeId, epoch: u64, out: &mut Out) {
-        let settled = self.state == State::Follower;
-        let below = self.cfg.outranks(self.me(), leader) && !self.holding();
-        match self.lead.claim(below, leader, epoch, settled) {
-            // A leader answers a lower claimant below its token with its unchanged
-            // COORDINATOR, to it alone, once per claimed epoch (its heartbeats win
-            // over the claimant's followers), and does not announce again to
-            // everyone: its leadership did not change. A claim above its epoch would
-            // find that COORDINATOR stale: it takes a new epoch above the claim.
-            Claim::Bully if self.state == State::Leader => {
-                let (me, tag) = (self.me(), self.tag);
-                if self.lead.answer_lower(me, leader, epoch, tag, out) {
-                    self.elect(None, out);
-                }
-            }
-            // Following a higher leader: that leader hears the claim too and answers
-            // it; a cascade from here would only reach the nodes above.
-            Claim::Bully if self.following_higher() => {}
-            Claim::Bully if !self.driving() => self.elect(None, out),
-            Claim::Follow => {
-                self.state = State::Follower;
-                self.lead.follow(leader, epoch, out);
-                let below = self.cfg.outranks(self.me(), leader);
-                self.hold.following(below, out);
-            }
-            Claim::Bully | Claim::Stale | Claim::Keep => {}
-        }
-    }
+    common::shared_claim_methods!();
 }
 
 impl Algorithm for ImprovedBully {
-    fn on_start(&mut self, call_election: bool, out: &mut Out) {
-        self.state = State::Follower;
-        self.lead.leader = None;
-        self.hold.reset();
-        if call_election {
-            if !self.hold.textbook() {
-                // Without preemption even the top node listens first, for as long as a
-                // follower waits for a silent leader ([F, 2F]): a live leader heard
-                // meanwhile is followed.
-                common::arm_watchdog(&self.cfg.timing, out);
-            } else if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
-                self.elect(None, out);
-            }
-        } else {
-            common::arm_watchdog(&self.cfg.timing, out);
-        }
-    }
-
     fn on_message(&mut self, from: NodeId, msg: Message, out: &mut Out) {
         match msg {
             // Holding back behind a live leader that outranks the caller: stay silent,
@@ -282,48 +226,8 @@ impl Algorithm for ImprovedBully {
             (Timer::Answer, State::Electing) => self.conclude(out),
             (Timer::Coordinator, State::Handing | State::Flagged) => self.elect(None, out),
             (Timer::Retry, State::Follower) if self.lead.leader.is_none() => self.elect(None, out),
-            (Timer::Preempt, State::Follower) => {
-                let below = self
-                    .lead
-                    .leader
-                    .is_some_and(|l| self.cfg.outranks(self.me(), l));
-                let take_over = self.hold.fired(below);
-                if take_over {
-                    self.elect(None, out);
-                }
-            }
+            (Timer::Preempt, State::Follower) => self.preempt_fired(out),
             _ => {}
-        }
-    }
-
-    fn on_peer_unreachable(&mut self, _peer: NodeId, _msg: Message, _out: &mut Out) {}
-
-    fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
-        let old = self.lead.lose(out);
-        if self.state == State::Leader {
-            self.state = State::Follower;
-        }
-        // One election at a time: a raised flag means one is already running.
-        if self.electing() {
-            return;
-        }
-        match common::turns_before(why, old, &self.higher, &self.cfg) {
-            0 => self.elect(None, out),
-            turns => common::arm_successor_watchdog(turns, &self.cfg.timing, out),
-        }
-    }
-
-    fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        // Driving an election, a higher node's heartbeat is the awaited answer.
-        let answer = self.driving() && self.cfg.outranks(from, self.me());
-        if !self.driving() || answer {
-            self.on_claim(from, epoch, out);
-        }
-    }
-
-    fn call_election(&mut self, out: &mut Out) {
-        if !self.driving() {
-            self.elect(None, out);
         }
     }
 
@@ -339,11 +243,36 @@ impl Algorithm for ImprovedBully {
             State::Leader => "leader",
         }
     }
-
-    fn is_electing(&self) -> bool {
-        self.electing()
-    }
 }
+
+/// What the program knows about Improved Bully (see [`crate::contract::info`]).
+pub(crate) const INFO: Info = Info {
+    name: "improved-bully",
+    aliases: &["improvedbully", "improved_bully"],
+    title: "Improved Bully (Soundarabai et al. 2014)",
+    summary: "Bully where the initiator hands the election to its highest responder",
+    build: |c| Box::new(ImprovedBully::new(c)),
+    elects: Elects::HighestLiveId,
+    recovery: Recovery::Cascade { answer_rounds: 2 },
+    message_types: &[
+        MessageType::Election,
+        MessageType::Ok,
+        MessageType::Coordinator,
+        MessageType::YouAreCoordinator,
+    ],
+    cases: || {
+        vec![Case {
+            algorithm: AlgorithmKind::ImprovedBully,
+            order: RingOrder::Ascending,
+            label: "improved-bully".into(),
+            formula: "3N−2 (Soundarabai et al. 2014 Table 1; seed report Eq. 2, k=1)",
+            expected: Some(|n| formulas::improved_bully(n, 1) as f64),
+            exact: true,
+        }]
+    },
+    policy_preempt: true,
+    durable_vote: false,
+};
 #[cfg(test)]
 #[path = "tests/improved_bully.rs"]
 mod tests;

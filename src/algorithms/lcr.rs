@@ -57,8 +57,12 @@
 use crate::algorithms::ring_common::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
+use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::info::{Elects, Info, Recovery};
 use crate::contract::message::Message;
+use crate::contract::message::MessageType;
 use crate::NodeId;
 use std::time::Duration;
 
@@ -83,10 +87,7 @@ pub struct Lcr {
 impl Lcr {
     /// A node of group `cfg`, not yet started.
     pub fn new(cfg: GroupConfig) -> Self {
-        let hold = crate::algorithms::bully_common::Holdback::new(
-            &cfg,
-            crate::contract::algorithm::AlgorithmKind::Lcr,
-        );
+        let hold = crate::algorithms::bully_common::Holdback::new(&cfg, AlgorithmKind::Lcr);
         Lcr {
             view: RingView::new(&cfg),
             bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),
@@ -244,10 +245,6 @@ impl Algorithm for Lcr {
         }
     }
 
-    fn on_timer(&mut self, timer: Timer, out: &mut Out) {
-        ring_common::timer_fired(self, timer, out);
-    }
-
     fn on_peer_unreachable(&mut self, peer: NodeId, msg: Message, out: &mut Out) {
         // An id of an older round is not needed any more: dropped.
         let current = match &msg {
@@ -260,72 +257,52 @@ impl Algorithm for Lcr {
         }
     }
 
-    fn on_peer_alive(&mut self, peer: NodeId, _out: &mut Out) {
-        self.view.trust(peer);
-    }
-
-    fn config_mut(&mut self) -> &mut GroupConfig {
-        &mut self.cfg
-    }
-
-    fn take_over(&mut self, out: &mut Out) -> bool {
-        if !self.cfg.eligible() {
-            return false;
-        }
-        // A round of its own above every token seen, decided without messages: the
-        // announcement lap alone.
-        self.round = self.round.max(self.lead.highest()).saturating_add(1);
-        self.active = false;
-        self.win(out);
-        self.lead.leader == Some(self.me())
-    }
-
-    fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
-        ring_common::leader_lost(self, why, out);
-    }
-
-    fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        ring_common::foreign_leader(self, from, epoch, out);
-    }
-
-    fn call_election(&mut self, out: &mut Out) {
-        if !self.active {
-            self.elect(out);
-        }
-    }
-
-    fn leader(&self) -> Option<NodeId> {
-        self.lead.leader
-    }
-
-    fn term(&self) -> u64 {
-        self.lead.epoch()
-    }
-
-    fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
-        ring_common::leader_term(self, from, term, out);
-    }
-
-    fn on_term_behind(&mut self, term: u64, out: &mut Out) {
-        ring_common::term_behind(self, term, out);
-    }
-
-    fn durable(&self) -> Option<Durable> {
-        Some(self.lead.durable())
-    }
-
-    fn restore(&mut self, state: Durable) {
-        self.lead.restore(state);
-    }
-
-    fn state(&self) -> &'static str {
-        ring_common::state_name(self.active, self.lead.leader, self.me())
-    }
-
-    fn is_electing(&self) -> bool {
-        self.active
-    }
+    ring_common::rounds_algorithm_methods!();
 }
+
+/// What the program knows about LCR (see [`crate::contract::info`]).
+pub(crate) const INFO: Info = Info {
+    name: "lcr",
+    aliases: &["chang-roberts"],
+    title: "Chang–Roberts / LCR (Chang & Roberts 1979)",
+    summary: "Chang–Roberts: ids travel clockwise, only higher ones are forwarded",
+    build: |c| Box::new(Lcr::new(c)),
+    elects: Elects::HighestLiveId,
+    recovery: Recovery::RingLaps {
+        hops_per_member: HOPS_PER_MEMBER,
+    },
+    message_types: &[MessageType::LcrElection, MessageType::LcrElected],
+    cases: || {
+        vec![
+            Case {
+                algorithm: AlgorithmKind::Lcr,
+                order: RingOrder::Descending,
+                label: "lcr (descending)".into(),
+                formula: "N(N+1)/2 + N (Chang & Roberts 1979 worst case + ELECTED lap)",
+                expected: Some(|n| (formulas::lcr_worst(n) + n) as f64),
+                exact: true,
+            },
+            Case {
+                algorithm: AlgorithmKind::Lcr,
+                order: RingOrder::Ascending,
+                label: "lcr (ascending)".into(),
+                formula: "2N−1 + N (Chang & Roberts 1979 best case + ELECTED lap)",
+                expected: Some(|n| (formulas::lcr_best(n) + n) as f64),
+                exact: true,
+            },
+            Case {
+                algorithm: AlgorithmKind::Lcr,
+                order: RingOrder::Random,
+                label: "lcr (random)".into(),
+                formula: "N·H_N + N (Chang & Roberts 1979 average + ELECTED lap)",
+                expected: Some(|n| formulas::lcr_average(n) + n as f64),
+                exact: false,
+            },
+        ]
+    },
+    policy_preempt: true,
+    durable_vote: false,
+};
 #[cfg(test)]
 #[path = "tests/lcr.rs"]
 mod tests;

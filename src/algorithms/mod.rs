@@ -6,6 +6,7 @@ pub mod hs;
 pub mod improved_bully;
 pub mod lcr;
 pub mod raft;
+pub mod registry;
 pub mod ring;
 pub mod ring_common;
 mod tags;

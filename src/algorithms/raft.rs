@@ -60,8 +60,12 @@
 //!
 //! The term is the fencing token ([`Algorithm::term`]).
 
+use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::info::{Elects, Info, Recovery};
 use crate::contract::message::Message;
+use crate::contract::message::MessageType;
 use crate::NodeId;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -605,6 +609,36 @@ impl Algorithm for Raft {
         }
     }
 }
+
+/// What the program knows about Raft's election (see [`crate::contract::info`]).
+pub(crate) const INFO: Info = Info {
+    name: "raft",
+    aliases: &[],
+    title: "Raft leader election (Ongaro & Ousterhout 2014 §5.2)",
+    summary: "Raft's leader election: terms and majority votes",
+    build: |c| Box::new(Raft::new(c)),
+    elects: Elects::MajorityWinner,
+    recovery: Recovery::RandomizedTimeout,
+    message_types: &[
+        MessageType::PreVote,
+        MessageType::PreVoteResponse,
+        MessageType::RequestVote,
+        MessageType::Vote,
+    ],
+    cases: || {
+        vec![Case {
+            algorithm: AlgorithmKind::Raft,
+            order: RingOrder::Ascending,
+            label: "raft".into(),
+            formula: "4(N−1): (N−1)×(pre_vote, pre_vote_response, request_vote, vote) \
+                      (Ongaro & Ousterhout 2014 §5.2; thesis §9.6 pre-vote)",
+            expected: Some(|n| formulas::raft(n, true) as f64),
+            exact: true,
+        }]
+    },
+    policy_preempt: true,
+    durable_vote: true,
+};
 #[cfg(test)]
 #[path = "tests/raft.rs"]
 mod tests;

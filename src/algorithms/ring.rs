@@ -57,8 +57,12 @@
 use crate::algorithms::ring_common::{
     self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
+use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
+use crate::contract::formulas::{self, Case, RingOrder};
+use crate::contract::info::{Elects, Info, Recovery};
 use crate::contract::message::Message;
+use crate::contract::message::MessageType;
 use crate::NodeId;
 use std::time::Duration;
 
@@ -81,10 +85,7 @@ pub struct Ring {
 impl Ring {
     /// A node of group `cfg`, not yet started.
     pub fn new(cfg: GroupConfig) -> Self {
-        let hold = crate::algorithms::bully_common::Holdback::new(
-            &cfg,
-            crate::contract::algorithm::AlgorithmKind::Ring,
-        );
+        let hold = crate::algorithms::bully_common::Holdback::new(&cfg, AlgorithmKind::Ring);
         Ring {
             view: RingView::new(&cfg),
             bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),
@@ -247,24 +248,7 @@ impl Ring {
 }
 
 impl RingMember for Ring {
-    fn me(&self) -> NodeId {
-        self.cfg.me
-    }
-    fn cfg(&self) -> &GroupConfig {
-        &self.cfg
-    }
-    fn view(&mut self) -> &mut RingView {
-        &mut self.view
-    }
-    fn lead(&mut self) -> &mut Leadership {
-        &mut self.lead
-    }
-    fn leader(&self) -> Option<NodeId> {
-        self.lead.leader
-    }
-    fn bound(&self) -> Duration {
-        self.bound
-    }
+    ring_common::ring_member_accessors!();
     fn busy(&self) -> bool {
         self.participant
     }
@@ -413,6 +397,32 @@ impl Algorithm for Ring {
         self.participant
     }
 }
+
+/// What the program knows about the ring algorithm (see [`crate::contract::info`]).
+pub(crate) const INFO: Info = Info {
+    name: "ring",
+    aliases: &[],
+    title: "Ring with id lists (Tanenbaum & van Steen §6.5.1)",
+    summary: "ring election: a message collects every id around the ring",
+    build: |c| Box::new(Ring::new(c)),
+    elects: Elects::HighestLiveId,
+    recovery: Recovery::RingLaps {
+        hops_per_member: HOPS_PER_MEMBER,
+    },
+    message_types: &[MessageType::RingElection, MessageType::RingCoordinator],
+    cases: || {
+        vec![Case {
+            algorithm: AlgorithmKind::Ring,
+            order: RingOrder::Ascending,
+            label: "ring".into(),
+            formula: "2N (Tanenbaum §6.5.1; seed slides: ELECTION lap + COORDINATOR lap)",
+            expected: Some(|n| formulas::ring(n) as f64),
+            exact: true,
+        }]
+    },
+    policy_preempt: true,
+    durable_vote: false,
+};
 #[cfg(test)]
 #[path = "tests/ring.rs"]
 mod tests;

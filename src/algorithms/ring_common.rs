@@ -516,29 +516,38 @@ pub fn timer_fired(a: &mut impl RingMember, timer: Timer, out: &mut Out) {
     }
 }
 
+/// The accessors of [`RingMember`] every ring-family algorithm implements alike, from
+/// its fields `cfg`, `view`, `lead` and `bound` (expanded inside `impl RingMember`).
+macro_rules! ring_member_accessors {
+    () => {
+        fn me(&self) -> NodeId {
+            self.cfg.me
+        }
+        fn cfg(&self) -> &GroupConfig {
+            &self.cfg
+        }
+        fn view(&mut self) -> &mut RingView {
+            &mut self.view
+        }
+        fn lead(&mut self) -> &mut Leadership {
+            &mut self.lead
+        }
+        fn leader(&self) -> Option<NodeId> {
+            self.lead.leader
+        }
+        fn bound(&self) -> Duration {
+            self.bound
+        }
+    };
+}
+pub(crate) use ring_member_accessors;
+
 /// [`RingMember`] for an algorithm that numbers its election rounds (LCR, HS): fields
 /// `cfg`, `view`, `lead`, `bound`, `active`, `round` and a method `elect(&mut self, out)`.
 macro_rules! ring_member_with_rounds {
     ($t:ty) => {
         impl RingMember for $t {
-            fn me(&self) -> NodeId {
-                self.cfg.me
-            }
-            fn cfg(&self) -> &GroupConfig {
-                &self.cfg
-            }
-            fn view(&mut self) -> &mut RingView {
-                &mut self.view
-            }
-            fn lead(&mut self) -> &mut Leadership {
-                &mut self.lead
-            }
-            fn leader(&self) -> Option<NodeId> {
-                self.lead.leader
-            }
-            fn bound(&self) -> Duration {
-                self.bound
-            }
+            $crate::algorithms::ring_common::ring_member_accessors!();
             fn busy(&self) -> bool {
                 self.active
             }
@@ -558,6 +567,84 @@ macro_rules! ring_member_with_rounds {
     };
 }
 pub(crate) use ring_member_with_rounds;
+
+/// The [`Algorithm`](crate::contract::algorithm::Algorithm) methods LCR and HS share
+/// word for word (both number their election rounds), expanded inside each one's
+/// `impl Algorithm`: fields `cfg`, `view`, `lead`, `active`, `round`, methods
+/// `elect(&mut self, out)` and `win(&mut self, out)`, and [`RingMember`] in scope.
+macro_rules! rounds_algorithm_methods {
+    () => {
+        fn on_timer(&mut self, timer: Timer, out: &mut Out) {
+            ring_common::timer_fired(self, timer, out);
+        }
+        fn on_peer_alive(&mut self, peer: NodeId, _out: &mut Out) {
+            self.view.trust(peer);
+        }
+
+        fn config_mut(&mut self) -> &mut GroupConfig {
+            &mut self.cfg
+        }
+
+        fn take_over(&mut self, out: &mut Out) -> bool {
+            if !self.cfg.eligible() {
+                return false;
+            }
+            // A round of its own above every token seen, decided without messages: the
+            // announcement lap alone.
+            self.round = self.round.max(self.lead.highest()).saturating_add(1);
+            self.active = false;
+            self.win(out);
+            self.lead.leader == Some(self.me())
+        }
+
+        fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
+            ring_common::leader_lost(self, why, out);
+        }
+
+        fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
+            ring_common::foreign_leader(self, from, epoch, out);
+        }
+
+        fn call_election(&mut self, out: &mut Out) {
+            if !self.active {
+                self.elect(out);
+            }
+        }
+
+        fn leader(&self) -> Option<NodeId> {
+            self.lead.leader
+        }
+
+        fn term(&self) -> u64 {
+            self.lead.epoch()
+        }
+
+        fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
+            ring_common::leader_term(self, from, term, out);
+        }
+
+        fn on_term_behind(&mut self, term: u64, out: &mut Out) {
+            ring_common::term_behind(self, term, out);
+        }
+
+        fn durable(&self) -> Option<Durable> {
+            Some(self.lead.durable())
+        }
+
+        fn restore(&mut self, state: Durable) {
+            self.lead.restore(state);
+        }
+
+        fn state(&self) -> &'static str {
+            ring_common::state_name(self.active, self.lead.leader, self.me())
+        }
+
+        fn is_electing(&self) -> bool {
+            self.active
+        }
+    };
+}
+pub(crate) use rounds_algorithm_methods;
 
 /// The failure detector lost the leader (silent for a whole failure timeout, or it
 /// resigned): skip it at once instead of waiting for the link to give up on it, and

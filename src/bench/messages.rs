@@ -1,5 +1,5 @@
 //! Message efficiency on real UDP: for each comparison case of
-//! [`electd::contract::formulas::cases`] and each N, N runtimes in this process over loopback
+//! `AlgorithmKind::cases` and each N, N runtimes in this process over loopback
 //! sockets start passively, the lowest id is told to call an election (what `POST
 //! /admin/election` does), and once every node agrees and every election message sent
 //! has been received, the counters are read from the nodes' Prometheus registries.
@@ -90,7 +90,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<MessageRes
     let mut points = Vec::new();
     let mut incomplete = Vec::new();
     for kind in AlgorithmKind::available() {
-        for case in formulas::cases(kind) {
+        for case in kind.cases() {
             for &n in &nodes {
                 let mut p = rt.block_on(point(&case, n, opts.seed))?;
                 while !p.complete && p.attempts < 3 {

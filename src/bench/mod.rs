@@ -28,6 +28,7 @@ pub mod plot;
 pub mod report;
 pub mod scale;
 pub mod sse;
+pub mod targets;
 pub mod versus_etcd;
 
 use serde::Serialize;
@@ -154,9 +155,10 @@ pub fn detection_limit_ms(
     election_min_ms: u64,
     heartbeat_ms: u64,
 ) -> f64 {
-    let detector = match kind.info().recovery {
-        electd::contract::registry::Recovery::RandomizedTimeout => election_min_ms,
-        _ => failure_ms,
+    let detector = if kind.info().uses_failure_detector() {
+        failure_ms
+    } else {
+        election_min_ms
     };
     detector.saturating_sub(heartbeat_ms) as f64
 }

@@ -144,7 +144,8 @@ pub fn run_sim(quick: bool, log: &dyn Fn(&str)) -> anyhow::Result<Vec<SimPoint>>
             .timing
             .validate(link.retransmit, link.give_up)
             .map_err(|e| anyhow::anyhow!("simulated timing for N={n}: {e}"))?;
-        let formula = electd::contract::formulas::cases(kind)
+        let formula = kind
+            .cases()
             .into_iter()
             .find(|c| c.order == electd::sim::scenario::RingOrder::Ascending && c.exact)
             .and_then(|c| c.expected)

@@ -33,7 +33,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let runs: Vec<(AlgorithmKind, usize)> = algorithms
         .iter()
         .flat_map(|&k| {
-            let cases = electd::contract::formulas::cases(k).len().max(1);
+            let cases = k.cases().len().max(1);
             nodes
                 .iter()
                 .flat_map(move |&n| std::iter::repeat_n((k, n), cases))

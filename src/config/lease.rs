@@ -52,19 +52,19 @@ impl Validator<'_> {
                 .and_then(|o| o.require_quorum)
                 .or(raw.require_quorum)
                 .unwrap_or(false);
-            if quorum && kind != AlgorithmKind::Raft {
+            if quorum && !kind.info().leads_by_majority() {
                 out.require_quorum.push(kind);
             }
             let (key, drift) = match own.and_then(|o| o.clock_drift.clone()) {
                 Some(d) => (format!("lease.{kind}.clock_drift"), Some(d)),
                 None => ("lease.clock_drift".to_string(), raw.clock_drift.clone()),
             };
-            let (base, base_name) = if kind == AlgorithmKind::Raft {
-                (timing.election_timeout_min, "timing.election_timeout min")
-            } else {
+            let (base, base_name) = if kind.info().uses_failure_detector() {
                 (timing.failure_timeout, "timing.failure_timeout")
+            } else {
+                (timing.election_timeout_min, "timing.election_timeout min")
             };
-            let kept = if kind == AlgorithmKind::Raft {
+            let kept = if kind.info().leads_by_majority() {
                 check_quorum
             } else {
                 quorum

@@ -32,7 +32,7 @@ pub(super) struct RawConfig {
     pub(super) peer: Vec<RawPeer>,
     #[serde(default)]
     pub(super) check: Vec<RawCheck>,
-    /// `[policy]`, parsed by [`crate::contract::policy::parse`].
+    /// `[policy]`, parsed by `config::policy`.
     pub(super) policy: Option<toml::Value>,
 }
 

@@ -47,13 +47,16 @@ impl Validator<'_> {
                 format!("ephemeral = true contradicts {state_key}: choose one"),
             ));
         }
-        if raft_state_file.is_none() && !ephemeral && algorithms.contains(&AlgorithmKind::Raft) {
+        let voter = algorithms.iter().find(|k| k.info().durable_vote);
+        if let (None, false, Some(kind)) = (&raft_state_file, ephemeral, voter) {
             return Err(self.err(
                 "state.file",
-                "raft needs durable state: without it a restarted node may vote twice in one \
-                 term and elect a second leader. Set [state] file (e.g. \
-                 \"/var/lib/electd/{node}.state\"), or [state] ephemeral = true to run without \
-                 it knowingly",
+                format!(
+                    "{kind} needs durable state: without it a restarted node may vote twice in \
+                     one term and elect a second leader. Set [state] file (e.g. \
+                     \"/var/lib/electd/{{node}}.state\"), or [state] ephemeral = true to run \
+                     without it knowingly"
+                ),
             ));
         }
         Ok((raft_state_file, ephemeral, create))

@@ -115,9 +115,7 @@ impl Validator<'_> {
             }
             algorithms.push(k);
         }
-        policy
-            .check(&algorithms)
-            .map_err(|e| self.err(e.key, e.message))?;
+        self.policy_check(&policy, &algorithms)?;
 
         let transport = self.transport(&raw, &peers, node_id)?;
         let (key_file, security) = self.security(&raw)?;

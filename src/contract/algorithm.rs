@@ -12,14 +12,32 @@
 use crate::contract::message::Message;
 use crate::NodeId;
 use serde::Serialize;
-use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
-/// The election algorithms electd implements; each runs as an independent group.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AlgorithmKind {
+/// Declares [`AlgorithmKind`] and [`AlgorithmKind::ALL`] from one list, so that the
+/// list of every algorithm cannot drift from the enum: a variant added to the list is
+/// in `ALL`, and every exhaustive `match` on the kind (the registry, the codec, …)
+/// fails to compile until it handles it.
+macro_rules! algorithm_kinds {
+    ($( $(#[$doc:meta])* $variant:ident, )*) => {
+        /// The election algorithms electd implements; each runs as an independent group.
+        /// What each one is lives in its file (`INFO`); `AlgorithmKind::info` (the
+        /// registry, `crate::algorithms::registry`) maps a kind to it.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum AlgorithmKind {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl AlgorithmKind {
+            /// Every algorithm, in declaration order (`kind as usize` is its index).
+            pub const ALL: [AlgorithmKind; 0 $( + { let _ = AlgorithmKind::$variant; 1 } )*] =
+                [$( AlgorithmKind::$variant, )*];
+        }
+    };
+}
+
+algorithm_kinds! {
     /// Garcia-Molina's Bully algorithm (1982).
     Bully,
     /// The Improved Bully algorithm (Soundarabai et al., 2014).
@@ -32,67 +50,6 @@ pub enum AlgorithmKind {
     Hs,
     /// Raft's leader election (Ongaro and Ousterhout, 2014).
     Raft,
-}
-
-impl AlgorithmKind {
-    /// Every algorithm, in the registry's order.
-    pub const ALL: [AlgorithmKind; 6] = [
-        AlgorithmKind::Bully,
-        AlgorithmKind::ImprovedBully,
-        AlgorithmKind::Ring,
-        AlgorithmKind::Lcr,
-        AlgorithmKind::Hs,
-        AlgorithmKind::Raft,
-    ];
-
-    /// Everything the program knows about this algorithm (see [`crate::contract::registry`]).
-    pub fn info(self) -> &'static crate::contract::registry::Entry {
-        &crate::contract::registry::REGISTRY[self as usize]
-    }
-
-    /// Name used on the CLI, in config files and as the metrics `algorithm` label.
-    pub fn as_str(self) -> &'static str {
-        self.info().name
-    }
-
-    /// Every algorithm of the registry, in registry order.
-    pub fn available() -> Vec<AlgorithmKind> {
-        crate::contract::registry::REGISTRY
-            .iter()
-            .map(|e| e.kind)
-            .collect()
-    }
-
-    /// Does the algorithm's safety argument promise "the highest live id leads"?
-    /// (Bully and ring families do; Raft elects whoever wins a majority.)
-    pub fn elects_highest_id(self) -> bool {
-        self.info().elects == crate::contract::registry::Elects::HighestLiveId
-    }
-}
-
-impl fmt::Display for AlgorithmKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Error for an algorithm name that electd does not know.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown algorithm {given:?}; expected one of: {}", AlgorithmKind::ALL.map(|k| k.as_str()).join(", "))]
-pub struct UnknownAlgorithm {
-    /// The name given.
-    pub given: String,
-}
-
-impl FromStr for AlgorithmKind {
-    type Err = UnknownAlgorithm;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        crate::contract::registry::by_name(s)
-            .map(|e| e.kind)
-            .ok_or_else(|| UnknownAlgorithm {
-                given: s.to_string(),
-            })
-    }
 }
 
 /// Timers an algorithm may arm. Setting a timer that is already armed re-arms it.
@@ -552,7 +509,7 @@ impl GroupConfig {
 /// Every method gets `out` to push effects into; none may block, sleep, read a clock
 /// or draw randomness. Input from the network may be arbitrary: a method must never
 /// panic on it, only ignore what does not make sense.
-pub trait Algorithm: Send + fmt::Debug {
+pub trait Algorithm: Send + std::fmt::Debug {
     /// The node (re)started. With `call_election` the node calls an election at once
     /// (the textbook rule for a restarted process); without it the node waits for
     /// others and arms a watchdog so that it is never left without a leader forever.

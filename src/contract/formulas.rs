@@ -3,7 +3,51 @@
 //! so a mistake here cannot hide a mistake in an algorithm.
 
 use crate::contract::algorithm::AlgorithmKind;
-use crate::sim::scenario::RingOrder;
+use crate::NodeId;
+use serde::Serialize;
+use std::str::FromStr;
+
+/// How ids are placed around the ring (`--ring-order`): the literature states the
+/// ring family's counts per order, and the simulator places its ids by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RingOrder {
+    /// 1, 2, …, N clockwise.
+    Ascending,
+    /// N, N−1, …, 1 clockwise.
+    Descending,
+    /// A random permutation drawn from the seed.
+    Random,
+}
+
+impl FromStr for RingOrder {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "ascending" => Ok(RingOrder::Ascending),
+            "descending" => Ok(RingOrder::Descending),
+            "random" => Ok(RingOrder::Random),
+            _ => Err(format!(
+                "unknown ring order {s:?}; expected ascending, descending or random"
+            )),
+        }
+    }
+}
+
+impl RingOrder {
+    /// Ids 1..=n arranged in this order (random ones drawn from `seed`).
+    pub fn ids(self, n: usize, seed: u64) -> Vec<NodeId> {
+        let mut ids: Vec<NodeId> = (1..=n as NodeId).collect();
+        match self {
+            RingOrder::Ascending => {}
+            RingOrder::Descending => ids.reverse(),
+            RingOrder::Random => {
+                crate::contract::rng::Rng::new(seed ^ 0x005E_ED0F_0DE5).shuffle(&mut ids)
+            }
+        }
+        ids
+    }
+}
 
 /// One line of the comparison: an algorithm on one ring order, with its formula.
 #[derive(Clone, Debug)]
@@ -79,9 +123,4 @@ pub fn hs_bound(n: u64) -> u64 {
 pub fn raft(n: u64, pre_vote: bool) -> u64 {
     let rounds = if pre_vote { 2 } else { 1 };
     2 * rounds * n.saturating_sub(1)
-}
-
-/// The comparison cases of `algorithm` (its registry entry's count formulas).
-pub fn cases(algorithm: AlgorithmKind) -> Vec<Case> {
-    (algorithm.info().cases)()
 }

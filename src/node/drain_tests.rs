@@ -39,9 +39,10 @@ fn run_until_agreed(
 /// hop (HS: a few laps).
 fn handover_bound(kind: AlgorithmKind, t: &Timing) -> Duration {
     let hops = Duration::from_millis(8 * u64::from(N));
-    match kind {
-        AlgorithmKind::Raft => t.election_timeout_max + hops,
-        _ => t.failure_timeout + t.answer_timeout + t.coordinator_timeout + hops,
+    if kind.info().uses_failure_detector() {
+        t.failure_timeout + t.answer_timeout + t.coordinator_timeout + hops
+    } else {
+        t.election_timeout_max + hops
     }
 }
 

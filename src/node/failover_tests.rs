@@ -50,10 +50,10 @@ fn crash_is_one_failover_per_survivor_and_a_returning_leader_is_none() {
         assert_ne!(new, old, "{kind}");
         // The detector needs `failure_timeout` of silence (Raft: its shortest
         // election timeout); the simulator's clean network delays every datagram 1 ms.
-        let silence = if kind == AlgorithmKind::Raft {
-            timing.election_timeout_min
-        } else {
+        let silence = if kind.info().uses_failure_detector() {
             timing.failure_timeout
+        } else {
+            timing.election_timeout_min
         };
         for id in (1..=N).filter(|&i| i != old) {
             let (n, last) = failovers(&sim, id, kind);

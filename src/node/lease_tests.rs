@@ -12,10 +12,10 @@ const N: NodeId = 5;
 
 /// The lease's base timeout and the default drift bound (a tenth of it).
 fn base(kind: AlgorithmKind, t: &Timing) -> Duration {
-    if kind == AlgorithmKind::Raft {
-        t.election_timeout_min
-    } else {
+    if kind.info().uses_failure_detector() {
         t.failure_timeout
+    } else {
+        t.election_timeout_min
     }
 }
 
@@ -34,10 +34,10 @@ fn node(sim: &Sim, id: NodeId) -> &Node {
 #[test]
 fn a_lease_is_kept_only_where_configured_and_held_only_by_the_leader() {
     for kind in AlgorithmKind::available() {
-        let quorum = kind != AlgorithmKind::Raft;
+        let quorum = !kind.info().leads_by_majority();
         let plain = sim(kind, false, 3);
         let leader = plain.agreement(kind).expect("agreed");
-        let want_lease = kind == AlgorithmKind::Raft;
+        let want_lease = kind.info().leads_by_majority();
         assert_eq!(
             node(&plain, leader).lease(kind, plain.now()).is_some(),
             want_lease,
@@ -88,7 +88,7 @@ fn raft_keeps_its_lease_from_check_quorum_too() {
 fn a_partitioned_leader_loses_its_lease_before_the_majority_elects() {
     for kind in AlgorithmKind::available() {
         for seed in 1..=5 {
-            let mut s = sim(kind, kind != AlgorithmKind::Raft, seed);
+            let mut s = sim(kind, !kind.info().leads_by_majority(), seed);
             let old = s.agreement(kind).expect("agreed");
             let held = node(&s, old).lease(kind, s.now()).expect("kept");
             assert!(
@@ -133,7 +133,7 @@ fn a_leader_without_a_quorum_steps_down_and_stays_down_until_healed() {
     use crate::contract::policy::Ineligible;
     for kind in AlgorithmKind::available()
         .into_iter()
-        .filter(|&k| k != AlgorithmKind::Raft)
+        .filter(|&k| !k.info().leads_by_majority())
     {
         for seed in 1..=5 {
             let mut s = sim(kind, true, seed);

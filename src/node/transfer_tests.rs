@@ -38,7 +38,7 @@ fn the_target_leads_with_a_higher_token_and_the_old_leader_stays_out() {
         for seed in 1..=5 {
             // Without preemption (Raft never preempts): the only setting in which a
             // transfer away from the highest-ranked node can last.
-            let mut sim = started(kind, seed, kind == AlgorithmKind::Raft);
+            let mut sim = started(kind, seed, kind.info().leads_by_majority());
             let old = sim.agreement(kind).expect("a leader");
             let to = (1..=N).find(|&i| i != old).expect("another node");
             let before = term(&sim, old, kind);
@@ -161,7 +161,7 @@ fn a_transfer_to_a_node_that_may_not_lead_is_refused_and_the_leader_leads_on() {
     use crate::contract::policy::Ineligible;
     for kind in AlgorithmKind::available() {
         for seed in 1..=5 {
-            let mut sim = started(kind, seed, kind == AlgorithmKind::Raft);
+            let mut sim = started(kind, seed, kind.info().leads_by_majority());
             let old = sim.agreement(kind).expect("a leader");
             let to = (1..=N).find(|&i| i != old).expect("another node");
             sim.set_ineligible(to, Some(kind), Ineligible::Drained, true)

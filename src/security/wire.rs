@@ -19,7 +19,7 @@
 //!   fields, shortest varints), so no two byte strings carry the same authenticated
 //!   content.
 //! - A body travels only in a group that uses it
-//!   ([`crate::contract::registry::Entry::carries`]); another group is `algorithm`.
+//!   ([`crate::contract::info::Info::carries`]); another group is `algorithm`.
 //! - Every envelope carries a [`Header`]: the receiver's roster id and a datagram
 //!   counter (both non-zero, both covered by the tag). This module only checks that
 //!   they are present; [`crate::security::gate`] checks that the datagram is for this node and

@@ -80,7 +80,8 @@ pub fn check_seed(kind: AlgorithmKind, seed: u64, faults: FaultSet) -> Result<()
     sim.run_ops(&ops)
         .map_err(|e| fail("setup", e.to_string()))?;
 
-    if kind == AlgorithmKind::Raft {
+    // Election safety of majority voting (Raft §5.2): at most one leader per term.
+    if kind.info().leads_by_majority() {
         let mut by_term: HashMap<u64, NodeId> = HashMap::new();
         for c in &sim.claims {
             if let Some(&other) = by_term.get(&c.term) {
@@ -132,9 +133,10 @@ pub fn check_seed(kind: AlgorithmKind, seed: u64, faults: FaultSet) -> Result<()
 /// How long a settled cluster must stay settled: several failure timeouts (Raft: its
 /// election timeout plays that part).
 pub fn settle_window(kind: AlgorithmKind, timing: &crate::contract::algorithm::Timing) -> Duration {
-    let f = match kind {
-        AlgorithmKind::Raft => timing.election_timeout_max,
-        _ => timing.failure_timeout,
+    let f = if kind.info().uses_failure_detector() {
+        timing.failure_timeout
+    } else {
+        timing.election_timeout_max
     };
     f * SETTLE_TIMEOUTS
 }
@@ -154,7 +156,7 @@ fn settled_state(
     let expected = live.iter().copied().max();
     // Raft needs a majority of the roster alive (§5.2): with fewer, electing nobody is
     // the correct outcome, and any live node believing in a leader is the violation.
-    let quorum_lost = kind == AlgorithmKind::Raft && live.len() < n / 2 + 1;
+    let quorum_lost = kind.info().leads_by_majority() && live.len() < n / 2 + 1;
     let status = |id: NodeId| sim.node(id).and_then(|x| x.group_status(kind));
     let nobody_leads = || {
         live.iter()

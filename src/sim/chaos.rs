@@ -118,7 +118,7 @@ pub fn recovery_bound(
     nodes: usize,
 ) -> Duration {
     use crate::algorithms::ring_common;
-    use crate::contract::registry::Recovery;
+    use crate::contract::info::Recovery;
     let lap = clean_net().delay_max * (4 * nodes as u32 + 8);
     match kind.info().recovery {
         Recovery::RingLaps { hops_per_member } => {

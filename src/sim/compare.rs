@@ -3,7 +3,7 @@
 //! CSV, and as an SVG plot.
 
 use crate::contract::algorithm::AlgorithmKind;
-use crate::contract::formulas::{self, Case};
+use crate::contract::formulas::Case;
 use crate::sim::runner::{simulate, SimulateError, SimulateParams};
 use crate::sim::scenario::{Initiator, Scenario};
 use plotters::prelude::*;
@@ -64,10 +64,7 @@ pub fn run(
     seed: u64,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Comparison, SimulateError> {
-    let cases: Vec<Case> = algorithms
-        .iter()
-        .flat_map(|&a| formulas::cases(a))
-        .collect();
+    let cases: Vec<Case> = algorithms.iter().flat_map(|&a| a.cases()).collect();
     let mut points = Vec::new();
     let total = cases.len() * nodes.len();
     let mut done = 0;

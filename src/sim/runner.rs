@@ -177,3 +177,46 @@ fn run(
     };
     Ok((report, sim.take_trace()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::algorithm::AlgorithmKind;
+    use crate::contract::info::COMMON_TYPES;
+    use std::collections::HashSet;
+
+    /// The message types an algorithm's `INFO` lists are the ones it really sends
+    /// (startup and leader crash in the simulator), and only those.
+    #[test]
+    fn listed_message_types_match_what_the_algorithm_sends() {
+        for kind in AlgorithmKind::ALL {
+            let e = kind.info();
+            let mut sent: HashSet<&str> = HashSet::new();
+            for scenario in [Scenario::Startup, Scenario::LeaderCrash] {
+                let mut p = SimulateParams::new(kind, 6);
+                p.scenario = scenario;
+                let report = simulate(&p).expect("simulate");
+                for el in &report.elections {
+                    let used = el.messages.by_type.iter().filter(|(_, &n)| n > 0);
+                    sent.extend(used.map(|(t, _)| *t));
+                }
+            }
+            let allowed: HashSet<&str> = e
+                .message_types
+                .iter()
+                .chain(COMMON_TYPES)
+                .map(|t| t.as_str())
+                .collect();
+            assert!(
+                sent.is_subset(&allowed),
+                "{} sent {:?}, INFO lists {:?}",
+                e.name,
+                sent,
+                e.message_types
+            );
+            for t in e.message_types {
+                assert!(sent.contains(t.as_str()), "{} never sent its {t}", e.name);
+            }
+        }
+    }
+}

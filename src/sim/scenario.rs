@@ -186,43 +186,6 @@ impl FromStr for Initiator {
     }
 }
 
-/// Ring order of the simulated ids (`--ring-order`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RingOrder {
-    /// 1, 2, …, N clockwise.
-    Ascending,
-    /// N, N−1, …, 1 clockwise.
-    Descending,
-    /// A random permutation drawn from the seed.
-    Random,
-}
-
-impl FromStr for RingOrder {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "ascending" => Ok(RingOrder::Ascending),
-            "descending" => Ok(RingOrder::Descending),
-            "random" => Ok(RingOrder::Random),
-            _ => Err(format!(
-                "unknown ring order {s:?}; expected ascending, descending or random"
-            )),
-        }
-    }
-}
-
-impl RingOrder {
-    /// Ids 1..=n arranged in this order (random ones drawn from `seed`).
-    pub fn ids(self, n: usize, seed: u64) -> Vec<NodeId> {
-        let mut ids: Vec<NodeId> = (1..=n as NodeId).collect();
-        match self {
-            RingOrder::Ascending => {}
-            RingOrder::Descending => ids.reverse(),
-            RingOrder::Random => {
-                crate::contract::rng::Rng::new(seed ^ 0x005E_ED0F_0DE5).shuffle(&mut ids)
-            }
-        }
-        ids
-    }
-}
+/// Ring order of the simulated ids (`--ring-order`), defined beside the count
+/// formulas that are stated per order.
+pub use crate::contract::formulas::RingOrder;

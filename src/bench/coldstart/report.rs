@@ -218,7 +218,7 @@ pub fn targets(r: &ColdResults) -> Vec<crate::bench::Target> {
         let bound = t.failure_ms as f64 * 1.3;
         let families: Vec<&&ColdRow> = procs64
             .iter()
-            .filter(|x| x.algorithm != AlgorithmKind::Raft)
+            .filter(|x| x.algorithm.info().uses_failure_detector())
             .collect();
         if !families.is_empty() {
             // Judged over every failover of the row (one per cold start that agreed):

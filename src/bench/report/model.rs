@@ -6,12 +6,12 @@ use electd::contract::algorithm::AlgorithmKind;
 
 /// Median target of a SIGKILL failover, as a multiple of failure_timeout.
 pub fn median_target(kind: AlgorithmKind) -> f64 {
-    kind.info().failover_target.median
+    crate::bench::targets::failover_target(kind).median
 }
 
 /// p99 target where the issue sets one.
 pub fn p99_target(kind: AlgorithmKind) -> Option<f64> {
-    kind.info().failover_target.p99
+    crate::bench::targets::failover_target(kind).p99
 }
 
 /// What the timing model predicts for the median (× failure_timeout): detection at
@@ -20,7 +20,7 @@ pub fn p99_target(kind: AlgorithmKind) -> Option<f64> {
 /// randomized timeouts: the minimum of the survivors' timeouts, whose median lies at
 /// ln 2 / s of the range above its start for s survivors).
 pub fn model_median(kind: AlgorithmKind, r: &Results) -> f64 {
-    use electd::contract::registry::Recovery;
+    use electd::contract::info::Recovery;
     let t = &r.failover.timing;
     let f = t.failure_ms as f64;
     let hb = t.heartbeat_ms as f64;

@@ -35,7 +35,7 @@ pub fn targets(r: &Results) -> Vec<Target> {
                     note: String::new(),
                 });
             }
-            if k == AlgorithmKind::Raft {
+            if !k.info().uses_failure_detector() {
                 let t = &r.failover.timing;
                 let p90 = raft_model_ms(t, r.failover.nodes, 0.9) / t.failure_ms as f64;
                 let how = if electd::contract::algorithm::Options::default().ranked_timeouts {

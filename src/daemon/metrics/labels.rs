@@ -63,7 +63,7 @@ pub const HOOK_RESULTS: [&str; 5] = ["ok", "failed", "timeout", "error", "skippe
 /// the liveness and RESIGN messages every algorithm uses.
 pub fn known_message_types(algorithm: AlgorithmKind) -> impl Iterator<Item = MessageType> {
     let own = algorithm.info().message_types.iter();
-    own.chain(crate::contract::registry::COMMON_TYPES).copied()
+    own.chain(crate::contract::info::COMMON_TYPES).copied()
 }
 
 /// Create, at 0, every series whose labels are known at start: each group's message

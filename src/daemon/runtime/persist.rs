@@ -30,7 +30,7 @@ impl Driver {
     /// something other than a follower's adoption of another node (see
     /// [`Driver::adoptions_only`]).
     pub(super) fn is_claim(&self, kind: AlgorithmKind, d: &Durable) -> bool {
-        let adoption = kind != AlgorithmKind::Raft && d.voted_for.is_some_and(|l| l != self.cfg.id);
+        let adoption = !kind.info().durable_vote && d.voted_for.is_some_and(|l| l != self.cfg.id);
         !adoption && !self.stored.iter().any(|s| s.0 == kind && s.1 == *d)
     }
 

@@ -253,10 +253,37 @@ pub(super) fn to_body(m: &Message) -> Body {
     }
 }
 
+/// The wire value of each algorithm (`proto/electd.proto`'s `Algorithm`): this match
+/// and [`algorithm_from_proto`] are exhaustive, so a new kind or a new proto value
+/// does not compile until it is mapped both ways.
 pub(super) fn algorithm_to_proto(k: AlgorithmKind) -> proto::Algorithm {
-    k.info().wire
+    match k {
+        AlgorithmKind::Bully => proto::Algorithm::Bully,
+        AlgorithmKind::ImprovedBully => proto::Algorithm::ImprovedBully,
+        AlgorithmKind::Ring => proto::Algorithm::Ring,
+        AlgorithmKind::Lcr => proto::Algorithm::Lcr,
+        AlgorithmKind::Hs => proto::Algorithm::Hs,
+        AlgorithmKind::Raft => proto::Algorithm::Raft,
+    }
 }
 
 pub(super) fn algorithm_from_proto(a: proto::Algorithm) -> Option<AlgorithmKind> {
-    crate::contract::registry::by_wire(a).map(|e| e.kind)
+    match a {
+        proto::Algorithm::Unspecified => None,
+        proto::Algorithm::Bully => Some(AlgorithmKind::Bully),
+        proto::Algorithm::ImprovedBully => Some(AlgorithmKind::ImprovedBully),
+        proto::Algorithm::Ring => Some(AlgorithmKind::Ring),
+        proto::Algorithm::Lcr => Some(AlgorithmKind::Lcr),
+        proto::Algorithm::Hs => Some(AlgorithmKind::Hs),
+        proto::Algorithm::Raft => Some(AlgorithmKind::Raft),
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn algorithm_wire_values_map_both_ways() {
+    for k in AlgorithmKind::ALL {
+        assert_ne!(algorithm_to_proto(k), proto::Algorithm::Unspecified, "{k}");
+        assert_eq!(algorithm_from_proto(algorithm_to_proto(k)), Some(k), "{k}");
+    }
 }
