@@ -50,8 +50,9 @@ impl Timing {
     }
 }
 
-/// The processes of one test cluster (see the module documentation).
-pub(crate) struct Cluster(ProcCluster);
+/// The processes of one test cluster (see the module documentation), and its shared
+/// claim on the machine (dropped after the processes are stopped).
+pub(crate) struct Cluster(ProcCluster, super::Shared);
 
 impl Deref for Cluster {
     type Target = ProcCluster;
@@ -69,6 +70,7 @@ impl DerefMut for Cluster {
 impl Cluster {
     /// Write a config for `n` nodes (ids 1..=n) running `algorithms`, with a fresh key.
     pub(crate) fn new(name: &str, n: NodeId, algorithms: &[AlgorithmKind], t: &Timing) -> Cluster {
+        let claim = super::shared();
         let dir = super::scratch(name);
         fresh_dir(&dir).expect("prepare the cluster directory");
         let algos: Vec<String> = algorithms.iter().map(|a| format!("\"{a}\"")).collect();
@@ -87,6 +89,7 @@ impl Cluster {
         Cluster(
             ProcCluster::with_config(super::electd_path(), dir, n, &head, None)
                 .expect("write the config"),
+            claim,
         )
     }
 

@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Deadline of the blocking waits ([`wait_for`]): generous, the machine may be loaded
@@ -106,6 +106,58 @@ pub(crate) fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create a scratch directory");
     dir
+}
+
+/// Tests that load the whole machine (`bench --quick`, `demo`: several clusters and the
+/// simulator at once) run [`alone`]; every process cluster holds a [`shared`] claim for
+/// its lifetime, so a cluster test's timing bound is never measured beside them. (Each
+/// ran in a binary of its own before the test files became five binaries; the tests of
+/// one binary run in parallel.) Shared claims never wait for each other, so one test
+/// may hold several.
+static MACHINE: (Mutex<(usize, bool)>, Condvar) = (Mutex::new((0, false)), Condvar::new());
+
+/// A shared claim on the machine (see [`MACHINE`]); released when dropped.
+pub(crate) struct Shared(());
+
+/// The machine to this test alone (see [`MACHINE`]); released when dropped.
+pub(crate) struct Alone(());
+
+/// Wait until no test runs [`alone`], then hold a shared claim.
+pub(crate) fn shared() -> Shared {
+    let (lock, cv) = &MACHINE;
+    let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
+    while s.1 {
+        s = cv.wait(s).unwrap_or_else(|e| e.into_inner());
+    }
+    s.0 += 1;
+    Shared(())
+}
+
+/// Wait until no other test holds a claim, then hold the machine alone.
+pub(crate) fn alone() -> Alone {
+    let (lock, cv) = &MACHINE;
+    let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
+    while s.0 > 0 || s.1 {
+        s = cv.wait(s).unwrap_or_else(|e| e.into_inner());
+    }
+    s.1 = true;
+    Alone(())
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let (lock, cv) = &MACHINE;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).0 -= 1;
+        cv.notify_all();
+    }
+}
+
+impl Drop for Alone {
+    fn drop(&mut self) {
+        let (lock, cv) = &MACHINE;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).1 = false;
+        cv.notify_all();
+    }
 }
 
 /// Is process `pid` gone (or a zombie: dead all the same)?

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn bench_quick_writes_the_report_and_the_results() {
+    // Several clusters and the simulator at once: no cluster test beside it.
+    let _alone = crate::common::alone();
     let out = crate::common::scratch("bench-quick");
     let started = Instant::now();
     let run = crate::common::electd_command(&["bench", "--quick", "--out"])

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 /// with labels `cluster="demo"` and `node`, while it runs, and removes it at exit.
 #[test]
 fn demo_runs_chaos_and_stops_cleanly() {
+    // Four nodes under chaos: no cluster test beside it.
+    let _alone = crate::common::alone();
     let dir = crate::common::scratch("demo-sd");
     let sd = dir.join("electd-demo.json");
     let child = crate::common::electd_command(&[

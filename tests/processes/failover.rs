@@ -1,6 +1,6 @@
 //! Failover time of the daemon, measured (ignored by default: it takes minutes).
 //!
-//! `cargo test --test failover -- --ignored --nocapture` (add `--release` for an
+//! `cargo test --test processes failover:: -- --ignored --nocapture` (add `--release` for an
 //! optimised binary; the figures are dominated by the timeouts, not by CPU).
 //!
 //! Five `electd run` processes on 127.0.0.1 at heartbeat 10 ms / failure_timeout

@@ -1,7 +1,7 @@
 //! The runtime's health checks over real UDP on loopback (no root): a node whose sends
 //! all fail reports `send` until one succeeds again; a node with a peer of an address
 //! family its socket cannot reach reports `roster`. (The `persist` check with a real
-//! process: tests/operator_failures.rs.)
+//! process: tests/processes/operator_failures.rs.)
 
 use crate::common::http::{runtime_config, shared, wait_until};
 use electd::contract::algorithm::AlgorithmKind;

@@ -11,7 +11,7 @@
 //! answers once per round, and there are two rounds with pre-vote (pre-vote, vote).
 //!
 //! # Why one file of ~740 lines of code
-//! One test binary for every property of Raft election on the simulator (the paper's
+//! One module of the `sim` test binary for every property of Raft election on the simulator (the paper's
 //! rules, the fault campaign, restarts and hand-overs), sharing the same helpers; the
 //! unit tests of its state machine are in `src/algorithms/tests/raft.rs`.
 
@@ -486,7 +486,7 @@ fn check_seed(seed: u64, options: &Options) -> Result<usize, String> {
     let fail = |s: &Sim, what: String| {
         format!(
             "seed {seed} {options:?}: {what}\n  claims (ms, node, term) {:?}\n  ops: {}\n  \
-             replay: RAFT_SEED={seed} cargo test --test raft replay_one_seed -- --ignored --nocapture",
+             replay: RAFT_SEED={seed} cargo test --test sim raft::replay_one_seed -- --ignored --nocapture",
             s.claims
                 .iter()
                 .map(|c| (c.at.as_millis(), c.node, c.term))
@@ -607,7 +607,7 @@ fn safety_and_liveness_under_faults_seeds_7500_to_10000() {
 }
 
 /// Replays one seed of the property with a state trace (one line per change):
-/// `RAFT_SEED=S cargo test --test raft replay_one_seed -- --ignored --nocapture`.
+/// `RAFT_SEED=S cargo test --test sim raft::replay_one_seed -- --ignored --nocapture`.
 #[test]
 #[ignore = "replay helper for a failing seed of the property tests"]
 fn replay_one_seed() {

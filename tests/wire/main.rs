@@ -9,6 +9,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod fuzz_harness;
 mod hostile_input;
 mod security;
 mod spoofed_incarnation;
