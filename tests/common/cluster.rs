@@ -126,6 +126,22 @@ impl Cluster {
         Some(super::counter_sum(&self.metrics(id)?, name, labels))
     }
 
+    /// Node `id`'s `/status` entry of group `algorithm`; `None` if it does not answer.
+    pub(crate) fn group(&self, id: NodeId, algorithm: &str) -> Option<serde_json::Value> {
+        let s = self.status(id)?;
+        s["groups"]
+            .as_array()?
+            .iter()
+            .find(|g| g["algorithm"] == algorithm)
+            .cloned()
+    }
+
+    /// Why node `id` is ineligible in group `algorithm` (`/status`'s `ineligible`:
+    /// empty when it may lead); `None` if it does not answer.
+    pub(crate) fn ineligible(&self, id: NodeId, algorithm: &str) -> Option<Vec<String>> {
+        ineligible(&self.group(id, algorithm)?)
+    }
+
     /// Per algorithm, the leader all live nodes agree on (not electing), if they do.
     pub(crate) fn agreement(&self) -> Result<BTreeMap<String, NodeId>, String> {
         let live = self.live();
@@ -180,6 +196,17 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(2));
         }
     }
+}
+
+/// The reasons in a `/status` group's `ineligible` (empty when the node may lead).
+pub(crate) fn ineligible(group: &serde_json::Value) -> Option<Vec<String>> {
+    Some(
+        group["ineligible"]
+            .as_array()?
+            .iter()
+            .filter_map(|r| r.as_str().map(str::to_string))
+            .collect(),
+    )
 }
 
 /// Write the admin token `token` (mode 0600, as a deployed one) into the cluster's

@@ -10,18 +10,6 @@ use electd::contract::algorithm::AlgorithmKind::Bully;
 
 const TIMING: Timing = Timing::LOOPBACK;
 
-fn ineligible(c: &Cluster, id: u32) -> Option<Vec<String>> {
-    let s = c.status(id)?;
-    let g = s["groups"].as_array()?.first()?.clone();
-    Some(
-        g["ineligible"]
-            .as_array()?
-            .iter()
-            .filter_map(|r| r.as_str().map(str::to_string))
-            .collect(),
-    )
-}
-
 #[test]
 fn a_failing_check_demotes_the_leader_and_a_passing_one_restores_it() {
     let mut c = Cluster::new("checks", 3, &[Bully], &TIMING);
@@ -52,7 +40,7 @@ fn a_failing_check_demotes_the_leader_and_a_passing_one_restores_it() {
     wait_for("passing runs on node 3", || {
         (runs(3, "pass") >= 2.0).then_some(())
     });
-    assert_eq!(ineligible(&c, 3), Some(vec![]));
+    assert_eq!(c.ineligible(3, "bully"), Some(vec![]));
 
     // The service on node 3 goes away: FAULT after two failed runs, node 2 leads.
     std::fs::remove_file(dir.join("healthy-3")).unwrap();
@@ -60,7 +48,7 @@ fn a_failing_check_demotes_the_leader_and_a_passing_one_restores_it() {
         .wait_agreement(DEADLINE, |l| l.get("bully") == Some(&2))
         .unwrap_or_else(|e| panic!("{e}\n{}", c.log(3)));
     assert_eq!(leaders["bully"], 2);
-    assert_eq!(ineligible(&c, 3), Some(vec!["fault".to_string()]));
+    assert_eq!(c.ineligible(3, "bully"), Some(vec!["fault".to_string()]));
     let m = c.metrics(3).expect("metrics");
     assert_eq!(
         counter_sum(&m, "electd_fault", &[("algorithm", "bully")]),
@@ -76,13 +64,13 @@ fn a_failing_check_demotes_the_leader_and_a_passing_one_restores_it() {
         log.lines().any(|l| l == "3 fault").then_some(())
     });
     // Other nodes are unaffected.
-    assert_eq!(ineligible(&c, 2), Some(vec![]));
+    assert_eq!(c.ineligible(2, "bully"), Some(vec![]));
 
     // Healthy again: two passes, no FAULT, and Bully gives node 3 the lead back.
     std::fs::write(dir.join("healthy-3"), "").unwrap();
     c.wait_agreement(DEADLINE, |l| l.get("bully") == Some(&3))
         .unwrap_or_else(|e| panic!("{e}\n{}", c.log(3)));
-    assert_eq!(ineligible(&c, 3), Some(vec![]));
+    assert_eq!(c.ineligible(3, "bully"), Some(vec![]));
     let m = c.metrics(3).expect("metrics");
     assert_eq!(
         counter_sum(&m, "electd_fault", &[("algorithm", "bully")]),
@@ -125,7 +113,7 @@ fn a_failing_weighted_check_lowers_the_priority_and_the_next_node_takes_over() {
         0.0,
         "a weighted check is no FAULT"
     );
-    assert_eq!(ineligible(&c, 3), Some(vec![]));
+    assert_eq!(c.ineligible(3, "bully"), Some(vec![]));
     std::fs::write(dir.join("healthy-3"), "").unwrap();
     c.wait_agreement(DEADLINE, |l| l.get("bully") == Some(&3))
         .unwrap_or_else(|e| panic!("{e}\n{}", c.log(3)));

@@ -12,18 +12,10 @@ use std::time::Duration;
 const TIMING: Timing = Timing::LOOPBACK;
 const DEADLINE: Duration = Duration::from_secs(20);
 
+/// Why node `id` is ineligible in group `algorithm` (empty: it may lead).
 fn ineligible(c: &Cluster, id: u32, algorithm: &str) -> Vec<String> {
-    let s = c.status(id).expect("/status");
-    s["groups"]
-        .as_array()
-        .expect("groups")
-        .iter()
-        .find(|g| g["algorithm"] == algorithm)
-        .and_then(|g| g["ineligible"].as_array())
+    c.ineligible(id, algorithm)
         .expect("the group shows its standing")
-        .iter()
-        .filter_map(|r| r.as_str().map(str::to_string))
-        .collect()
 }
 
 #[test]

@@ -10,12 +10,7 @@ use std::time::{Duration, Instant};
 const TIMING: Timing = Timing::LOOPBACK;
 
 fn raft_term(c: &Cluster, id: u32) -> Option<u64> {
-    let s = c.status(id)?;
-    s["groups"]
-        .as_array()?
-        .iter()
-        .find(|g| g["algorithm"] == "raft")?["term"]
-        .as_u64()
+    c.group(id, "raft")?["term"].as_u64()
 }
 
 #[test]

@@ -13,12 +13,7 @@ const DEADLINE: Duration = Duration::from_secs(20);
 const TOKEN: &str = "transfer-test-token";
 
 fn term(c: &Cluster, id: u32, algorithm: &str) -> u64 {
-    let s = c.status(id).expect("/status");
-    s["groups"]
-        .as_array()
-        .expect("groups")
-        .iter()
-        .find(|g| g["algorithm"] == algorithm)
+    c.group(id, algorithm)
         .and_then(|g| g["term"].as_u64())
         .expect("a term")
 }
