@@ -18,6 +18,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Condvar, Mutex};
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 /// Deadline of the blocking waits ([`wait_for`]): generous, the machine may be loaded
@@ -109,12 +110,15 @@ pub(crate) fn scratch(name: &str) -> PathBuf {
 }
 
 /// Tests that load the whole machine (`bench --quick`, `demo`: several clusters and the
-/// simulator at once) run [`alone`]; every process cluster holds a [`shared`] claim for
+/// simulator at once) or measure against a tight bound (`loopback`'s resignation under
+/// the failure timeout, `failover`'s figures) run [`alone`]; every process cluster holds a [`shared`] claim for
 /// its lifetime, so a cluster test's timing bound is never measured beside them. (Each
 /// ran in a binary of its own before the test files became five binaries; the tests of
-/// one binary run in parallel.) Shared claims never wait for each other, so one test
-/// may hold several.
-static MACHINE: (Mutex<(usize, bool)>, Condvar) = (Mutex::new((0, false)), Condvar::new());
+/// one binary run in parallel.) Shared claims never wait for each other, nor for the
+/// test that holds the machine alone, so one test may hold several, and a test alone
+/// may start clusters.
+static MACHINE: (Mutex<(usize, Option<ThreadId>)>, Condvar) =
+    (Mutex::new((0, None)), Condvar::new());
 
 /// A shared claim on the machine (see [`MACHINE`]); released when dropped.
 pub(crate) struct Shared(());
@@ -126,7 +130,8 @@ pub(crate) struct Alone(());
 pub(crate) fn shared() -> Shared {
     let (lock, cv) = &MACHINE;
     let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
-    while s.1 {
+    let me = std::thread::current().id();
+    while s.1.is_some_and(|t| t != me) {
         s = cv.wait(s).unwrap_or_else(|e| e.into_inner());
     }
     s.0 += 1;
@@ -137,10 +142,10 @@ pub(crate) fn shared() -> Shared {
 pub(crate) fn alone() -> Alone {
     let (lock, cv) = &MACHINE;
     let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
-    while s.0 > 0 || s.1 {
+    while s.0 > 0 || s.1.is_some() {
         s = cv.wait(s).unwrap_or_else(|e| e.into_inner());
     }
-    s.1 = true;
+    s.1 = Some(std::thread::current().id());
     Alone(())
 }
 
@@ -155,7 +160,7 @@ impl Drop for Shared {
 impl Drop for Alone {
     fn drop(&mut self) {
         let (lock, cv) = &MACHINE;
-        lock.lock().unwrap_or_else(|e| e.into_inner()).1 = false;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).1 = None;
         cv.notify_all();
     }
 }

@@ -71,6 +71,8 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
 #[test]
 #[ignore = "measurement: minutes of wall-clock time; run with --ignored --nocapture"]
 fn failover_time_per_algorithm() {
+    // A measurement: no other cluster beside it.
+    let _alone = crate::common::alone();
     let algorithms = AlgorithmKind::available();
     let mut c = Cluster::new("failover", 5, &algorithms, &TIMING);
     c.start_all();
