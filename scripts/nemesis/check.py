@@ -131,9 +131,12 @@ def timing_values(t):
 def model_row_ms(alg, row, t, n, others_down=0, d=D_MS):
     """One cell of the model's table (ms, without observing); `row` as in ROW_OF.
 
-    killed    Bully F + T + 3d; ring family F + h·N·d, + S·G per other member down at
-              the event (the model's "+ S·G per other dead member not yet known");
-              Raft E_max + 5d per round, budget 2 rounds
+    killed    Bully F + T + 3d, + j·(T + 2H) + H when j > 0 members ranked below the
+              lost leader are down, cut off or drained (each of them costs the others
+              one turn: bully_common::turns_before); ring family F + h·N·d, + S·G per
+              other member down or cut off at the event (the model's "+ S·G per other
+              dead member not yet known"), and 2B (the restart drawn in [B, 2B]) when
+              more than one is: a round meets them all; Raft E_max + 5d per round, budget 2 rounds
     resumed   the paused row's "on resume": Bully H + d + (T + 3d) (the old leader hears
               the new one, the higher-ranked takes over by one election); ring family
               H + R^ + h·N·d; Raft H + d (steps down at the first higher-term message)
@@ -142,11 +145,14 @@ def model_row_ms(alg, row, t, n, others_down=0, d=D_MS):
               candidate raised its term)
     rejoined  (derived) a restarted or undrained node joins again: it hears and is
               heard as after a heal, so the healed row
-    loss      "Leader killed under loss p": Bully F + 2(T + T') + G; ring family
+    loss      "Leader killed under loss p": Bully F + 2(T + T') + G (+ the turns as
+              killed); ring family
               F + H + h·N·d + 2·S·G; Raft 2·E_max + G
     resigned  (derived: drain, transfer) an election without detection: the RESIGN (or
               HANDOFF / TIMEOUT_NOW) takes d, then the killed row without its detector
-              F: Bully d + T + 3d, ring family d + h·N·d; Raft d + 2(E_max + 5d) (its
+              F: Bully d + T + 3d (+ the turns as killed), ring family d + h·N·d
+              (+ S·G per member down, as killed); Raft
+              d + 2(E_max + 5d) (its
               followers campaign after their election timeout: the killed row)
     spoofed   (derived) one forged datagram: issue 28 §1's rule, every node follows the
               real leader again within 2·F
@@ -157,20 +163,30 @@ def model_row_ms(alg, row, t, n, others_down=0, d=D_MS):
     H, F, T, T2, E, Rh, G = v["H"], v["F"], v["T"], v["T'"], v["E_max"], v["R^"], v["G"]
     fam = "bully" if alg in BULLY else "ring" if alg in RING else "raft"
     h = HOPS.get(alg, 0)
+    turns = others_down * (T + 2 * H) + H if others_down > 0 else 0.0
+    # The ring family: + S·G per member down, and an election that meets more than one
+    # such member restarts after [B, 2B] (ring_common::election_bound):
+    # B = T' + S·F + h·N·T/2.
+    B = T2 + STRIKES * F + h * n * T / 2
+    ring_down = STRIKES * G * others_down + (2 * B if others_down > 1 else 0.0)
     if row == "spoofed":
         return 2 * F
     if row == "killed":
-        return {"bully": F + T + 3 * d, "ring": F + h * n * d + STRIKES * G * others_down,
+        return {"bully": F + T + 3 * d + turns,
+                "ring": F + h * n * d + ring_down,
                 "raft": 2 * (E + 5 * d)}[fam]
     if row == "resumed":
         return {"bully": H + d + T + 3 * d, "ring": H + Rh + h * n * d, "raft": H + d}[fam]
     if row in ("healed", "rejoined"):
         return {"bully": H + T + 2 * d, "ring": H + Rh + h * n * d, "raft": E + 5 * d}[fam]
     if row == "loss":
-        return {"bully": F + 2 * (T + T2) + G, "ring": F + H + h * n * d + 2 * STRIKES * G,
+        return {"bully": F + 2 * (T + T2) + G + turns,
+                "ring": F + H + h * n * d + 2 * STRIKES * G + ring_down,
                 "raft": 2 * E + G}[fam]
     if row == "resigned":
-        return {"bully": d + T + 3 * d, "ring": d + h * n * d, "raft": d + 2 * (E + 5 * d)}[fam]
+        return {"bully": d + T + 3 * d + turns,
+                "ring": d + h * n * d + ring_down,
+                "raft": d + 2 * (E + 5 * d)}[fam]
     raise ValueError(row)
 
 
@@ -268,11 +284,14 @@ class Run:
             if "id" not in r:
                 continue
             f = self.faults.setdefault(r["id"], {"id": r["id"], "kind": r["kind"], "steps": []})
+            # An event's `t` is logged once its action is done; `t_start` (when logged)
+            # is when the action began: its effects can show from then on.
             if r["ev"] == "start":
                 f.update(start=r["t"], nodes=r.get("nodes", []), desc=r.get("desc", ""),
-                         rec=r)
+                         rec=r, start_begin=r.get("t_start", r["t"]))
             elif r["ev"] == "end":
                 f["end"] = r["t"]
+                f["end_begin"] = r.get("t_start", r["t"])
             else:
                 f["steps"].append(r)
         for f in self.faults.values():
@@ -312,18 +331,7 @@ class Run:
         return out
 
     def quorum_possible(self, t):
-        live = {n for n in self.nodes
-                if not any(a <= t < b for a, b in self.down_intervals_cache[n])}
-        sides = [set(self.nodes)]
-        for f in self.faults.values():
-            if not f["start"] <= t < f["end"]:
-                continue
-            if f["kind"] == "one-way":
-                live -= set(f["nodes"])
-            elif f["kind"] == "partition":
-                a, b = (set(x) for x in f["rec"]["sides"])
-                sides = [s & a for s in sides] + [s & b for s in sides]
-        return max(len(s & live) for s in sides) > len(self.nodes) // 2
+        return len(self.nodes) - len(self.unreachable(t)) > len(self.nodes) // 2
 
     def loss_active(self, a, b):
         return any(f["kind"] == "loss" and f["start"] < b and f["end"] > a
@@ -356,17 +364,59 @@ class Run:
         out.sort(key=lambda e: e[0])
         return out
 
-    def others_down(self, t, f):
-        """How many nodes other than the fault's own are down at t (the ring family's
-        killed row adds S·G for each)."""
-        return sum(1 for n in self.nodes if n not in f["nodes"]
-                   and any(a <= t < b for a, b in self.down_intervals_cache[n]))
+    def unreachable(self, t):
+        """The nodes outside the largest side of live, connected nodes at t: killed,
+        stopped, cut off by a partition or sending into a one-way cut."""
+        live = {n for n in self.nodes
+                if not any(a <= t < b for a, b in self.down_intervals_cache[n])}
+        sides = [set(self.nodes)]
+        for f in self.faults.values():
+            if not f["start"] <= t < f["end"]:
+                continue
+            if f["kind"] == "one-way":
+                live -= set(f["nodes"])
+            elif f["kind"] == "partition":
+                a, b = (set(x) for x in f["rec"]["sides"])
+                sides = [s & a for s in sides] + [s & b for s in sides]
+        best = max((s & live for s in sides), key=len)
+        return set(self.nodes) - best
+
+    def drained(self, t):
+        return {n for f in self.faults.values() if f["kind"] == "drain"
+                and f["start"] <= t < f["end"] for n in f["nodes"]}
+
+    @staticmethod
+    def begin(e):
+        """When event e's action began (its effects can show from then on); e[0] is
+        when it was done, which deadlines are counted from."""
+        t, f, what = e
+        if what == "start":
+            return f.get("start_begin", t)
+        if what in ("heal", "end"):
+            return f.get("end_begin", t)
+        return next((s.get("t_start", s["t"]) for s in f["steps"] if s["t"] == t), t)
+
+    def others_down(self, t, f, alg="ring"):
+        """How many members besides the lost leader the survivors must find missing
+        after the event at t: every node unreachable just after it (down, or cut off
+        by a partition or one-way cut), less one for the lost leader itself when the
+        event took it (a drain or transfer leaves it up); for the
+        Bully family drained members too (they answer no ELECTION: each costs the
+        members below it one turn). The ring family's killed row adds S·G for each,
+        the Bully family's one turn."""
+        gone = self.unreachable(t + 1e-6)
+        if alg in BULLY:
+            gone |= self.drained(t + 1e-6)
+        # The lost leader is among the fault's own nodes when the fault took it.
+        lost = f["kind"] in ("kill", "kill-wipe", "stop", "partition", "one-way") \
+            and gone & set(f["nodes"])
+        return max(0, len(gone) - (1 if lost else 0))
 
     def allowance_ms(self, alg, ev, loss):
         """The model's bound for one event (leaderless_bound_ms), observing included."""
         t, f, what = ev
         return leaderless_bound_ms(alg, f["kind"], what, self.timing, len(self.nodes),
-                                   self.poll, self.others_down(t, f), loss)
+                                   self.poll, self.others_down(t, f, alg), loss)
 
     def split_allowance_ms(self, alg, ev, loss):
         """How long nodes may disagree after an event: 2 x failure_timeout after a heal
@@ -451,7 +501,7 @@ def analyse(run):
             if line[i] is not None or run.grid[i] < run.t_begin:
                 i += 1
                 continue
-            j = i
+            i0, j = i, i
             while j < len(run.grid) and line[j] is None:
                 j += 1
             a, b = run.grid[i], run.grid[min(j, len(run.grid) - 1)]
@@ -472,6 +522,14 @@ def analyse(run):
                     for e in evs if e[0] < b]
             causes = [e for e, end in ends if end > a] if chain else []
             single = max([0.0] + [(end - a) * 1000 for _, end in ends])
+            # A hand-over (one leader before, another after) leaves no time without a
+            # leader on the nodes, but the polls see it: the new leader's own answer and
+            # its followers' come up to one poll apart, read on the STEP grid.
+            before_tok = line[i0 - 1] if i0 > 0 else None
+            after_tok = line[j] if j < len(line) else None
+            if (before_tok and after_tok and before_tok[1] != after_tok[1]
+                    and counted <= observation_ms(run.poll)):
+                single = max(single, observation_ms(run.poll))
             cause_txt = ", ".join(f"#{e[1]['id']} {e[1]['kind']} {e[2]}" for e in causes) or "no fault"
             if counted <= single:
                 verdict, why = "ok", ""
@@ -509,8 +567,11 @@ def analyse(run):
 
     # ---- disagreement (splits) against the allowance after the last event
     for alg in ALGORITHMS:
-        evs = run.events(alg)
-        ev_t = [e[0] for e in evs]
+        # A disagreement is held to the latest event whose action had begun (a node's
+        # answer may show an event's effect before the event was logged as done).
+        evs = sorted(run.events(alg), key=run.begin)
+        ev_t = [run.begin(e) for e in evs]
+        est_t = [a for a, _ in established[alg]]
         bad_from = None
         worst = None
         last_bad = None  # a disagreement ends after MERGE_GAP without one (one flap)
@@ -531,6 +592,13 @@ def analyse(run):
                     if v and alg in v:
                         views[n] = v[alg][1]
                 vals = set(views.values())
+                # A node that names no leader yet, right after a leader was established
+                # (within one poll and the grid step of it), has not been asked since:
+                # the end of a leaderless time seen late, not a disagreement.
+                k_est = bisect.bisect_right(est_t, t) - 1
+                if (None in vals and k_est >= 0
+                        and t - est_t[k_est] <= observation_ms(run.poll) / 1000):
+                    vals.discard(None)
                 if len(vals) > 1:
                     k = bisect.bisect_right(ev_t, t) - 1
                     if k < 0:

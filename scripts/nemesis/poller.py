@@ -4,8 +4,10 @@
   poller.py NODE URL LOG PERIOD_S DEADLINE_S
 
 Run inside the node's network namespace (`ip netns exec`). Every PERIOD_S it asks
-URL/status (timeout 0.3 s) and appends one JSON line: `t` (CLOCK_MONOTONIC, middle of
-the request), `node`, and either `groups` ({algorithm: [term, leader, state,
+URL/status (timeout 0.3 s) and appends one JSON line: `t` (CLOCK_MONOTONIC, when the
+answer came: the node reads its state while answering, so a stopped node's answer,
+queued until SIGCONT, is dated after the SIGCONT and not before it), `t0` (when the
+request was sent), `node`, and either `groups` ({algorithm: [term, leader, state,
 ineligible]}) or `down` (no answer: killed, stopped, or still starting). Stops by
 itself after DEADLINE_S seconds (a bounded loop) or on SIGTERM.
 """
@@ -35,7 +37,7 @@ def main():
         except Exception as e:  # any failure is "no answer"; the checker only needs that
             rec["down"] = type(e).__name__
         t1 = time.monotonic()
-        rec["t"] = (t0 + t1) / 2
+        rec["t"], rec["t0"] = t1, t0
         out.write(json.dumps(rec) + "\n")
         time.sleep(max(0.0, period - (t1 - t0)))
 

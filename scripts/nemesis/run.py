@@ -9,7 +9,8 @@ WORK/pids so that the shell's EXIT trap can stop a leftover by PID too.
 
 What it writes into WORK, for the checker (scripts/nemesis/check.py), which reads
 nothing else:
-  schedule.jsonl   one line per fault action, CLOCK_MONOTONIC `t`: {"t", "id", "kind",
+  schedule.jsonl   one line per fault action, CLOCK_MONOTONIC `t` (the action done) and
+                   `t_start` (the action begun): {"t", "t_start", "id", "kind",
                    "ev": "start"|"end"|"step", "nodes", ...}; the first line is the
                    run's parameters ("ev": "run")
   poll-N.jsonl     node N's /status, as seen from outside (scripts/nemesis/poller.py)
@@ -259,12 +260,16 @@ class Run:
         steps = []
         if restart:
             def kill():
+                t_start = time.monotonic()
                 self.kill_node(n)
-                self.note(id=fid, kind="drain", ev="step", nodes=[n], what="killed")
+                self.note(id=fid, kind="drain", ev="step", nodes=[n], what="killed",
+                          t_start=t_start)
 
             def again():
+                t_start = time.monotonic()
                 self.start_node(n)
-                self.note(id=fid, kind="drain", ev="step", nodes=[n], what="restarted")
+                self.note(id=fid, kind="drain", ev="step", nodes=[n], what="restarted",
+                          t_start=t_start)
             steps = [(1.0, kill), (1.5, again)]
 
         def end():
@@ -405,11 +410,12 @@ class Run:
                 t, fid, kind, slot, action, final = item
                 if t <= now:
                     pending.remove(item)
+                    t_start = time.monotonic()  # effects can show from here on
                     action()
                     if final:
                         busy.discard(slot)
                         self.held.pop(slot, None)
-                        self.note(id=fid, kind=kind, ev="end")
+                        self.note(id=fid, kind=kind, ev="end", t_start=t_start)
                         self.progress(f"end   #{fid} {kind}")
             if now >= end_at and not pending:
                 break

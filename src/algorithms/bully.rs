@@ -31,7 +31,8 @@
 //! - Each COORDINATOR carries an epoch (max seen + 1): the group's fencing token.
 //! - On a graceful resignation, and when the failure detector declares the leader
 //!   lost, only the next-highest node calls an election at once; the others wait for
-//!   its COORDINATOR under a watchdog (and call one if none comes). Every survivor
+//!   its COORDINATOR one turn (T + 2H) per member ranked between them and the lost
+//!   leader, and call one if none comes (a dead or drained successor costs one turn). Every survivor
 //!   notices a silent leader within a heartbeat of the others: the textbook's "every
 //!   node that notices calls an election" made N survivors send about N²/2 ELECTION
 //!   and OK messages at once (the storm of 64 processes on two cores). The simulator's
@@ -279,10 +280,9 @@ impl Algorithm for Bully {
         if self.electing() {
             return;
         }
-        if common::calls_at_once(why, old, &self.higher, &self.cfg) {
-            self.elect(None, out);
-        } else {
-            common::arm_successor_watchdog(&self.cfg.timing, out);
+        match common::turns_before(why, old, &self.higher, &self.cfg) {
+            0 => self.elect(None, out),
+            turns => common::arm_successor_watchdog(turns, &self.cfg.timing, out),
         }
     }
 

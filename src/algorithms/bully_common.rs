@@ -282,33 +282,46 @@ pub(super) fn arm_watchdog(t: &Timing, out: &mut Out) {
     out.set_timer(Timer::Retry, t.failure_timeout, t.failure_timeout * 2);
 }
 
-/// After losing the leader `old`: should this node call an election at once? On a
-/// graceful resignation and on silence only the highest-ranked node below the lost
-/// leader does (its successor); the others wait under a watchdog of [T + T', 2(T + T')]
-/// for its COORDINATOR, and call one themselves if none comes. In the textbook every
-/// node that notices the silence calls an election: on a real network they all notice
-/// it within a heartbeat of each other, and N survivors calling at once cost about
-/// N²/2 ELECTION and OK messages. When told to act ([`LeaderLoss::Told`]: the
-/// simulator's detection step, which the literature's counts are about) a node calls
-/// at once, as in the textbook.
-pub(super) fn calls_at_once(
+/// After losing the leader `old`: how many members rank between this node and `old`,
+/// i.e. how many turns this node lets go first (0: it is the successor and calls an
+/// election at once). On a graceful resignation and on silence the successor (the
+/// highest-ranked node below the lost leader) calls at once; the member k ranks below
+/// it waits k turns ([`arm_successor_watchdog`]) for a COORDINATOR and calls one itself
+/// if none comes, so a dead, cut-off or drained successor costs one turn, not a whole
+/// watchdog. In the textbook every node that notices the silence calls an election: on
+/// a real network they all notice it within a heartbeat of each other, and N survivors
+/// calling at once cost about N²/2 ELECTION and OK messages. When told to act
+/// ([`LeaderLoss::Told`]: the simulator's detection step, which the literature's counts
+/// are about) a node calls at once, as in the textbook.
+pub(super) fn turns_before(
     why: LeaderLoss,
     old: Option<NodeId>,
     higher: &[NodeId],
     cfg: &GroupConfig,
-) -> bool {
+) -> usize {
     match (why, old) {
-        (LeaderLoss::Resigned | LeaderLoss::Silent, Some(old)) => {
-            higher.iter().all(|&h| h == old || cfg.outranks(h, old))
-        }
-        _ => true,
+        (LeaderLoss::Resigned | LeaderLoss::Silent, Some(old)) => higher
+            .iter()
+            .filter(|&&h| h != old && !cfg.outranks(h, old))
+            .count(),
+        _ => 0,
     }
 }
 
-/// The watchdog of a node that lets the successor of a resigning leader go first.
-pub(super) fn arm_successor_watchdog(t: &Timing, out: &mut Out) {
-    let wait = t.answer_timeout + t.coordinator_timeout;
-    out.set_timer(Timer::Retry, wait, wait * 2);
+/// One turn of [`turns_before`]: the successor's election (its ELECTION to the lost
+/// leader unanswered for T, then COORDINATOR) plus two heartbeats of margin for the
+/// members' detectors firing up to a heartbeat apart.
+pub(super) fn successor_turn(t: &Timing) -> Duration {
+    t.answer_timeout + t.heartbeat * 2
+}
+
+/// The watchdog of a node that lets `turns` members ranked above it (below the lost
+/// leader) go first: it calls its own election after `turns` turns
+/// ([`successor_turn`]), drawn within one heartbeat more, unless a COORDINATOR
+/// (or a higher node's heartbeat) came meanwhile.
+pub(super) fn arm_successor_watchdog(turns: usize, t: &Timing, out: &mut Out) {
+    let wait = successor_turn(t).saturating_mul(u32::try_from(turns).unwrap_or(u32::MAX));
+    out.set_timer(Timer::Retry, wait, wait.saturating_add(t.heartbeat));
 }
 
 /// The preemption switches at one Bully-family node (`[policy] preempt`,

@@ -306,10 +306,9 @@ impl Algorithm for ImprovedBully {
         if self.electing() {
             return;
         }
-        if common::calls_at_once(why, old, &self.higher, &self.cfg) {
-            self.elect(None, out);
-        } else {
-            common::arm_successor_watchdog(&self.cfg.timing, out);
+        match common::turns_before(why, old, &self.higher, &self.cfg) {
+            0 => self.elect(None, out),
+            turns => common::arm_successor_watchdog(turns, &self.cfg.timing, out),
         }
     }
 

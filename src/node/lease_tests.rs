@@ -196,3 +196,72 @@ fn a_leader_without_a_quorum_steps_down_and_stays_down_until_healed() {
         }
     }
 }
+
+/// Issue 28, seen in the nemesis run: after a partition [4, 5] | [1, 2, 3] healed, the
+/// majority's leader followed the minority's stepped-down leader and the whole group
+/// waited a failure timeout for nobody. On the minority side 4 and 5 had taken turns
+/// leading and stepping down for want of a quorum, which lifted their term above the
+/// majority's. A node holding a token above a claim it hears answers with that token;
+/// it named the token's leader even when that leadership had ended (node 5 had
+/// stepped down), and the majority's leader, hearing a higher id named, deferred to
+/// it. Now a node names the held token's leader only while it follows it or leads;
+/// otherwise it answers with the term alone (leader 0), and the claimant takes a term
+/// above it and leads on (docs/wire.md, HEARTBEAT_ACK).
+#[test]
+fn a_stepped_down_leader_answers_a_lower_claim_with_its_term_alone() {
+    use crate::contract::message::Message;
+    use crate::contract::policy::Ineligible;
+    use crate::node::{Datagram, NodeConfig};
+    let kind = AlgorithmKind::Bully;
+    let mut options = crate::contract::algorithm::Options::default();
+    options.lease.require_quorum = vec![kind];
+    let mut five = Node::new(NodeConfig {
+        id: N,
+        ring: (1..=N).collect(),
+        algorithms: vec![kind],
+        timing: Timing::default(),
+        options,
+        link: crate::node::link::LinkConfig::default(),
+        incarnation: 1,
+        seed: 7,
+    })
+    .expect("node");
+    five.start(Duration::ZERO, true);
+    assert_eq!(five.leader(kind), Some(N), "the highest id wins at once");
+    let term = five.group_status(kind).expect("group").term;
+    let _ = five.drain_transmits().count();
+    // A claim below the held token: node 3 leading the same term (a lower id).
+    let mut at = Duration::from_millis(1);
+    let answer_to_claim = |five: &mut Node, at: Duration, seq: u64| {
+        five.handle_datagram(
+            at,
+            Datagram {
+                from: 3,
+                incarnation: 1,
+                seq,
+                ack: 0,
+                group: Some(kind),
+                body: Some(Message::Heartbeat { term, leader: 3 }),
+            },
+        );
+        five.drain_transmits()
+            .filter_map(|(to, d)| match d.body {
+                Some(Message::HeartbeatAck { term, leader }) if to == 3 => Some((term, leader)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    // (Leading, it answers a lower claimant with its COORDINATOR instead.)
+    let _ = answer_to_claim(&mut five, at, 1);
+    // Stepped down for want of a quorum: the term alone.
+    at += Timing::default().failure_timeout;
+    five.set_ineligible(at, Some(kind), Ineligible::NoQuorum, true);
+    assert_eq!(five.leader(kind), None, "stepped down");
+    at += Timing::default().failure_timeout * 2;
+    let answers = answer_to_claim(&mut five, at, 2);
+    assert!(!answers.is_empty(), "a claim below the held token is answered");
+    assert!(
+        answers.iter().all(|&(t, l)| t == term && l == 0),
+        "a leadership that ended is not named: {answers:?}"
+    );
+}

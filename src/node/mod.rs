@@ -714,9 +714,17 @@ impl Node {
                     };
                     if again {
                         grp.stale_answered.insert(from, (claim, held, now));
+                        // The held token's leader is named only while this node
+                        // follows it or leads: a leadership that ended (stepped down
+                        // for want of a quorum, given up by the detector) is no claim,
+                        // and a leader deferring to it would wait a failure timeout
+                        // for nobody (issue 28: a healed partition's majority leader
+                        // followed the minority's stepped-down one). The term alone
+                        // (leader 0) makes the claimant take a term above it.
+                        let live = grp.leader == Some(held.leader);
                         let ack = Message::HeartbeatAck {
                             term: held.term,
-                            leader: held.leader,
+                            leader: if live { held.leader } else { 0 },
                         };
                         self.send(g, now, from, ack);
                     }

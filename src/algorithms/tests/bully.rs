@@ -403,6 +403,78 @@ fn a_lost_leader_makes_the_node_elect_and_a_resignation_lets_the_successor_go_fi
 }
 
 #[test]
+fn a_lost_leader_lets_each_member_between_go_first_for_one_turn_each() {
+    // Issue 28 (the nemesis run): with the successor dead, cut off or drained, the
+    // others waited a whole watchdog of [T + T', 2(T + T')] before anyone called an
+    // election. Now the member k ranks below the successor waits k turns of
+    // T + 2H (drawn within one heartbeat more): the successor's election, plus the
+    // members' detectors firing up to a heartbeat apart.
+    let t = crate::contract::algorithm::Timing::default();
+    let turn = t.answer_timeout + t.heartbeat * 2;
+    for (me, turns) in [(4u32, 0u32), (3, 1), (2, 2), (1, 3)] {
+        let mut b = node(me);
+        let _ = start(&mut b, false);
+        let tag = ElectionTag {
+            initiator: 5,
+            seq: 4097,
+        };
+        let _ = deliver(
+            &mut b,
+            5,
+            Message::Coordinator {
+                leader: 5,
+                epoch: 1,
+                tag,
+            },
+        );
+        for why in [LeaderLoss::Silent, LeaderLoss::Resigned] {
+            let mut b2 = node(me);
+            let _ = start(&mut b2, false);
+            let _ = deliver(
+                &mut b2,
+                5,
+                Message::Coordinator {
+                    leader: 5,
+                    epoch: 1,
+                    tag,
+                },
+            );
+            let fx = step(&mut b2, |a, out| a.on_leader_lost(why, out));
+            if turns == 0 {
+                assert!(fx.started_election(), "node {me}: the successor calls at once");
+                continue;
+            }
+            assert!(!fx.started_election(), "node {me} waits its turn ({why:?})");
+            let (lo, hi) = fx.armed_range(Timer::Retry).expect("a turn watchdog");
+            assert_eq!(lo, turn * turns, "node {me}: {turns} turns");
+            assert_eq!(hi, turn * turns + t.heartbeat, "node {me}: one heartbeat of draw");
+            // Its turn comes and nobody announced: it calls its election.
+            let fx = fire(&mut b2, Timer::Retry);
+            assert!(fx.started_election(), "node {me} calls when its turn comes");
+        }
+        // A COORDINATOR before its turn: it follows and the turn passes silently.
+        let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Silent, out));
+        if turns > 0 {
+            assert!(!fx.started_election());
+            let _ = deliver(
+                &mut b,
+                4,
+                Message::Coordinator {
+                    leader: 4,
+                    epoch: 2,
+                    tag: ElectionTag {
+                        initiator: 4,
+                        seq: 1,
+                    },
+                },
+            );
+            assert_eq!(b.leader(), Some(4));
+            assert!(fire(&mut b, Timer::Retry).is_empty(), "a leader came in time");
+        }
+    }
+}
+
+#[test]
 fn the_epoch_only_grows_and_is_carried_by_election_messages() {
     // The fencing token: an ELECTION carries the sender's epoch; the winner announces
     // above every epoch it has seen.

@@ -1,0 +1,247 @@
+//! The report of a fixed model.
+
+use super::*;
+use electd::contract::algorithm::AlgorithmKind;
+use electd::testkit::procs::ClusterTiming;
+
+#[test]
+fn detection_limits() {
+    use crate::bench::detection_limit_ms;
+    assert_eq!(detection_limit_ms(AlgorithmKind::Bully, 100, 150, 10), 90.0);
+    assert_eq!(detection_limit_ms(AlgorithmKind::Raft, 100, 150, 10), 140.0);
+}
+
+/// A fixed model touching every branch of the report that data decides.
+fn fixture() -> Results {
+    use crate::bench::{codec, cost, failover, messages, scale, versus_etcd, Flagged, Meta, Stats};
+    use AlgorithmKind::{Bully, Raft};
+    let stats = |base: f64| Stats {
+        n: 9,
+        min: base,
+        median: base * 1.1,
+        p90: base * 1.3,
+        p99: base * 1.4,
+        max: base * 1.5,
+        mean: base * 1.2,
+    };
+    let flag = |ms| Flagged {
+        ms,
+        cause: "into an election under way".into(),
+    };
+    let mut runs = Vec::new();
+    for mode in failover::MODES {
+        for (k, base) in [(Bully, 105.0), (Raft, 150.0)] {
+            runs.push(failover::FailoverRun {
+                algorithm: k,
+                mode,
+                samples_ms: vec![base],
+                flagged: if k == Raft {
+                    vec![flag(Some(3.25)), flag(None)]
+                } else {
+                    Vec::new()
+                },
+                stats: stats(base),
+                ratio: stats(base / 100.0),
+                timeouts: usize::from(mode == "pause"),
+                recoveries_failed: 0,
+            });
+        }
+    }
+    let poll = |system: &str, base: f64, flagged: Vec<Flagged>| versus_etcd::PollRun {
+        system: system.into(),
+        samples_ms: vec![base],
+        stats: stats(base),
+        ratio: stats(base / 100.0),
+        timeouts: usize::from(system == "etcd"),
+        split_votes: 3,
+        split_votes_per_1000: 12.5,
+        flagged,
+        unsettled: 1,
+        settle: stats(40.0),
+    };
+    let point =
+        |case: &str, k, nodes, udp, sim, formula: Option<f64>, exact| messages::MessagePoint {
+            case: case.into(),
+            algorithm: k,
+            nodes,
+            udp_messages: udp,
+            sim_messages: sim,
+            formula,
+            formula_text: "N²−1",
+            exact,
+            ratio_formula: formula.map(|f| udp as f64 / f),
+            ratio_sim: udp as f64 / sim as f64,
+            acks: 10,
+            retransmissions: 1,
+            datagrams: 40,
+            bytes: 4000,
+            bytes_per_message: 100.0,
+            leader: Some(4),
+            complete: udp == sim,
+            attempts: 1,
+            elapsed_ms: 12.0,
+        };
+    let sim = |k, nodes, agreed, reset| scale::SimPoint {
+        algorithm: k,
+        nodes,
+        agreed,
+        messages: 1023 * 1025,
+        formula: Some(1023.0 * 1025.0),
+        datagrams: 2_000_000,
+        wall_ms: 900.0,
+        cpu_ms: 800.0,
+        messages_per_sec: 1.3e6,
+        datagrams_per_sec: 2.5e6,
+        rss_before_mib: 10.0,
+        peak_rss_mib: 300.0,
+        peak_reset: reset,
+    };
+    let node = |id, role: &'static str, cpu| cost::NodeCost {
+        node: id,
+        role,
+        groups_led: usize::from(role == "leader"),
+        rss_mib: 9.5,
+        peak_rss_mib: 10.5,
+        cpu_percent: cpu,
+        cpu_windows: vec![cpu, cpu * 2.0],
+        bytes_per_sec: 1234.0,
+        datagrams_per_sec: 100.0,
+    };
+    let cost_run = |label: &str, batched, algorithms: Vec<AlgorithmKind>| cost::CostRun {
+        label: label.into(),
+        heartbeat_ms: 10,
+        algorithms,
+        batched,
+        window_s: 10.0,
+        windows: 3,
+        nodes: vec![node(1, "follower", 0.12), node(5, "leader", 0.8)],
+    };
+    let mut r = Results {
+        meta: Meta {
+            version: "0.1.0",
+            profile: "release",
+            quick: true,
+            seed: 7,
+            started_unix: 1,
+            cpus: 2,
+            cpu_model: "test cpu".into(),
+            kernel: "6.1".into(),
+            load_start: 0.5,
+            load_end: 1.25,
+            wall_s: 321.0,
+        },
+        codec: codec::CodecResults {
+            points: vec![codec::CodecPoint {
+                datagram: "heartbeat".into(),
+                bytes: 60,
+                authenticated: true,
+                encode_ns: 500.0,
+                decode_ns: 700.0,
+                total_ns: 1200.0,
+            }],
+        },
+        scale: scale::ScaleResults {
+            sim: vec![sim(Bully, 1024, true, true), sim(Raft, 4096, false, false)],
+            udp: vec![
+                scale::UdpPoint {
+                    algorithm: Bully,
+                    nodes: 32,
+                    first_leader_ms: Some(40.0),
+                    failover_ms: vec![110.0],
+                    failover: stats(110.0),
+                    timeouts: 0,
+                    flagged: vec![flag(Some(2.0))],
+                },
+                scale::UdpPoint {
+                    algorithm: Raft,
+                    nodes: 32,
+                    first_leader_ms: None,
+                    failover_ms: Vec::new(),
+                    failover: Stats::default(),
+                    timeouts: 1,
+                    flagged: Vec::new(),
+                },
+            ],
+        },
+        messages: messages::MessageResults {
+            nodes: vec![4, 8],
+            points: vec![
+                point("bully worst", Bully, 4, 15, 15, Some(15.0), true),
+                point("raft", Raft, 8, 20, 21, Some(21.5), false),
+            ],
+            incomplete: vec![point("raft", Raft, 8, 19, 21, None, false)],
+        },
+        cost: cost::CostResults {
+            runs: vec![
+                cost_run("bully, 10 ms", true, vec![Bully]),
+                cost_run("bully, 10 ms, one by one", false, vec![Bully]),
+                cost_run("all, 10 ms", true, vec![Bully, Raft]),
+            ],
+        },
+        failover: failover::FailoverResults {
+            nodes: 5,
+            timing: ClusterTiming::failover(),
+            per_mode: 9,
+            runs,
+        },
+        etcd: versus_etcd::VersusEtcd {
+            skipped: None,
+            etcd_version: "etcd 3.4.27".into(),
+            rounds: 9,
+            runs: vec![
+                poll("etcd", 110.0, Vec::new()),
+                poll("raft", 120.0, vec![flag(Some(1.0))]),
+            ],
+        },
+        keepalived: Default::default(),
+        cold: Default::default(),
+        targets: Vec::new(),
+    };
+    r.targets = targets(&r);
+    r
+}
+
+/// The report of [`fixture`]: every section once, in the order of the page.
+#[test]
+fn the_report_has_every_section_in_order() {
+    let md = markdown(&fixture());
+    if let Ok(path) = std::env::var("ELECTD_REPORT_DUMP") {
+        std::fs::write(path, &md).expect("dump");
+    }
+    let order = [
+        "# electd benchmark report",
+        "## Targets",
+        "## Failover",
+        "### sigkill",
+        "### pause",
+        "### sigterm",
+        "## Failover beside etcd",
+        "## Message efficiency",
+        "## Scale",
+        "### Real UDP, one process",
+        "## Cost per node",
+        "## Codec",
+        "## Reproduce",
+    ];
+    let mut at = 0;
+    for h in order {
+        let found = md[at..].find(&format!("{h}\n"));
+        let found = found.unwrap_or_else(|| panic!("{h:?} missing or out of order"));
+        at += found + h.len();
+    }
+    let r = fixture();
+    let rows = |from: &str| {
+        let i = md.find(from).expect("section");
+        md[i..]
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .count()
+    };
+    // Header and rule, then one row per target, per message point, per node of each cost run.
+    assert_eq!(rows("## Targets"), 2 + r.targets.len());
+    assert_eq!(rows("## Message efficiency"), 2 + r.messages.points.len());
+    let nodes: usize = r.cost.runs.iter().map(|c| c.nodes.len()).sum();
+    assert_eq!(rows("## Cost per node"), 2 + nodes);
+    assert_eq!(rows("## Codec"), 2 + r.codec.points.len());
+}

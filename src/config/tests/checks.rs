@@ -1,0 +1,242 @@
+//! Leases per algorithm and health checks: defaults, overrides, and every bad key
+//! blamed.
+
+use super::*;
+
+#[test]
+fn lease_settings_per_algorithm_with_overrides() {
+    use crate::contract::algorithm::AlgorithmKind::{Bully, Ring};
+    use crate::contract::algorithm::LeaseOptions;
+    let two = |extra: &str| head(extra).replace("[\"bully\"]", "[\"bully\", \"ring\"]");
+    let c = parse(&two("")).unwrap();
+    assert_eq!(c.options.lease, LeaseOptions::default());
+    let c = parse(&two(
+        "[lease]\nrequire_quorum = true\nclock_drift = \"20ms\"\n[lease.ring]\nrequire_quorum = false\nclock_drift = \"5ms\"",
+    ))
+    .unwrap();
+    assert_eq!(c.options.lease.require_quorum, vec![Bully]);
+    assert_eq!(
+        c.options.lease.clock_drift,
+        vec![
+            (Bully, Duration::from_millis(20)),
+            (Ring, Duration::from_millis(5))
+        ]
+    );
+    let env = parse_env(&two(""), &[("ELECTD_LEASE_REQUIRE_QUORUM", "yes")], None).unwrap();
+    assert_eq!(env.options.lease.require_quorum, vec![Bully, Ring]);
+    fails(
+        parse(&two("[lease.raft]\nrequire_quorum = true")),
+        "lease.raft",
+        "not in `algorithms`",
+    );
+    fails(
+        parse(&two("[lease]\nclock_drift = \"soon\"")),
+        "lease.clock_drift",
+        "not a duration",
+    );
+    fails(
+        parse(&two("[lease]\nrequire_qorum = true")),
+        "lease.require_qorum",
+        "unknown key",
+    );
+    fails(
+        parse(&two("[lease.ring]\nclock_drif = \"5ms\"")),
+        "lease.ring",
+        "clock_drif",
+    );
+}
+
+#[test]
+fn health_checks_parse_with_defaults_and_every_bad_key_is_blamed() {
+    use crate::config::checks::Probe;
+    let c = parse(&head(
+        "[[check]]\nname = \"nginx\"\ncommand = [\"/bin/sh\", \"-x\", \"nginx-{node}\"]\n\
+         [[check]]\nname = \"api\"\nurl = \"http://127.0.0.1:8080/health?deep=1\"\ninterval = \"2s\"\n\
+         timeout = \"300ms\"\nrise = 3\nfall = 2\nalgorithms = [\"bully\"]",
+    ))
+    .expect("valid checks");
+    assert_eq!(c.checks.len(), 2);
+    let a = &c.checks[0];
+    assert_eq!(
+        a.probe,
+        Probe::Command(vec!["/bin/sh".into(), "-x".into(), "nginx-2".into()])
+    );
+    assert_eq!(
+        (a.interval, a.timeout, a.rise, a.fall),
+        (Duration::from_secs(1), Duration::from_millis(500), 1, 1)
+    );
+    assert_eq!(a.algorithms, vec![AlgorithmKind::Bully]);
+    assert_eq!(a.weight, None);
+    let w = parse(&head(
+        "[[check]]\nname = \"w\"\ncommand = [\"true\"]\nweight = 20",
+    ))
+    .expect("a weighted check");
+    assert_eq!(w.checks[0].weight, Some(20));
+    match &c.checks[1].probe {
+        Probe::Url {
+            authority, path, ..
+        } => {
+            assert_eq!(authority, "127.0.0.1:8080");
+            assert_eq!(path, "/health?deep=1");
+        }
+        p => panic!("{p:?}"),
+    }
+    assert_eq!((c.checks[1].rise, c.checks[1].fall), (3, 2));
+    let cmd = "command = [\"true\"]";
+    let bad: &[(&str, &str, &str)] = &[
+        ("command = [\"true\"]", "check[0].name", "missing"),
+        (
+            "name = \"a b\"\ncommand = [\"true\"]",
+            "check[0].name",
+            "A-Z",
+        ),
+        ("name = \"x\"", "check[0].command", "missing"),
+        ("name = \"x\"\ncommand = []", "check[0].command", "empty"),
+        // Issue 28, §3 item 15: a program that cannot run keeps the node out of every
+        // election; refused.
+        (
+            "name = \"x\"\ncommand = [\"/nonexistent/electd-check\"]",
+            "check[0].command",
+            "no such file",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"electd-no-such-check\", \"{node}\"]",
+            "check[0].command",
+            "no such program on PATH",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nurl = \"http://a/\"",
+            "check[0].url",
+            "not both",
+        ),
+        (
+            "name = \"x\"\nurl = \"https://a/\"",
+            "check[0].url",
+            "only http://",
+        ),
+        (
+            "name = \"x\"\nurl = \"http://a:x/\"",
+            "check[0].url",
+            "bad port",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\ninterval = \"1s\"\ntimeout = \"2s\"",
+            "check[0].timeout",
+            "longer than interval",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\ninterval = \"0s\"",
+            "check[0].interval",
+            "above zero",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nrise = 0",
+            "check[0].rise",
+            "1 to 100",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nfall = 101",
+            "check[0].fall",
+            "1 to 100",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nweight = 0",
+            "check[0].weight",
+            "1 to 254",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nweight = 300",
+            "check[0].weight",
+            "1 to 254",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nalgorithms = [\"raft\"]",
+            "check[0].algorithms",
+            "not in `algorithms`",
+        ),
+        (
+            "name = \"x\"\ncommand = [\"true\"]\nalgorithms = []",
+            "check[0].algorithms",
+            "empty",
+        ),
+    ];
+    for (body, key, what) in bad {
+        fails(parse(&head(&format!("[[check]]\n{body}"))), key, what);
+    }
+    fails(
+        parse(&head(&format!(
+            "[[check]]\nname = \"x\"\n{cmd}\n[[check]]\nname = \"x\"\n{cmd}"
+        ))),
+        "check[1].name",
+        "names two checks",
+    );
+    // An unknown key in a check is blamed by serde with its name.
+    let e = parse(&head(
+        "[[check]]\nname = \"x\"\ncommand = [\"true\"]\nscript = \"y\"",
+    ))
+    .expect_err("unknown key");
+    assert!(e.to_string().contains("script"), "{e}");
+}
+
+/// Issue 28, item 2: where a group keeps a lease, a `clock_drift` at or above its base
+/// (minus a heartbeat, the period of the answers that renew it) is refused, naming the
+/// key; where none is kept it is not looked at. The limits come from the timing parsed.
+#[test]
+fn a_clock_drift_that_leaves_no_lease_is_refused_naming_the_key() {
+    let cfg = |lease: &str| {
+        head(&format!(
+            "[state]\nephemeral = true\n[raft]\ncheck_quorum = true\n{lease}"
+        ))
+        .replace("[\"bully\"]", "[\"bully\", \"raft\"]")
+    };
+    let t = parse(&cfg("")).expect("defaults are valid").timing;
+    let ms = |d: Duration| format!("{}us", d.as_micros());
+    let raft_room = t.election_timeout_min - t.heartbeat;
+    let bully_room = t.failure_timeout - t.heartbeat;
+    // Raft keeps a lease (check-quorum): its base is election_timeout min.
+    for d in [
+        t.election_timeout_min,
+        raft_room,
+        t.election_timeout_min * 3,
+    ] {
+        let e = parse(&cfg(&format!("[lease.raft]\nclock_drift = \"{}\"", ms(d))));
+        fails(e, "lease.raft.clock_drift", "lease base");
+    }
+    let below = raft_room - Duration::from_millis(1);
+    let c = parse(&cfg(&format!(
+        "[lease.raft]\nclock_drift = \"{}\"",
+        ms(below)
+    )))
+    .expect("below the limit");
+    assert!(c
+        .options
+        .lease
+        .clock_drift
+        .contains(&(AlgorithmKind::Raft, below)));
+    // The shared key is blamed when it is the one set.
+    let e = parse(&cfg(&format!(
+        "[lease]\nrequire_quorum = true\nclock_drift = \"{}\"",
+        ms(t.failure_timeout)
+    )));
+    fails(e, "lease.clock_drift", "no leader would ever hold a lease");
+    // Bully without require_quorum keeps no lease: its drift is not looked at.
+    let c = parse(&cfg(&format!(
+        "[lease.bully]\nclock_drift = \"{}\"",
+        ms(t.failure_timeout * 2)
+    )))
+    .expect("bully keeps no lease");
+    assert_eq!(c.options.lease.require_quorum, vec![]);
+    // With require_quorum it is.
+    let e = parse(&cfg(&format!(
+        "[lease.bully]\nrequire_quorum = true\nclock_drift = \"{}\"",
+        ms(bully_room)
+    )));
+    fails(e, "lease.bully.clock_drift", "between two heartbeats");
+    // Without check-quorum Raft keeps none either.
+    let off = cfg(&format!(
+        "[lease.raft]\nclock_drift = \"{}\"",
+        ms(t.election_timeout_min)
+    ))
+    .replace("check_quorum = true", "check_quorum = false");
+    parse(&off).expect("raft without check-quorum keeps no lease");
+}

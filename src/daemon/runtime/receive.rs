@@ -1,0 +1,186 @@
+//! What comes in: datagrams from the sockets through the gate to the node, batched
+//! heartbeats as of their arrival, and the count and log of what the gate refuses.
+
+use super::*;
+
+impl Driver {
+    pub(super) fn received(&mut self, r: io::Result<(usize, SocketAddr)>, buf: &[u8]) {
+        self.received_at(r, buf, None)
+    }
+
+    /// [`Driver::received`], for a datagram that arrived at `at` (`None`: now).
+    pub(super) fn received_at(
+        &mut self,
+        r: io::Result<(usize, SocketAddr)>,
+        buf: &[u8],
+        at: Option<Time>,
+    ) {
+        let (n, from) = match r {
+            Ok(x) => x,
+            Err(e) => {
+                // E.g. an ICMP error reported on the socket; never fatal.
+                self.shared.metrics.error("receive");
+                tracing::debug!("receive error: {e}");
+                return;
+            }
+        };
+        if self.paused {
+            return;
+        }
+        match self
+            .gate
+            .open_with_config(&buf[..n], Some(from), unix_micros())
+        {
+            Ok((dg, Some(digest))) => self.config_heard(dg.from, dg.incarnation, digest),
+            Ok((dg, None)) => {
+                let now = match at {
+                    Some(at) => at.max(self.fed.get()),
+                    None => self.now(),
+                };
+                if let Some(t) = self.shared.tracer() {
+                    t.received(self.cfg.id, &dg);
+                }
+                self.node.handle_datagram(now, dg);
+                self.note_input();
+            }
+            Err(e) => self.dropped(e, from),
+        }
+    }
+
+    /// Read up to one batch of datagrams already waiting, due timers or not.
+    pub(super) fn drain_pending<T: Transport>(&mut self, socket: &T, buf: &mut [u8]) {
+        for _ in 0..BATCH {
+            match socket.try_recv_from(buf) {
+                Some(r) => self.received(r, buf),
+                None => return,
+            }
+        }
+    }
+
+    /// Handle the datagrams already queued on the socket after the one just received,
+    /// up to [`BATCH`], stopping early when a timer falls due (it then fires before
+    /// the next datagram): the caller flushes once for the whole batch.
+    pub(super) fn drain_batch<T: Transport>(&mut self, socket: &T, buf: &mut [u8]) {
+        for _ in 1..BATCH {
+            if self.paused || self.node.poll_timeout().is_some_and(|t| t <= self.now()) {
+                return;
+            }
+            match socket.try_recv_from(buf) {
+                Some(r) => self.received(r, buf),
+                None => return,
+            }
+        }
+    }
+
+    /// Read everything waiting in the heartbeat socket, oldest first, each as of the
+    /// time it arrived (see [`crate::daemon::heartbeats`]). Bounded: the socket's
+    /// buffer holds fewer datagrams than that.
+    pub(super) fn drain_heartbeats(&mut self, beats: &HeartbeatSocket, buf: &mut [u8]) {
+        const MOST: usize = 16_384;
+        // Not `now()`: that would hand this instant to the node ahead of the heartbeats
+        // that arrived before it, and each of them would then be dated now.
+        let cur = heartbeats::Drain {
+            now: self.clock(),
+            wall: SystemTime::now(),
+        };
+        let prev = std::mem::replace(&mut self.drained, cur);
+        if self.selected.is_empty() {
+            // Nothing selected: nothing arrived since `prev` either (so `cur` is a
+            // true bound for the next drain).
+            if self.beats_pending == 0 {
+                return;
+            }
+            self.beats_pending -= 1;
+        }
+        for _ in 0..MOST {
+            match beats.try_recv(buf) {
+                None => return,
+                Some(Ok(b)) => {
+                    self.shared.metrics.heartbeat_batched();
+                    let at = arrival(b.at, cur, prev);
+                    self.received_at(Ok((b.len, b.from)), buf, Some(at));
+                }
+                Some(Err(e)) => {
+                    // Counted; the rest is read at the next turn.
+                    self.received(Err(e), buf);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Have the kernel select the heartbeats of the leaders now followed quietly
+    /// (after a turn: a no-op unless they changed).
+    pub(super) fn select_heartbeats(&mut self, beats: &HeartbeatSocket) {
+        if self.batching_failed {
+            return;
+        }
+        let gate = &self.gate;
+        let paused = self.paused;
+        let want = || {
+            self.node
+                .quiet_heartbeats()
+                .filter(move |_| !paused)
+                .filter_map(|(kind, leader, term)| {
+                    let inc = gate.incarnation_of(leader)?;
+                    Some((kind, leader, inc, term))
+                })
+        };
+        // Most turns change nothing: compare before collecting.
+        if want().eq(self.selected.iter().copied()) {
+            return;
+        }
+        let want: Vec<_> = want().collect();
+        let patterns: Vec<Pattern> = want
+            .iter()
+            .map(|&(kind, leader, inc, term)| {
+                let (prefix, compare) = gate.heartbeat_prefix(leader, inc, kind, term);
+                Pattern::new(&prefix, &compare)
+            })
+            .collect();
+        // What the selection before sent is still to read, and what this one sends.
+        self.beats_pending = 2;
+        match beats.select(&patterns) {
+            Ok(()) => self.selected = want,
+            Err(e) => {
+                // From now on every datagram to the main socket, read at once: the
+                // program before may select heartbeats that are no longer quiet.
+                self.shared.metrics.error("heartbeat_select");
+                let cleared = match beats.select(&[]) {
+                    Ok(()) => String::new(),
+                    Err(e) => format!(
+                        " (nor could the previous selection be removed: {e}; what it \
+                         selects is still read at the start of every turn)"
+                    ),
+                };
+                tracing::error!(
+                    node = self.cfg.id,
+                    "cannot select heartbeats ({e}); they are read one by one from now on{cleared}"
+                );
+                self.batching_failed = true;
+                self.selected.clear();
+            }
+        }
+    }
+
+    /// Count a refused datagram and log it, at a rate bounded per reason.
+    pub(super) fn dropped(&mut self, e: Dropped, from: SocketAddr) {
+        if !e.is_counted() {
+            return;
+        }
+        let reason = e.reason();
+        self.shared.metrics.invalid_datagram(reason);
+        match self.drops.record(reason, self.now()) {
+            Verdict::Quiet => {}
+            Verdict::Log => {
+                tracing::warn!(node = self.cfg.id, %from, reason, "dropped datagram: {e}")
+            }
+            Verdict::Summary(n) => tracing::warn!(
+                node = self.cfg.id,
+                %from,
+                reason,
+                "dropped datagram: {e} ({n} more dropped for reason {reason} since the last report)"
+            ),
+        }
+    }
+}

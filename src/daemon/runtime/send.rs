@@ -1,0 +1,245 @@
+//! What goes out: the flush of a batch (durable state first when it must be), sealing
+//! and sending each datagram, the CONFIG datagrams, and the resignations of a graceful
+//! leave.
+
+use super::*;
+
+impl Driver {
+    pub(super) async fn flush<T: Transport>(&mut self, socket: &T) {
+        self.send_configs(socket).await;
+        let now = if self.state_file.is_some() {
+            self.node.durable()
+        } else {
+            Vec::new()
+        };
+        let fast = now == self.stored || self.adoptions_only(&now);
+        self.claimed = false;
+        if fast {
+            // Nothing to write, or nothing this node promises (see `adoptions_only`):
+            // the datagrams leave at once, the write (if any) follows, and only then do
+            // status, /watch, hooks and metrics report the token (a failed write holds
+            // nothing back: the next successful one catches up, and the problem is
+            // reported meanwhile).
+            let transmits: Vec<(NodeId, Datagram)> = self.node.drain_transmits().collect();
+            let multicasts: Vec<Datagram> = self.node.drain_multicasts().collect();
+            self.send_all(socket, transmits, multicasts).await;
+            self.persist(now);
+            self.after_send();
+            return;
+        }
+        let held = self.persist(now);
+        if !held.is_empty() {
+            self.claim_unwritten = true;
+            // A vote must be on disk before it is sent: nothing of these groups leaves
+            // (reliable messages go out later with the link's retransmissions).
+            let mine = |d: &Datagram| d.group.is_some_and(|g| held.contains(&g));
+            let keep: Vec<(NodeId, Datagram)> = self
+                .node
+                .drain_transmits()
+                .filter(|(_, d)| !mine(d))
+                .collect();
+            let keep_m: Vec<Datagram> = self.node.drain_multicasts().filter(|d| !mine(d)).collect();
+            self.send_all(socket, keep, keep_m).await;
+        } else {
+            let transmits: Vec<(NodeId, Datagram)> = self.node.drain_transmits().collect();
+            let multicasts: Vec<Datagram> = self.node.drain_multicasts().collect();
+            self.send_all(socket, transmits, multicasts).await;
+        }
+        self.after_send();
+    }
+
+    /// Send this node's CONFIG to the peers queued for it.
+    pub(super) async fn send_configs<T: Transport>(&mut self, socket: &T) {
+        let Some(drift) = &self.drift else {
+            return;
+        };
+        if self.config_out.is_empty() || self.paused {
+            return;
+        }
+        let mine = drift.mine().0;
+        for to in std::mem::take(&mut self.config_out) {
+            let Some(&addr) = self.peers.get(&to) else {
+                self.shared.metrics.send_error("no_address");
+                continue;
+            };
+            match self
+                .gate
+                .seal_config(to, self.cfg.id, self.incarnation, mine)
+            {
+                Ok(bytes) => {
+                    self.send_sealed(socket, &bytes, addr, to).await;
+                }
+                Err(e) => self.shared.metrics.send_error(e.reason()),
+            }
+        }
+    }
+
+    pub(super) async fn send_all<T: Transport>(
+        &mut self,
+        socket: &T,
+        transmits: Vec<(NodeId, Datagram)>,
+        multicasts: Vec<Datagram>,
+    ) {
+        for (to, dg) in &transmits {
+            self.transmit(socket, *to, dg).await;
+        }
+        if let Some(group) = self.multicast {
+            for dg in &multicasts {
+                self.send_bytes(socket, dg, group, 0).await;
+            }
+        }
+    }
+
+    pub(super) async fn transmit<T: Transport>(&mut self, socket: &T, to: NodeId, dg: &Datagram) {
+        let metrics = &self.shared.metrics;
+        let Some(&addr) = self.peers.get(&to) else {
+            metrics.send_error("no_address");
+            return;
+        };
+        if let Some(t) = self.shared.tracer() {
+            t.sent(self.cfg.id, to, dg);
+        }
+        self.send_bytes(socket, dg, addr, to).await;
+    }
+
+    /// Encode and send one datagram to `addr` (`to` = 0 for the multicast group).
+    pub(super) async fn send_bytes<T: Transport>(
+        &mut self,
+        socket: &T,
+        dg: &Datagram,
+        addr: SocketAddr,
+        to: NodeId,
+    ) {
+        let bytes = match self.gate.seal(to, dg) {
+            Ok(b) => b,
+            Err(e) => {
+                self.shared.metrics.send_error(e.reason());
+                return;
+            }
+        };
+        let n = bytes.len();
+        if self.send_sealed(socket, &bytes, addr, to).await {
+            if let Some(g) = dg.group {
+                self.shared.metrics.group_datagram_sent(g, n);
+            }
+        }
+    }
+
+    /// Send encoded `bytes` to `addr` (`to` = 0 for the multicast group); whether the
+    /// send succeeded.
+    pub(super) async fn send_sealed<T: Transport>(
+        &mut self,
+        socket: &T,
+        bytes: &[u8],
+        addr: SocketAddr,
+        to: NodeId,
+    ) -> bool {
+        let metrics = &self.shared.metrics;
+        // A dual-stack socket reaches IPv4 peers by their IPv4-mapped address.
+        let addr = match (self.bound, addr) {
+            (Some(SocketAddr::V6(_)), SocketAddr::V4(v4)) => {
+                SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port())
+            }
+            _ => addr,
+        };
+        match socket.send_to(bytes, addr).await {
+            Ok(n) => {
+                metrics.datagram_sent(n);
+                if self.send_failures >= SEND_FAILURE_STREAK {
+                    tracing::info!(node = self.cfg.id, "sending works again");
+                    self.shared.set_problem("send", None);
+                }
+                self.send_failures = 0;
+                true
+            }
+            Err(e) => {
+                metrics.send_error(send_error_kind(&e));
+                self.send_failures = self.send_failures.saturating_add(1);
+                if self.send_failures == SEND_FAILURE_STREAK {
+                    self.shared.set_problem(
+                        "send",
+                        Some(format!(
+                            "the last {SEND_FAILURE_STREAK} sends failed, the last to {addr}: {e}"
+                        )),
+                    );
+                }
+                self.log_error("send", &format!("send to {to} ({addr}) failed: {e}"));
+                false
+            }
+        }
+    }
+
+    /// Graceful leave: resign every group this node leads and wait (bounded by the
+    /// link's give-up time) until the resignations are acknowledged. Nothing else is
+    /// delivered or sent meanwhile: this node must not take part in the election its
+    /// resignation starts.
+    pub(super) async fn leave<T: Transport>(&mut self, socket: &T, buf: &mut [u8]) {
+        if self.paused {
+            return;
+        }
+        let now = self.now();
+        let led: Vec<_> = self
+            .node
+            .status()
+            .into_iter()
+            .filter(|s| s.leader == Some(self.cfg.id))
+            .collect();
+        let resigned = self.node.resign(now);
+        self.send_resignations(socket).await;
+        self.shared.metrics.sync(&self.node);
+        for s in &led {
+            self.shared
+                .emit(LeaderEvent::new(self.cfg.id, s.algorithm, None, s.term));
+        }
+        if resigned == 0 {
+            return;
+        }
+        tracing::info!(
+            node = self.cfg.id,
+            groups = resigned,
+            "resigned; waiting for acks"
+        );
+        let until = Instant::now() + self.cfg.link.give_up_after();
+        while self.node.in_flight() > 0 && Instant::now() < until {
+            let next = self.deadline().min(until);
+            tokio::select! {
+                r = socket.recv_from(buf) => {
+                    if let Ok((n, from)) = r {
+                        // Acks only: bodies are not for a node that is leaving.
+                        if let Ok((dg, None)) = self.gate.open_with_config(&buf[..n], Some(from), unix_micros()) {
+                            if dg.body.is_none() {
+                                let now = self.now();
+                                self.node.handle_datagram(now, dg);
+                            }
+                        }
+                    }
+                }
+                _ = tokio::time::sleep_until(next) => {
+                    let now = self.now();
+                    self.node.handle_timeout(now);
+                }
+            }
+            self.send_resignations(socket).await;
+        }
+        self.shared.metrics.sync(&self.node);
+    }
+
+    pub(super) async fn send_resignations<T: Transport>(&mut self, socket: &T) {
+        self.node.discard_events();
+        let resign = |d: &Datagram| matches!(d.body, Some(Message::Resign { .. }));
+        let group_out: Vec<Datagram> = self.node.drain_multicasts().filter(resign).collect();
+        if let Some(group) = self.multicast {
+            for dg in &group_out {
+                self.send_bytes(socket, dg, group, 0).await;
+            }
+        }
+        let out: Vec<(NodeId, Datagram)> = self
+            .node
+            .drain_transmits()
+            .filter(|(_, d)| resign(d))
+            .collect();
+        for (to, dg) in &out {
+            self.transmit(socket, *to, dg).await;
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! Unit tests of the runtime's parts that need no socket: the settings converted from
+//! a [`Config`], the DNS resolver's bookkeeping, and the dispatch of operator requests.
+
+use super::resolver::LOOKUP_TIMEOUT;
+use super::*;
+use crate::contract::algorithm::AlgorithmKind::{Bully, Raft};
+use crate::daemon::metrics::Metrics;
+use crate::security::keyring::{Key, KEY_LEN};
+use std::path::Path;
+use tokio::sync::oneshot;
+
+/// A three-node roster; node 3's UDP address is a DNS name.
+const ROSTER: &str = r#"
+[[peer]]
+id = 1
+addr = "127.0.0.1:7001"
+http = "127.0.0.1:8001"
+[[peer]]
+id = 2
+addr = "127.0.0.1:7002"
+http = "127.0.0.1:8002"
+[[peer]]
+id = 3
+addr = "localhost:7003"
+http = "127.0.0.1:8003"
+"#;
+
+fn config(extra: &str) -> Config {
+    let text = format!(
+        "cluster = \"rt\"\nnode_id = 2\nalgorithms = [\"bully\", \"raft\"]\n{extra}\n[state]\nephemeral = true\n[security]\ninsecure = true\n{ROSTER}"
+    );
+    Config::parse(
+        &text,
+        Path::new("electd.toml"),
+        Path::new("/nonexistent"),
+        std::iter::empty(),
+        None,
+    )
+    .expect("the test configuration is valid")
+}
+
+fn peer(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+/// The runtime settings of node 2 of three, insecure, without a state file.
+fn runtime_config() -> RuntimeConfig {
+    RuntimeConfig {
+        id: 2,
+        cluster: "rt".into(),
+        peers: vec![(1, peer(7001)), (2, peer(7002)), (3, peer(7003))],
+        algorithms: vec![Bully],
+        timing: Timing::default(),
+        options: Options::default(),
+        link: LinkConfig::default(),
+        keys: None,
+        incarnation: 10,
+        start: Start::Electing,
+        state_file: None,
+        sources: None,
+    }
+}
+
+fn driver(cfg: RuntimeConfig) -> Driver {
+    let metrics = Metrics::new(cfg.id, &cfg.algorithms).expect("metrics");
+    let (shared, _rx) = Shared::new(
+        cfg.id,
+        cfg.cluster.clone(),
+        cfg.algorithms.clone(),
+        metrics,
+        None,
+    );
+    let mut d = Driver::new(cfg, Arc::new(shared)).expect("the driver starts");
+    d.boot();
+    d
+}
+
+// --- config conversion ---
+
+#[test]
+fn from_config_carries_the_roster_timing_and_security() {
+    let c = config("");
+    let r = RuntimeConfig::from_config(&c, 77);
+    assert_eq!(r.id, c.node_id);
+    assert_eq!(r.cluster, c.cluster);
+    let roster: Vec<(NodeId, SocketAddr)> = c.peers.iter().map(|p| (p.id, p.addr)).collect();
+    assert_eq!(r.peers, roster);
+    assert_eq!(r.algorithms, c.algorithms);
+    assert_eq!(r.timing, c.timing);
+    assert_eq!(r.incarnation, 77);
+    assert_eq!(r.start, Start::Electing);
+    assert_eq!(r.state_file, c.raft_state_file);
+    assert!(r.keys.is_none(), "insecure: no keyring");
+
+    let mut secure = c.clone();
+    let keys = Keyring::new(Key::new([7; KEY_LEN]));
+    secure.security = Security::Keyring(keys.clone());
+    let r = RuntimeConfig::from_config(&secure, 1);
+    assert_eq!(r.keys.map(|k| k.primary().id), Some(keys.primary().id));
+}
+
+#[test]
+fn sources_are_checked_only_with_check_source() {
+    let c = config("");
+    assert!(c.check_source, "the default");
+    let sources = RuntimeConfig::from_config(&c, 1)
+        .sources
+        .expect("check_source gives every peer's sources");
+    for p in &c.peers {
+        assert_eq!(sources.get(&p.id), Some(&p.sources), "peer {}", p.id);
+    }
+    let mut open = c;
+    open.check_source = false;
+    assert!(RuntimeConfig::from_config(&open, 1).sources.is_none());
+}
+
+#[test]
+fn net_options_list_the_other_peers_given_by_name() {
+    let c = config("[transport]\nresolve_every = \"7s\"");
+    let net = NetOptions::from_config(&c);
+    let named: Vec<(NodeId, String)> = c
+        .peers
+        .iter()
+        .filter(|p| p.id != c.node_id)
+        .filter_map(|p| Some((p.id, p.name.clone()?)))
+        .collect();
+    assert_eq!(named.len(), 1, "node 3 is given by name");
+    assert_eq!(net.names, named);
+    assert_eq!(net.resolve_every, Duration::from_secs(7));
+    assert!(net.multicast.is_none() && net.heartbeats.is_none());
+}
+
+#[test]
+fn the_gate_and_the_node_are_built_from_the_same_roster() {
+    let mut r = runtime_config();
+    r.sources = Some(HashMap::from([(1, vec![peer(9)])]));
+    let ids: Vec<NodeId> = r.peers.iter().map(|p| p.0).collect();
+    let g = r.gate_config(true);
+    assert_eq!((g.me, g.roster.clone(), g.group), (r.id, ids.clone(), true));
+    assert_eq!(g.sources, r.sources);
+    let n = r.node_config(42);
+    assert_eq!((n.id, n.ring.to_vec(), n.incarnation), (r.id, ids, 42));
+    // Timer draws differ between lives and between nodes.
+    assert_ne!(n.seed, r.node_config(43).seed);
+    r.id = 3;
+    assert_ne!(n.seed, r.node_config(42).seed);
+}
+
+#[test]
+fn incarnations_grow_across_boots() {
+    let a = incarnation_now();
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    let mut b = incarnation_now();
+    while b == a && std::time::Instant::now() < deadline {
+        b = incarnation_now();
+    }
+    assert!(a >= 1 && b > a, "{a} then {b}");
+}
+
+// --- resolver ---
+
+fn resolver(
+    every: Duration,
+    v4_only: bool,
+) -> (Resolver, mpsc::Receiver<(NodeId, Option<SocketAddr>)>) {
+    let net = NetOptions {
+        names: vec![(3, "localhost:7003".into()), (4, "[::1]:7004".into())],
+        resolve_every: every,
+        ..NetOptions::default()
+    };
+    let (tx, rx) = mpsc::channel(8);
+    (Resolver::new(&net, v4_only, tx), rx)
+}
+
+#[test]
+fn a_zero_period_means_thirty_seconds() {
+    assert_eq!(
+        resolver(Duration::ZERO, false).0.every,
+        Duration::from_secs(30)
+    );
+    let every = Duration::from_millis(1500);
+    assert_eq!(resolver(every, false).0.every, every);
+}
+
+#[test]
+fn a_failed_lookup_keeps_the_last_known_address() {
+    let (mut r, _rx) = resolver(Duration::ZERO, false);
+    let mut peers = HashMap::new();
+    r.in_flight.insert(3);
+    r.resolved(3, Some(peer(7003)), &mut peers);
+    assert_eq!(peers.get(&3), Some(&peer(7003)));
+    assert!(!r.in_flight.contains(&3) && r.last_ok.contains_key(&3));
+    r.resolved(3, None, &mut peers);
+    assert_eq!(
+        peers.get(&3),
+        Some(&peer(7003)),
+        "a DNS hiccup cuts no live peer off"
+    );
+    assert!(r.failing.contains(&3));
+    r.resolved(3, Some(peer(7103)), &mut peers);
+    assert_eq!(
+        peers.get(&3),
+        Some(&peer(7103)),
+        "a new address replaces the old"
+    );
+    assert!(!r.failing.contains(&3));
+}
+
+#[tokio::test]
+async fn one_lookup_per_name_at_a_time_and_the_family_is_kept() {
+    let (mut r, mut rx) = resolver(Duration::ZERO, true);
+    r.lookup(4);
+    r.lookup(4);
+    r.lookup(99); // not a name: nothing to look up
+    assert_eq!(r.in_flight.len(), 1);
+    let got = tokio::time::timeout(LOOKUP_TIMEOUT * 2, rx.recv()).await;
+    assert_eq!(
+        got.expect("the lookup answers"),
+        Some((4, None)),
+        "an IPv6 address is no answer for an IPv4 socket"
+    );
+    assert!(rx.try_recv().is_err(), "one lookup only");
+}
+
+#[tokio::test]
+async fn due_names_are_the_unresolved_the_failing_and_the_old() {
+    let mut cfg = runtime_config();
+    cfg.peers[2].1 = SocketAddr::from(([0, 0, 0, 0], 7003)); // a name not resolved at load
+    let mut d = driver(cfg);
+    let (r, _rx) = resolver(Duration::from_secs(3600), false);
+    d.resolver = r;
+    d.peers.insert(4, SocketAddr::from(([0, 0, 0, 1], 7004)));
+    d.resolver.last_ok.insert(4, Instant::now());
+    d.resolve_due();
+    assert_eq!(d.resolver.in_flight.iter().collect::<Vec<_>>(), vec![&3]);
+    d.resolver.in_flight.clear();
+    d.resolver.failing.insert(4);
+    d.resolve_due();
+    assert_eq!(d.resolver.in_flight.len(), 2, "a failing name is retried");
+}
+
+// --- operator control ---
+
+#[tokio::test]
+async fn elect_answers_whether_an_election_was_called() {
+    let mut d = driver(runtime_config());
+    for (kind, expected) in [(Bully, true), (Raft, false)] {
+        let (tx, rx) = oneshot::channel();
+        d.control(Control::Elect(kind, tx));
+        assert_eq!(rx.await.ok(), Some(expected), "{kind}");
+    }
+    d.control(Control::Pause);
+    let (tx, rx) = oneshot::channel();
+    d.control(Control::Elect(Bully, tx));
+    assert_eq!(rx.await.ok(), Some(false), "no election while paused");
+}
+
+#[tokio::test]
+async fn pause_stops_traffic_and_resume_is_a_new_life() {
+    let mut d = driver(runtime_config());
+    d.control(Control::Resume);
+    assert_eq!(d.incarnation, 10, "resume while running changes nothing");
+    d.control(Control::Pause);
+    assert!(d.paused && d.shared.is_paused());
+    assert_eq!(
+        d.node.drain_transmits().count(),
+        0,
+        "the pending sends are dropped"
+    );
+    d.control(Control::Resume);
+    assert!(!d.paused && !d.shared.is_paused());
+    assert!(
+        d.incarnation > 10,
+        "a higher incarnation: {}",
+        d.incarnation
+    );
+    assert!(
+        d.node.poll_timeout().is_some(),
+        "the new life is started (its timers are armed)"
+    );
+    let first = d.incarnation;
+    d.control(Control::Pause);
+    d.control(Control::Drain {
+        algorithm: Some(Bully),
+        on: true,
+        reply: oneshot::channel().0,
+    });
+    d.control(Control::Penalty {
+        algorithm: None,
+        penalty: 3,
+    });
+    d.control(Control::Resume);
+    assert!(d.incarnation > first);
+    assert_eq!(
+        d.node.drained().collect::<Vec<_>>(),
+        vec![Bully],
+        "the drain survives"
+    );
+    assert_eq!(d.node.penalty(Bully), 3, "so does the penalty");
+}
+
+#[tokio::test]
+async fn drain_answers_the_hand_over_bound_and_undrain_ends_it() {
+    let mut d = driver(runtime_config());
+    let t = d.cfg.timing.clone();
+    let bound =
+        t.failure_timeout + t.election_timeout_max + t.answer_timeout + t.coordinator_timeout;
+    let (tx, rx) = oneshot::channel();
+    d.control(Control::Drain {
+        algorithm: None,
+        on: true,
+        reply: tx,
+    });
+    assert_eq!(rx.await.ok(), Some(bound));
+    assert_eq!(d.node.drained().collect::<Vec<_>>(), vec![Bully]);
+    assert_eq!(
+        d.stored_drained,
+        vec![Bully],
+        "what a state file would hold"
+    );
+    let (tx, rx) = oneshot::channel();
+    d.control(Control::Drain {
+        algorithm: Some(Bully),
+        on: false,
+        reply: tx,
+    });
+    assert_eq!(rx.await.ok(), Some(bound));
+    assert_eq!(d.node.drained().count(), 0);
+}
+
+#[tokio::test]
+async fn fault_is_told_to_watchers_once_per_change() {
+    let mut d = driver(runtime_config());
+    let mut events = d.shared.subscribe();
+    d.control(Control::Fault {
+        algorithm: Some(Bully),
+        on: true,
+    });
+    assert!(d.in_fault(Bully));
+    let ev = events.try_recv().expect("a FAULT event");
+    assert!(ev.fault && ev.algorithm == Bully);
+    d.control(Control::Fault {
+        algorithm: None,
+        on: true,
+    });
+    assert!(events.try_recv().is_err(), "no change, no event");
+    d.control(Control::Fault {
+        algorithm: None,
+        on: false,
+    });
+    assert!(!d.in_fault(Bully));
+    assert!(!events.try_recv().expect("the end of the FAULT").fault);
+}
+
+#[tokio::test]
+async fn transfer_is_refused_while_paused_or_when_the_node_refuses() {
+    let mut d = driver(runtime_config());
+    let (tx, rx) = oneshot::channel();
+    d.control(Control::Transfer {
+        algorithm: Raft,
+        to: 1,
+        reply: tx,
+    });
+    let refused = rx.await.expect("an answer").expect_err("not run here");
+    assert!(refused.contains("does not run"), "{refused}");
+    d.control(Control::Pause);
+    let (tx, rx) = oneshot::channel();
+    d.control(Control::Transfer {
+        algorithm: Bully,
+        to: 1,
+        reply: tx,
+    });
+    let refused = rx.await.expect("an answer").expect_err("paused");
+    assert!(refused.contains("paused"), "{refused}");
+    assert!(
+        d.transfer_waiters.is_empty(),
+        "nobody waits on a refused transfer"
+    );
+}
+
+#[tokio::test]
+async fn keys_are_swapped_only_on_an_authenticated_node() {
+    let keys = |b| Keyring::new(Key::new([b; KEY_LEN]));
+    let mut d = driver(runtime_config());
+    d.control(Control::Keys(keys(1)));
+    assert!(
+        d.cfg.keys.is_none() && !d.gate.is_authenticated(),
+        "stays insecure"
+    );
+
+    let mut cfg = runtime_config();
+    cfg.keys = Some(keys(1));
+    let mut d = driver(cfg);
+    d.selected.push((Bully, 3, 1, 1));
+    d.control(Control::Keys(keys(2)));
+    assert_eq!(
+        d.cfg.keys.as_ref().map(|k| k.primary().id),
+        Some(keys(2).primary().id)
+    );
+    assert!(
+        d.selected.is_empty(),
+        "the heartbeats to select carry the new key"
+    );
+}

@@ -1,0 +1,262 @@
+//! The bodies: each domain [`Message`] to its protobuf body and back, with every
+//! field validated, and the algorithms' wire values.
+
+use super::*;
+
+impl Codec {
+    pub(super) fn member(&self, id: u32, field: &'static str) -> Result<NodeId, WireError> {
+        if self.roster.contains(&id) {
+            Ok(id)
+        } else {
+            Err(WireError::InvalidField(field))
+        }
+    }
+
+    pub(super) fn tag(&self, t: Option<proto::ElectionTag>) -> Result<ElectionTag, WireError> {
+        let t = t.ok_or(WireError::InvalidField("tag"))?;
+        // The default tag (initiator 0) is what a node that never ran an election holds.
+        if t.initiator != 0 {
+            self.member(t.initiator, "tag.initiator")?;
+        }
+        Ok(ElectionTag {
+            initiator: t.initiator,
+            seq: t.seq,
+        })
+    }
+
+    pub(super) fn message_of(&self, body: Body) -> Result<Message, WireError> {
+        Ok(match body {
+            Body::Election(m) => Message::Election {
+                tag: self.tag(m.tag)?,
+                epoch: m.epoch,
+            },
+            Body::Ok(m) => Message::Ok {
+                responder: self.member(m.responder, "ok.responder")?,
+                tag: self.tag(m.tag)?,
+            },
+            Body::Coordinator(m) => Message::Coordinator {
+                leader: self.member(m.leader, "coordinator.leader")?,
+                epoch: m.epoch,
+                tag: self.tag(m.tag)?,
+            },
+            Body::YouAreCoordinator(m) => Message::YouAreCoordinator {
+                tag: self.tag(m.tag)?,
+                epoch: m.epoch,
+            },
+            Body::RingElection(m) => {
+                if m.ids.len() > 2 * self.roster.len() {
+                    return Err(WireError::InvalidField("ring_election.ids"));
+                }
+                for &id in &m.ids {
+                    self.member(id, "ring_election.ids")?;
+                }
+                Message::RingElection {
+                    initiator: self.member(m.initiator, "ring_election.initiator")?,
+                    ids: m.ids,
+                    epoch: m.epoch,
+                }
+            }
+            Body::RingCoordinator(m) => Message::RingCoordinator {
+                initiator: self.member(m.initiator, "ring_coordinator.initiator")?,
+                leader: self.member(m.leader, "ring_coordinator.leader")?,
+                epoch: m.epoch,
+            },
+            Body::LcrElection(m) => Message::LcrElection {
+                candidate: self.member(m.candidate, "lcr_election.candidate")?,
+                round: m.round,
+            },
+            Body::LcrElected(m) => Message::LcrElected {
+                leader: self.member(m.leader, "lcr_elected.leader")?,
+                epoch: m.epoch,
+            },
+            Body::Probe(m) => {
+                if m.phase > MAX_PHASE {
+                    return Err(WireError::InvalidField("probe.phase"));
+                }
+                Message::Probe {
+                    candidate: self.member(m.candidate, "probe.candidate")?,
+                    phase: m.phase,
+                    hops: m.hops,
+                    to_right: m.to_right,
+                    round: m.round,
+                }
+            }
+            Body::Reply(m) => {
+                if m.phase > MAX_PHASE {
+                    return Err(WireError::InvalidField("reply.phase"));
+                }
+                Message::Reply {
+                    candidate: self.member(m.candidate, "reply.candidate")?,
+                    phase: m.phase,
+                    to_right: m.to_right,
+                    round: m.round,
+                }
+            }
+            Body::Terminate(m) => Message::Terminate {
+                leader: self.member(m.leader, "terminate.leader")?,
+                epoch: m.epoch,
+            },
+            Body::RequestVote(m) => Message::RequestVote {
+                term: m.term,
+                pre_vote: m.pre_vote,
+                transfer: m.transfer,
+            },
+            Body::Vote(m) => Message::Vote {
+                term: m.term,
+                granted: m.granted,
+                pre_vote: m.pre_vote,
+            },
+            Body::Heartbeat(m) => Message::Heartbeat {
+                term: m.term,
+                leader: self.member(m.leader, "heartbeat.leader")?,
+            },
+            Body::HeartbeatAck(m) => Message::HeartbeatAck {
+                term: m.term,
+                leader: match m.leader {
+                    0 => 0,
+                    l => self.member(l, "heartbeat_ack.leader")?,
+                },
+            },
+            Body::Resign(m) => Message::Resign { epoch: m.epoch },
+            Body::TimeoutNow(m) => Message::TimeoutNow { term: m.term },
+            Body::Priority(m) => Message::Priority {
+                term: m.term,
+                priority: m.priority,
+            },
+            Body::Handoff(m) => Message::Handoff {
+                epoch: m.epoch,
+                to: self.member(m.to, "handoff.to")?,
+            },
+            Body::AckOnly(_) | Body::Config(_) => return Err(WireError::InvalidField("body")),
+        })
+    }
+}
+
+pub(super) fn tag_to_proto(t: &ElectionTag) -> Option<proto::ElectionTag> {
+    Some(proto::ElectionTag {
+        initiator: t.initiator,
+        seq: t.seq,
+    })
+}
+
+pub(super) fn to_body(m: &Message) -> Body {
+    match m {
+        Message::Election { tag, epoch } => Body::Election(proto::Election {
+            tag: tag_to_proto(tag),
+            epoch: *epoch,
+        }),
+        Message::Ok { responder, tag } => Body::Ok(proto::Ok {
+            responder: *responder,
+            tag: tag_to_proto(tag),
+        }),
+        Message::Coordinator { leader, epoch, tag } => Body::Coordinator(proto::Coordinator {
+            leader: *leader,
+            epoch: *epoch,
+            tag: tag_to_proto(tag),
+        }),
+        Message::YouAreCoordinator { tag, epoch } => {
+            Body::YouAreCoordinator(proto::YouAreCoordinator {
+                tag: tag_to_proto(tag),
+                epoch: *epoch,
+            })
+        }
+        Message::RingElection {
+            initiator,
+            ids,
+            epoch,
+        } => Body::RingElection(proto::RingElection {
+            initiator: *initiator,
+            ids: ids.clone(),
+            epoch: *epoch,
+        }),
+        Message::RingCoordinator {
+            initiator,
+            leader,
+            epoch,
+        } => Body::RingCoordinator(proto::RingCoordinator {
+            initiator: *initiator,
+            leader: *leader,
+            epoch: *epoch,
+        }),
+        Message::LcrElection { candidate, round } => Body::LcrElection(proto::LcrElection {
+            candidate: *candidate,
+            round: *round,
+        }),
+        Message::LcrElected { leader, epoch } => Body::LcrElected(proto::LcrElected {
+            leader: *leader,
+            epoch: *epoch,
+        }),
+        Message::Probe {
+            candidate,
+            phase,
+            hops,
+            to_right,
+            round,
+        } => Body::Probe(proto::Probe {
+            candidate: *candidate,
+            phase: *phase,
+            hops: *hops,
+            to_right: *to_right,
+            round: *round,
+        }),
+        Message::Reply {
+            candidate,
+            phase,
+            to_right,
+            round,
+        } => Body::Reply(proto::Reply {
+            candidate: *candidate,
+            phase: *phase,
+            to_right: *to_right,
+            round: *round,
+        }),
+        Message::Terminate { leader, epoch } => Body::Terminate(proto::Terminate {
+            leader: *leader,
+            epoch: *epoch,
+        }),
+        Message::RequestVote {
+            term,
+            pre_vote,
+            transfer,
+        } => Body::RequestVote(proto::RequestVote {
+            term: *term,
+            pre_vote: *pre_vote,
+            transfer: *transfer,
+        }),
+        Message::Vote {
+            term,
+            granted,
+            pre_vote,
+        } => Body::Vote(proto::Vote {
+            term: *term,
+            granted: *granted,
+            pre_vote: *pre_vote,
+        }),
+        Message::Heartbeat { term, leader } => Body::Heartbeat(proto::Heartbeat {
+            term: *term,
+            leader: *leader,
+        }),
+        Message::HeartbeatAck { term, leader } => Body::HeartbeatAck(proto::HeartbeatAck {
+            term: *term,
+            leader: *leader,
+        }),
+        Message::Resign { epoch } => Body::Resign(proto::Resign { epoch: *epoch }),
+        Message::TimeoutNow { term } => Body::TimeoutNow(proto::TimeoutNow { term: *term }),
+        Message::Priority { term, priority } => Body::Priority(proto::Priority {
+            term: *term,
+            priority: *priority,
+        }),
+        Message::Handoff { epoch, to } => Body::Handoff(proto::Handoff {
+            epoch: *epoch,
+            to: *to,
+        }),
+    }
+}
+
+pub(super) fn algorithm_to_proto(k: AlgorithmKind) -> proto::Algorithm {
+    k.info().wire
+}
+
+pub(super) fn algorithm_from_proto(a: proto::Algorithm) -> Option<AlgorithmKind> {
+    crate::contract::registry::by_wire(a).map(|e| e.kind)
+}
