@@ -5,7 +5,7 @@ An implementation of docs/wire.md apart from electd: protobuf bytes written by h
 (keys, varints, fields in ascending number order, defaults left out, §3), key ids from
 SHA-256 of the key (§4), tags from Python's hmac over the datagram with the tag field
 cut out (§4). It shares no code with electd's codec (prost), so
-`cargo test --test wire_vectors` checking its output against electd is a check of two
+`cargo test --test wire wire_vectors` checking its output against electd is a check of two
 implementations against each other.
 
     python3 scripts/wire_vectors.py            # print every ```vector block

@@ -17,11 +17,11 @@
 //! member; decode∘encode is the identity on every decoded datagram.
 
 use electd::contract::algorithm::{AlgorithmKind, Options, Timing};
-use electd::security::gate::{Gate, GateConfig};
-use electd::security::keyring::{Key, Keyring, KEY_LEN};
 use electd::contract::message::{ElectionTag, Message};
 use electd::node::link::LinkConfig;
 use electd::node::{Datagram, Node, NodeConfig};
+use electd::security::gate::{Gate, GateConfig};
+use electd::security::keyring::{Key, Keyring, KEY_LEN};
 use electd::security::wire::{Codec, Header};
 use electd::NodeId;
 use std::time::Duration;
@@ -50,7 +50,7 @@ fn gate(keys: Option<Keyring>) -> Gate {
 fn node() -> Node {
     let mut n = Node::new(NodeConfig {
         id: ME,
-        ring: ROSTER.to_vec(),
+        ring: ROSTER.into(),
         algorithms: AlgorithmKind::ALL.to_vec(),
         timing: Timing::default(),
         options: Options::default(),
@@ -232,6 +232,7 @@ pub fn every_message(from: NodeId) -> Vec<(AlgorithmKind, Message)> {
             Message::RequestVote {
                 term: 2,
                 pre_vote: true,
+                transfer: false,
             },
         ),
         (
@@ -239,6 +240,15 @@ pub fn every_message(from: NodeId) -> Vec<(AlgorithmKind, Message)> {
             Message::RequestVote {
                 term: 2,
                 pre_vote: false,
+                transfer: false,
+            },
+        ),
+        (
+            A::Raft,
+            Message::RequestVote {
+                term: 3,
+                pre_vote: false,
+                transfer: true,
             },
         ),
         (
@@ -247,6 +257,14 @@ pub fn every_message(from: NodeId) -> Vec<(AlgorithmKind, Message)> {
                 term: 2,
                 granted: true,
                 pre_vote: false,
+            },
+        ),
+        (
+            A::Raft,
+            Message::Vote {
+                term: 2,
+                granted: true,
+                pre_vote: true,
             },
         ),
         (
@@ -265,6 +283,16 @@ pub fn every_message(from: NodeId) -> Vec<(AlgorithmKind, Message)> {
             },
         ),
         (A::Bully, Message::Resign { epoch: 2 }),
+        (A::Raft, Message::TimeoutNow { term: 2 }),
+        (A::Bully, Message::Handoff { epoch: 2, to: ME }),
+        (A::Ring, Message::Handoff { epoch: 2, to: ME }),
+        (
+            A::Bully,
+            Message::Priority {
+                term: 2,
+                priority: 50,
+            },
+        ),
     ]
 }
 

@@ -217,9 +217,9 @@ pub(super) fn send_elections(
 /// process calling together never agreed). Improved Bully waited only [H, 2H] while
 /// the rank wait was capped at a failure timeout (with it, a lossy, staggered cold
 /// start of 64 nodes called its elections when the higher nodes were starting,
-/// `tests/storms.rs`); with the uncapped step it settles that start, and a busy start
+/// `tests/sim/storms.rs`); with the uncapped step it settles that start, and a busy start
 /// in id order costs it the announcement instead of the all-initiating count
-/// (`tests/scale.rs`).
+/// (`tests/sim/scale.rs`).
 pub(super) fn listen_before_electing(higher: &[NodeId], t: &Timing, out: &mut Out) -> bool {
     if higher.is_empty() {
         return true;

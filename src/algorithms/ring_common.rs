@@ -58,7 +58,7 @@
 //! rounds, and round r decides epoch r: a late message of a decided round is of the
 //! node's own round and cannot decide again (its candidate has won it), and one of an
 //! older round is dropped (a node not electing then starts a new round, for a sender
-//! that missed the result); `tests/convergence.rs` measures no churn there.
+//! that missed the result); `tests/sim/convergence.rs` measures no churn there.
 //!
 //! # Claims, false alarms and a node cut off in one direction
 //! - A follower follows a claimant ranked above its own leader at once (its leader

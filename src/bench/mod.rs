@@ -10,7 +10,7 @@
 //!   states every target as a ratio (e.g. failover ÷ `failure_timeout`), so figures
 //!   from different machines compare by their ratios.
 //! - `quick` shrinks every section (fewer kills, smaller N, shorter windows) so that
-//!   CI and `tests/bench_quick.rs` run the whole pipeline in seconds; its figures are
+//!   CI and `tests/processes/bench_quick.rs` run the whole pipeline in seconds; its figures are
 //!   not meant to be quoted.
 //! - Failover and cost need real processes (SIGKILL is a property of a process):
 //!   they spawn `opts.exe run --config …` on 127.0.0.1. Message efficiency and the

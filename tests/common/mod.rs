@@ -1,177 +1,55 @@
-//! A cluster of real `electd run` processes on 127.0.0.1 for the integration tests:
-//! the bench's harness ([`electd::testkit::procs::ProcCluster`], reached through
-//! `Deref`) with the tests' config (timing in milliseconds, no admin token) and
-//! methods that fail the test instead of returning errors.
+//! The one place of the integration tests' helpers. Every test binary
+//! (`tests/{sim,wire,runtime,cli,processes}/main.rs`) includes this module with
+//! `#[path = "../common/mod.rs"]`: running the `electd` binary, waiting on a condition
+//! with a deadline, scratch directories that no two tests share, process liveness;
+//! [`cluster`]: real `electd run` processes (the bench's harness with the tests'
+//! config); [`http`]: runtimes in this process, a server on `Shared`, and an HTTP
+//! client of its own (hyper), so the server is not only checked against our parser.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
-use electd::contract::algorithm::AlgorithmKind;
-use electd::testkit::procs::{fresh_dir, ProcCluster};
-use electd::NodeId;
-use std::collections::BTreeMap;
+pub(crate) mod cluster;
+pub(crate) mod http;
+
+pub(crate) use cluster::{with_admin_token, Cluster, Timing};
+
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::ops::{Deref, DerefMut};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Condvar, Mutex};
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-/// Timing section of the config, as TOML text.
-pub(crate) struct Timing {
-    pub heartbeat_ms: u64,
-    pub failure_ms: u64,
-    pub answer_ms: u64,
-    pub coordinator_ms: u64,
-    pub retransmit_ms: u64,
-    pub max_attempts: u32,
+/// Deadline of the blocking waits ([`wait_for`]): generous, the machine may be loaded
+/// by parallel builds.
+pub(crate) const DEADLINE: Duration = Duration::from_secs(20);
+
+/// The `electd` binary cargo built for these tests.
+pub(crate) fn electd_path() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_electd"))
 }
 
-impl Timing {
-    /// The usual timing of the process tests: heartbeat 20 ms, failure timeout 200 ms,
-    /// room for a loaded 2-core machine.
-    pub(crate) const LOOPBACK: Timing = Timing {
-        heartbeat_ms: 20,
-        failure_ms: 200,
-        answer_ms: 50,
-        coordinator_ms: 150,
-        retransmit_ms: 10,
-        max_attempts: 4,
-    };
-
-    /// Worst case from a leader crash to agreement: detection (failure timeout + one
-    /// heartbeat), then a Bully cascade (T + T' per level, three levels at most before
-    /// the winner announces, each possibly retransmitted once), plus the link's
-    /// give-up time for messages to the dead node.
-    pub(crate) fn failover_bound(&self) -> Duration {
-        let give_up: u64 = (1..=self.max_attempts)
-            .map(|a| self.retransmit_ms << (a - 1).min(3))
-            .sum();
-        Duration::from_millis(
-            self.failure_ms
-                + self.heartbeat_ms
-                + 3 * (self.answer_ms + self.coordinator_ms + self.retransmit_ms)
-                + give_up,
-        )
-    }
+/// A `Command` running `electd` with `args` (to add environment, stdio, `spawn`).
+pub(crate) fn electd_command(args: &[&str]) -> Command {
+    let mut c = Command::new(electd_path());
+    c.args(args);
+    c
 }
 
-/// The processes of one test cluster (see the module documentation).
-pub(crate) struct Cluster(ProcCluster);
-
-impl Deref for Cluster {
-    type Target = ProcCluster;
-    fn deref(&self) -> &ProcCluster {
-        &self.0
-    }
+/// Run `electd` with `args` to its end.
+pub(crate) fn electd(args: &[&str]) -> Output {
+    electd_command(args).output().expect("run electd")
 }
 
-impl DerefMut for Cluster {
-    fn deref_mut(&mut self) -> &mut ProcCluster {
-        &mut self.0
-    }
-}
-
-impl Cluster {
-    /// Write a config for `n` nodes (ids 1..=n) running `algorithms`, with a fresh key.
-    pub(crate) fn new(name: &str, n: NodeId, algorithms: &[AlgorithmKind], t: &Timing) -> Cluster {
-        let dir = std::env::temp_dir().join(format!("electd-{name}-{}", std::process::id()));
-        fresh_dir(&dir).expect("prepare the cluster directory");
-        let algos: Vec<String> = algorithms.iter().map(|a| format!("\"{a}\"")).collect();
-        let head = format!(
-            "cluster = \"{name}\"\nalgorithms = [{}]\n\n[timing]\nheartbeat = \"{}ms\"\n\
-             failure_timeout = \"{}ms\"\nanswer_timeout = \"{}ms\"\ncoordinator_timeout = \"{}ms\"\n\n\
-             [transport]\nretransmit = \"{}ms\"\nmax_attempts = {}\n\n[security]\nkey_file = \"cluster.key\"\n",
-            algos.join(", "),
-            t.heartbeat_ms,
-            t.failure_ms,
-            t.answer_ms,
-            t.coordinator_ms,
-            t.retransmit_ms,
-            t.max_attempts
-        );
-        let exe = Path::new(env!("CARGO_BIN_EXE_electd"));
-        Cluster(ProcCluster::with_config(exe, dir, n, &head, None).expect("write the config"))
-    }
-
-    /// Append TOML (e.g. a `[raft]` table) to the config; call before starting nodes.
-    pub(crate) fn append_config(&self, toml: &str) {
-        let mut text = std::fs::read_to_string(&self.config).unwrap();
-        text.push('\n');
-        text.push_str(toml);
-        std::fs::write(&self.config, text).unwrap();
-    }
-
-    pub(crate) fn start(&mut self, id: NodeId) {
-        self.0.start(id).expect("spawn electd run");
-    }
-
-    /// Start node `id` with extra environment variables (e.g. `ELECTD_*` overrides).
-    pub(crate) fn start_with_env(&mut self, id: NodeId, env: &[(&str, &str)]) {
-        self.0.start_with_env(id, env).expect("spawn electd run");
-    }
-
-    pub(crate) fn start_all(&mut self) {
-        self.0.start_all().expect("spawn electd run");
-    }
-
-    /// SIGTERM, then wait up to `within` for the exit; returns the exit code.
-    pub(crate) fn terminate(&mut self, id: NodeId, within: Duration) -> Option<i32> {
-        self.0.terminate(id);
-        self.0.wait_exit(id, within)?.code()
-    }
-
-    /// Per algorithm, the leader all live nodes agree on (not electing), if they do.
-    pub(crate) fn agreement(&self) -> Result<BTreeMap<String, NodeId>, String> {
-        let live = self.live();
-        let mut seen: BTreeMap<String, Vec<Option<u64>>> = BTreeMap::new();
-        for &id in &live {
-            let s = self.status(id).ok_or(format!("node {id}: no /status"))?;
-            for g in s["groups"].as_array().ok_or("no groups")? {
-                let algo = g["algorithm"].as_str().unwrap_or("?").to_string();
-                let leader = if g["electing"].as_bool() == Some(true) {
-                    None
-                } else {
-                    g["leader"].as_u64()
-                };
-                seen.entry(algo).or_default().push(leader);
-            }
-        }
-        let mut out = BTreeMap::new();
-        for (algo, leaders) in seen {
-            let first = leaders[0];
-            match first {
-                Some(l)
-                    if leaders.len() == live.len()
-                        && leaders.iter().all(|x| *x == first)
-                        && live.contains(&(l as NodeId)) =>
-                {
-                    out.insert(algo, l as NodeId);
-                }
-                _ => return Err(format!("{algo}: live {live:?} see {leaders:?}")),
-            }
-        }
-        Ok(out)
-    }
-
-    /// Wait until every group agrees and `ok` accepts the leaders, or fail after
-    /// `within`. Returns the leaders and how long it took.
-    pub(crate) fn wait_agreement(
-        &self,
-        within: Duration,
-        ok: impl Fn(&BTreeMap<String, NodeId>) -> bool,
-    ) -> Result<(BTreeMap<String, NodeId>, Duration), String> {
-        let start = Instant::now();
-        loop {
-            let r = self.agreement();
-            if let Ok(ref leaders) = r {
-                if ok(leaders) {
-                    return Ok((leaders.clone(), start.elapsed()));
-                }
-            }
-            if start.elapsed() > within {
-                return Err(format!("no agreement within {within:?}: {r:?}"));
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
+/// Run `electd` with `args`: (exit 0, stdout, stderr).
+pub(crate) fn run_electd(args: &[&str]) -> (bool, String, String) {
+    let out = electd(args);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// `GET path` over HTTP/1.1 with `Connection: close`; the body if the status is 200.
@@ -185,31 +63,114 @@ pub(crate) fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
 
 /// Sum of a Prometheus counter over the series whose labels contain every `labels`
 /// pair (text exposition format).
-#[allow(unused_imports)]
 pub(crate) use electd::http::client::metric_sum as counter_sum;
 
-/// Write the admin token `token` (mode 0600, as a deployed one) into the cluster's
-/// directory, point the config at it and append `extra` TOML; returns the token file.
-pub(crate) fn with_admin_token(c: &Cluster, token: &str, extra: &str) -> std::path::PathBuf {
-    let file = c.dir.join("admin.token");
-    std::fs::write(&file, format!("{token}\n")).unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    c.append_config(&format!("[admin]\ntoken_file = \"admin.token\"\n\n{extra}"));
-    file
+/// Poll `f` every 5 ms until it returns `Some`, or fail the test with `what` after
+/// [`DEADLINE`].
+pub(crate) fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    wait_for_within(DEADLINE, what, f)
 }
 
-/// Run the `electd` binary with `args`: (exit 0, stdout, stderr).
-pub(crate) fn run_electd(args: &[&str]) -> (bool, String, String) {
-    let out = std::process::Command::new(Path::new(env!("CARGO_BIN_EXE_electd")))
-        .args(args)
-        .output()
-        .expect("run electd");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// [`wait_for`] with a deadline of `within`.
+pub(crate) fn wait_for_within<T>(
+    within: Duration,
+    what: &str,
+    mut f: impl FnMut() -> Option<T>,
+) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < within,
+            "timed out after {within:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A fresh, empty directory `electd-{name}-{pid}` under the temporary directory. The
+/// tests of one binary share a pid, so a name claimed twice in one process fails the
+/// test instead of letting two tests write into one directory.
+pub(crate) fn scratch(name: &str) -> PathBuf {
+    static CLAIMED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let fresh = CLAIMED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(name.to_string());
+    assert!(
+        fresh,
+        "two tests of this binary use the scratch directory {name:?}"
+    );
+    let dir = std::env::temp_dir().join(format!("electd-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create a scratch directory");
+    dir
+}
+
+/// Tests that load the whole machine (`bench --quick`, `demo`: several clusters and the
+/// simulator at once) or measure against a tight bound (`loopback`'s resignation under
+/// the failure timeout, `failover`'s figures) run [`alone`]; every process cluster holds a [`shared`] claim for
+/// its lifetime, so a cluster test's timing bound is never measured beside them. (Each
+/// ran in a binary of its own before the test files became five binaries; the tests of
+/// one binary run in parallel.) Shared claims never wait for each other, nor for the
+/// test that holds the machine alone, so one test may hold several, and a test alone
+/// may start clusters.
+static MACHINE: (Mutex<(usize, Option<ThreadId>)>, Condvar) =
+    (Mutex::new((0, None)), Condvar::new());
+
+/// A shared claim on the machine (see [`MACHINE`]); released when dropped.
+pub(crate) struct Shared(());
+
+/// The machine to this test alone (see [`MACHINE`]); released when dropped.
+pub(crate) struct Alone(());
+
+/// Wait until no test runs [`alone`], then hold a shared claim.
+pub(crate) fn shared() -> Shared {
+    let (lock, cv) = &MACHINE;
+    let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
+    let me = std::thread::current().id();
+    while s.1.is_some_and(|t| t != me) {
+        s = cv.wait(s).unwrap_or_else(|e| e.into_inner());
+    }
+    s.0 += 1;
+    Shared(())
+}
+
+/// Wait until no other test holds a claim, then hold the machine alone.
+pub(crate) fn alone() -> Alone {
+    let (lock, cv) = &MACHINE;
+    let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
+    while s.0 > 0 || s.1.is_some() {
+        s = cv.wait(s).unwrap_or_else(|e| e.into_inner());
+    }
+    s.1 = Some(std::thread::current().id());
+    Alone(())
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let (lock, cv) = &MACHINE;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).0 -= 1;
+        cv.notify_all();
+    }
+}
+
+impl Drop for Alone {
+    fn drop(&mut self) {
+        let (lock, cv) = &MACHINE;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).1 = None;
+        cv.notify_all();
+    }
+}
+
+/// Is process `pid` gone (or a zombie: dead all the same)?
+pub(crate) fn dead(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
 }

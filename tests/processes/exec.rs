@@ -1,0 +1,304 @@
+//! `electd exec` against a stand-in daemon (a thread answering `/is-leader` as told):
+//! a command that cannot run is refused at once, the default `--settle` keeps
+//! docs/exec.md's rule, and a SIGKILLed `exec` takes its command along, a restarted one
+//! stopping what was left before it starts anything (issue 28, §3 items 3, 5, 9).
+//! Every wait is on a condition with a deadline; every process started is stopped by
+//! its pid.
+
+use crate::common::{dead, electd_command, wait_for, DEADLINE};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A stand-in for the local daemon's `/is-leader`: node 1 leads group `bully` in term
+/// 3 while `leads` is set; the time of the first request is kept.
+struct FakeDaemon {
+    addr: SocketAddr,
+    leads: Arc<AtomicBool>,
+    first_request: Arc<Mutex<Option<Instant>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeDaemon {
+    fn start(leads: bool) -> FakeDaemon {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let leads = Arc::new(AtomicBool::new(leads));
+        let first_request = Arc::new(Mutex::new(None));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (l, f, s) = (leads.clone(), first_request.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                let Ok((mut conn, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                };
+                let _ = conn.set_nonblocking(false);
+                let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && head.len() < 4096 {
+                    match conn.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => break,
+                    }
+                }
+                f.lock().unwrap().get_or_insert_with(Instant::now);
+                let leader = l.load(Ordering::Relaxed);
+                let body = format!(
+                    r#"{{"node":1,"algorithm":"bully","leader":{},"is_leader":{leader},"term":3,"paused":false,"lease":"none"}}"#,
+                    if leader { "1" } else { "2" }
+                );
+                let code = if leader {
+                    "200 OK"
+                } else {
+                    "503 Service Unavailable"
+                };
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 {code}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        FakeDaemon {
+            addr,
+            leads,
+            first_request,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for FakeDaemon {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    crate::common::scratch(&format!("exec-{name}"))
+}
+
+/// `electd exec` for group bully at `daemon`, its lock in `dir` (by the default path
+/// rule: `$RUNTIME_DIRECTORY`), its stderr in `dir/exec.err`.
+fn exec(dir: &Path, daemon: SocketAddr, extra: &[&str], command: &[&str]) -> Child {
+    let err = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("exec.err"))
+        .unwrap();
+    electd_command(&["exec", "--algorithm", "bully", "--url", &daemon.to_string()])
+        .args(extra)
+        .arg("--")
+        .args(command)
+        .env("RUNTIME_DIRECTORY", dir)
+        .env_remove("ELECTD_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .expect("spawn electd exec")
+}
+
+/// The pid written to `file` (by the command), once it is there.
+fn pid_in(file: &Path) -> Option<i32> {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+}
+
+/// SIGTERM, then wait (bounded) for the exit; SIGKILL if it does not come.
+fn stop(child: &mut Child) -> Option<std::process::ExitStatus> {
+    // SAFETY: kill(2) on a child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let start = Instant::now();
+    while start.elapsed() < DEADLINE {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// Issue 28, §3 item 3: a missing or mistyped command waited silently (on a follower,
+/// for ever) and failed only once its node led. It is refused at start: exit 1, named.
+#[test]
+fn a_command_that_cannot_run_is_refused_at_start() {
+    let d = scratch("refused");
+    let plain = d.join("not-executable");
+    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+    // Nobody answers here: the old exec waited for ever.
+    let daemon: SocketAddr = "127.0.0.1:1".parse().unwrap();
+    let dir = d.display().to_string();
+    let plain = plain.display().to_string();
+    for (command, needle) in [
+        ("/nonexistent/electd-worker", "no such file"),
+        ("electd-no-such-worker", "no such program on PATH"),
+        (dir.as_str(), "is a directory"),
+        (plain.as_str(), "not executable"),
+    ] {
+        let _ = std::fs::remove_file(d.join("exec.err"));
+        let mut child = exec(&d, daemon, &[], &[command]);
+        let start = Instant::now();
+        let status = loop {
+            if let Ok(Some(s)) = child.try_wait() {
+                break Some(s);
+            }
+            if start.elapsed() > DEADLINE {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let Some(status) = status else {
+            stop(&mut child);
+            panic!("{command}: electd exec still waits after {DEADLINE:?}");
+        };
+        let err = std::fs::read_to_string(d.join("exec.err")).unwrap_or_default();
+        assert_eq!(status.code(), Some(1), "{command}: {err}");
+        assert!(
+            err.contains("cannot run the command") && err.contains(needle),
+            "{command}: {needle:?} not in {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Issue 28, §3 item 9: the default `--settle` (1 s) was below `--poll + --grace`
+/// (1.05 s), breaking docs/exec.md's own rule. It is now `--poll + --timeout +
+/// --grace`: the command starts no earlier than that after the first "leader" answer;
+/// an explicit value below `--timeout + --grace` is warned about.
+#[test]
+fn the_default_settle_keeps_the_rule_of_the_documentation() {
+    let d = scratch("settle");
+    let daemon = FakeDaemon::start(true);
+    let mark = d.join("started");
+    let script = format!("touch {}; exec sleep 300", mark.display());
+    let mut child = exec(&d, daemon.addr, &[], &["sh", "-c", &script]);
+    let started = wait_for("the command to start", || mark.exists().then(Instant::now));
+    let first = daemon.first_request.lock().unwrap().expect("asked");
+    // The defaults of `electd exec --help`: poll 50 ms, timeout 300 ms, grace 1 s.
+    let (poll, timeout, grace) = (
+        Duration::from_millis(50),
+        Duration::from_millis(300),
+        Duration::from_secs(1),
+    );
+    let settle = poll + timeout + grace;
+    // The first answer left the stand-in at most one loopback round trip after exec
+    // started counting (10 ms is generous).
+    let waited = started - first;
+    assert!(
+        waited + Duration::from_millis(10) >= settle,
+        "started {waited:?} after the first answer; the default settle is {settle:?}"
+    );
+    assert!(waited > timeout + grace, "{waited:?}");
+    assert!(stop(&mut child).is_some_and(|s| s.success()));
+
+    // An explicit --settle below --timeout + --grace is accepted with a warning.
+    let _ = std::fs::remove_file(&mark);
+    let mut child = exec(
+        &d,
+        daemon.addr,
+        &["--settle", "100ms"],
+        &["sh", "-c", &script],
+    );
+    wait_for("the command to start", || mark.exists().then_some(()));
+    assert!(stop(&mut child).is_some_and(|s| s.success()));
+    let err = std::fs::read_to_string(d.join("exec.err")).unwrap();
+    assert!(err.contains("below --timeout + --grace"), "{err}");
+    drop(daemon);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Issue 28, §3 item 5: a SIGKILLed exec left its command running unsupervised, and a
+/// restarted exec started a second copy. The command's own process dies with exec
+/// (PR_SET_PDEATHSIG); what it started holds exec's lock, and a restarted exec stops
+/// it before it starts its own copy.
+#[test]
+fn a_killed_exec_takes_its_command_along_and_a_restart_clears_what_is_left() {
+    let d = scratch("killed");
+    let daemon = FakeDaemon::start(true);
+    let (own, kid) = (d.join("own"), d.join("kid"));
+    let script = format!(
+        "echo $$ > {}.tmp && mv {}.tmp {}; sleep 300 & echo $! > {}.tmp && mv {}.tmp {}; wait",
+        own.display(),
+        own.display(),
+        own.display(),
+        kid.display(),
+        kid.display(),
+        kid.display()
+    );
+    let command = ["sh", "-c", script.as_str()];
+    let mut first = exec(&d, daemon.addr, &["--settle", "0"], &command);
+    let (p1, k1) = wait_for("the first copy", || Some((pid_in(&own)?, pid_in(&kid)?)));
+    first.kill().unwrap(); // SIGKILL
+    let _ = first.wait();
+    wait_for("the command's own process to die with exec", || {
+        dead(p1).then_some(())
+    });
+    std::fs::remove_file(&own).unwrap();
+    std::fs::remove_file(&kid).unwrap();
+
+    let mut second = exec(&d, daemon.addr, &["--settle", "0"], &command);
+    let p2 = wait_for("the second copy", || pid_in(&own));
+    assert_ne!(p1, p2);
+    assert!(
+        dead(k1),
+        "the first copy's child {k1} still runs beside the second copy {p2}: {}",
+        std::fs::read_to_string(d.join("exec.err")).unwrap_or_default()
+    );
+    let k2 = wait_for("the second copy's child", || pid_in(&kid));
+    assert!(stop(&mut second).is_some_and(|s| s.success()));
+    wait_for("the second copy's processes to end with exec", || {
+        (dead(p2) && dead(k2)).then_some(())
+    });
+    drop(daemon);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A follower's exec starts nothing; it starts once the node leads (the stand-in
+/// switches) and stops when it no longer does.
+#[test]
+fn the_command_runs_only_while_the_node_leads() {
+    let d = scratch("follows");
+    let daemon = FakeDaemon::start(false);
+    let own = d.join("own");
+    let script = format!(
+        "echo $$ > {}.tmp && mv {}.tmp {}; exec sleep 300",
+        own.display(),
+        own.display(),
+        own.display()
+    );
+    let mut child = exec(
+        &d,
+        daemon.addr,
+        &["--settle", "0", "--grace", "200ms"],
+        &["sh", "-c", &script],
+    );
+    wait_for("the first question", || {
+        daemon.first_request.lock().unwrap().map(|_| ())
+    });
+    assert!(pid_in(&own).is_none(), "started on a follower");
+    daemon.leads.store(true, Ordering::Relaxed);
+    let pid = wait_for("the command to start", || pid_in(&own));
+    daemon.leads.store(false, Ordering::Relaxed);
+    wait_for("the command to stop", || dead(pid).then_some(()));
+    assert!(stop(&mut child).is_some_and(|s| s.success()));
+    drop(daemon);
+    let _ = std::fs::remove_dir_all(&d);
+}
