@@ -1,7 +1,8 @@
 //! `electd exec` against a stand-in daemon (a thread answering `/is-leader` as told):
 //! a command that cannot run is refused at once, the default `--settle` keeps
-//! docs/exec.md's rule, and a SIGKILLed `exec` takes its command along, a restarted one
-//! stopping what was left before it starts anything (issue 28, §3 items 3, 5, 9).
+//! docs/exec.md's rule, a SIGKILLed `exec` takes its command along, a restarted one
+//! stopping what was left before it starts anything (issue 28, §3 items 3, 5, 9), and
+//! a new term of the same leader restarts the command under the new token.
 //! Every wait is on a condition with a deadline; every process started is stopped by
 //! its pid.
 
@@ -10,15 +11,16 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A stand-in for the local daemon's `/is-leader`: node 1 leads group `bully` in term
-/// 3 while `leads` is set; the time of the first request is kept.
+/// `term` (3 at first) while `leads` is set; the time of the first request is kept.
 struct FakeDaemon {
     addr: SocketAddr,
     leads: Arc<AtomicBool>,
+    term: Arc<AtomicU64>,
     first_request: Arc<Mutex<Option<Instant>>>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -32,7 +34,13 @@ impl FakeDaemon {
         let leads = Arc::new(AtomicBool::new(leads));
         let first_request = Arc::new(Mutex::new(None));
         let stop = Arc::new(AtomicBool::new(false));
-        let (l, f, s) = (leads.clone(), first_request.clone(), stop.clone());
+        let term = Arc::new(AtomicU64::new(3));
+        let (l, f, s, tm) = (
+            leads.clone(),
+            first_request.clone(),
+            stop.clone(),
+            term.clone(),
+        );
         let thread = std::thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
                 let Ok((mut conn, _)) = listener.accept() else {
@@ -52,8 +60,9 @@ impl FakeDaemon {
                 f.lock().unwrap().get_or_insert_with(Instant::now);
                 let leader = l.load(Ordering::Relaxed);
                 let body = format!(
-                    r#"{{"node":1,"algorithm":"bully","leader":{},"is_leader":{leader},"term":3,"paused":false,"lease":"none"}}"#,
-                    if leader { "1" } else { "2" }
+                    r#"{{"node":1,"algorithm":"bully","leader":{},"is_leader":{leader},"term":{},"paused":false,"lease":"none"}}"#,
+                    if leader { "1" } else { "2" },
+                    tm.load(Ordering::Relaxed)
                 );
                 let code = if leader {
                     "200 OK"
@@ -70,6 +79,7 @@ impl FakeDaemon {
         FakeDaemon {
             addr,
             leads,
+            term,
             first_request,
             stop,
             thread: Some(thread),
@@ -299,6 +309,54 @@ fn the_command_runs_only_while_the_node_leads() {
     daemon.leads.store(false, Ordering::Relaxed);
     wait_for("the command to stop", || dead(pid).then_some(()));
     assert!(stop(&mut child).is_some_and(|s| s.success()));
+    drop(daemon);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Issue 28, the nemesis run: a node that led on under a new term (a lower id had
+/// announced a higher epoch; the node took a term above it) kept its command running
+/// under the old token, and the store accepted its writes for seconds after the other
+/// node's leadership. A new term is a new leadership: the command is stopped and
+/// started again under the new `ELECTD_TERM`.
+#[test]
+fn a_new_term_of_the_same_leader_restarts_the_command_under_the_new_token() {
+    let d = scratch("new-term");
+    let daemon = FakeDaemon::start(true);
+    let own = d.join("own");
+    let script = format!(
+        "echo \"$ELECTD_TERM $$\" > {}.tmp && mv {}.tmp {}; exec sleep 300",
+        own.display(),
+        own.display(),
+        own.display()
+    );
+    let mut child = exec(
+        &d,
+        daemon.addr,
+        &["--settle", "0", "--grace", "200ms"],
+        &["sh", "-c", &script],
+    );
+    let read = || {
+        std::fs::read_to_string(&own).ok().and_then(|t| {
+            let mut w = t.split_whitespace();
+            Some((
+                w.next()?.parse::<u64>().ok()?,
+                w.next()?.parse::<i32>().ok()?,
+            ))
+        })
+    };
+    let (term, first) = wait_for("the command to start", read);
+    assert_eq!(term, 3, "started under the term it was told");
+    daemon.term.store(4, Ordering::Relaxed);
+    wait_for("the old copy to stop", || dead(first).then_some(()));
+    let (term, second) = wait_for("a copy under the new term", || {
+        read().filter(|&(t, _)| t == 4)
+    });
+    assert_ne!(second, first, "a new copy");
+    assert!(stop(&mut child).is_some_and(|s| s.success()));
+    wait_for("the new copy to stop with exec", || {
+        dead(second).then_some(())
+    });
+    assert_eq!(term, 4);
     drop(daemon);
     let _ = std::fs::remove_dir_all(&d);
 }
