@@ -401,12 +401,17 @@ class Run:
         after the event at t: every node unreachable just after it (down, or cut off
         by a partition or one-way cut), less one for the lost leader itself when the
         event took it (a drain or transfer leaves it up); for the
-        Bully family drained members too (they answer no ELECTION: each costs the
-        members below it one turn). The ring family's killed row adds S·G for each,
+        Bully family ineligible members too, drained or reporting a reason such as
+        `no_quorum` in /status (they answer no ELECTION: each costs the members below
+        it one turn). The ring family's killed row adds S·G for each,
         the Bully family's one turn."""
         gone = self.unreachable(t + 1e-6)
         if alg in BULLY:
+            # Ineligible: drained by the run, or (seen in its /status) for any reason,
+            # e.g. `no_quorum` after stepping down under `require_quorum`.
             gone |= self.drained(t + 1e-6)
+            gone |= {m for m in self.nodes
+                     if (v := self.view(m, t)) and alg in v and v[alg][3]}
         # The lost leader is among the fault's own nodes when the fault took it.
         lost = f["kind"] in ("kill", "kill-wipe", "stop", "partition", "one-way") \
             and gone & set(f["nodes"])
@@ -599,6 +604,25 @@ def analyse(run):
                 if (None in vals and k_est >= 0
                         and t - est_t[k_est] <= observation_ms(run.poll) / 1000):
                     vals.discard(None)
+                # A hand-over seen through the polls: the views name only the leader
+                # established before and the one established next, which is
+                # established within the observation allowance. The nodes switch as
+                # the new leader's announcement reaches them; the polls see them
+                # switch up to a poll apart.
+                if len(vals) > 1 and k_est + 1 < len(est_t):
+                    prev_l = established[alg][k_est][1][1] if k_est >= 0 else None
+                    next_l = established[alg][k_est + 1][1][1]
+                    if (vals <= {prev_l, next_l, None}
+                            and est_t[k_est + 1] - t <= observation_ms(run.poll) / 1000):
+                        vals = {next_l}
+                # ... and its tail: a node still naming the leader before, within the
+                # observation allowance after the new one was established.
+                if len(vals) > 1 and k_est >= 1:
+                    prev_l = established[alg][k_est - 1][1][1]
+                    cur_l = established[alg][k_est][1][1]
+                    if (vals <= {prev_l, cur_l, None}
+                            and t - est_t[k_est] <= observation_ms(run.poll) / 1000):
+                        vals = {cur_l}
                 if len(vals) > 1:
                     k = bisect.bisect_right(ev_t, t) - 1
                     if k < 0:
