@@ -21,6 +21,10 @@
 //!
 //! The binary adds the CLI and the bench (`src/main.rs`), which use only this API.
 
+// Library code does not `unwrap()`: input from the network or from files is handled,
+// and an invariant says why it holds in `expect`. Unit tests may unwrap.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
+
 pub mod algorithms;
 pub mod config;
 pub mod contract;

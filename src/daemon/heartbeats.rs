@@ -194,6 +194,8 @@ impl HeartbeatSocket {
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: buf.len(),
         };
+        // SAFETY: msghdr is a plain C struct; zero (null pointers, zero lengths) is a
+        // valid value, and every pointer is set below before recvmsg reads it.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
         msg.msg_name = (&mut from as *mut libc::sockaddr_storage).cast();
         msg.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;

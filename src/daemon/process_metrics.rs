@@ -39,8 +39,9 @@ impl ProcessMetrics {
 
 /// User plus system CPU time of this process so far, in seconds (microsecond resolution).
 pub(crate) fn cpu_seconds() -> Option<f64> {
-    // SAFETY: getrusage writes one plain struct we own; RUSAGE_SELF is always valid.
+    // SAFETY: rusage is a plain C struct; all-zero bytes are a valid value of it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one plain struct we own; RUSAGE_SELF is always valid.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
         return None;
     }

@@ -21,6 +21,9 @@
 //! Adding a vector: add it to `VECTORS` in scripts/wire_vectors.py, run it, paste the
 //! printed block into docs/wire.md §10 (`python3 scripts/wire_vectors.py --check`
 //! compares).
+//!
+//! The CONFIG vectors of §11 (```` ```config-vector ```` blocks) are checked by the child
+//! module `config` (`tests/wire/wire_vectors/config.rs`) with the readers of this one.
 
 use electd::proto;
 use electd::security::gate::{Gate, GateConfig};
@@ -164,6 +167,12 @@ impl Vector {
 
 fn document_vectors() -> Vec<Vector> {
     blocks("```vector")
+}
+
+/// The ```config-vector blocks of docs/wire.md (same layout as ```vector, plus
+/// `digest:` for the accepted ones).
+fn config_vectors() -> Vec<Vector> {
+    blocks("```config-vector")
 }
 
 /// docs/wire.md, as text.
@@ -712,133 +721,5 @@ fn the_byte_by_byte_listing_is_the_vector() {
     assert_eq!(before.len() + 28 + after.len(), bytes.len(), "§9 length");
 }
 
-// CONFIG (body 32, docs/wire.md §11): its blocks are ```config-vector, apart from the
-// ```vector ones because a CONFIG decodes to no election datagram: what is checked is
-// the digest the gate hands over, and electd's CONFIG encoder.
-
-/// The ```config-vector blocks of docs/wire.md (same layout as ```vector, plus
-/// `digest:` for the accepted ones).
-fn config_vectors() -> Vec<Vector> {
-    blocks("```config-vector")
-}
-
-#[test]
-fn the_config_digest_vectors_hold_against_the_codec() {
-    let vectors = config_vectors();
-    let mut accepted = 0;
-    let mut dropped = std::collections::BTreeSet::new();
-    for v in &vectors {
-        let name = v.get("name");
-        let bytes = unhex(v.get("hex"));
-        let k = key(v.get("key"));
-        let kid = u32::from_str_radix(v.get("key_id").trim_start_matches("0x"), 16).unwrap();
-        assert_eq!(kid, key_id(&k), "{name}: key_id");
-        let env = proto::Envelope::decode(bytes.as_slice()).expect("protobuf");
-        assert_eq!(render_envelope(&env), v.get("envelope"), "{name}: envelope");
-        assert_eq!(
-            render_body(&Schema::read(), &bytes).as_deref(),
-            Ok(v.get("body")),
-            "{name}: body"
-        );
-
-        let me: NodeId = v.get("at").trim_start_matches("node ").parse().unwrap();
-        let verdict = gate(me).open_with_config(&bytes, None, NOW_US);
-        let expect = v.get("expect");
-        match (&verdict, expect) {
-            (Ok((d, Some(digest))), "accept") => {
-                accepted += 1;
-                let want = u64::from_str_radix(v.get("digest").trim_start_matches("0x"), 16);
-                assert_eq!(Ok(*digest), want, "{name}: digest");
-                // Nothing for an election group: no group, no body, no ack.
-                assert_eq!(
-                    (d.group.is_none(), d.body.is_none(), d.ack),
-                    (true, true, 0)
-                );
-                let codec = Codec::new(CLUSTER, &ROSTER, Some(Keyring::new(Key::new(k))));
-                let header = Header {
-                    to: env.receiver,
-                    counter: env.counter,
-                };
-                let again = codec
-                    .encode_config(d.from, d.incarnation, *digest, header)
-                    .unwrap();
-                assert_eq!(
-                    hex(&again),
-                    hex(&bytes),
-                    "{name}: electd encodes it otherwise"
-                );
-                let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&k).unwrap();
-                mac.update(&without_tag(&bytes));
-                assert_eq!(mac.finalize().into_bytes().to_vec(), env.tag, "{name}: tag");
-                // An electd that does not know CONFIG (the plain decode) is handed no
-                // election message either.
-                let (plain, _) = codec.decode(&bytes).unwrap();
-                assert_eq!(plain.body, None, "{name}");
-            }
-            (Err(e), want) if want.strip_prefix("drop ") == Some(e.reason()) => {
-                dropped.insert(e.reason());
-            }
-            _ => panic!(
-                "{name}: expected {expect}, got {:?}",
-                verdict.map(|(_, c)| c).map_err(|e| e.reason())
-            ),
-        }
-    }
-    assert_eq!(accepted, 1, "one accepted CONFIG vector");
-    assert_eq!(
-        dropped,
-        ["algorithm", "invalid_field"].into_iter().collect(),
-        "the CONFIG rules each have a vector"
-    );
-}
-
-/// The ```config-vector blocks of docs/wire.md §11, as they were made.
-#[test]
-#[ignore = "prints the config-vector blocks of docs/wire.md"]
-fn print_config_vectors() {
-    let k1 = Keyring::new(Key::new(key("k1")));
-    let codec = Codec::new(CLUSTER, &ROSTER, Some(k1.clone()));
-    let digest = 0x0123_4567_89ab_cdef;
-    let good = codec
-        .encode_config(5, INCARNATION, digest, Header { to: 1, counter: 3 })
-        .unwrap();
-    let sign = |mut env: proto::Envelope| {
-        env.tag.clear();
-        env.key_id = k1.primary().id;
-        let (_, t) = k1.sign(&electd::security::wire::canonical(env.clone()));
-        env.tag = t;
-        electd::security::wire::canonical(env)
-    };
-    let print = |name: &str, bytes: &[u8], expect: &str, digest: Option<u64>| {
-        println!("```config-vector");
-        println!("name: {name}");
-        println!("key: k1");
-        println!("key_id: {:#010x}", k1.primary().id);
-        println!("at: node 1");
-        let h = hex(bytes);
-        for (i, chunk) in h.as_bytes().chunks(64).enumerate() {
-            let chunk = std::str::from_utf8(chunk).unwrap();
-            println!("{}{chunk}", if i == 0 { "hex: " } else { "     " });
-        }
-        let env = proto::Envelope::decode(bytes).unwrap();
-        println!("envelope: {}", render_envelope(&env));
-        println!("body: {}", render_body(&Schema::read(), bytes).unwrap());
-        if let Some(d) = digest {
-            println!("digest: {d:#018x}");
-        }
-        println!("expect: {expect}");
-        println!("```\n");
-    };
-    print("config", &good, "accept", Some(digest));
-    let mut env = proto::Envelope::decode(good.as_slice()).unwrap();
-    env.algorithm = proto::Algorithm::Bully as i32;
-    print("config-with-algorithm", &sign(env), "drop algorithm", None);
-    let mut env = proto::Envelope::decode(good.as_slice()).unwrap();
-    env.seq = 1;
-    print("config-with-seq", &sign(env), "drop invalid_field", None);
-    let mut env = proto::Envelope::decode(good.as_slice()).unwrap();
-    env.body = Some(proto::envelope::Body::Config(proto::ConfigDigest {
-        digest: 0,
-    }));
-    print("config-digest-zero", &sign(env), "drop invalid_field", None);
-}
+// CONFIG (body 32, docs/wire.md §11): its own blocks and checks.
+mod config;

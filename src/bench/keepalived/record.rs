@@ -154,6 +154,7 @@ pub(super) fn socket(domain: i32, ty: i32, proto: i32) -> std::io::Result<std::o
 pub(super) fn pinger(rec: Arc<Recorder>, ns: String, vip: u32, id: u16) -> std::io::Result<()> {
     enter_netns(&ns)?;
     let s = socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP)?;
+    // SAFETY: sockaddr_in is a plain C struct; all-zero bytes are a valid value of it.
     let mut to: libc::sockaddr_in = unsafe { std::mem::zeroed() };
     to.sin_family = libc::AF_INET as libc::sa_family_t;
     to.sin_addr.s_addr = vip;
@@ -212,6 +213,7 @@ pub(super) fn sniffer(rec: Arc<Recorder>, ns: String, vip: u32, id: u16) -> std:
     let vip_b = vip.to_ne_bytes();
     let mut buf = [0u8; 2048];
     while !rec.stop.load(Ordering::Relaxed) {
+        // SAFETY: sockaddr_ll is a plain C struct; all-zero bytes are a valid value of it.
         let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         let mut len = size_of::<libc::sockaddr_ll>() as u32;
         // SAFETY: recvfrom into our buffer and address.
