@@ -59,7 +59,7 @@ pub struct Check {
     /// A run still going after this fails (a command's process group is killed).
     pub timeout: Duration,
     /// Passes in a row that make a failing check pass.
-    pub rise: u32,
+    pub(crate) rise: u32,
     /// Failures in a row that make a passing check fail.
     pub fall: u32,
     /// The groups it applies to.

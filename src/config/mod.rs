@@ -82,7 +82,7 @@
 //! writable. [`Config::warnings`] lists what loads but deserves a warning.
 
 pub mod checks;
-pub mod digest;
+pub(crate) mod digest;
 mod lease;
 mod peers;
 mod policy;
@@ -96,7 +96,7 @@ mod tests;
 mod timing;
 mod validate;
 
-pub use peers::reachable_from;
+pub(crate) use peers::reachable_from;
 pub use state::create_state_dir;
 
 use crate::contract::algorithm::{AlgorithmKind, Options, Timing};
@@ -163,7 +163,7 @@ pub struct Peer {
     /// HTTP API address.
     pub http: SocketAddr,
     /// `host:port` as written, when the HTTP address is a DNS name.
-    pub http_name: Option<String>,
+    pub(crate) http_name: Option<String>,
     /// Bind address if not `addr` (e.g. `0.0.0.0:5740` behind NAT).
     pub listen: Option<SocketAddr>,
     /// Every address `addr` resolved to at load (one for an IP literal, all of a DNS
@@ -179,7 +179,7 @@ impl Peer {
     }
 
     /// The UDP address, unless it is a name that did not resolve.
-    pub fn resolved(&self) -> Option<SocketAddr> {
+    pub(crate) fn resolved(&self) -> Option<SocketAddr> {
         (!self.addr.ip().is_unspecified() || self.name.is_none()).then_some(self.addr)
     }
 }
@@ -222,7 +222,7 @@ pub struct Config {
     /// Multicast group for broadcasts (see `daemon::runtime`), `None` for unicast.
     pub multicast: Option<SocketAddr>,
     /// Period of DNS re-resolution of peer names (`transport.resolve_every`, 30 s).
-    pub resolve_every: Duration,
+    pub(crate) resolve_every: Duration,
     /// Read the followed leaders' heartbeats in batches, as of the time they arrived,
     /// instead of waking for each (`transport.batch_heartbeats`, default true; see
     /// `daemon::heartbeats`).

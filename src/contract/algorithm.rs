@@ -150,23 +150,23 @@ impl Out {
         self.effects.push(Effect::Broadcast { msg });
     }
     /// [`Effect::SetTimer`].
-    pub fn set_timer(&mut self, timer: Timer, min: Duration, max: Duration) {
+    pub(crate) fn set_timer(&mut self, timer: Timer, min: Duration, max: Duration) {
         self.effects.push(Effect::SetTimer { timer, min, max });
     }
     /// A timer with a fixed delay.
-    pub fn set_timer_exact(&mut self, timer: Timer, after: Duration) {
+    pub(crate) fn set_timer_exact(&mut self, timer: Timer, after: Duration) {
         self.set_timer(timer, after, after);
     }
     /// [`Effect::CancelTimer`].
-    pub fn cancel_timer(&mut self, timer: Timer) {
+    pub(crate) fn cancel_timer(&mut self, timer: Timer) {
         self.effects.push(Effect::CancelTimer(timer));
     }
     /// [`Effect::LeaderChanged`].
-    pub fn leader_changed(&mut self, leader: Option<NodeId>, term: u64) {
+    pub(crate) fn leader_changed(&mut self, leader: Option<NodeId>, term: u64) {
         self.effects.push(Effect::LeaderChanged { leader, term });
     }
     /// [`Effect::ElectionStarted`].
-    pub fn election_started(&mut self) {
+    pub(crate) fn election_started(&mut self) {
         self.effects.push(Effect::ElectionStarted);
     }
     /// Take the effects, in the order they were pushed.
@@ -178,7 +178,7 @@ impl Out {
         self.effects.is_empty()
     }
     /// Effects the buffer holds without reallocating.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.effects.capacity()
     }
 }
@@ -215,7 +215,7 @@ impl Token {
 
     /// May a node holding `self` adopt `next`? Only a token at least as high: the
     /// token a node holds never goes back.
-    pub fn admits(self, next: Token) -> bool {
+    pub(crate) fn admits(self, next: Token) -> bool {
         next >= self
     }
 
@@ -483,7 +483,7 @@ impl GroupConfig {
     }
     /// Make this node eligible or not at run time (see
     /// [`crate::contract::policy::Policy::ineligible`]).
-    pub fn set_eligible(&mut self, eligible: bool) {
+    pub(crate) fn set_eligible(&mut self, eligible: bool) {
         if eligible {
             self.options.policy.ineligible.remove(&self.me);
         } else {
@@ -495,7 +495,7 @@ impl GroupConfig {
         self.ring.iter().copied().filter(move |&p| p != self.me)
     }
     /// Position of `me` in the ring.
-    pub fn my_position(&self) -> usize {
+    pub(crate) fn my_position(&self) -> usize {
         self.ring.iter().position(|&p| p == self.me).unwrap_or(0)
     }
     /// A majority of the roster (Raft's quorum).

@@ -87,17 +87,17 @@ pub fn ring(n: u64) -> u64 {
 
 /// LCR election messages, ids decreasing clockwise (worst case): n(n+1)/2
 /// (Chang & Roberts 1979; seed textbook, "simpler version").
-pub fn lcr_worst(n: u64) -> u64 {
+pub(crate) fn lcr_worst(n: u64) -> u64 {
     n * (n + 1) / 2
 }
 
 /// LCR election messages, ids increasing clockwise (best case): 2n − 1.
-pub fn lcr_best(n: u64) -> u64 {
+pub(crate) fn lcr_best(n: u64) -> u64 {
     (2 * n).saturating_sub(1)
 }
 
 /// LCR average election messages over random orders: n·H_n (Chang & Roberts 1979).
-pub fn lcr_average(n: u64) -> f64 {
+pub(crate) fn lcr_average(n: u64) -> f64 {
     n as f64 * (1..=n).map(|k| 1.0 / k as f64).sum::<f64>()
 }
 
@@ -112,7 +112,7 @@ pub fn ceil_log2(n: u64) -> u64 {
 
 /// Hirschberg–Sinclair probe + reply messages: at most 8n(1 + ⌈log₂ n⌉) (seed
 /// textbook, Theorem 13.10; Hirschberg & Sinclair 1980).
-pub fn hs_bound(n: u64) -> u64 {
+pub(crate) fn hs_bound(n: u64) -> u64 {
     8 * n * (1 + ceil_log2(n))
 }
 

@@ -63,7 +63,7 @@ pub struct Info {
     pub recovery: Recovery,
     /// Message types the algorithm sends in elections (liveness traffic and RESIGN,
     /// which every algorithm may use, are listed apart in [`COMMON_TYPES`]).
-    pub message_types: &'static [MessageType],
+    pub(crate) message_types: &'static [MessageType],
     /// The literature's message counts (`compare`, the report).
     pub cases: fn() -> Vec<Case>,
     /// Does it implement `[policy] preempt = false` and `preempt_delay` (a node ranked
@@ -76,11 +76,11 @@ pub struct Info {
     /// Then a node without a state file may vote twice in one term (the configuration
     /// refuses that unless `[state] ephemeral`), and the durable `voted_for` is a
     /// vote, written before the reply, never a follower's adoption of a leader.
-    pub durable_vote: bool,
+    pub(crate) durable_vote: bool,
 }
 
 /// Message types any algorithm may send besides its own.
-pub const COMMON_TYPES: &[MessageType] = &[
+pub(crate) const COMMON_TYPES: &[MessageType] = &[
     MessageType::Heartbeat,
     MessageType::HeartbeatAck,
     MessageType::Resign,
@@ -97,7 +97,7 @@ impl Info {
     /// Does a leader hold office through a majority (Raft)? Then at most one leader
     /// is elected per term, nobody leads without a live majority, and its lease is
     /// kept by its own quorum check (`require_quorum` adds nothing).
-    pub fn leads_by_majority(&self) -> bool {
+    pub(crate) fn leads_by_majority(&self) -> bool {
         self.elects == Elects::MajorityWinner
     }
 

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 /// Priority of a peer without a `priority` key. Any value above 0 would do: only the
 /// order matters, and with every peer equal the id decides.
-pub const DEFAULT_PRIORITY: u8 = 100;
+pub(crate) const DEFAULT_PRIORITY: u8 = 100;
 
 /// The preemption switches of one algorithm group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -112,7 +112,7 @@ impl Ineligible {
 }
 
 /// The sort key of a node: (eligible, priority, id). Higher leads.
-pub type Rank = (bool, u8, NodeId);
+pub(crate) type Rank = (bool, u8, NodeId);
 
 impl Policy {
     /// `id`'s priority (the default when its `[[peer]]` sets none).

@@ -63,11 +63,6 @@ impl Rng {
         lo + Duration::from_micros(self.below(span + 1))
     }
 
-    /// A fresh independent generator (for per-node streams).
-    pub fn fork(&mut self) -> Rng {
-        Rng::new(self.next_u64())
-    }
-
     /// Fisher–Yates shuffle.
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {

@@ -55,7 +55,9 @@ use std::time::{Duration, SystemTime};
 
 mod program;
 
-pub use program::{program, Insn, Pattern, ProgramError, BATCHED, MAIN};
+pub(crate) use program::{program, Insn, Pattern};
+#[cfg(test)]
+use program::{BATCHED, MAIN};
 
 /// The node's second socket (see the module documentation): nonblocking, never
 /// waited on, timestamps on.
@@ -181,12 +183,12 @@ pub struct Batched {
 
 impl HeartbeatSocket {
     /// Select the heartbeats of `patterns` into this socket from now on.
-    pub fn select(&self, patterns: &[Pattern]) -> io::Result<()> {
+    pub(crate) fn select(&self, patterns: &[Pattern]) -> io::Result<()> {
         attach(&self.socket, &program(patterns).map_err(io::Error::other)?)
     }
 
     /// Read the oldest datagram waiting, without waiting: `None` when there is none.
-    pub fn try_recv(&self, buf: &mut [u8]) -> Option<io::Result<Batched>> {
+    pub(crate) fn try_recv(&self, buf: &mut [u8]) -> Option<io::Result<Batched>> {
         // SAFETY: plain C structs, zero is a valid value of each.
         let mut from: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
         let mut control = [0u64; 8]; // 64 bytes, aligned: room for one timespec cmsg

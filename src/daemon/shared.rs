@@ -61,7 +61,7 @@ pub enum Lease {
 
 impl Lease {
     /// (`"none"` or `"quorum"`, milliseconds left: `None` for `"none"`, 0 when not held).
-    pub fn remaining(&self) -> (&'static str, Option<u64>) {
+    pub(crate) fn remaining(&self) -> (&'static str, Option<u64>) {
         match self {
             Lease::None => ("none", None),
             Lease::Until(t) => (
@@ -72,11 +72,6 @@ impl Lease {
                 ),
             ),
         }
-    }
-
-    /// Whether a lease kept has run out (false when none is kept).
-    pub fn expired(&self) -> bool {
-        matches!(self.remaining(), ("quorum", Some(0)))
     }
 }
 
@@ -153,7 +148,7 @@ impl LeaderEvent {
     }
 
     /// The event stamped at `us` (Unix time in microseconds).
-    pub fn stamped(mut self, us: u64) -> Self {
+    pub(crate) fn stamped(mut self, us: u64) -> Self {
         self.at_us = us;
         self.at_ms = us / 1000;
         self
@@ -236,7 +231,7 @@ pub enum Control {
 /// - `term`: no group's term is out of its peers' reach (more than
 ///   [`crate::contract::algorithm::MAX_TERM_AHEAD`] above theirs, which makes them
 ///   drop this node's datagrams: a voter lost).
-pub const HEALTH_CHECKS: [&str; 4] = ["send", "persist", "roster", "term"];
+pub(crate) const HEALTH_CHECKS: [&str; 4] = ["send", "persist", "roster", "term"];
 
 /// See the module documentation.
 #[derive(Debug)]
@@ -326,7 +321,7 @@ impl Shared {
     }
 
     /// Replace what `/status` shows of the peers' configuration digests.
-    pub fn publish_config(&self, view: crate::daemon::drift::ConfigView) {
+    pub(crate) fn publish_config(&self, view: crate::daemon::drift::ConfigView) {
         if let Ok(mut c) = self.config.write() {
             *c = Some(view);
         }
@@ -334,7 +329,7 @@ impl Shared {
 
     /// This node's and its peers' configuration digests (`None` without
     /// [`Shared::set_config_digest`]).
-    pub fn config_view(&self) -> Option<crate::daemon::drift::ConfigView> {
+    pub(crate) fn config_view(&self) -> Option<crate::daemon::drift::ConfigView> {
         self.config.read().ok().and_then(|c| c.clone())
     }
 

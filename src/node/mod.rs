@@ -58,12 +58,12 @@ use std::time::Duration;
 #[cfg(test)]
 use timers::heartbeat_grid;
 use timers::Slot;
-pub use transfer::TransferError;
+pub(crate) use transfer::TransferError;
 
 /// The `reason` labels of `electd_invalid_datagrams_total` the node itself counts, for
 /// a datagram the gate passed (docs/wire.md §8): a sender that is this node or off the
 /// roster, no body, a group this node does not run, an epoch too far ahead.
-pub const NODE_DROP_REASONS: [&str; 4] = [
+pub(crate) const NODE_DROP_REASONS: [&str; 4] = [
     "unknown_sender",
     "empty",
     "unknown_algorithm",
@@ -180,20 +180,20 @@ pub struct FailoverPhases {
 
 /// Per-group counters (the metrics module exports these).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GroupStats {
+pub(crate) struct GroupStats {
     /// Messages sent, by type (index: `MessageType as usize`); broadcasts count one per
     /// recipient.
     pub sent: [u64; MessageType::ALL.len()],
     /// Messages received and handed to the group, by type (same index).
     pub received: [u64; MessageType::ALL.len()],
     /// Elections this node started or joined.
-    pub elections_started: u64,
+    pub(crate) elections_started: u64,
     /// Times this node became the group's leader.
-    pub elections_won: u64,
+    pub(crate) elections_won: u64,
     /// Changes of this node's leader belief (including to none).
-    pub leader_changes: u64,
+    pub(crate) leader_changes: u64,
     /// Duration of the last election this node took part in that ended with a leader.
-    pub last_election: Option<Duration>,
+    pub(crate) last_election: Option<Duration>,
     /// The link's retransmissions of this group's messages.
     pub retransmissions: u64,
     /// Of this group's messages, those the link gave up on (peer unreachable).
@@ -216,14 +216,6 @@ impl GroupStats {
     pub(crate) fn received_of(&self, t: MessageType) -> u64 {
         self.received[t as usize]
     }
-    /// Election messages sent (liveness traffic excluded), the literature's count.
-    pub fn election_messages(&self) -> u64 {
-        MessageType::ALL
-            .iter()
-            .filter(|t| !t.is_liveness())
-            .map(|t| self.sent[*t as usize])
-            .sum()
-    }
 }
 
 /// A read-only view of one group for `/status` and the demo table.
@@ -242,7 +234,7 @@ pub struct GroupStatus {
     /// An election is in progress at this node.
     pub electing: bool,
     /// Duration of the last election this node took part in that ended with a leader.
-    pub last_election: Option<Duration>,
+    pub(crate) last_election: Option<Duration>,
     /// Why this node may not lead the group now (empty: it may).
     pub ineligible: Vec<Ineligible>,
 }
@@ -250,7 +242,7 @@ pub struct GroupStatus {
 /// A group's [`GroupStatus`] as plain values (the ineligibility reasons as bits):
 /// see [`Node::status_keys`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StatusKey {
+pub(crate) struct StatusKey {
     algorithm: AlgorithmKind,
     state: &'static str,
     leader: Option<NodeId>,
@@ -373,7 +365,7 @@ impl Node {
 
     /// Call `f` with each group's durable state, as [`Node::durable`] lists them
     /// (without building the list).
-    pub fn each_durable(&self, mut f: impl FnMut(AlgorithmKind, Durable)) {
+    pub(crate) fn each_durable(&self, mut f: impl FnMut(AlgorithmKind, Durable)) {
         for g in &self.groups {
             if let Some(d) = g.algo.durable() {
                 f(g.kind, d);
@@ -443,7 +435,7 @@ impl Node {
 
     /// The events produced since the last call, for the driver's observers (metrics,
     /// hooks, `/watch`).
-    pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
+    pub(crate) fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
         self.events.drain(..)
     }
 

@@ -47,7 +47,7 @@ impl Node {
     /// `POST /admin/election` at a leader. Eligible again, it treats the current
     /// leader like a claim it just heard: with `preempt = true` a node that outranks
     /// it takes over (after `preempt_delay`), without preemption it keeps following.
-    pub fn set_ineligible(
+    pub(crate) fn set_ineligible(
         &mut self,
         now: Time,
         algorithm: Option<AlgorithmKind>,
@@ -115,7 +115,7 @@ impl Node {
     /// takes over (where the algorithm preempts). Restored, a node that outranks its
     /// leader again takes over as a returning node would. Raft has no preemption: a
     /// penalty only moves its ranked election timeout. Returns the groups changed.
-    pub fn set_penalty(
+    pub(crate) fn set_penalty(
         &mut self,
         now: Time,
         algorithm: Option<AlgorithmKind>,
@@ -198,7 +198,7 @@ impl Node {
     }
 
     /// What weighted health checks take off this node's priority in `kind`'s group.
-    pub fn penalty(&self, kind: AlgorithmKind) -> u8 {
+    pub(crate) fn penalty(&self, kind: AlgorithmKind) -> u8 {
         self.group_index(kind).map_or(0, |g| self.groups[g].penalty)
     }
 

@@ -132,7 +132,10 @@ pub fn check_seed(kind: AlgorithmKind, seed: u64, faults: FaultSet) -> Result<()
 
 /// How long a settled cluster must stay settled: several failure timeouts (Raft: its
 /// election timeout plays that part).
-pub fn settle_window(kind: AlgorithmKind, timing: &crate::contract::algorithm::Timing) -> Duration {
+pub(crate) fn settle_window(
+    kind: AlgorithmKind,
+    timing: &crate::contract::algorithm::Timing,
+) -> Duration {
     let f = if kind.info().uses_failure_detector() {
         timing.failure_timeout
     } else {
@@ -142,7 +145,7 @@ pub fn settle_window(kind: AlgorithmKind, timing: &crate::contract::algorithm::T
 }
 
 /// Failure timeouts a settled cluster is watched for.
-pub const SETTLE_TIMEOUTS: u32 = 5;
+pub(crate) const SETTLE_TIMEOUTS: u32 = 5;
 
 /// The settled state of `kind` now: `None` when Raft rightly has no leader (no
 /// majority alive), else the leader and term every live node agrees on — the highest

@@ -219,9 +219,10 @@ impl Sim {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Make `id` ineligible in `group` (every group: `None`) for `why`, or clear that
     /// reason ([`Node::set_ineligible`]).
-    pub fn set_ineligible(
+    pub(crate) fn set_ineligible(
         &mut self,
         id: NodeId,
         group: Option<AlgorithmKind>,
@@ -240,9 +241,10 @@ impl Sim {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Lower `id`'s priority by `penalty` in `group` (every group: `None`), or restore
     /// it with 0 ([`Node::set_penalty`]).
-    pub fn set_penalty(
+    pub(crate) fn set_penalty(
         &mut self,
         id: NodeId,
         group: Option<AlgorithmKind>,

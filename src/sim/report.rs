@@ -39,7 +39,7 @@ impl MessageCounts {
     }
 
     /// Add `other`'s counts to these.
-    pub fn add(&mut self, other: &MessageCounts) {
+    pub(crate) fn add(&mut self, other: &MessageCounts) {
         self.total += other.total;
         for (k, v) in &other.by_type {
             *self.by_type.entry(k).or_insert(0) += v;
@@ -95,7 +95,7 @@ pub struct SimReport {
     /// live id, for the algorithms that promise it).
     pub agreed: bool,
     /// The highest live id at the end, for the algorithms that must elect it.
-    pub expected_leader: Option<NodeId>,
+    pub(crate) expected_leader: Option<NodeId>,
     /// All elections together.
     pub messages: MessageCounts,
     /// Reliable-link acknowledgements over all elections.

@@ -17,9 +17,9 @@ use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
 
 /// The `format` of the header line.
-pub const FORMAT: &str = "electd-trace";
+pub(crate) const FORMAT: &str = "electd-trace";
 /// The version this build writes and reads.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 
 /// A recorder stops after this many records (and says how many it left out).
 pub const DEFAULT_LIMIT: usize = 5_000_000;
@@ -310,7 +310,7 @@ impl Recorder {
     }
 
     /// Forget the states of `node` (it restarts from scratch).
-    pub fn forget(&mut self, node: NodeId) {
+    pub(crate) fn forget(&mut self, node: NodeId) {
         self.states.retain(|k, _| k.0 != node);
     }
 

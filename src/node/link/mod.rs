@@ -140,7 +140,7 @@ pub enum Inbound {
 
 /// The top bit of a sequence number marks the sender-wide broadcast space (see the
 /// module documentation); per-peer sequences never reach it.
-pub const BROADCAST_SEQ: u64 = 1 << 63;
+pub(crate) const BROADCAST_SEQ: u64 = 1 << 63;
 
 /// The reliable link of one node to all its peers (see the module documentation):
 /// sequences, acks, retransmission timers and the duplicate windows.
@@ -194,9 +194,9 @@ const FLIGHTS: usize = 4;
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LinkStats {
     /// Every datagram built: first sends, acks and retransmissions.
-    pub datagrams_sent: u64,
+    pub(crate) datagrams_sent: u64,
     /// Acks sent for reliable datagrams received (duplicates are acked again).
-    pub acks_sent: u64,
+    pub(crate) acks_sent: u64,
     /// Reliable messages sent again after their retransmission timeout.
     pub retransmissions: u64,
     /// Messages given up on (unacknowledged for `give_up`): peer unreachable.
@@ -205,21 +205,21 @@ pub struct LinkStats {
     /// declared lost (a crashed leader): expected, unlike a failure to a live peer.
     pub delivery_failures_to_lost: u64,
     /// Reliable datagrams received again and dropped (their ack was resent).
-    pub duplicates_dropped: u64,
+    pub(crate) duplicates_dropped: u64,
     /// Datagrams of a peer's previous life (lower incarnation), dropped.
-    pub stale_dropped: u64,
+    pub(crate) stale_dropped: u64,
     /// Datagrams of a rival incarnation not (yet) taken back, dropped (see the module
     /// documentation): the first ones of a real incarnation after a forged one, or a
     /// late one of a restarted peer's previous life.
-    pub provisional_dropped: u64,
+    pub(crate) provisional_dropped: u64,
     /// Changes of a peer's incarnation once it had one: restarts, and re-adoptions of
     /// an incarnation a forged datagram had displaced.
-    pub incarnation_changes: u64,
+    pub(crate) incarnation_changes: u64,
 }
 
 /// A message the link gave up on.
 #[derive(Debug)]
-pub struct Undeliverable {
+pub(crate) struct Undeliverable {
     /// The peer that did not acknowledge.
     pub peer: NodeId,
     /// The group that sent the message.
