@@ -340,7 +340,7 @@ pub(super) fn arm_successor_watchdog(turns: usize, t: &Timing, out: &mut Out) {
 /// leader and calls its election when that fires; without preemption it never does.
 /// Leaders still resolve a split brain by rank: a holding-back node is never a leader.
 #[derive(Clone, Debug)]
-pub struct Holdback {
+pub(crate) struct Holdback {
     /// `None`: never take over; `Some(d)`: after following for `d`.
     after: Option<Duration>,
     /// The delay passed: take over from now on (until this node leads or restarts).

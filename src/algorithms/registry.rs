@@ -60,7 +60,7 @@ impl fmt::Display for AlgorithmKind {
 #[error("unknown algorithm {given:?}; expected one of: {}", AlgorithmKind::ALL.map(|k| k.as_str()).join(", "))]
 pub struct UnknownAlgorithm {
     /// The name given.
-    pub given: String,
+    pub(crate) given: String,
 }
 
 impl FromStr for AlgorithmKind {

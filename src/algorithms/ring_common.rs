@@ -79,7 +79,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// How many restart bounds a suspicion lasts.
-pub const SUSPICION_ROUNDS: u32 = 4;
+pub(crate) const SUSPICION_ROUNDS: u32 = 4;
 
 /// How many times in a row the link must give up on a member, with nothing heard
 /// from it in between, before the member is skipped (see "A give-up is a strike").
@@ -279,11 +279,11 @@ pub(crate) fn arm_watchdog(t: &Timing, out: &mut Out) {
 /// Leader belief and fencing token of one ring-family node (the same names as the
 /// Bully family's `Leadership`).
 #[derive(Clone, Debug, Default)]
-pub struct Leadership {
+pub(crate) struct Leadership {
     /// The leader followed (this node's own id when it leads).
     pub leader: Option<NodeId>,
     /// `[policy] preempt` / `preempt_delay` (the textbook unless set at build).
-    pub hold: crate::algorithms::bully_common::Holdback,
+    pub(crate) hold: crate::algorithms::bully_common::Holdback,
     /// The token last adopted (kept when the leader is lost): never decreases.
     token: Token,
     /// Highest epoch (round) seen in any message: a new election is numbered above it.
@@ -303,12 +303,12 @@ impl Leadership {
     }
 
     /// The epoch of the token held (the exported term).
-    pub fn epoch(&self) -> u64 {
+    pub(crate) fn epoch(&self) -> u64 {
         self.token.term
     }
 
     /// Highest epoch known: a new election is numbered above it.
-    pub fn highest(&self) -> u64 {
+    pub(crate) fn highest(&self) -> u64 {
         self.seen.max(self.token.term)
     }
 
@@ -327,13 +327,13 @@ impl Leadership {
     }
 
     /// Would following `leader` of `epoch` keep the token from going back?
-    pub fn accepts(&self, leader: NodeId, epoch: u64) -> bool {
+    pub(crate) fn accepts(&self, leader: NodeId, epoch: u64) -> bool {
         self.token.admits(Token::new(epoch, leader))
     }
 
     /// Follow `leader` with `epoch`, unless that token is below the one held (then
     /// only the epoch is learned). Returns whether it was adopted.
-    pub fn adopt(&mut self, leader: NodeId, epoch: u64, out: &mut Out) -> bool {
+    pub(crate) fn adopt(&mut self, leader: NodeId, epoch: u64, out: &mut Out) -> bool {
         self.observe(epoch);
         if !self.accepts(leader, epoch) {
             return false;
@@ -346,7 +346,7 @@ impl Leadership {
     }
 
     /// Forget the leader (lost or resigned); returns who it was. The token is kept.
-    pub fn lose(&mut self, out: &mut Out) -> Option<NodeId> {
+    pub(crate) fn lose(&mut self, out: &mut Out) -> Option<NodeId> {
         let old = self.leader.take();
         if old.is_some() {
             out.leader_changed(None, self.token.term);
@@ -355,7 +355,7 @@ impl Leadership {
     }
 
     /// What survives a crash: the token held.
-    pub fn durable(&self) -> Durable {
+    pub(crate) fn durable(&self) -> Durable {
         Durable {
             term: self.token.term,
             voted_for: (self.token.leader != 0).then_some(self.token.leader),
@@ -363,7 +363,7 @@ impl Leadership {
     }
 
     /// Stored state of a previous life (never moves the token back).
-    pub fn restore(&mut self, state: Durable) {
+    pub(crate) fn restore(&mut self, state: Durable) {
         self.token = self
             .token
             .max(Token::new(state.term, state.voted_for.unwrap_or(0)));

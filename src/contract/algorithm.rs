@@ -142,11 +142,11 @@ impl Out {
         Self::default()
     }
     /// [`Effect::Send`].
-    pub fn send(&mut self, to: NodeId, msg: Message) {
+    pub(crate) fn send(&mut self, to: NodeId, msg: Message) {
         self.effects.push(Effect::Send { to, msg });
     }
     /// [`Effect::Broadcast`].
-    pub fn broadcast(&mut self, msg: Message) {
+    pub(crate) fn broadcast(&mut self, msg: Message) {
         self.effects.push(Effect::Broadcast { msg });
     }
     /// [`Effect::SetTimer`].
@@ -172,10 +172,6 @@ impl Out {
     /// Take the effects, in the order they were pushed.
     pub fn drain(&mut self) -> std::vec::Drain<'_, Effect> {
         self.effects.drain(..)
-    }
-    /// No effect pushed (or all drained).
-    pub fn is_empty(&self) -> bool {
-        self.effects.is_empty()
     }
     /// Effects the buffer holds without reallocating.
     pub(crate) fn capacity(&self) -> usize {
@@ -413,10 +409,10 @@ pub struct LeaseOptions {
     /// Groups (other than Raft, whose lease follows from check-quorum) whose followers
     /// answer each heartbeat of their leader, so that the leader knows whether a
     /// majority still hears it (`require_quorum = true`).
-    pub require_quorum: Vec<AlgorithmKind>,
+    pub(crate) require_quorum: Vec<AlgorithmKind>,
     /// Per group, the clock-drift bound subtracted from every lease; a group not
     /// listed uses a tenth of its base timeout.
-    pub clock_drift: Vec<(AlgorithmKind, Duration)>,
+    pub(crate) clock_drift: Vec<(AlgorithmKind, Duration)>,
 }
 
 /// State an algorithm needs to survive a crash: the highest term it has seen (the
@@ -462,7 +458,7 @@ impl GroupConfig {
     /// Members ranked above `me` (by (eligible, priority, id): the ids greater than
     /// `me` without priorities), lowest rank first; never-leader members excluded (they
     /// never answer as candidates).
-    pub fn higher(&self) -> Vec<NodeId> {
+    pub(crate) fn higher(&self) -> Vec<NodeId> {
         let p = &self.options.policy;
         let mut v: Vec<NodeId> = self
             .ring
@@ -474,11 +470,11 @@ impl GroupConfig {
         v
     }
     /// Does `a` rank above `b` (eligible, priority, id)?
-    pub fn outranks(&self, a: NodeId, b: NodeId) -> bool {
+    pub(crate) fn outranks(&self, a: NodeId, b: NodeId) -> bool {
         self.options.policy.outranks(a, b)
     }
     /// May this node lead (priority above 0, and not made ineligible at run time)?
-    pub fn eligible(&self) -> bool {
+    pub(crate) fn eligible(&self) -> bool {
         self.options.policy.eligible(self.me)
     }
     /// Make this node eligible or not at run time (see
@@ -490,16 +486,12 @@ impl GroupConfig {
             self.options.policy.ineligible.insert(self.me);
         }
     }
-    /// Every roster id except `me`.
-    pub fn others(&self) -> impl Iterator<Item = NodeId> + '_ {
-        self.ring.iter().copied().filter(move |&p| p != self.me)
-    }
     /// Position of `me` in the ring.
     pub(crate) fn my_position(&self) -> usize {
         self.ring.iter().position(|&p| p == self.me).unwrap_or(0)
     }
     /// A majority of the roster (Raft's quorum).
-    pub fn majority(&self) -> usize {
+    pub(crate) fn majority(&self) -> usize {
         self.ring.len() / 2 + 1
     }
 }

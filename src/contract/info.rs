@@ -15,7 +15,7 @@ use crate::contract::message::MessageType;
 
 /// Whom an algorithm's safety argument promises to elect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Elects {
+pub(crate) enum Elects {
     /// The highest live id (Bully and ring families).
     HighestLiveId,
     /// Whoever first wins a majority; with no majority alive, nobody (Raft).
@@ -56,9 +56,9 @@ pub struct Info {
     /// One line on how it elects (`--help`).
     pub summary: &'static str,
     /// Builds one instance (the roster is checked by `algorithms::build`).
-    pub build: fn(GroupConfig) -> Box<dyn Algorithm>,
+    pub(crate) build: fn(GroupConfig) -> Box<dyn Algorithm>,
     /// Whom it elects.
-    pub elects: Elects,
+    pub(crate) elects: Elects,
     /// How it recovers from a leader's failure (its recovery bound).
     pub recovery: Recovery,
     /// Message types the algorithm sends in elections (liveness traffic and RESIGN,
@@ -102,7 +102,7 @@ impl Info {
     }
 
     /// Does its safety argument promise "the highest live id leads"?
-    pub fn elects_highest_id(&self) -> bool {
+    pub(crate) fn elects_highest_id(&self) -> bool {
         self.elects == Elects::HighestLiveId
     }
 

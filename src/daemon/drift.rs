@@ -33,9 +33,9 @@ pub(crate) struct Drift {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Heard {
     /// The first digest of this incarnation of the peer: answer it with this node's.
-    pub answer: bool,
+    pub(crate) answer: bool,
     /// The peer started (`Some(true)`) or stopped (`Some(false)`) differing.
-    pub changed: Option<bool>,
+    pub(crate) changed: Option<bool>,
     /// The peer's digest is new to this node (first heard, or another than before):
     /// what `/status` shows changed.
     pub new: bool,
@@ -47,20 +47,20 @@ pub(crate) struct PeerConfig {
     /// The peer's roster id.
     pub id: NodeId,
     /// Its last digest (16 hex digits), `null` until it sent one.
-    pub digest: Option<String>,
+    pub(crate) digest: Option<String>,
     /// It differs from this node's.
-    pub mismatch: bool,
+    pub(crate) mismatch: bool,
 }
 
 /// The `config` object of `/status`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub(crate) struct ConfigView {
     /// This node's digest (16 hex digits).
-    pub digest: String,
+    pub(crate) digest: String,
     /// The peers whose last digest differs, in id order (empty: no drift seen).
-    pub mismatch: Vec<NodeId>,
+    pub(crate) mismatch: Vec<NodeId>,
     /// Every peer, in id order.
-    pub peers: Vec<PeerConfig>,
+    pub(crate) peers: Vec<PeerConfig>,
 }
 
 impl Drift {

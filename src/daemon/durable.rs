@@ -112,9 +112,9 @@ pub(crate) type States = Vec<(AlgorithmKind, Durable)>;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Saved {
     /// Every group's durable state (the algorithms').
-    pub groups: States,
+    pub(crate) groups: States,
     /// The groups this node was drained in (`POST /admin/drain`), until undrained.
-    pub drained: Vec<AlgorithmKind>,
+    pub(crate) drained: Vec<AlgorithmKind>,
 }
 
 /// Read the algorithm state of a previous life; a missing file is an empty state.

@@ -96,10 +96,10 @@ impl GroupView {
 #[derive(Debug)]
 pub struct TransferStarted {
     /// How long the hand-over may take.
-    pub bound: std::time::Duration,
+    pub(crate) bound: std::time::Duration,
     /// Why the target refused it (it may not lead: drained, failing a health check),
     /// if it does; closed without a message once the transfer is over otherwise.
-    pub refused: oneshot::Receiver<String>,
+    pub(crate) refused: oneshot::Receiver<String>,
 }
 
 /// A change of a group's leader as seen by this node (`/watch`, hooks).
@@ -114,9 +114,9 @@ pub struct LeaderEvent {
     /// The term of the new leadership (the fencing token's term).
     pub term: u64,
     /// `leader`, `follower` or `none`.
-    pub role: &'static str,
+    pub(crate) role: &'static str,
     /// Unix time in milliseconds.
-    pub at_ms: u64,
+    pub(crate) at_ms: u64,
     /// The same instant in microseconds (to time a failover on one machine finer
     /// than a millisecond).
     pub at_us: u64,
@@ -158,7 +158,7 @@ impl LeaderEvent {
     /// (MASTER), `follower` (BACKUP; also while no leader is known), `fault` (FAULT).
     /// `stopped` (STOP) is not an event: the hook task runs it once per group when the
     /// daemon stops.
-    pub fn state(&self) -> &'static str {
+    pub(crate) fn state(&self) -> &'static str {
         if self.fault {
             "fault"
         } else if self.role == "leader" {
@@ -245,7 +245,7 @@ pub struct Shared {
     /// The node's Prometheus registry and metrics.
     pub metrics: Metrics,
     /// Bearer token for `/admin/*`; admin routes are off without one.
-    pub admin_token: Option<String>,
+    pub(crate) admin_token: Option<String>,
     status: RwLock<Vec<GroupView>>,
     events: broadcast::Sender<LeaderEvent>,
     control: mpsc::Sender<Control>,
@@ -268,7 +268,7 @@ impl Shared {
     }
 
     /// The trace recorder, if [`Shared::set_tracer`] set one.
-    pub fn tracer(&self) -> Option<&crate::trace::SharedRecorder> {
+    pub(crate) fn tracer(&self) -> Option<&crate::trace::SharedRecorder> {
         self.tracer.get().map(|t| &**t)
     }
 
@@ -316,7 +316,7 @@ impl Shared {
     }
 
     /// The digest set by [`Shared::set_config_digest`].
-    pub fn config_digest(&self) -> Option<crate::config::digest::ConfigDigest> {
+    pub(crate) fn config_digest(&self) -> Option<crate::config::digest::ConfigDigest> {
         self.config_digest.get().copied()
     }
 
@@ -387,7 +387,7 @@ impl Shared {
 
     /// Subscribe to leader events and copy the status snapshot atomically: every
     /// change is either already in the snapshot or will arrive on the receiver.
-    pub fn watch(&self) -> (broadcast::Receiver<LeaderEvent>, Vec<GroupView>) {
+    pub(crate) fn watch(&self) -> (broadcast::Receiver<LeaderEvent>, Vec<GroupView>) {
         match self.status.read() {
             Ok(status) => (self.events.subscribe(), status.clone()),
             Err(_) => (self.events.subscribe(), Vec::new()),

@@ -71,7 +71,7 @@ pub(crate) const NODE_DROP_REASONS: [&str; 4] = [
 ];
 
 /// Driver time: a duration since the driver's origin.
-pub type Time = Duration;
+pub(crate) type Time = Duration;
 
 /// A datagram in domain form (the wire module encodes it as one protobuf envelope).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,7 +115,7 @@ pub struct NodeConfig {
 
 /// What happened at a node, for observers (metrics, hooks, `/watch`, the simulator).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Event {
+pub(crate) enum Event {
     /// The node's belief about a group's leader changed (or the same leader took a new
     /// term).
     LeaderChanged {
@@ -171,11 +171,11 @@ pub enum Event {
 
 /// The two phases of a failover at one node; they add up to its total.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FailoverPhases {
+pub(crate) struct FailoverPhases {
     /// Last datagram heard from the old leader → this node declared it lost.
-    pub detection: Duration,
+    pub(crate) detection: Duration,
     /// Loss declared → the next leader adopted.
-    pub election: Duration,
+    pub(crate) election: Duration,
 }
 
 /// Per-group counters (the metrics module exports these).
@@ -183,7 +183,7 @@ pub struct FailoverPhases {
 pub(crate) struct GroupStats {
     /// Messages sent, by type (index: `MessageType as usize`); broadcasts count one per
     /// recipient.
-    pub sent: [u64; MessageType::ALL.len()],
+    pub(crate) sent: [u64; MessageType::ALL.len()],
     /// Messages received and handed to the group, by type (same index).
     pub received: [u64; MessageType::ALL.len()],
     /// Elections this node started or joined.
@@ -195,16 +195,16 @@ pub(crate) struct GroupStats {
     /// Duration of the last election this node took part in that ended with a leader.
     pub(crate) last_election: Option<Duration>,
     /// The link's retransmissions of this group's messages.
-    pub retransmissions: u64,
+    pub(crate) retransmissions: u64,
     /// Of this group's messages, those the link gave up on (peer unreachable).
-    pub delivery_failures: u64,
+    pub(crate) delivery_failures: u64,
     /// Failovers this node experienced ([`Event::Failover`]) and the last one's total.
-    pub failovers: u64,
+    pub(crate) failovers: u64,
     /// The `total` of the last failover.
-    pub last_failover: Option<Duration>,
+    pub(crate) last_failover: Option<Duration>,
     /// Time without a leader since the node started, up to the last leader change;
     /// [`Node::leaderless`] adds the period still under way.
-    pub leaderless: Duration,
+    pub(crate) leaderless: Duration,
 }
 
 impl GroupStats {
@@ -230,13 +230,13 @@ pub struct GroupStatus {
     /// The term (epoch, round) of that leadership.
     pub term: u64,
     /// When the current leader belief was formed.
-    pub since: Time,
+    pub(crate) since: Time,
     /// An election is in progress at this node.
-    pub electing: bool,
+    pub(crate) electing: bool,
     /// Duration of the last election this node took part in that ended with a leader.
     pub(crate) last_election: Option<Duration>,
     /// Why this node may not lead the group now (empty: it may).
-    pub ineligible: Vec<Ineligible>,
+    pub(crate) ineligible: Vec<Ineligible>,
 }
 
 /// A group's [`GroupStatus`] as plain values (the ineligibility reasons as bits):
@@ -356,7 +356,7 @@ impl Node {
     /// State of every group that must survive a crash (Raft's term and vote). A driver
     /// with a disk stores it after each call, *before* it transmits the datagrams that
     /// call produced, and hands it to [`Node::restore`] after a restart.
-    pub fn durable(&self) -> Vec<(AlgorithmKind, Durable)> {
+    pub(crate) fn durable(&self) -> Vec<(AlgorithmKind, Durable)> {
         self.groups
             .iter()
             .filter_map(|g| g.algo.durable().map(|d| (g.kind, d)))
@@ -375,7 +375,7 @@ impl Node {
 
     /// Restore the durable state of a previous life; call before [`Node::start`].
     /// Entries for groups this node does not run are ignored.
-    pub fn restore(&mut self, states: &[(AlgorithmKind, Durable)]) {
+    pub(crate) fn restore(&mut self, states: &[(AlgorithmKind, Durable)]) {
         for (kind, state) in states {
             if let Some(g) = self.group_index(*kind) {
                 let grp = &mut self.groups[g];

@@ -10,7 +10,7 @@ use crate::NodeId;
 
 impl Node {
     /// Operator request: call an election in `group` now.
-    pub fn call_election(&mut self, now: Time, group: AlgorithmKind) -> bool {
+    pub(crate) fn call_election(&mut self, now: Time, group: AlgorithmKind) -> bool {
         let Some(g) = self.group_index(group) else {
             return false;
         };
@@ -21,7 +21,7 @@ impl Node {
 
     /// Graceful leave: every group this node leads tells the others it resigns.
     /// Returns how many groups resigned.
-    pub fn resign(&mut self, now: Time) -> usize {
+    pub(crate) fn resign(&mut self, now: Time) -> usize {
         let mut n = 0;
         for g in 0..self.groups.len() {
             if self.groups[g].leader == Some(self.id) {
@@ -190,7 +190,7 @@ impl Node {
 
     /// The groups this node is drained in ([`Ineligible::Drained`]), in configuration
     /// order (what the state file keeps across restarts).
-    pub fn drained(&self) -> impl Iterator<Item = AlgorithmKind> + '_ {
+    pub(crate) fn drained(&self) -> impl Iterator<Item = AlgorithmKind> + '_ {
         self.groups
             .iter()
             .filter(|g| g.ineligible.contains(&Ineligible::Drained))
@@ -204,7 +204,7 @@ impl Node {
 
     /// Why this node may not lead `kind`'s group now (empty: it may; `None`: no such
     /// group).
-    pub fn ineligible(&self, kind: AlgorithmKind) -> Option<Vec<Ineligible>> {
+    pub(crate) fn ineligible(&self, kind: AlgorithmKind) -> Option<Vec<Ineligible>> {
         let g = self.group_index(kind)?;
         Some(self.groups[g].ineligible.iter().copied().collect())
     }

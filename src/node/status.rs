@@ -74,7 +74,7 @@ impl Node {
 
     /// Time group `kind` has been without a leader since the node started, up to `now`
     /// (a period still under way included).
-    pub fn leaderless(&self, kind: AlgorithmKind, now: Time) -> Option<Duration> {
+    pub(crate) fn leaderless(&self, kind: AlgorithmKind, now: Time) -> Option<Duration> {
         self.group_index(kind).map(|g| {
             let grp = &self.groups[g];
             let open = grp

@@ -96,7 +96,7 @@ impl Keyring {
     }
 
     /// Parse the text of a key file.
-    pub fn parse(text: &str) -> Result<Keyring, KeyError> {
+    pub(crate) fn parse(text: &str) -> Result<Keyring, KeyError> {
         let mut keys: Vec<Key> = Vec::new();
         // A byte-order mark (some editors write one) is not part of the key.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -130,7 +130,7 @@ impl Keyring {
     }
 
     /// The key with id `id`, if the ring holds it.
-    pub fn get(&self, id: u32) -> Option<&Key> {
+    pub(crate) fn get(&self, id: u32) -> Option<&Key> {
         self.keys.iter().find(|k| k.id == id)
     }
 

@@ -33,14 +33,14 @@ pub struct Violation {
     /// The seed of the failing run: with the other fields it replays the run exactly.
     pub seed: u64,
     /// Roster size of the failing run.
-    pub nodes: usize,
+    pub(crate) nodes: usize,
     /// The property that failed: `setup`, `election-safety`, `liveness`, `stays-settled`
     /// or `token-safety`.
     pub property: &'static str,
     /// What was observed (nodes, leaders, terms), for the report.
     pub detail: String,
     /// The fault mix of the run.
-    pub faults: FaultSet,
+    pub(crate) faults: FaultSet,
 }
 
 impl Violation {

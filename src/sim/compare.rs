@@ -15,7 +15,7 @@ use std::path::Path;
 #[derive(Clone, Debug, Serialize)]
 pub struct Point {
     /// The case's label (algorithm and ring order), as in [`CaseInfo::label`].
-    pub case: String,
+    pub(crate) case: String,
     /// The algorithm measured.
     pub algorithm: AlgorithmKind,
     /// Roster size N.
@@ -25,9 +25,9 @@ pub struct Point {
     /// The literature's count for N, when the case has a formula.
     pub formula: Option<f64>,
     /// measured / formula (1.00 means the literature's count exactly).
-    pub ratio: Option<f64>,
+    pub(crate) ratio: Option<f64>,
     /// Every node agreed on one live leader at the end.
-    pub agreed: bool,
+    pub(crate) agreed: bool,
     /// That leader, if any.
     pub leader: Option<crate::NodeId>,
 }
@@ -36,24 +36,24 @@ pub struct Point {
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
     /// The roster sizes measured, ascending as given.
-    pub nodes: Vec<usize>,
+    pub(crate) nodes: Vec<usize>,
     /// The cases (algorithm × ring order), in table column order.
-    pub cases: Vec<CaseInfo>,
+    pub(crate) cases: Vec<CaseInfo>,
     /// One point per case and N.
     pub points: Vec<Point>,
 }
 
 /// One column of the comparison: an algorithm in one ring order, and its formula.
 #[derive(Clone, Debug, Serialize)]
-pub struct CaseInfo {
+pub(crate) struct CaseInfo {
     /// Short label for tables and the plot legend.
-    pub label: String,
+    pub(crate) label: String,
     /// The algorithm.
     pub algorithm: AlgorithmKind,
     /// Human form of the formula, with its source.
-    pub formula: &'static str,
+    pub(crate) formula: &'static str,
     /// Is the formula an exact count (true) or an upper bound / average (false)?
-    pub exact: bool,
+    pub(crate) exact: bool,
 }
 
 /// Run the startup election, lowest id initiating, for every case and N.

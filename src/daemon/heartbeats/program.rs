@@ -5,13 +5,13 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Insn {
     /// Operation.
-    pub code: u16,
+    pub(crate) code: u16,
     /// Jump offset if true.
     pub(crate) jt: u8,
     /// Jump offset if false.
     pub(crate) jf: u8,
     /// Operand.
-    pub k: u32,
+    pub(crate) k: u32,
 }
 
 pub(super) const LD_LEN: u16 = 0x80; // BPF_LD | BPF_W | BPF_LEN
@@ -35,7 +35,7 @@ pub(crate) struct Pattern {
     /// The datagram is at least this long (the whole prefix).
     pub(crate) min_len: u32,
     /// Compared loads.
-    pub loads: Vec<(u32, u8, u32)>,
+    pub(crate) loads: Vec<(u32, u8, u32)>,
 }
 
 impl Pattern {

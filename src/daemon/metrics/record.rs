@@ -51,7 +51,7 @@ impl Metrics {
     }
 
     /// A failure of `class` (`state_write`, `receive`, `resolve`).
-    pub fn error(&self, class: &str) {
+    pub(crate) fn error(&self, class: &str) {
         self.errors.with_label_values(&[class]).inc();
     }
 

@@ -71,7 +71,7 @@ impl Metrics {
     }
 
     /// Bring every counter and gauge up to date with `node`'s own counters.
-    pub fn sync(&self, node: &Node) {
+    pub(crate) fn sync(&self, node: &Node) {
         let Ok(mut guard) = self.exported.lock() else {
             return;
         };
