@@ -33,7 +33,7 @@ impl Node {
     /// `failure_timeout`) before that base timeout has passed; any new leader needs one
     /// of them. So the lease ends at `t + base − clock_drift`. Only answers received
     /// since this leadership began count.
-    pub(crate) fn lease(&self, kind: AlgorithmKind, now: Time) -> Option<Duration> {
+    pub fn lease(&self, kind: AlgorithmKind, now: Time) -> Option<Duration> {
         let g = self.group_index(kind)?;
         let grp = &self.groups[g];
         let (base, kept) = if grp.algo.uses_failure_detector() {

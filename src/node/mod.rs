@@ -58,7 +58,7 @@ use std::time::Duration;
 #[cfg(test)]
 use timers::heartbeat_grid;
 use timers::Slot;
-pub(crate) use transfer::TransferError;
+pub use transfer::TransferError;
 
 /// The `reason` labels of `electd_invalid_datagrams_total` the node itself counts, for
 /// a datagram the gate passed (docs/wire.md §8): a sender that is this node or off the
@@ -115,7 +115,7 @@ pub struct NodeConfig {
 
 /// What happened at a node, for observers (metrics, hooks, `/watch`, the simulator).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Event {
+pub enum Event {
     /// The node's belief about a group's leader changed (or the same leader took a new
     /// term).
     LeaderChanged {
@@ -171,7 +171,7 @@ pub(crate) enum Event {
 
 /// The two phases of a failover at one node; they add up to its total.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct FailoverPhases {
+pub struct FailoverPhases {
     /// Last datagram heard from the old leader → this node declared it lost.
     pub(crate) detection: Duration,
     /// Loss declared → the next leader adopted.
@@ -356,7 +356,7 @@ impl Node {
     /// State of every group that must survive a crash (Raft's term and vote). A driver
     /// with a disk stores it after each call, *before* it transmits the datagrams that
     /// call produced, and hands it to [`Node::restore`] after a restart.
-    pub(crate) fn durable(&self) -> Vec<(AlgorithmKind, Durable)> {
+    pub fn durable(&self) -> Vec<(AlgorithmKind, Durable)> {
         self.groups
             .iter()
             .filter_map(|g| g.algo.durable().map(|d| (g.kind, d)))
@@ -375,7 +375,7 @@ impl Node {
 
     /// Restore the durable state of a previous life; call before [`Node::start`].
     /// Entries for groups this node does not run are ignored.
-    pub(crate) fn restore(&mut self, states: &[(AlgorithmKind, Durable)]) {
+    pub fn restore(&mut self, states: &[(AlgorithmKind, Durable)]) {
         for (kind, state) in states {
             if let Some(g) = self.group_index(*kind) {
                 let grp = &mut self.groups[g];
@@ -435,7 +435,7 @@ impl Node {
 
     /// The events produced since the last call, for the driver's observers (metrics,
     /// hooks, `/watch`).
-    pub(crate) fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
+    pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
         self.events.drain(..)
     }
 

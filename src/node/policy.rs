@@ -10,7 +10,7 @@ use crate::NodeId;
 
 impl Node {
     /// Operator request: call an election in `group` now.
-    pub(crate) fn call_election(&mut self, now: Time, group: AlgorithmKind) -> bool {
+    pub fn call_election(&mut self, now: Time, group: AlgorithmKind) -> bool {
         let Some(g) = self.group_index(group) else {
             return false;
         };
@@ -21,7 +21,7 @@ impl Node {
 
     /// Graceful leave: every group this node leads tells the others it resigns.
     /// Returns how many groups resigned.
-    pub(crate) fn resign(&mut self, now: Time) -> usize {
+    pub fn resign(&mut self, now: Time) -> usize {
         let mut n = 0;
         for g in 0..self.groups.len() {
             if self.groups[g].leader == Some(self.id) {
@@ -47,7 +47,7 @@ impl Node {
     /// `POST /admin/election` at a leader. Eligible again, it treats the current
     /// leader like a claim it just heard: with `preempt = true` a node that outranks
     /// it takes over (after `preempt_delay`), without preemption it keeps following.
-    pub(crate) fn set_ineligible(
+    pub fn set_ineligible(
         &mut self,
         now: Time,
         algorithm: Option<AlgorithmKind>,
@@ -115,7 +115,7 @@ impl Node {
     /// takes over (where the algorithm preempts). Restored, a node that outranks its
     /// leader again takes over as a returning node would. Raft has no preemption: a
     /// penalty only moves its ranked election timeout. Returns the groups changed.
-    pub(crate) fn set_penalty(
+    pub fn set_penalty(
         &mut self,
         now: Time,
         algorithm: Option<AlgorithmKind>,
