@@ -409,10 +409,10 @@ pub struct LeaseOptions {
     /// Groups (other than Raft, whose lease follows from check-quorum) whose followers
     /// answer each heartbeat of their leader, so that the leader knows whether a
     /// majority still hears it (`require_quorum = true`).
-    pub(crate) require_quorum: Vec<AlgorithmKind>,
+    pub require_quorum: Vec<AlgorithmKind>,
     /// Per group, the clock-drift bound subtracted from every lease; a group not
     /// listed uses a tenth of its base timeout.
-    pub(crate) clock_drift: Vec<(AlgorithmKind, Duration)>,
+    pub clock_drift: Vec<(AlgorithmKind, Duration)>,
 }
 
 /// State an algorithm needs to survive a crash: the highest term it has seen (the

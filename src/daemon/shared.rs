@@ -114,9 +114,9 @@ pub struct LeaderEvent {
     /// The term of the new leadership (the fencing token's term).
     pub term: u64,
     /// `leader`, `follower` or `none`.
-    pub(crate) role: &'static str,
+    pub role: &'static str,
     /// Unix time in milliseconds.
-    pub(crate) at_ms: u64,
+    pub at_ms: u64,
     /// The same instant in microseconds (to time a failover on one machine finer
     /// than a millisecond).
     pub at_us: u64,

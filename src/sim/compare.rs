@@ -15,7 +15,7 @@ use std::path::Path;
 #[derive(Clone, Debug, Serialize)]
 pub struct Point {
     /// The case's label (algorithm and ring order), as in [`CaseInfo::label`].
-    pub(crate) case: String,
+    pub case: String,
     /// The algorithm measured.
     pub algorithm: AlgorithmKind,
     /// Roster size N.
@@ -25,9 +25,9 @@ pub struct Point {
     /// The literature's count for N, when the case has a formula.
     pub formula: Option<f64>,
     /// measured / formula (1.00 means the literature's count exactly).
-    pub(crate) ratio: Option<f64>,
+    pub ratio: Option<f64>,
     /// Every node agreed on one live leader at the end.
-    pub(crate) agreed: bool,
+    pub agreed: bool,
     /// That leader, if any.
     pub leader: Option<crate::NodeId>,
 }
@@ -36,16 +36,16 @@ pub struct Point {
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
     /// The roster sizes measured, ascending as given.
-    pub(crate) nodes: Vec<usize>,
+    pub nodes: Vec<usize>,
     /// The cases (algorithm × ring order), in table column order.
-    pub(crate) cases: Vec<CaseInfo>,
+    pub cases: Vec<CaseInfo>,
     /// One point per case and N.
     pub points: Vec<Point>,
 }
 
 /// One column of the comparison: an algorithm in one ring order, and its formula.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct CaseInfo {
+pub struct CaseInfo {
     /// Short label for tables and the plot legend.
     pub(crate) label: String,
     /// The algorithm.

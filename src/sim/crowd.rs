@@ -65,7 +65,7 @@ pub struct BusyCost {
     pub leader: Option<NodeId>,
     /// Virtual time from the last boot until the last leader change (0 when the
     /// cluster had agreed before the last node booted and it followed at once).
-    pub(crate) agreed_after_last_start_ms: f64,
+    pub agreed_after_last_start_ms: f64,
 }
 
 /// Run `b` until every node agrees and nothing is in flight (at most 30 s of

@@ -51,7 +51,7 @@ impl MessageCounts {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ElectionReport {
     /// The measured election's name (`startup`, `leader-crash`, …).
-    pub(crate) label: String,
+    pub label: String,
     /// The algorithm elected with.
     pub algorithm: AlgorithmKind,
     /// The leader the live nodes agree on at the end, if they agree.
@@ -61,13 +61,13 @@ pub struct ElectionReport {
     /// Election messages sent during the election.
     pub messages: MessageCounts,
     /// Heartbeats (and their acks) during the election, counted apart.
-    pub(crate) heartbeats: u64,
+    pub heartbeats: u64,
     /// Acknowledgements sent by the reliable link (not counted in `messages`).
-    pub(crate) acks: u64,
+    pub acks: u64,
     /// Reliable-link retransmissions (not counted in `messages`).
     pub retransmissions: u64,
     /// Messages the reliable link gave up on.
-    pub(crate) delivery_failures: u64,
+    pub delivery_failures: u64,
     /// Virtual time from the trigger to the last leader change.
     pub virtual_ms: f64,
 }
@@ -78,15 +78,15 @@ pub struct SimReport {
     /// The algorithm simulated.
     pub algorithm: AlgorithmKind,
     /// Roster size N.
-    pub(crate) nodes: usize,
+    pub nodes: usize,
     /// The scenario run (`startup`, `leader-crash`, `chaos`).
-    pub(crate) scenario: String,
+    pub scenario: String,
     /// The node that called the first election.
     pub initiator: NodeId,
     /// The seed of the run (replays it).
     pub seed: u64,
     /// Datagram loss probability of the run.
-    pub(crate) loss: f64,
+    pub loss: f64,
     /// Node ids in ring order.
     pub ring: Vec<NodeId>,
     /// Leader after the last election.
@@ -95,7 +95,7 @@ pub struct SimReport {
     /// live id, for the algorithms that promise it).
     pub agreed: bool,
     /// The highest live id at the end, for the algorithms that must elect it.
-    pub(crate) expected_leader: Option<NodeId>,
+    pub expected_leader: Option<NodeId>,
     /// All elections together.
     pub messages: MessageCounts,
     /// Reliable-link acknowledgements over all elections.

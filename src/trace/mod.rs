@@ -32,18 +32,18 @@ pub struct Header {
     /// Always [`FORMAT`].
     pub format: String,
     /// [`VERSION`]; readers refuse newer ones.
-    pub(crate) version: u32,
+    pub version: u32,
     /// `simulate` or `demo`.
-    pub(crate) source: String,
+    pub source: String,
     /// `virtual` (simulator) or `monotonic` (one clock for every node of a demo).
     pub clock: String,
     /// Algorithm names (as on the command line) that appear in the trace.
     pub algorithms: Vec<String>,
     /// Node ids, in ring order.
-    pub(crate) nodes: Vec<NodeId>,
+    pub nodes: Vec<NodeId>,
     /// The simulator's scenario, when it was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) scenario: Option<String>,
+    pub scenario: Option<String>,
     /// The simulator's seed: the run replays from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -155,11 +155,11 @@ pub enum Record {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Msg {
     /// When it left, in nanoseconds since the start.
-    pub(crate) t: u64,
+    pub t: u64,
     /// This datagram's id in the trace (its `deliver` or `drop` names it).
     pub id: u64,
     /// The algorithm (group) it belongs to.
-    pub(crate) alg: Name,
+    pub alg: Name,
     /// Sender.
     pub from: NodeId,
     /// Receiver.
@@ -168,7 +168,7 @@ pub struct Msg {
     #[serde(rename = "type")]
     pub kind: Name,
     /// The number that orders its election ([`token`]).
-    pub(crate) token: u64,
+    pub token: u64,
     /// Link sequence (0: unreliable, never retransmitted).
     pub seq: u64,
     /// The sender's incarnation.
