@@ -112,8 +112,8 @@ perl -pi -e 'if (/^\s*AlgorithmKind::Bully => proto::Algorithm::Bully,/) { my $c
 perl -pi -e 'if (/^\s*proto::Algorithm::Bully => Some\(AlgorithmKind::Bully\),/) { my $c = $_; $c =~ s/Bully/NewBully/g; $_ .= $c }' "$from_wire"
 perl -pi -e 'if (/^\s*AlgorithmKind::Bully => RGBColor/) { my $c = $_; $c =~ s/Bully/NewBully/; $c =~ s/RGBColor\(\d+, \d+, \d+\)/RGBColor(120, 120, 120)/; $_ .= $c }' "$colour"
 perl -pi -e 'if (/^\s*AlgorithmKind::Bully => \(1\./) { my $c = $_; $c =~ s/Bully/NewBully/; $_ .= $c }' "$bench"
-perl -pi -e 's/^pub mod bully;\n/pub mod bully;\npub mod new_bully;\n/' src/algorithms/mod.rs
-grep -q '^pub mod new_bully;' src/algorithms/mod.rs || fail "no 'pub mod bully;' in src/algorithms/mod.rs"
+perl -pi -e 's/^pub\(crate\) mod bully;\n/pub(crate) mod bully;\npub(crate) mod new_bully;\n/' src/algorithms/mod.rs
+grep -q '^pub(crate) mod new_bully;' src/algorithms/mod.rs || fail "no 'pub(crate) mod bully;' in src/algorithms/mod.rs"
 
 if ! nice -n 19 cargo build --bin electd >"$log" 2>&1; then
     tail -40 "$log" >&2

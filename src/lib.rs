@@ -7,7 +7,7 @@
 //!   messages, the vocabulary an algorithm describes itself in ([`contract::info`]),
 //!   the literature's count formulas; it names nothing below it (a unit test checks);
 //! - [`algorithms`]: one file per election algorithm, by family, each with its `INFO`;
-//!   above them the registry ([`algorithms::registry`]: `AlgorithmKind::info`);
+//!   above them the registry (`algorithms::registry`: `AlgorithmKind::info`);
 //! - [`node`]: one node's groups, failure detector, reliable link and deadline table,
 //!   still without I/O or clocks;
 //! - [`trace`]: the trace format and `electd view`'s diagrams;

@@ -77,7 +77,7 @@ enum State {
 
 /// One node's state in Garcia-Molina's Bully algorithm (see the module documentation).
 #[derive(Debug)]
-pub struct Bully {
+pub(crate) struct Bully {
     cfg: GroupConfig,
     higher: Vec<NodeId>,
     state: State,
@@ -90,7 +90,7 @@ pub struct Bully {
 
 impl Bully {
     /// A node of group `cfg`, not yet started.
-    pub fn new(cfg: GroupConfig) -> Self {
+    pub(crate) fn new(cfg: GroupConfig) -> Self {
         Bully {
             higher: cfg.higher(),
             joined: Joined::new(cfg.incarnation),

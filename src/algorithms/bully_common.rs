@@ -340,7 +340,7 @@ pub(super) fn arm_successor_watchdog(turns: usize, t: &Timing, out: &mut Out) {
 /// leader and calls its election when that fires; without preemption it never does.
 /// Leaders still resolve a split brain by rank: a holding-back node is never a leader.
 #[derive(Clone, Debug)]
-pub struct Holdback {
+pub(crate) struct Holdback {
     /// `None`: never take over; `Some(d)`: after following for `d`.
     after: Option<Duration>,
     /// The delay passed: take over from now on (until this node leads or restarts).
@@ -358,7 +358,7 @@ impl Default for Holdback {
 }
 
 impl Holdback {
-    pub fn new(cfg: &GroupConfig, kind: crate::contract::algorithm::AlgorithmKind) -> Self {
+    pub(crate) fn new(cfg: &GroupConfig, kind: crate::contract::algorithm::AlgorithmKind) -> Self {
         Holdback {
             after: cfg.options.policy.preempt_for(kind).after(),
             ready: false,
@@ -366,23 +366,23 @@ impl Holdback {
     }
 
     /// The textbook: take over at once.
-    pub fn textbook(&self) -> bool {
+    pub(crate) fn textbook(&self) -> bool {
         self.after == Some(Duration::ZERO)
     }
 
     /// Does this node hold back now (instead of taking over from a lower leader)?
-    pub fn holding(&self) -> bool {
+    pub(crate) fn holding(&self) -> bool {
         !self.textbook() && !self.ready
     }
 
     /// Back to holding (on a restart, or once this node leads).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.ready = false;
     }
 
     /// This node started following a leader; `below`: that leader ranks below this
     /// node. Arms the delay if so.
-    pub fn following(&self, below: bool, out: &mut Out) {
+    pub(crate) fn following(&self, below: bool, out: &mut Out) {
         if let Some(d) = self.after {
             if self.holding() && below {
                 out.set_timer_exact(Timer::Preempt, d);
@@ -392,7 +392,7 @@ impl Holdback {
 
     /// [`Timer::Preempt`] fired: take over from now on. Returns whether to call an
     /// election now (`below`: the leader followed still ranks below this node).
-    pub fn fired(&mut self, below: bool) -> bool {
+    pub(crate) fn fired(&mut self, below: bool) -> bool {
         self.ready = true;
         below
     }

@@ -75,7 +75,7 @@ pub const HOPS_PER_MEMBER: u32 = 10;
 
 /// One node's state in Hirschberg–Sinclair (see the module documentation).
 #[derive(Debug)]
-pub struct Hs {
+pub(crate) struct Hs {
     cfg: GroupConfig,
     view: RingView,
     lead: Leadership,
@@ -98,7 +98,7 @@ fn ttl(phase: u32) -> u64 {
 
 impl Hs {
     /// A node of group `cfg`, not yet started.
-    pub fn new(cfg: GroupConfig) -> Self {
+    pub(crate) fn new(cfg: GroupConfig) -> Self {
         let hold = crate::algorithms::bully_common::Holdback::new(&cfg, AlgorithmKind::Hs);
         Hs {
             view: RingView::new(&cfg),

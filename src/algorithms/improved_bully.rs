@@ -56,7 +56,7 @@ enum State {
 
 /// One node's state in the Improved Bully algorithm (see the module documentation).
 #[derive(Debug)]
-pub struct ImprovedBully {
+pub(crate) struct ImprovedBully {
     cfg: GroupConfig,
     higher: Vec<NodeId>,
     state: State,
@@ -69,7 +69,7 @@ pub struct ImprovedBully {
 
 impl ImprovedBully {
     /// A node of group `cfg`, not yet started.
-    pub fn new(cfg: GroupConfig) -> Self {
+    pub(crate) fn new(cfg: GroupConfig) -> Self {
         ImprovedBully {
             higher: cfg.higher(),
             joined: Joined::new(cfg.incarnation),

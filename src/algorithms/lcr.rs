@@ -71,7 +71,7 @@ pub const HOPS_PER_MEMBER: u32 = 3;
 
 /// One node's state in Chang–Roberts (LCR) (see the module documentation).
 #[derive(Debug)]
-pub struct Lcr {
+pub(crate) struct Lcr {
     cfg: GroupConfig,
     view: RingView,
     lead: Leadership,
@@ -86,7 +86,7 @@ pub struct Lcr {
 
 impl Lcr {
     /// A node of group `cfg`, not yet started.
-    pub fn new(cfg: GroupConfig) -> Self {
+    pub(crate) fn new(cfg: GroupConfig) -> Self {
         let hold = crate::algorithms::bully_common::Holdback::new(&cfg, AlgorithmKind::Lcr);
         Lcr {
             view: RingView::new(&cfg),

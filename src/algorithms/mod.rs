@@ -1,12 +1,12 @@
 //! The election algorithms, one file each, all behind [`crate::contract::algorithm::Algorithm`].
 
-pub mod bully;
+pub(crate) mod bully;
 mod bully_common;
 pub mod hs;
-pub mod improved_bully;
+pub(crate) mod improved_bully;
 pub mod lcr;
 pub mod raft;
-pub mod registry;
+pub(crate) mod registry;
 pub mod ring;
 pub mod ring_common;
 mod tags;

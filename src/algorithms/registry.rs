@@ -60,7 +60,7 @@ impl fmt::Display for AlgorithmKind {
 #[error("unknown algorithm {given:?}; expected one of: {}", AlgorithmKind::ALL.map(|k| k.as_str()).join(", "))]
 pub struct UnknownAlgorithm {
     /// The name given.
-    pub given: String,
+    pub(crate) given: String,
 }
 
 impl FromStr for AlgorithmKind {
@@ -73,7 +73,7 @@ impl FromStr for AlgorithmKind {
 }
 
 /// The algorithm named `name` or one of its aliases (case-insensitive, `_` = `-`).
-pub fn by_name(name: &str) -> Option<AlgorithmKind> {
+pub(crate) fn by_name(name: &str) -> Option<AlgorithmKind> {
     let norm = name.trim().to_ascii_lowercase().replace('_', "-");
     AlgorithmKind::ALL.into_iter().find(|k| {
         let e = k.info();

@@ -79,7 +79,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// How many restart bounds a suspicion lasts.
-pub const SUSPICION_ROUNDS: u32 = 4;
+pub(crate) const SUSPICION_ROUNDS: u32 = 4;
 
 /// How many times in a row the link must give up on a member, with nothing heard
 /// from it in between, before the member is skipped (see "A give-up is a strike").
@@ -91,7 +91,7 @@ const RESENT_MAX: usize = 64;
 
 /// Where a message goes next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hop {
+pub(crate) enum Hop {
     /// Send it to this member (the first live one in the direction of travel).
     To(NodeId),
     /// The lap's origin lies in the way and is suspected dead: drop the message.
@@ -102,7 +102,7 @@ pub enum Hop {
 
 /// This node's view of the logical ring.
 #[derive(Clone, Debug)]
-pub struct RingView {
+pub(crate) struct RingView {
     me: NodeId,
     ring: std::sync::Arc<[NodeId]>,
     pos: usize,
@@ -120,7 +120,7 @@ pub struct RingView {
 
 /// What to do with a message the link gave up on ([`RingView::gave_up`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strike {
+pub(crate) enum Strike {
     /// First strike: send the message to the same member again.
     Resend,
     /// The member is suspected now (or was already): route the message past it.
@@ -129,7 +129,7 @@ pub enum Strike {
 
 impl RingView {
     /// The ring of group `cfg`, nobody suspected.
-    pub fn new(cfg: &GroupConfig) -> Self {
+    pub(crate) fn new(cfg: &GroupConfig) -> Self {
         RingView {
             me: cfg.me,
             ring: cfg.ring.clone(),
@@ -142,23 +142,18 @@ impl RingView {
     }
 
     /// Number of roster members (alive or not).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.ring.len()
     }
 
-    /// No members at all.
-    pub fn is_empty(&self) -> bool {
-        self.ring.is_empty()
-    }
-
     /// Is `id` a roster member?
-    pub fn contains(&self, id: NodeId) -> bool {
+    pub(crate) fn contains(&self, id: NodeId) -> bool {
         self.ring.contains(&id)
     }
 
     /// The next hop clockwise (`clockwise`) or counter-clockwise for a message whose
     /// lap ends at `origin`.
-    pub fn hop(&self, clockwise: bool, origin: NodeId) -> Hop {
+    pub(crate) fn hop(&self, clockwise: bool, origin: NodeId) -> Hop {
         let n = self.ring.len();
         for k in 1..n {
             let i = if clockwise {
@@ -178,7 +173,7 @@ impl RingView {
     }
 
     /// The link gave up on `peer`. The first suspect arms the expiry timer.
-    pub fn suspect(&mut self, peer: NodeId, bound: Duration, out: &mut Out) {
+    pub(crate) fn suspect(&mut self, peer: NodeId, bound: Duration, out: &mut Out) {
         if peer != self.me && self.contains(peer) {
             if self.suspected.is_empty() {
                 out.set_timer_exact(Timer::Suspicion, bound * SUSPICION_ROUNDS);
@@ -194,7 +189,7 @@ impl RingView {
     /// [`Strike::Skip`]. Anything heard from `peer` meanwhile ([`RingView::trust`])
     /// forgets its re-sent messages, so only [`STRIKES`] give-ups in a row with
     /// silence in between skip a member.
-    pub fn gave_up(
+    pub(crate) fn gave_up(
         &mut self,
         peer: NodeId,
         msg: &Message,
@@ -219,31 +214,31 @@ impl RingView {
 
     /// This node's own election found every other member suspected and was decided
     /// here alone: it reached nobody (a no-op on a ring of one).
-    pub fn won_alone(&mut self) {
+    pub(crate) fn won_alone(&mut self) {
         if self.ring.len() > 1 {
             self.futile = self.futile.saturating_add(1);
         }
     }
 
     /// An election message from another member arrived: this node is reached again.
-    pub fn heard_election(&mut self) {
+    pub(crate) fn heard_election(&mut self) {
         self.futile = 0;
         self.deferred = false;
     }
 
     /// Elections in a row that reached nobody.
-    pub fn futile(&self) -> u32 {
+    pub(crate) fn futile(&self) -> u32 {
         self.futile
     }
 
     /// The expiry timer fired: trust everybody again.
-    pub fn forget_suspects(&mut self) {
+    pub(crate) fn forget_suspects(&mut self) {
         self.suspected.clear();
         self.resent.clear();
     }
 
     /// `peer` was heard from (directly or through a message it handled).
-    pub fn trust(&mut self, peer: NodeId) {
+    pub(crate) fn trust(&mut self, peer: NodeId) {
         self.suspected.remove(&peer);
         if !self.resent.is_empty() {
             self.resent.retain(|(p, _)| *p != peer);
@@ -271,12 +266,12 @@ pub fn election_bound(timing: &Timing, n: usize, hops_per_member: u32) -> Durati
 
 /// Arm the restart timer of an election (randomised in [bound, 2·bound] so that
 /// the members of a stalled election do not all restart at once).
-pub fn arm_restart(bound: Duration, out: &mut Out) {
+pub(crate) fn arm_restart(bound: Duration, out: &mut Out) {
     out.set_timer(Timer::Retry, bound, bound * 2);
 }
 
 /// Arm the watchdog of a node without leader that is not electing.
-pub fn arm_watchdog(t: &Timing, out: &mut Out) {
+pub(crate) fn arm_watchdog(t: &Timing, out: &mut Out) {
     let t = t.failure_timeout;
     out.set_timer(Timer::Retry, t, t * 2);
 }
@@ -284,11 +279,11 @@ pub fn arm_watchdog(t: &Timing, out: &mut Out) {
 /// Leader belief and fencing token of one ring-family node (the same names as the
 /// Bully family's `Leadership`).
 #[derive(Clone, Debug, Default)]
-pub struct Leadership {
+pub(crate) struct Leadership {
     /// The leader followed (this node's own id when it leads).
     pub leader: Option<NodeId>,
     /// `[policy] preempt` / `preempt_delay` (the textbook unless set at build).
-    pub hold: crate::algorithms::bully_common::Holdback,
+    pub(crate) hold: crate::algorithms::bully_common::Holdback,
     /// The token last adopted (kept when the leader is lost): never decreases.
     token: Token,
     /// Highest epoch (round) seen in any message: a new election is numbered above it.
@@ -300,7 +295,7 @@ pub struct Leadership {
 
 impl Leadership {
     /// No leader, no token yet, with the preemption switches of the group.
-    pub fn with_hold(hold: crate::algorithms::bully_common::Holdback) -> Self {
+    pub(crate) fn with_hold(hold: crate::algorithms::bully_common::Holdback) -> Self {
         Leadership {
             hold,
             ..Leadership::default()
@@ -308,17 +303,17 @@ impl Leadership {
     }
 
     /// The epoch of the token held (the exported term).
-    pub fn epoch(&self) -> u64 {
+    pub(crate) fn epoch(&self) -> u64 {
         self.token.term
     }
 
     /// Highest epoch known: a new election is numbered above it.
-    pub fn highest(&self) -> u64 {
+    pub(crate) fn highest(&self) -> u64 {
         self.seen.max(self.token.term)
     }
 
     /// Learn an epoch from any message.
-    pub fn observe(&mut self, epoch: u64) {
+    pub(crate) fn observe(&mut self, epoch: u64) {
         self.seen = self.seen.max(epoch);
     }
 
@@ -327,18 +322,18 @@ impl Leadership {
     /// above `epoch`: the lap was started before that token was decided (or by a node
     /// that had not heard of it), and completing it could only decide the same
     /// leader again with a higher term.
-    pub fn dead_lap(&self, epoch: u64) -> bool {
+    pub(crate) fn dead_lap(&self, epoch: u64) -> bool {
         self.leader.is_some() && epoch < self.token.term
     }
 
     /// Would following `leader` of `epoch` keep the token from going back?
-    pub fn accepts(&self, leader: NodeId, epoch: u64) -> bool {
+    pub(crate) fn accepts(&self, leader: NodeId, epoch: u64) -> bool {
         self.token.admits(Token::new(epoch, leader))
     }
 
     /// Follow `leader` with `epoch`, unless that token is below the one held (then
     /// only the epoch is learned). Returns whether it was adopted.
-    pub fn adopt(&mut self, leader: NodeId, epoch: u64, out: &mut Out) -> bool {
+    pub(crate) fn adopt(&mut self, leader: NodeId, epoch: u64, out: &mut Out) -> bool {
         self.observe(epoch);
         if !self.accepts(leader, epoch) {
             return false;
@@ -351,7 +346,7 @@ impl Leadership {
     }
 
     /// Forget the leader (lost or resigned); returns who it was. The token is kept.
-    pub fn lose(&mut self, out: &mut Out) -> Option<NodeId> {
+    pub(crate) fn lose(&mut self, out: &mut Out) -> Option<NodeId> {
         let old = self.leader.take();
         if old.is_some() {
             out.leader_changed(None, self.token.term);
@@ -360,7 +355,7 @@ impl Leadership {
     }
 
     /// What survives a crash: the token held.
-    pub fn durable(&self) -> Durable {
+    pub(crate) fn durable(&self) -> Durable {
         Durable {
             term: self.token.term,
             voted_for: (self.token.leader != 0).then_some(self.token.leader),
@@ -368,7 +363,7 @@ impl Leadership {
     }
 
     /// Stored state of a previous life (never moves the token back).
-    pub fn restore(&mut self, state: Durable) {
+    pub(crate) fn restore(&mut self, state: Durable) {
         self.token = self
             .token
             .max(Token::new(state.term, state.voted_for.unwrap_or(0)));
@@ -378,7 +373,7 @@ impl Leadership {
 
 /// The leader followed re-announced itself with a higher epoch (seen in its
 /// heartbeat): take the new token.
-pub fn leader_term(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &mut Out) {
+pub(crate) fn leader_term(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &mut Out) {
     if a.leader() == Some(from) && a.lead().epoch() < epoch {
         a.lead().adopt(from, epoch, out);
     }
@@ -386,7 +381,7 @@ pub fn leader_term(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &mut 
 
 /// This leader learned of a term at or above its own: a new election numbered above
 /// it (which elects the highest live id again, with a fresh token).
-pub fn term_behind(a: &mut impl RingMember, term: u64, out: &mut Out) {
+pub(crate) fn term_behind(a: &mut impl RingMember, term: u64, out: &mut Out) {
     let me = a.me();
     a.lead().observe(term);
     if a.leader() == Some(me) && !a.busy() {
@@ -405,7 +400,7 @@ pub const BACKOFF_MAX_SHIFT: u32 = 3;
 /// [B·2^(k−1), B·2^k] after the k-th futile election in a row (k capped at
 /// 1 + [`BACKOFF_MAX_SHIFT`]), and claims heard meanwhile do not re-arm it. Any
 /// election message from another member ends the backoff.
-pub fn elect_on_claim(a: &mut impl RingMember, epoch: u64, out: &mut Out) {
+pub(crate) fn elect_on_claim(a: &mut impl RingMember, epoch: u64, out: &mut Out) {
     let futile = a.view().futile();
     if futile == 0 {
         a.elect_above(epoch, out);
@@ -422,7 +417,7 @@ pub fn elect_on_claim(a: &mut impl RingMember, epoch: u64, out: &mut Out) {
 /// What a node of the ring family does about a heartbeat from `from`, a leader it
 /// does not follow (split brain after a partition heals, or a node the laps skipped).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Foreign {
+pub(crate) enum Foreign {
     /// Call an election: its lap visits every live member and elects the highest.
     Elect,
     /// Follow `from` without an election.
@@ -449,7 +444,7 @@ pub enum Foreign {
 ///
 /// A node holding back (`[policy] preempt = false`, or its `preempt_delay` not yet
 /// passed) and not leading treats a lower claimant like a higher one.
-pub fn on_foreign(
+pub(crate) fn on_foreign(
     cfg: &GroupConfig,
     leader: Option<NodeId>,
     from: NodeId,
@@ -472,7 +467,7 @@ pub fn on_foreign(
 }
 
 /// What the handlers shared by the ring family need from an algorithm.
-pub trait RingMember {
+pub(crate) trait RingMember {
     /// This node's id.
     fn me(&self) -> NodeId;
     /// Its group configuration (roster, timing, policy).
@@ -497,7 +492,7 @@ pub trait RingMember {
 
 /// The timers every ring-family algorithm arms: a suspicion expires; an election that
 /// did not finish in time (or a watchdog without a leader) calls a new one.
-pub fn timer_fired(a: &mut impl RingMember, timer: Timer, out: &mut Out) {
+pub(crate) fn timer_fired(a: &mut impl RingMember, timer: Timer, out: &mut Out) {
     if timer == Timer::Suspicion {
         a.view().forget_suspects();
     }
@@ -651,7 +646,7 @@ pub(crate) use rounds_algorithm_methods;
 /// call an election unless one is under way. A leader lost to silence is remembered
 /// until a leader is adopted: hearing it again during the election is a false alarm
 /// ([`foreign_leader`]).
-pub fn leader_lost(a: &mut impl RingMember, why: LeaderLoss, out: &mut Out) {
+pub(crate) fn leader_lost(a: &mut impl RingMember, why: LeaderLoss, out: &mut Out) {
     let (me, bound) = (a.me(), a.bound());
     let old = a.leader().filter(|&l| l != me);
     if let Some(old) = old {
@@ -667,7 +662,7 @@ pub fn leader_lost(a: &mut impl RingMember, why: LeaderLoss, out: &mut Out) {
 }
 
 /// A heartbeat from `from`, a leader this node does not follow: [`on_foreign`].
-pub fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &mut Out) {
+pub(crate) fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &mut Out) {
     if !a.view().contains(from) {
         return;
     }
@@ -724,13 +719,13 @@ fn follow(a: &mut impl RingMember, from: NodeId, epoch: u64, out: &mut Out) {
 /// Does this node follow a leader ranked above `candidate`? Then a lap that comes
 /// back naming `candidate` skipped that live leader (the lap of an election this node
 /// left for it): it is not decided here.
-pub fn follows_above(a: &impl RingMember, candidate: NodeId) -> bool {
+pub(crate) fn follows_above(a: &impl RingMember, candidate: NodeId) -> bool {
     a.leader()
         .is_some_and(|l| l != a.me() && a.cfg().outranks(l, candidate))
 }
 
 /// `/status` state name of a ring-family node.
-pub fn state_name(busy: bool, leader: Option<NodeId>, me: NodeId) -> &'static str {
+pub(crate) fn state_name(busy: bool, leader: Option<NodeId>, me: NodeId) -> &'static str {
     match leader {
         _ if busy => "electing",
         Some(l) if l == me => "leader",

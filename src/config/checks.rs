@@ -33,7 +33,7 @@ use std::time::Duration;
 
 /// What a check runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Probe {
+pub(crate) enum Probe {
     /// A command and its arguments, run directly (no shell); exit 0 passes.
     Command(Vec<String>),
     /// An `http://` URL asked with GET; a 2xx answer passes.
@@ -53,20 +53,20 @@ pub struct Check {
     /// Unique name (the `check` label of the metrics).
     pub name: String,
     /// What it runs.
-    pub probe: Probe,
+    pub(crate) probe: Probe,
     /// Time between the starts of two runs.
-    pub interval: Duration,
+    pub(crate) interval: Duration,
     /// A run still going after this fails (a command's process group is killed).
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Passes in a row that make a failing check pass.
-    pub rise: u32,
+    pub(crate) rise: u32,
     /// Failures in a row that make a passing check fail.
-    pub fall: u32,
+    pub(crate) fall: u32,
     /// The groups it applies to.
     pub algorithms: Vec<AlgorithmKind>,
     /// `weight`: while failing, lower this node's priority by this much instead of
     /// putting it in FAULT (`None`: FAULT).
-    pub weight: Option<u8>,
+    pub(crate) weight: Option<u8>,
 }
 
 /// Longest accepted interval and timeout: a check slower than this is no health check.

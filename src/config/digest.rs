@@ -36,7 +36,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 /// The version named on the first line of [`canonical`].
-pub const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 1;
 
 /// A configuration digest (never 0; see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -51,7 +51,7 @@ impl std::fmt::Display for ConfigDigest {
 
 impl ConfigDigest {
     /// The digest of a canonical text (SHA-256, first 8 bytes big-endian, 0 → 1).
-    pub fn of_text(text: &str) -> ConfigDigest {
+    pub(crate) fn of_text(text: &str) -> ConfigDigest {
         let hash = Sha256::digest(text.as_bytes());
         let mut first = [0u8; 8];
         first.copy_from_slice(&hash[..8]);
@@ -76,7 +76,7 @@ fn json(s: &str) -> String {
 
 /// The canonical text of `c`'s cluster-wide settings (see the module documentation),
 /// e.g. to show two nodes' texts side by side.
-pub fn canonical(c: &Config) -> String {
+pub(crate) fn canonical(c: &Config) -> String {
     let mut out = String::new();
     let mut line = |s: String| {
         out.push_str(&s);

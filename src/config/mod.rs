@@ -82,7 +82,7 @@
 //! writable. [`Config::warnings`] lists what loads but deserves a warning.
 
 pub mod checks;
-pub mod digest;
+pub(crate) mod digest;
 mod lease;
 mod peers;
 mod policy;
@@ -96,7 +96,7 @@ mod tests;
 mod timing;
 mod validate;
 
-pub use peers::reachable_from;
+pub(crate) use peers::reachable_from;
 pub use state::create_state_dir;
 
 use crate::contract::algorithm::{AlgorithmKind, Options, Timing};
@@ -118,16 +118,16 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub struct ConfigError {
     /// The configuration file the error is about.
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
     /// The key (`timing.heartbeat`, `peer[2].addr`, `ELECTD_NODE_ID`, …), or `-` for
     /// the whole file.
     pub key: String,
     /// What is wrong and, where it helps, what is expected instead.
     pub message: String,
     /// The environment variable that set `key`, when the value came from one.
-    pub var: Option<String>,
+    pub(crate) var: Option<String>,
     /// Line and column (1-based) of a TOML syntax error.
-    pub at: Option<(usize, usize)>,
+    pub(crate) at: Option<(usize, usize)>,
 }
 
 impl std::fmt::Display for ConfigError {
@@ -163,9 +163,9 @@ pub struct Peer {
     /// HTTP API address.
     pub http: SocketAddr,
     /// `host:port` as written, when the HTTP address is a DNS name.
-    pub http_name: Option<String>,
+    pub(crate) http_name: Option<String>,
     /// Bind address if not `addr` (e.g. `0.0.0.0:5740` behind NAT).
-    pub listen: Option<SocketAddr>,
+    pub(crate) listen: Option<SocketAddr>,
     /// Every address `addr` resolved to at load (one for an IP literal, all of a DNS
     /// name's, none for a name that does not resolve yet): the UDP sources accepted
     /// from this peer with `check_source`.
@@ -179,7 +179,7 @@ impl Peer {
     }
 
     /// The UDP address, unless it is a name that did not resolve.
-    pub fn resolved(&self) -> Option<SocketAddr> {
+    pub(crate) fn resolved(&self) -> Option<SocketAddr> {
         (!self.addr.ip().is_unspecified() || self.name.is_none()).then_some(self.addr)
     }
 }
@@ -222,7 +222,7 @@ pub struct Config {
     /// Multicast group for broadcasts (see `daemon::runtime`), `None` for unicast.
     pub multicast: Option<SocketAddr>,
     /// Period of DNS re-resolution of peer names (`transport.resolve_every`, 30 s).
-    pub resolve_every: Duration,
+    pub(crate) resolve_every: Duration,
     /// Read the followed leaders' heartbeats in batches, as of the time they arrived,
     /// instead of waking for each (`transport.batch_heartbeats`, default true; see
     /// `daemon::heartbeats`).
@@ -238,7 +238,7 @@ pub struct Config {
     /// Bearer token of the admin routes (trimmed content of `admin.token_file`).
     pub admin_token: Option<String>,
     /// `admin.token_file` (absolute), for the permission warning.
-    pub admin_token_file: Option<PathBuf>,
+    pub(crate) admin_token_file: Option<PathBuf>,
     /// `[raft]`: pre-vote, check-quorum and ranked timeouts.
     pub options: Options,
     /// `[state] file`: where every algorithm's fencing token (and Raft's vote) is kept
@@ -263,7 +263,7 @@ impl Config {
     }
 
     /// The roster entry of `id`, if it is a member.
-    pub fn peer(&self, id: NodeId) -> Option<&Peer> {
+    pub(crate) fn peer(&self, id: NodeId) -> Option<&Peer> {
         self.peers.iter().find(|p| p.id == id)
     }
 
@@ -353,7 +353,7 @@ impl Config {
     }
 
     /// Like [`Config::load`] on `text`; relative paths are resolved against `base`.
-    pub fn parse(
+    pub(crate) fn parse(
         text: &str,
         file: &Path,
         base: &Path,

@@ -291,7 +291,7 @@ fn port_zero(s: &str) -> String {
 
 /// Can a socket bound to `bind` send to `to`? (IPv4 to IPv4; a dual-stack `[::]`
 /// socket to both; a socket bound to one IPv6 address to IPv6 only.)
-pub fn reachable_from(bind: SocketAddr, to: SocketAddr) -> bool {
+pub(crate) fn reachable_from(bind: SocketAddr, to: SocketAddr) -> bool {
     match (bind, to) {
         (SocketAddr::V4(_), SocketAddr::V4(_)) => true,
         (SocketAddr::V4(_), SocketAddr::V6(_)) => false,

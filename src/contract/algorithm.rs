@@ -142,43 +142,39 @@ impl Out {
         Self::default()
     }
     /// [`Effect::Send`].
-    pub fn send(&mut self, to: NodeId, msg: Message) {
+    pub(crate) fn send(&mut self, to: NodeId, msg: Message) {
         self.effects.push(Effect::Send { to, msg });
     }
     /// [`Effect::Broadcast`].
-    pub fn broadcast(&mut self, msg: Message) {
+    pub(crate) fn broadcast(&mut self, msg: Message) {
         self.effects.push(Effect::Broadcast { msg });
     }
     /// [`Effect::SetTimer`].
-    pub fn set_timer(&mut self, timer: Timer, min: Duration, max: Duration) {
+    pub(crate) fn set_timer(&mut self, timer: Timer, min: Duration, max: Duration) {
         self.effects.push(Effect::SetTimer { timer, min, max });
     }
     /// A timer with a fixed delay.
-    pub fn set_timer_exact(&mut self, timer: Timer, after: Duration) {
+    pub(crate) fn set_timer_exact(&mut self, timer: Timer, after: Duration) {
         self.set_timer(timer, after, after);
     }
     /// [`Effect::CancelTimer`].
-    pub fn cancel_timer(&mut self, timer: Timer) {
+    pub(crate) fn cancel_timer(&mut self, timer: Timer) {
         self.effects.push(Effect::CancelTimer(timer));
     }
     /// [`Effect::LeaderChanged`].
-    pub fn leader_changed(&mut self, leader: Option<NodeId>, term: u64) {
+    pub(crate) fn leader_changed(&mut self, leader: Option<NodeId>, term: u64) {
         self.effects.push(Effect::LeaderChanged { leader, term });
     }
     /// [`Effect::ElectionStarted`].
-    pub fn election_started(&mut self) {
+    pub(crate) fn election_started(&mut self) {
         self.effects.push(Effect::ElectionStarted);
     }
     /// Take the effects, in the order they were pushed.
     pub fn drain(&mut self) -> std::vec::Drain<'_, Effect> {
         self.effects.drain(..)
     }
-    /// No effect pushed (or all drained).
-    pub fn is_empty(&self) -> bool {
-        self.effects.is_empty()
-    }
     /// Effects the buffer holds without reallocating.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.effects.capacity()
     }
 }
@@ -215,7 +211,7 @@ impl Token {
 
     /// May a node holding `self` adopt `next`? Only a token at least as high: the
     /// token a node holds never goes back.
-    pub fn admits(self, next: Token) -> bool {
+    pub(crate) fn admits(self, next: Token) -> bool {
         next >= self
     }
 
@@ -462,7 +458,7 @@ impl GroupConfig {
     /// Members ranked above `me` (by (eligible, priority, id): the ids greater than
     /// `me` without priorities), lowest rank first; never-leader members excluded (they
     /// never answer as candidates).
-    pub fn higher(&self) -> Vec<NodeId> {
+    pub(crate) fn higher(&self) -> Vec<NodeId> {
         let p = &self.options.policy;
         let mut v: Vec<NodeId> = self
             .ring
@@ -474,32 +470,28 @@ impl GroupConfig {
         v
     }
     /// Does `a` rank above `b` (eligible, priority, id)?
-    pub fn outranks(&self, a: NodeId, b: NodeId) -> bool {
+    pub(crate) fn outranks(&self, a: NodeId, b: NodeId) -> bool {
         self.options.policy.outranks(a, b)
     }
     /// May this node lead (priority above 0, and not made ineligible at run time)?
-    pub fn eligible(&self) -> bool {
+    pub(crate) fn eligible(&self) -> bool {
         self.options.policy.eligible(self.me)
     }
     /// Make this node eligible or not at run time (see
     /// [`crate::contract::policy::Policy::ineligible`]).
-    pub fn set_eligible(&mut self, eligible: bool) {
+    pub(crate) fn set_eligible(&mut self, eligible: bool) {
         if eligible {
             self.options.policy.ineligible.remove(&self.me);
         } else {
             self.options.policy.ineligible.insert(self.me);
         }
     }
-    /// Every roster id except `me`.
-    pub fn others(&self) -> impl Iterator<Item = NodeId> + '_ {
-        self.ring.iter().copied().filter(move |&p| p != self.me)
-    }
     /// Position of `me` in the ring.
-    pub fn my_position(&self) -> usize {
+    pub(crate) fn my_position(&self) -> usize {
         self.ring.iter().position(|&p| p == self.me).unwrap_or(0)
     }
     /// A majority of the roster (Raft's quorum).
-    pub fn majority(&self) -> usize {
+    pub(crate) fn majority(&self) -> usize {
         self.ring.len() / 2 + 1
     }
 }

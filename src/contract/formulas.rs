@@ -69,40 +69,40 @@ pub struct Case {
 
 /// Bully, initiator of rank k among N (ids 1..N), synchronous network, all alive:
 /// (N−k+1)(N−k) + N − 1 (seed report, Eq. 1; Garcia-Molina 1982).
-pub fn bully(n: u64, k: u64) -> u64 {
+pub(crate) fn bully(n: u64, k: u64) -> u64 {
     (n - k + 1) * (n - k) + n - 1
 }
 
 /// Improved Bully, initiator of rank k: 3N − 2k (seed report, Eq. 2;
 /// Soundarabai et al. 2014, Table 1).
-pub fn improved_bully(n: u64, k: u64) -> u64 {
+pub(crate) fn improved_bully(n: u64, k: u64) -> u64 {
     3 * n - 2 * k
 }
 
 /// Ring with an id list, one initiator, N live members: N ELECTION + N COORDINATOR
 /// hops (Tanenbaum & van Steen §6.5.1; seed slides "A Ring Algorithm").
-pub fn ring(n: u64) -> u64 {
+pub(crate) fn ring(n: u64) -> u64 {
     2 * n
 }
 
 /// LCR election messages, ids decreasing clockwise (worst case): n(n+1)/2
 /// (Chang & Roberts 1979; seed textbook, "simpler version").
-pub fn lcr_worst(n: u64) -> u64 {
+pub(crate) fn lcr_worst(n: u64) -> u64 {
     n * (n + 1) / 2
 }
 
 /// LCR election messages, ids increasing clockwise (best case): 2n − 1.
-pub fn lcr_best(n: u64) -> u64 {
+pub(crate) fn lcr_best(n: u64) -> u64 {
     (2 * n).saturating_sub(1)
 }
 
 /// LCR average election messages over random orders: n·H_n (Chang & Roberts 1979).
-pub fn lcr_average(n: u64) -> f64 {
+pub(crate) fn lcr_average(n: u64) -> f64 {
     n as f64 * (1..=n).map(|k| 1.0 / k as f64).sum::<f64>()
 }
 
 /// ⌈log₂ n⌉ (0 for n ≤ 1).
-pub fn ceil_log2(n: u64) -> u64 {
+pub(crate) fn ceil_log2(n: u64) -> u64 {
     if n <= 1 {
         0
     } else {
@@ -112,7 +112,7 @@ pub fn ceil_log2(n: u64) -> u64 {
 
 /// Hirschberg–Sinclair probe + reply messages: at most 8n(1 + ⌈log₂ n⌉) (seed
 /// textbook, Theorem 13.10; Hirschberg & Sinclair 1980).
-pub fn hs_bound(n: u64) -> u64 {
+pub(crate) fn hs_bound(n: u64) -> u64 {
     8 * n * (1 + ceil_log2(n))
 }
 
@@ -120,7 +120,7 @@ pub fn hs_bound(n: u64) -> u64 {
 /// the N−1 peers gets one request and sends one reply per round; with pre-vote there
 /// are two rounds (pre-vote, then RequestVote): 4(N−1), else 2(N−1)
 /// (Ongaro & Ousterhout 2014 §5.2; Ongaro's thesis §9.6).
-pub fn raft(n: u64, pre_vote: bool) -> u64 {
+pub(crate) fn raft(n: u64, pre_vote: bool) -> u64 {
     let rounds = if pre_vote { 2 } else { 1 };
     2 * rounds * n.saturating_sub(1)
 }

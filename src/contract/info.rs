@@ -15,7 +15,7 @@ use crate::contract::message::MessageType;
 
 /// Whom an algorithm's safety argument promises to elect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Elects {
+pub(crate) enum Elects {
     /// The highest live id (Bully and ring families).
     HighestLiveId,
     /// Whoever first wins a majority; with no majority alive, nobody (Raft).
@@ -56,14 +56,14 @@ pub struct Info {
     /// One line on how it elects (`--help`).
     pub summary: &'static str,
     /// Builds one instance (the roster is checked by `algorithms::build`).
-    pub build: fn(GroupConfig) -> Box<dyn Algorithm>,
+    pub(crate) build: fn(GroupConfig) -> Box<dyn Algorithm>,
     /// Whom it elects.
-    pub elects: Elects,
+    pub(crate) elects: Elects,
     /// How it recovers from a leader's failure (its recovery bound).
     pub recovery: Recovery,
     /// Message types the algorithm sends in elections (liveness traffic and RESIGN,
     /// which every algorithm may use, are listed apart in [`COMMON_TYPES`]).
-    pub message_types: &'static [MessageType],
+    pub(crate) message_types: &'static [MessageType],
     /// The literature's message counts (`compare`, the report).
     pub cases: fn() -> Vec<Case>,
     /// Does it implement `[policy] preempt = false` and `preempt_delay` (a node ranked
@@ -76,11 +76,11 @@ pub struct Info {
     /// Then a node without a state file may vote twice in one term (the configuration
     /// refuses that unless `[state] ephemeral`), and the durable `voted_for` is a
     /// vote, written before the reply, never a follower's adoption of a leader.
-    pub durable_vote: bool,
+    pub(crate) durable_vote: bool,
 }
 
 /// Message types any algorithm may send besides its own.
-pub const COMMON_TYPES: &[MessageType] = &[
+pub(crate) const COMMON_TYPES: &[MessageType] = &[
     MessageType::Heartbeat,
     MessageType::HeartbeatAck,
     MessageType::Resign,
@@ -97,12 +97,12 @@ impl Info {
     /// Does a leader hold office through a majority (Raft)? Then at most one leader
     /// is elected per term, nobody leads without a live majority, and its lease is
     /// kept by its own quorum check (`require_quorum` adds nothing).
-    pub fn leads_by_majority(&self) -> bool {
+    pub(crate) fn leads_by_majority(&self) -> bool {
         self.elects == Elects::MajorityWinner
     }
 
     /// Does its safety argument promise "the highest live id leads"?
-    pub fn elects_highest_id(&self) -> bool {
+    pub(crate) fn elects_highest_id(&self) -> bool {
         self.elects == Elects::HighestLiveId
     }
 

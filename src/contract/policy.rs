@@ -23,7 +23,7 @@ use std::time::Duration;
 
 /// Priority of a peer without a `priority` key. Any value above 0 would do: only the
 /// order matters, and with every peer equal the id decides.
-pub const DEFAULT_PRIORITY: u8 = 100;
+pub(crate) const DEFAULT_PRIORITY: u8 = 100;
 
 /// The preemption switches of one algorithm group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -93,30 +93,20 @@ pub enum Ineligible {
 
 impl Ineligible {
     /// Every reason, in order.
-    pub const ALL: [Ineligible; 4] = [
+    pub(crate) const ALL: [Ineligible; 4] = [
         Ineligible::Drained,
         Ineligible::Fault,
         Ineligible::NoQuorum,
         Ineligible::Transfer,
     ];
-
-    /// The name used in `/status`, metrics and logs.
-    pub fn name(self) -> &'static str {
-        match self {
-            Ineligible::Drained => "drained",
-            Ineligible::Fault => "fault",
-            Ineligible::NoQuorum => "no_quorum",
-            Ineligible::Transfer => "transfer",
-        }
-    }
 }
 
 /// The sort key of a node: (eligible, priority, id). Higher leads.
-pub type Rank = (bool, u8, NodeId);
+pub(crate) type Rank = (bool, u8, NodeId);
 
 impl Policy {
     /// `id`'s priority (the default when its `[[peer]]` sets none).
-    pub fn priority(&self, id: NodeId) -> u8 {
+    pub(crate) fn priority(&self, id: NodeId) -> u8 {
         self.priority.get(&id).copied().unwrap_or(DEFAULT_PRIORITY)
     }
 
@@ -127,7 +117,7 @@ impl Policy {
     }
 
     /// `id`'s sort key: (eligible, priority, id).
-    pub fn rank(&self, id: NodeId) -> Rank {
+    pub(crate) fn rank(&self, id: NodeId) -> Rank {
         (self.eligible(id), self.priority(id), id)
     }
 

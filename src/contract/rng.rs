@@ -45,7 +45,7 @@ impl Rng {
     }
 
     /// Uniform in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
@@ -61,11 +61,6 @@ impl Rng {
         }
         let span = (hi - lo).as_micros() as u64;
         lo + Duration::from_micros(self.below(span + 1))
-    }
-
-    /// A fresh independent generator (for per-node streams).
-    pub fn fork(&mut self) -> Rng {
-        Rng::new(self.next_u64())
     }
 
     /// Fisher–Yates shuffle.

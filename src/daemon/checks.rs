@@ -31,7 +31,7 @@ use tokio::task::JoinHandle;
 
 /// The result of one run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Exit 0, or a 2xx answer.
     Pass,
     /// Another exit status, or another answer.
@@ -44,7 +44,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The `result` label.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Outcome::Pass => "pass",
             Outcome::Fail => "fail",
@@ -56,7 +56,7 @@ impl Outcome {
 
 /// Rise/fall counting of one check (see the module documentation).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     rise: u32,
     fall: u32,
     passing: bool,
@@ -65,7 +65,7 @@ pub struct Verdict {
 
 impl Verdict {
     /// A passing check with these counts.
-    pub fn new(rise: u32, fall: u32) -> Verdict {
+    pub(crate) fn new(rise: u32, fall: u32) -> Verdict {
         Verdict {
             rise: rise.max(1),
             fall: fall.max(1),
@@ -75,12 +75,12 @@ impl Verdict {
     }
 
     /// Is the check passing now?
-    pub fn passing(&self) -> bool {
+    pub(crate) fn passing(&self) -> bool {
         self.passing
     }
 
     /// Count one run; true if the verdict changed.
-    pub fn record(&mut self, passed: bool) -> bool {
+    pub(crate) fn record(&mut self, passed: bool) -> bool {
         if passed == self.passing {
             self.streak = 0;
             return false;
@@ -206,7 +206,7 @@ async fn run_check(check: Check, shared: Arc<Shared>, faults: Arc<Mutex<Faults>>
 }
 
 /// Run `probe` once, bounded by `timeout`.
-pub async fn probe(probe: &Probe, timeout: Duration) -> Outcome {
+pub(crate) async fn probe(probe: &Probe, timeout: Duration) -> Outcome {
     match probe {
         Probe::Command(argv) => run_command(argv, timeout).await,
         Probe::Url {

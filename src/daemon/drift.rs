@@ -19,11 +19,11 @@ use std::time::Duration;
 
 /// Period of the CONFIG datagrams a node sends every peer (besides the ones at start
 /// and the answers): it only repairs a lost one, a digest changes only with a restart.
-pub const CONFIG_EVERY: Duration = Duration::from_secs(30);
+pub(crate) const CONFIG_EVERY: Duration = Duration::from_secs(30);
 
 /// What this node last heard from each peer.
 #[derive(Clone, Debug)]
-pub struct Drift {
+pub(crate) struct Drift {
     mine: ConfigDigest,
     /// Every roster member but this node, with (incarnation, digest) once heard.
     peers: BTreeMap<NodeId, Option<(u64, ConfigDigest)>>,
@@ -31,11 +31,11 @@ pub struct Drift {
 
 /// What one CONFIG changed (see [`Drift::heard`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Heard {
+pub(crate) struct Heard {
     /// The first digest of this incarnation of the peer: answer it with this node's.
-    pub answer: bool,
+    pub(crate) answer: bool,
     /// The peer started (`Some(true)`) or stopped (`Some(false)`) differing.
-    pub changed: Option<bool>,
+    pub(crate) changed: Option<bool>,
     /// The peer's digest is new to this node (first heard, or another than before):
     /// what `/status` shows changed.
     pub new: bool,
@@ -43,29 +43,29 @@ pub struct Heard {
 
 /// One peer in `/status`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct PeerConfig {
+pub(crate) struct PeerConfig {
     /// The peer's roster id.
     pub id: NodeId,
     /// Its last digest (16 hex digits), `null` until it sent one.
-    pub digest: Option<String>,
+    pub(crate) digest: Option<String>,
     /// It differs from this node's.
-    pub mismatch: bool,
+    pub(crate) mismatch: bool,
 }
 
 /// The `config` object of `/status`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ConfigView {
+pub(crate) struct ConfigView {
     /// This node's digest (16 hex digits).
-    pub digest: String,
+    pub(crate) digest: String,
     /// The peers whose last digest differs, in id order (empty: no drift seen).
-    pub mismatch: Vec<NodeId>,
+    pub(crate) mismatch: Vec<NodeId>,
     /// Every peer, in id order.
-    pub peers: Vec<PeerConfig>,
+    pub(crate) peers: Vec<PeerConfig>,
 }
 
 impl Drift {
     /// This node's digest `mine`; `peers`: the roster without this node.
-    pub fn new(mine: ConfigDigest, peers: impl IntoIterator<Item = NodeId>) -> Drift {
+    pub(crate) fn new(mine: ConfigDigest, peers: impl IntoIterator<Item = NodeId>) -> Drift {
         Drift {
             mine,
             peers: peers.into_iter().map(|p| (p, None)).collect(),
@@ -73,17 +73,17 @@ impl Drift {
     }
 
     /// This node's digest.
-    pub fn mine(&self) -> ConfigDigest {
+    pub(crate) fn mine(&self) -> ConfigDigest {
         self.mine
     }
 
     /// The roster without this node, in id order.
-    pub fn peers(&self) -> impl Iterator<Item = NodeId> + '_ {
+    pub(crate) fn peers(&self) -> impl Iterator<Item = NodeId> + '_ {
         self.peers.keys().copied()
     }
 
     /// Peer `peer`, of `incarnation`, sent `digest` (a datagram the gate accepted).
-    pub fn heard(&mut self, peer: NodeId, incarnation: u64, digest: ConfigDigest) -> Heard {
+    pub(crate) fn heard(&mut self, peer: NodeId, incarnation: u64, digest: ConfigDigest) -> Heard {
         let Some(slot) = self.peers.get_mut(&peer) else {
             return Heard {
                 answer: false,
@@ -102,7 +102,7 @@ impl Drift {
     }
 
     /// The peers whose last digest differs, in id order.
-    pub fn mismatched(&self) -> Vec<NodeId> {
+    pub(crate) fn mismatched(&self) -> Vec<NodeId> {
         self.peers
             .iter()
             .filter(|(_, h)| h.is_some_and(|(_, d)| d != self.mine))
@@ -111,7 +111,7 @@ impl Drift {
     }
 
     /// What `/status` shows.
-    pub fn view(&self) -> ConfigView {
+    pub(crate) fn view(&self) -> ConfigView {
         ConfigView {
             digest: self.mine.to_string(),
             mismatch: self.mismatched(),

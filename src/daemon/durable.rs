@@ -45,10 +45,10 @@ use std::path::{Path, PathBuf};
 
 /// The largest term a state file may hold: a fencing token is `term · 2^32 + leader`
 /// ([`crate::contract::algorithm::Token::as_u64`]), exact for terms below 2^32.
-pub const MAX_TERM: u64 = u32::MAX as u64;
+pub(crate) const MAX_TERM: u64 = u32::MAX as u64;
 
 /// Size of one record slot; the file is two of them.
-pub const SLOT: usize = 4096;
+pub(crate) const SLOT: usize = 4096;
 const MAGIC: &str = "electd-state";
 
 /// Why the state file could not be read or written.
@@ -106,15 +106,15 @@ struct File {
 }
 
 /// Every group's durable state, as the runtime keeps it.
-pub type States = Vec<(AlgorithmKind, Durable)>;
+pub(crate) type States = Vec<(AlgorithmKind, Durable)>;
 
 /// What the state file holds: every group's durable state and the groups drained.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Saved {
+pub(crate) struct Saved {
     /// Every group's durable state (the algorithms').
-    pub groups: States,
+    pub(crate) groups: States,
     /// The groups this node was drained in (`POST /admin/drain`), until undrained.
-    pub drained: Vec<AlgorithmKind>,
+    pub(crate) drained: Vec<AlgorithmKind>,
 }
 
 /// Read the algorithm state of a previous life; a missing file is an empty state.
@@ -122,8 +122,9 @@ pub fn load(path: &Path) -> Result<States, DurableError> {
     read(path).map(|(_, saved)| saved.groups)
 }
 
+#[cfg(test)]
 /// Read everything the state file holds (algorithm state and drains).
-pub fn load_saved(path: &Path) -> Result<Saved, DurableError> {
+pub(crate) fn load_saved(path: &Path) -> Result<Saved, DurableError> {
     read(path).map(|(_, saved)| saved)
 }
 

@@ -55,7 +55,9 @@ use std::time::{Duration, SystemTime};
 
 mod program;
 
-pub use program::{program, Insn, Pattern, ProgramError, BATCHED, MAIN};
+pub(crate) use program::{program, Insn, Pattern};
+#[cfg(test)]
+use program::{BATCHED, MAIN};
 
 /// The node's second socket (see the module documentation): nonblocking, never
 /// waited on, timestamps on.
@@ -170,23 +172,23 @@ fn setsockopt<T>(s: &impl AsRawFd, level: libc::c_int, name: libc::c_int, v: &T)
 
 /// One datagram read from the heartbeat socket.
 #[derive(Clone, Copy, Debug)]
-pub struct Batched {
+pub(crate) struct Batched {
     /// Its length in the buffer.
     pub len: usize,
     /// Its UDP source.
     pub from: SocketAddr,
     /// When the kernel received it (`None`: no timestamp came with it).
-    pub at: Option<SystemTime>,
+    pub(crate) at: Option<SystemTime>,
 }
 
 impl HeartbeatSocket {
     /// Select the heartbeats of `patterns` into this socket from now on.
-    pub fn select(&self, patterns: &[Pattern]) -> io::Result<()> {
+    pub(crate) fn select(&self, patterns: &[Pattern]) -> io::Result<()> {
         attach(&self.socket, &program(patterns).map_err(io::Error::other)?)
     }
 
     /// Read the oldest datagram waiting, without waiting: `None` when there is none.
-    pub fn try_recv(&self, buf: &mut [u8]) -> Option<io::Result<Batched>> {
+    pub(crate) fn try_recv(&self, buf: &mut [u8]) -> Option<io::Result<Batched>> {
         // SAFETY: plain C structs, zero is a valid value of each.
         let mut from: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
         let mut control = [0u64; 8]; // 64 bytes, aligned: room for one timespec cmsg
@@ -267,17 +269,17 @@ fn socket_addr(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
 /// Both clocks at the start of a drain of the heartbeat socket: the runtime's
 /// (monotonic) time and the wall clock, in which the kernel stamps datagrams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Drain {
+pub(crate) struct Drain {
     /// The runtime's time.
     pub now: Duration,
     /// The wall clock.
-    pub wall: SystemTime,
+    pub(crate) wall: SystemTime,
 }
 
 /// How far the two clocks may drift apart between drains, and how long before the
 /// previous drain a datagram read now may have been stamped (stamped just before it,
 /// queued just after).
-pub const SLACK: Duration = Duration::from_millis(2);
+pub(crate) const SLACK: Duration = Duration::from_millis(2);
 
 /// When a datagram stamped `at` and read in drain `cur` arrived, on the runtime's
 /// clock; `prev` is the drain before (nothing read now arrived before it). Whenever the
@@ -285,7 +287,7 @@ pub const SLACK: Duration = Duration::from_millis(2);
 /// come late by one drain, never early: no stamp, a stamp from the future or from
 /// before `prev`, or a wall clock that did not advance with the runtime's since `prev`
 /// (stepped or slewed by more than [`SLACK`]: every stamp of this drain is suspect).
-pub fn arrival(at: Option<SystemTime>, cur: Drain, prev: Drain) -> Duration {
+pub(crate) fn arrival(at: Option<SystemTime>, cur: Drain, prev: Drain) -> Duration {
     let now = cur.now;
     let (Some(at), Ok(wall_since)) = (at, cur.wall.duration_since(prev.wall)) else {
         return now;

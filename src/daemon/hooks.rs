@@ -69,7 +69,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The `result` label of `electd_hook_runs_total`.
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
             Outcome::Failed(_) => "failed",

@@ -33,9 +33,11 @@ mod sync;
 #[cfg(test)]
 mod tests;
 
-pub use labels::{
-    election_buckets, failover_buckets, invalid_reasons, known_message_types, ERROR_CLASSES,
-    HOOK_RESULTS, KEY_RELOAD_RESULTS, SEND_ERROR_KINDS,
+pub use labels::invalid_reasons;
+pub(crate) use labels::{election_buckets, failover_buckets};
+#[cfg(test)]
+use labels::{
+    known_message_types, ERROR_CLASSES, HOOK_RESULTS, KEY_RELOAD_RESULTS, SEND_ERROR_KINDS,
 };
 use labels::{process_registry, zero_known_series};
 use sync::Exported;

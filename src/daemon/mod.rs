@@ -2,7 +2,7 @@
 //! state it shares with the HTTP API.
 
 pub mod checks;
-pub mod drift;
+pub(crate) mod drift;
 pub mod durable;
 pub mod heartbeats;
 pub mod hooks;

@@ -61,7 +61,7 @@ pub enum Lease {
 
 impl Lease {
     /// (`"none"` or `"quorum"`, milliseconds left: `None` for `"none"`, 0 when not held).
-    pub fn remaining(&self) -> (&'static str, Option<u64>) {
+    pub(crate) fn remaining(&self) -> (&'static str, Option<u64>) {
         match self {
             Lease::None => ("none", None),
             Lease::Until(t) => (
@@ -72,11 +72,6 @@ impl Lease {
                 ),
             ),
         }
-    }
-
-    /// Whether a lease kept has run out (false when none is kept).
-    pub fn expired(&self) -> bool {
-        matches!(self.remaining(), ("quorum", Some(0)))
     }
 }
 
@@ -101,10 +96,10 @@ impl GroupView {
 #[derive(Debug)]
 pub struct TransferStarted {
     /// How long the hand-over may take.
-    pub bound: std::time::Duration,
+    pub(crate) bound: std::time::Duration,
     /// Why the target refused it (it may not lead: drained, failing a health check),
     /// if it does; closed without a message once the transfer is over otherwise.
-    pub refused: oneshot::Receiver<String>,
+    pub(crate) refused: oneshot::Receiver<String>,
 }
 
 /// A change of a group's leader as seen by this node (`/watch`, hooks).
@@ -153,7 +148,7 @@ impl LeaderEvent {
     }
 
     /// The event stamped at `us` (Unix time in microseconds).
-    pub fn stamped(mut self, us: u64) -> Self {
+    pub(crate) fn stamped(mut self, us: u64) -> Self {
         self.at_us = us;
         self.at_ms = us / 1000;
         self
@@ -163,7 +158,7 @@ impl LeaderEvent {
     /// (MASTER), `follower` (BACKUP; also while no leader is known), `fault` (FAULT).
     /// `stopped` (STOP) is not an event: the hook task runs it once per group when the
     /// daemon stops.
-    pub fn state(&self) -> &'static str {
+    pub(crate) fn state(&self) -> &'static str {
         if self.fault {
             "fault"
         } else if self.role == "leader" {
@@ -236,7 +231,7 @@ pub enum Control {
 /// - `term`: no group's term is out of its peers' reach (more than
 ///   [`crate::contract::algorithm::MAX_TERM_AHEAD`] above theirs, which makes them
 ///   drop this node's datagrams: a voter lost).
-pub const HEALTH_CHECKS: [&str; 4] = ["send", "persist", "roster", "term"];
+pub(crate) const HEALTH_CHECKS: [&str; 4] = ["send", "persist", "roster", "term"];
 
 /// See the module documentation.
 #[derive(Debug)]
@@ -250,7 +245,7 @@ pub struct Shared {
     /// The node's Prometheus registry and metrics.
     pub metrics: Metrics,
     /// Bearer token for `/admin/*`; admin routes are off without one.
-    pub admin_token: Option<String>,
+    pub(crate) admin_token: Option<String>,
     status: RwLock<Vec<GroupView>>,
     events: broadcast::Sender<LeaderEvent>,
     control: mpsc::Sender<Control>,
@@ -273,7 +268,7 @@ impl Shared {
     }
 
     /// The trace recorder, if [`Shared::set_tracer`] set one.
-    pub fn tracer(&self) -> Option<&crate::trace::SharedRecorder> {
+    pub(crate) fn tracer(&self) -> Option<&crate::trace::SharedRecorder> {
         self.tracer.get().map(|t| &**t)
     }
 
@@ -321,12 +316,12 @@ impl Shared {
     }
 
     /// The digest set by [`Shared::set_config_digest`].
-    pub fn config_digest(&self) -> Option<crate::config::digest::ConfigDigest> {
+    pub(crate) fn config_digest(&self) -> Option<crate::config::digest::ConfigDigest> {
         self.config_digest.get().copied()
     }
 
     /// Replace what `/status` shows of the peers' configuration digests.
-    pub fn publish_config(&self, view: crate::daemon::drift::ConfigView) {
+    pub(crate) fn publish_config(&self, view: crate::daemon::drift::ConfigView) {
         if let Ok(mut c) = self.config.write() {
             *c = Some(view);
         }
@@ -334,7 +329,7 @@ impl Shared {
 
     /// This node's and its peers' configuration digests (`None` without
     /// [`Shared::set_config_digest`]).
-    pub fn config_view(&self) -> Option<crate::daemon::drift::ConfigView> {
+    pub(crate) fn config_view(&self) -> Option<crate::daemon::drift::ConfigView> {
         self.config.read().ok().and_then(|c| c.clone())
     }
 
@@ -392,7 +387,7 @@ impl Shared {
 
     /// Subscribe to leader events and copy the status snapshot atomically: every
     /// change is either already in the snapshot or will arrive on the receiver.
-    pub fn watch(&self) -> (broadcast::Receiver<LeaderEvent>, Vec<GroupView>) {
+    pub(crate) fn watch(&self) -> (broadcast::Receiver<LeaderEvent>, Vec<GroupView>) {
         match self.status.read() {
             Ok(status) => (self.events.subscribe(), status.clone()),
             Err(_) => (self.events.subscribe(), Vec::new()),

@@ -25,7 +25,7 @@ use std::io;
 use std::net::SocketAddr;
 
 /// Kernel send and receive buffer size requested for the UDP socket.
-pub const SOCKET_BUFFER: usize = 4 << 20;
+pub(crate) const SOCKET_BUFFER: usize = 4 << 20;
 
 /// A datagram socket (see the module documentation).
 pub trait Transport: Send + Sync + 'static {
@@ -93,17 +93,17 @@ impl Transport for tokio::net::UdpSocket {
 
 /// Effective kernel buffer of one direction of a socket, against what was requested.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BufferSize {
+pub(crate) struct BufferSize {
     /// What electd asked for.
-    pub requested: usize,
+    pub(crate) requested: usize,
     /// As the kernel reports it (Linux doubles the value set, for its bookkeeping).
-    pub effective: usize,
+    pub(crate) effective: usize,
 }
 
 impl BufferSize {
     /// The kernel gave less than requested (Linux caps at `net.core.rmem_max` /
     /// `wmem_max`, then doubles: a full grant reports 2 × requested).
-    pub fn capped(&self) -> bool {
+    pub(crate) fn capped(&self) -> bool {
         self.effective < self.requested
     }
 }
@@ -187,7 +187,7 @@ pub(crate) fn open_udp(addr: SocketAddr, reuse_port: bool) -> io::Result<Socket>
 }
 
 /// Hop limit of multicast datagrams: the group is one LAN segment.
-pub const MULTICAST_TTL: u32 = 1;
+pub(crate) const MULTICAST_TTL: u32 = 1;
 
 /// Set up multicast for the node's socket `main` (bound to `bind`) and `group`.
 /// Returns the extra receiving socket, or `None` when `main` joined the group itself.
@@ -250,7 +250,7 @@ pub fn join_multicast(
 }
 
 /// The `kind` label of `electd_send_errors_total` for a failed send.
-pub fn send_error_kind(e: &io::Error) -> &'static str {
+pub(crate) fn send_error_kind(e: &io::Error) -> &'static str {
     use io::ErrorKind as K;
     match e.kind() {
         K::PermissionDenied => "permission_denied",

@@ -6,7 +6,7 @@ use axum::Json;
 
 /// An HTTP error answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     /// The HTTP status.
     pub status: StatusCode,
     /// The `error` text of the JSON body.
@@ -15,22 +15,22 @@ pub struct ApiError {
 
 impl ApiError {
     /// An answer with `status` and `message`.
-    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
         ApiError {
             status,
             message: message.into(),
         }
     }
     /// 400: a malformed request.
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
     /// 404: no such thing (e.g. an algorithm this node does not run).
-    pub fn not_found(message: impl Into<String>) -> Self {
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, message)
     }
     /// 503: not available now (paused, not the leader…).
-    pub fn unavailable(message: impl Into<String>) -> Self {
+    pub(crate) fn unavailable(message: impl Into<String>) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, message)
     }
 }

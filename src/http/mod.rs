@@ -35,7 +35,6 @@ mod params;
 mod read;
 mod watch;
 
-pub use error::ApiError;
 pub use watch::KEEP_ALIVE as WATCH_KEEP_ALIVE;
 
 use crate::daemon::shared::Shared;
@@ -51,19 +50,6 @@ use tokio::sync::watch as signal;
 struct App {
     shared: Arc<Shared>,
     closing: signal::Receiver<bool>,
-    /// The sender of `closing` when nothing else owns it ([`router`]).
-    _open: Option<Arc<signal::Sender<bool>>>,
-}
-
-/// The router of every route, for a server that never closes its `/watch` streams
-/// itself (tests; [`serve`] wires the shutdown signal in).
-pub fn router(shared: Arc<Shared>) -> Router {
-    let (tx, closing) = signal::channel(false);
-    build(App {
-        shared,
-        closing,
-        _open: Some(Arc::new(tx)),
-    })
 }
 
 fn build(app: App) -> Router {
@@ -95,11 +81,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (tx, closing) = signal::channel(false);
-    let app = build(App {
-        shared,
-        closing,
-        _open: None,
-    });
+    let app = build(App { shared, closing });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown.await;

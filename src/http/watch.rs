@@ -170,11 +170,10 @@ mod tests {
         let metrics = Metrics::new(1, &[Bully]).expect("metrics");
         let (s, _rx) = Shared::new(1, "t".into(), vec![Bully], metrics, None);
         let s = Arc::new(s);
-        let (tx, closing) = signal::channel(false);
+        let (_open, closing) = signal::channel(false);
         let app = App {
             shared: s.clone(),
             closing: closing.clone(),
-            _open: Some(Arc::new(tx)),
         };
         let (rx, _) = s.watch();
         let w = Watch {

@@ -161,7 +161,9 @@ impl Node {
     /// for want of a quorum, and not answering heartbeats (`[lease] require_quorum`).
     /// Such a heartbeat may be read late, as of the time it arrived
     /// ([`crate::daemon::heartbeats`]); any other heartbeat is read at once.
-    pub fn quiet_heartbeats(&self) -> impl Iterator<Item = (AlgorithmKind, NodeId, u64)> + '_ {
+    pub(crate) fn quiet_heartbeats(
+        &self,
+    ) -> impl Iterator<Item = (AlgorithmKind, NodeId, u64)> + '_ {
         self.groups.iter().filter_map(|grp| {
             let leader = grp.leader.filter(|&l| l != self.id)?;
             let quiet = grp.algo.uses_failure_detector()

@@ -63,7 +63,7 @@ pub use transfer::TransferError;
 /// The `reason` labels of `electd_invalid_datagrams_total` the node itself counts, for
 /// a datagram the gate passed (docs/wire.md §8): a sender that is this node or off the
 /// roster, no body, a group this node does not run, an epoch too far ahead.
-pub const NODE_DROP_REASONS: [&str; 4] = [
+pub(crate) const NODE_DROP_REASONS: [&str; 4] = [
     "unknown_sender",
     "empty",
     "unknown_algorithm",
@@ -71,7 +71,7 @@ pub const NODE_DROP_REASONS: [&str; 4] = [
 ];
 
 /// Driver time: a duration since the driver's origin.
-pub type Time = Duration;
+pub(crate) type Time = Duration;
 
 /// A datagram in domain form (the wire module encodes it as one protobuf envelope).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -173,38 +173,38 @@ pub enum Event {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FailoverPhases {
     /// Last datagram heard from the old leader → this node declared it lost.
-    pub detection: Duration,
+    pub(crate) detection: Duration,
     /// Loss declared → the next leader adopted.
-    pub election: Duration,
+    pub(crate) election: Duration,
 }
 
 /// Per-group counters (the metrics module exports these).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GroupStats {
+pub(crate) struct GroupStats {
     /// Messages sent, by type (index: `MessageType as usize`); broadcasts count one per
     /// recipient.
-    pub sent: [u64; MessageType::ALL.len()],
+    pub(crate) sent: [u64; MessageType::ALL.len()],
     /// Messages received and handed to the group, by type (same index).
     pub received: [u64; MessageType::ALL.len()],
     /// Elections this node started or joined.
-    pub elections_started: u64,
+    pub(crate) elections_started: u64,
     /// Times this node became the group's leader.
-    pub elections_won: u64,
+    pub(crate) elections_won: u64,
     /// Changes of this node's leader belief (including to none).
-    pub leader_changes: u64,
+    pub(crate) leader_changes: u64,
     /// Duration of the last election this node took part in that ended with a leader.
-    pub last_election: Option<Duration>,
+    pub(crate) last_election: Option<Duration>,
     /// The link's retransmissions of this group's messages.
-    pub retransmissions: u64,
+    pub(crate) retransmissions: u64,
     /// Of this group's messages, those the link gave up on (peer unreachable).
-    pub delivery_failures: u64,
+    pub(crate) delivery_failures: u64,
     /// Failovers this node experienced ([`Event::Failover`]) and the last one's total.
-    pub failovers: u64,
+    pub(crate) failovers: u64,
     /// The `total` of the last failover.
-    pub last_failover: Option<Duration>,
+    pub(crate) last_failover: Option<Duration>,
     /// Time without a leader since the node started, up to the last leader change;
     /// [`Node::leaderless`] adds the period still under way.
-    pub leaderless: Duration,
+    pub(crate) leaderless: Duration,
 }
 
 impl GroupStats {
@@ -215,14 +215,6 @@ impl GroupStats {
     /// Messages of type `t` received.
     pub(crate) fn received_of(&self, t: MessageType) -> u64 {
         self.received[t as usize]
-    }
-    /// Election messages sent (liveness traffic excluded), the literature's count.
-    pub fn election_messages(&self) -> u64 {
-        MessageType::ALL
-            .iter()
-            .filter(|t| !t.is_liveness())
-            .map(|t| self.sent[*t as usize])
-            .sum()
     }
 }
 
@@ -238,19 +230,19 @@ pub struct GroupStatus {
     /// The term (epoch, round) of that leadership.
     pub term: u64,
     /// When the current leader belief was formed.
-    pub since: Time,
+    pub(crate) since: Time,
     /// An election is in progress at this node.
-    pub electing: bool,
+    pub(crate) electing: bool,
     /// Duration of the last election this node took part in that ended with a leader.
-    pub last_election: Option<Duration>,
+    pub(crate) last_election: Option<Duration>,
     /// Why this node may not lead the group now (empty: it may).
-    pub ineligible: Vec<Ineligible>,
+    pub(crate) ineligible: Vec<Ineligible>,
 }
 
 /// A group's [`GroupStatus`] as plain values (the ineligibility reasons as bits):
 /// see [`Node::status_keys`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StatusKey {
+pub(crate) struct StatusKey {
     algorithm: AlgorithmKind,
     state: &'static str,
     leader: Option<NodeId>,
@@ -373,7 +365,7 @@ impl Node {
 
     /// Call `f` with each group's durable state, as [`Node::durable`] lists them
     /// (without building the list).
-    pub fn each_durable(&self, mut f: impl FnMut(AlgorithmKind, Durable)) {
+    pub(crate) fn each_durable(&self, mut f: impl FnMut(AlgorithmKind, Durable)) {
         for g in &self.groups {
             if let Some(d) = g.algo.durable() {
                 f(g.kind, d);

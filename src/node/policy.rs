@@ -190,7 +190,7 @@ impl Node {
 
     /// The groups this node is drained in ([`Ineligible::Drained`]), in configuration
     /// order (what the state file keeps across restarts).
-    pub fn drained(&self) -> impl Iterator<Item = AlgorithmKind> + '_ {
+    pub(crate) fn drained(&self) -> impl Iterator<Item = AlgorithmKind> + '_ {
         self.groups
             .iter()
             .filter(|g| g.ineligible.contains(&Ineligible::Drained))
@@ -198,13 +198,13 @@ impl Node {
     }
 
     /// What weighted health checks take off this node's priority in `kind`'s group.
-    pub fn penalty(&self, kind: AlgorithmKind) -> u8 {
+    pub(crate) fn penalty(&self, kind: AlgorithmKind) -> u8 {
         self.group_index(kind).map_or(0, |g| self.groups[g].penalty)
     }
 
     /// Why this node may not lead `kind`'s group now (empty: it may; `None`: no such
     /// group).
-    pub fn ineligible(&self, kind: AlgorithmKind) -> Option<Vec<Ineligible>> {
+    pub(crate) fn ineligible(&self, kind: AlgorithmKind) -> Option<Vec<Ineligible>> {
         let g = self.group_index(kind)?;
         Some(self.groups[g].ineligible.iter().copied().collect())
     }

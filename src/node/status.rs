@@ -32,7 +32,7 @@ impl Node {
 
     /// What [`Node::status`] shows of each group, without building it: equal keys,
     /// equal status (the runtime republishes `/status` only when one changed).
-    pub fn status_keys(&self) -> impl Iterator<Item = StatusKey> + '_ {
+    pub(crate) fn status_keys(&self) -> impl Iterator<Item = StatusKey> + '_ {
         self.groups.iter().map(|g| StatusKey {
             algorithm: g.kind,
             state: g.algo.state(),
@@ -74,7 +74,7 @@ impl Node {
 
     /// Time group `kind` has been without a leader since the node started, up to `now`
     /// (a period still under way included).
-    pub fn leaderless(&self, kind: AlgorithmKind, now: Time) -> Option<Duration> {
+    pub(crate) fn leaderless(&self, kind: AlgorithmKind, now: Time) -> Option<Duration> {
         self.group_index(kind).map(|g| {
             let grp = &self.groups[g];
             let open = grp
@@ -120,7 +120,7 @@ impl Node {
     /// [`MAX_TERM_AHEAD`] below. The peers drop this node's datagrams as
     /// `future_epoch`, so it takes part in no election of the group: a voter silently
     /// lost unless reported (the runtime's `term` health check).
-    pub fn terms_out_of_reach(&self) -> Vec<(AlgorithmKind, u64, NodeId, u64)> {
+    pub(crate) fn terms_out_of_reach(&self) -> Vec<(AlgorithmKind, u64, NodeId, u64)> {
         self.groups
             .iter()
             .filter_map(|g| g.out_of_reach.map(|(p, t)| (g.kind, g.term, p, t)))

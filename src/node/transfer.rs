@@ -145,7 +145,7 @@ impl Node {
     /// The transfers refused by their target since the last call, as (group, target):
     /// the target may not lead (drained, failing a health check), and this node leads
     /// on.
-    pub fn take_transfer_refusals(&mut self) -> Vec<(AlgorithmKind, NodeId)> {
+    pub(crate) fn take_transfer_refusals(&mut self) -> Vec<(AlgorithmKind, NodeId)> {
         self.groups
             .iter_mut()
             .filter_map(|g| g.transfer_refused.take().map(|by| (g.kind, by)))

@@ -91,7 +91,7 @@ impl DropLog {
 
     /// Summaries due at `now`: (reason, drops not logged yet), for every reason with
     /// unlogged drops and a token to spend.
-    pub fn flush(&mut self, now: Duration) -> Vec<(&'static str, u64)> {
+    pub(crate) fn flush(&mut self, now: Duration) -> Vec<(&'static str, u64)> {
         let mut out = Vec::new();
         for (reason, b) in self.buckets.iter_mut() {
             if b.suppressed == 0 {

@@ -77,7 +77,7 @@ impl Dropped {
     }
 
     /// Is this drop worth counting and logging (everything but the multicast loop)?
-    pub fn is_counted(&self) -> bool {
+    pub(crate) fn is_counted(&self) -> bool {
         !matches!(self, Dropped::OwnEcho)
     }
 
@@ -136,30 +136,30 @@ impl Gate {
     }
 
     /// Accept datagrams for the multicast group (multicast configured).
-    pub fn set_group(&mut self, group: bool) {
+    pub(crate) fn set_group(&mut self, group: bool) {
         self.group = group;
     }
 
     /// The addresses `id` now resolves to (DNS re-resolution): its datagrams are
     /// accepted from those. No effect without the source check.
-    pub fn set_sources(&mut self, id: NodeId, addrs: Vec<SocketAddr>) {
+    pub(crate) fn set_sources(&mut self, id: NodeId, addrs: Vec<SocketAddr>) {
         if let Some(sources) = &mut self.sources {
             sources.insert(id, addrs);
         }
     }
 
     /// Replace the keyring (key rotation); `None` turns authentication off.
-    pub fn set_keys(&mut self, keys: Option<Keyring>) {
+    pub(crate) fn set_keys(&mut self, keys: Option<Keyring>) {
         self.codec.set_keys(keys);
     }
 
     /// Are datagrams sealed and checked with a keyring (not `insecure`)?
-    pub fn is_authenticated(&self) -> bool {
+    pub(crate) fn is_authenticated(&self) -> bool {
         self.codec.is_authenticated()
     }
 
     /// Is the UDP source address checked against the roster?
-    pub fn checks_source(&self) -> bool {
+    pub(crate) fn checks_source(&self) -> bool {
         self.sources.is_some()
     }
 
@@ -170,7 +170,7 @@ impl Gate {
 
     /// The prefix of the heartbeats of `leader` (of `incarnation`) in group `kind` at
     /// `term`: see [`Codec::heartbeat_prefix`].
-    pub fn heartbeat_prefix(
+    pub(crate) fn heartbeat_prefix(
         &self,
         leader: NodeId,
         incarnation: u64,
@@ -190,7 +190,7 @@ impl Gate {
 
     /// [`Gate::seal`] for a CONFIG datagram: this node (`from`, of `incarnation`) tells
     /// `to` its configuration digest (docs/wire.md §11).
-    pub fn seal_config(
+    pub(crate) fn seal_config(
         &mut self,
         to: NodeId,
         from: NodeId,

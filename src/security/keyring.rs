@@ -23,8 +23,9 @@ type HmacSha256 = Hmac<Sha256>;
 
 /// Length of a key in bytes.
 pub const KEY_LEN: usize = 32;
+#[cfg(test)]
 /// Length of a tag in bytes (full HMAC-SHA256 output).
-pub const TAG_LEN: usize = 32;
+pub(crate) const TAG_LEN: usize = 32;
 
 /// One 32-byte key and its id.
 #[derive(Clone, PartialEq, Eq)]
@@ -95,7 +96,7 @@ impl Keyring {
     }
 
     /// Parse the text of a key file.
-    pub fn parse(text: &str) -> Result<Keyring, KeyError> {
+    pub(crate) fn parse(text: &str) -> Result<Keyring, KeyError> {
         let mut keys: Vec<Key> = Vec::new();
         // A byte-order mark (some editors write one) is not part of the key.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -129,7 +130,7 @@ impl Keyring {
     }
 
     /// The key with id `id`, if the ring holds it.
-    pub fn get(&self, id: u32) -> Option<&Key> {
+    pub(crate) fn get(&self, id: u32) -> Option<&Key> {
         self.keys.iter().find(|k| k.id == id)
     }
 
@@ -152,7 +153,7 @@ impl Keyring {
     }
 
     /// Check `tag` over `msg` with key `key_id`, in constant time.
-    pub fn verify(&self, key_id: u32, msg: &[u8], tag: &[u8]) -> Result<(), VerifyError> {
+    pub(crate) fn verify(&self, key_id: u32, msg: &[u8], tag: &[u8]) -> Result<(), VerifyError> {
         let key = self.get(key_id).ok_or(VerifyError::UnknownKey)?;
         let mut mac = key.mac();
         mac.update(msg);
@@ -162,7 +163,7 @@ impl Keyring {
 
 /// Outcome of a failed verification.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VerifyError {
+pub(crate) enum VerifyError {
     /// No key of the ring has this id.
     UnknownKey,
     /// The tag does not match.

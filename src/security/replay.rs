@@ -45,7 +45,7 @@ use crate::NodeId;
 use std::collections::HashMap;
 
 /// Counters remembered per sender (a multiple of 64).
-pub const WINDOW: u64 = 1024;
+pub(crate) const WINDOW: u64 = 1024;
 const WORDS: usize = (WINDOW / 64) as usize;
 /// How far (µs) a sender's incarnation may be ahead of the local clock: 10 s.
 pub const MAX_FUTURE: u64 = 10 * 1_000_000;
@@ -71,7 +71,7 @@ pub enum ReplayError {
 
 impl ReplayError {
     /// The `reason` label of `electd_invalid_datagrams_total`.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             ReplayError::Replay(_) => "replay",
             ReplayError::StaleIncarnation { .. } => "stale_incarnation",
@@ -80,7 +80,8 @@ impl ReplayError {
     }
 
     /// Every [`ReplayError::reason`].
-    pub const REASONS: [&'static str; 3] = ["replay", "stale_incarnation", "future_incarnation"];
+    pub(crate) const REASONS: [&'static str; 3] =
+        ["replay", "stale_incarnation", "future_incarnation"];
 }
 
 /// The window of one sender.
@@ -175,7 +176,7 @@ const IN_A_ROW: u8 = 2;
 
 /// Replay windows of every sender (see the module documentation).
 #[derive(Clone, Debug, Default)]
-pub struct ReplayGuard {
+pub(crate) struct ReplayGuard {
     /// Keyed by (sender, multicast group space?): a sender's group datagrams count in
     /// their own sequence, apart from the ones addressed to this node.
     peers: HashMap<(NodeId, bool), Sender>,
@@ -185,13 +186,14 @@ pub struct ReplayGuard {
 
 impl ReplayGuard {
     /// A guard that has seen nothing.
-    pub fn new() -> ReplayGuard {
+    pub(crate) fn new() -> ReplayGuard {
         ReplayGuard::default()
     }
 
+    #[cfg(test)]
     /// Accept (and record) or refuse the datagram `counter` of `from`'s `incarnation`;
     /// `now_us` is the local clock in unix microseconds.
-    pub fn check(
+    pub(crate) fn check(
         &mut self,
         from: NodeId,
         incarnation: u64,
@@ -203,7 +205,7 @@ impl ReplayGuard {
 
     /// [`ReplayGuard::check`] in the sender's unicast (`group` false) or multicast group
     /// sequence.
-    pub fn check_in(
+    pub(crate) fn check_in(
         &mut self,
         from: NodeId,
         group: bool,
@@ -334,12 +336,13 @@ impl ReplayGuard {
     }
 
     /// The incarnation currently accepted from `from`, if any.
-    pub fn incarnation_of(&self, from: NodeId) -> Option<u64> {
+    pub(crate) fn incarnation_of(&self, from: NodeId) -> Option<u64> {
         self.peers.get(&(from, false)).map(|s| s.window.incarnation)
     }
 
+    #[cfg(test)]
     /// Senders with a rival window pending (a restart or a forgery not yet settled).
-    pub fn rivals_pending(&self) -> usize {
+    pub(crate) fn rivals_pending(&self) -> usize {
         self.rivals.len()
     }
 }

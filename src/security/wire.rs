@@ -47,16 +47,16 @@ thread_local! {
 }
 
 /// Wire version written into every envelope.
-pub const WIRE_VERSION: u32 = 1;
+pub(crate) const WIRE_VERSION: u32 = 1;
 /// Largest datagram electd sends or accepts (well under the 65 507 bytes of UDP/IPv4;
 /// an envelope with a ring list of 2 000 ids still fits).
-pub const MAX_DATAGRAM: usize = 16 * 1024;
+pub(crate) const MAX_DATAGRAM: usize = 16 * 1024;
 /// Largest Hirschberg–Sinclair phase accepted (2^phase hops must fit a u32).
 const MAX_PHASE: u32 = 31;
 
 /// Receiver id of a datagram sent to the multicast group (every member at once); its
 /// counter runs in the sender's group sequence, apart from the per-receiver ones.
-pub const GROUP: NodeId = 0;
+pub(crate) const GROUP: NodeId = 0;
 
 /// The per-datagram part of the authenticated envelope that is not in [`Datagram`]:
 /// who it is for and its place in the sender's datagram sequence to that receiver.
@@ -105,7 +105,7 @@ pub enum WireError {
 
 impl WireError {
     /// The `reason` label of `electd_invalid_datagrams_total` (stable).
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             WireError::Oversize => "oversize",
             WireError::Empty => "empty",
@@ -121,7 +121,7 @@ impl WireError {
     }
 
     /// Every reason, for dashboards and tests.
-    pub const REASONS: [&'static str; 10] = [
+    pub(crate) const REASONS: [&'static str; 10] = [
         "oversize",
         "empty",
         "decode",
@@ -154,12 +154,12 @@ impl Codec {
     }
 
     /// Replace the keyring (key rotation).
-    pub fn set_keys(&mut self, keys: Option<Keyring>) {
+    pub(crate) fn set_keys(&mut self, keys: Option<Keyring>) {
         self.keys = keys;
     }
 
     /// Does this codec make and check tags (not `insecure`)?
-    pub fn is_authenticated(&self) -> bool {
+    pub(crate) fn is_authenticated(&self) -> bool {
         self.keys.is_some()
     }
 
@@ -238,7 +238,7 @@ impl Codec {
     /// up to the end of its body; `compare` is false on the authentication tag's bytes.
     /// The counter and receiver fields follow the body (fields in number order), so the
     /// prefix is the same for every such heartbeat (see [`crate::daemon::heartbeats`]).
-    pub fn heartbeat_prefix(
+    pub(crate) fn heartbeat_prefix(
         &self,
         leader: NodeId,
         incarnation: u64,
@@ -280,7 +280,7 @@ impl Codec {
     /// [`Codec::decode`], and the configuration digest when the datagram is a CONFIG
     /// (docs/wire.md §11). A CONFIG comes back as a datagram with neither group nor
     /// body and `ack` 0, which a node ignores.
-    pub fn decode_with_config(
+    pub(crate) fn decode_with_config(
         &self,
         bytes: &[u8],
     ) -> Result<(Datagram, Header, Option<u64>), WireError> {
@@ -408,7 +408,7 @@ impl Codec {
 /// `key_id` (9) and `counter` (27). The envelope is therefore written in parts: the
 /// header fields below the body (1–9), then the body and the trailer (`counter` 27,
 /// `receiver` 28) in the order of their numbers. `env` is left as it was.
-pub fn encode_canonical(env: &mut proto::Envelope, buf: &mut Vec<u8>) {
+pub(crate) fn encode_canonical(env: &mut proto::Envelope, buf: &mut Vec<u8>) {
     let body = env.body.take();
     let (counter, receiver) = (env.counter, env.receiver);
     (env.counter, env.receiver) = (0, 0);

@@ -33,14 +33,14 @@ pub struct Violation {
     /// The seed of the failing run: with the other fields it replays the run exactly.
     pub seed: u64,
     /// Roster size of the failing run.
-    pub nodes: usize,
+    pub(crate) nodes: usize,
     /// The property that failed: `setup`, `election-safety`, `liveness`, `stays-settled`
     /// or `token-safety`.
     pub property: &'static str,
     /// What was observed (nodes, leaders, terms), for the report.
     pub detail: String,
     /// The fault mix of the run.
-    pub faults: FaultSet,
+    pub(crate) faults: FaultSet,
 }
 
 impl Violation {
@@ -132,7 +132,10 @@ pub fn check_seed(kind: AlgorithmKind, seed: u64, faults: FaultSet) -> Result<()
 
 /// How long a settled cluster must stay settled: several failure timeouts (Raft: its
 /// election timeout plays that part).
-pub fn settle_window(kind: AlgorithmKind, timing: &crate::contract::algorithm::Timing) -> Duration {
+pub(crate) fn settle_window(
+    kind: AlgorithmKind,
+    timing: &crate::contract::algorithm::Timing,
+) -> Duration {
     let f = if kind.info().uses_failure_detector() {
         timing.failure_timeout
     } else {
@@ -142,7 +145,7 @@ pub fn settle_window(kind: AlgorithmKind, timing: &crate::contract::algorithm::T
 }
 
 /// Failure timeouts a settled cluster is watched for.
-pub const SETTLE_TIMEOUTS: u32 = 5;
+pub(crate) const SETTLE_TIMEOUTS: u32 = 5;
 
 /// The settled state of `kind` now: `None` when Raft rightly has no leader (no
 /// majority alive), else the leader and term every live node agrees on — the highest

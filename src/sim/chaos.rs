@@ -15,17 +15,17 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct ChaosParams {
     /// How long faults last (virtual time).
-    pub fault_time: Duration,
+    pub(crate) fault_time: Duration,
     /// Largest loss probability drawn while faults last.
-    pub max_loss: f64,
+    pub(crate) max_loss: f64,
     /// Also duplicate and reorder datagrams while faults last.
-    pub duplicate_reorder: bool,
+    pub(crate) duplicate_reorder: bool,
     /// Also cut the network (symmetric and one-way partitions).
-    pub partitions: bool,
+    pub(crate) partitions: bool,
     /// Also pause nodes (up to 2 × failure_timeout, then they resume with their
     /// backlog) and slow them down (up to 2 ms per input); both end by the end of the
     /// fault time.
-    pub pauses: Option<Duration>,
+    pub(crate) pauses: Option<Duration>,
 }
 
 /// Named fault mixes (`--faults`).

@@ -47,13 +47,13 @@ pub struct Comparison {
 #[derive(Clone, Debug, Serialize)]
 pub struct CaseInfo {
     /// Short label for tables and the plot legend.
-    pub label: String,
+    pub(crate) label: String,
     /// The algorithm.
     pub algorithm: AlgorithmKind,
     /// Human form of the formula, with its source.
-    pub formula: &'static str,
+    pub(crate) formula: &'static str,
     /// Is the formula an exact count (true) or an upper bound / average (false)?
-    pub exact: bool,
+    pub(crate) exact: bool,
 }
 
 /// Run the startup election, lowest id initiating, for every case and N.

@@ -113,7 +113,7 @@ impl Sim {
 
     /// `id` stops for `d` (a paused process): nothing is handled until then; what
     /// arrives meanwhile waits and is handled afterwards, one input at a time.
-    pub fn pause(&mut self, id: NodeId, d: Duration) -> Result<(), SimError> {
+    pub(crate) fn pause(&mut self, id: NodeId, d: Duration) -> Result<(), SimError> {
         let i = self.idx(id)?;
         let until = self.now + d;
         let sn = &mut self.nodes[i];
@@ -124,7 +124,7 @@ impl Sim {
     }
 
     /// `id` spends at least `cost` on every input for `d` (a starved CPU).
-    pub fn slow(&mut self, id: NodeId, cost: Duration, d: Duration) -> Result<(), SimError> {
+    pub(crate) fn slow(&mut self, id: NodeId, cost: Duration, d: Duration) -> Result<(), SimError> {
         let i = self.idx(id)?;
         self.nodes[i].slow = Some((self.now + d, cost));
         Ok(())
@@ -219,9 +219,10 @@ impl Sim {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Make `id` ineligible in `group` (every group: `None`) for `why`, or clear that
     /// reason ([`Node::set_ineligible`]).
-    pub fn set_ineligible(
+    pub(crate) fn set_ineligible(
         &mut self,
         id: NodeId,
         group: Option<AlgorithmKind>,
@@ -240,9 +241,10 @@ impl Sim {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Lower `id`'s priority by `penalty` in `group` (every group: `None`), or restore
     /// it with 0 ([`Node::set_penalty`]).
-    pub fn set_penalty(
+    pub(crate) fn set_penalty(
         &mut self,
         id: NodeId,
         group: Option<AlgorithmKind>,
@@ -280,7 +282,7 @@ impl Sim {
     }
 
     /// Graceful stop: resign, flush the datagrams, then crash.
-    pub fn resign(&mut self, id: NodeId) -> Result<(), SimError> {
+    pub(crate) fn resign(&mut self, id: NodeId) -> Result<(), SimError> {
         let i = self.idx(id)?;
         if !self.nodes[i].alive {
             return Ok(());

@@ -213,7 +213,7 @@ pub struct Sim {
     /// Finished measured elections, in order.
     pub elections: Vec<ElectionReport>,
     /// Datagrams processed (deliveries), for throughput figures.
-    pub delivered: u64,
+    pub(crate) delivered: u64,
     /// The trace being recorded, if any (see [`Sim::set_trace`]).
     trace: Option<Box<Recorder>>,
 }

@@ -42,7 +42,7 @@ pub struct Cuts {
 
 impl Cuts {
     /// Does a cut drop datagrams from `from` to `to`?
-    pub fn blocks(&self, from: NodeId, to: NodeId) -> bool {
+    pub(crate) fn blocks(&self, from: NodeId, to: NodeId) -> bool {
         !self.blocked.is_empty() && self.blocked.contains(&(from, to))
     }
 
@@ -62,7 +62,7 @@ impl Cuts {
     }
 
     /// Cut only the direction `from` → `to`.
-    pub fn one_way(&mut self, from: &[NodeId], to: &[NodeId]) {
+    pub(crate) fn one_way(&mut self, from: &[NodeId], to: &[NodeId]) {
         for &x in from {
             for &y in to {
                 self.blocked.insert((x, y));
@@ -73,10 +73,5 @@ impl Cuts {
     /// Remove every cut.
     pub fn heal(&mut self) {
         self.blocked.clear();
-    }
-
-    /// No link is cut.
-    pub fn is_empty(&self) -> bool {
-        self.blocked.is_empty()
     }
 }

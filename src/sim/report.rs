@@ -39,7 +39,7 @@ impl MessageCounts {
     }
 
     /// Add `other`'s counts to these.
-    pub fn add(&mut self, other: &MessageCounts) {
+    pub(crate) fn add(&mut self, other: &MessageCounts) {
         self.total += other.total;
         for (k, v) in &other.by_type {
             *self.by_type.entry(k).or_insert(0) += v;

@@ -102,7 +102,7 @@ impl Scenario {
 
     /// The ops of this scenario with `initiator` calling the first election
     /// (`Chaos` plans come from [`crate::sim::chaos::plan`] instead).
-    pub fn ops(self, initiator: NodeId, settle: Duration) -> Vec<Op> {
+    pub(crate) fn ops(self, initiator: NodeId, settle: Duration) -> Vec<Op> {
         let mut ops = vec![
             Op::StartAll,
             Op::Measure("startup".into()),
@@ -154,7 +154,7 @@ pub enum Initiator {
 
 impl Initiator {
     /// Resolve against the roster; `None` if the id is not a member.
-    pub fn resolve(self, ids: &[NodeId]) -> Option<NodeId> {
+    pub(crate) fn resolve(self, ids: &[NodeId]) -> Option<NodeId> {
         match self {
             Initiator::Lowest => ids.iter().copied().min(),
             Initiator::Highest => ids.iter().copied().max(),

@@ -84,7 +84,7 @@ impl TokenWatch {
     }
 
     /// `node` crashed: it leads nothing any more (its adopted tokens are remembered).
-    pub fn crashed(&mut self, node: NodeId) {
+    pub(crate) fn crashed(&mut self, node: NodeId) {
         for m in self.leading.values_mut() {
             m.remove(&node);
         }

@@ -232,10 +232,6 @@ impl ProcCluster {
         self.node(id).map(|n| n.http)
     }
 
-    pub fn udp(&self, id: NodeId) -> Option<SocketAddr> {
-        self.node(id).map(|n| n.udp)
-    }
-
     pub fn pid(&self, id: NodeId) -> Option<u32> {
         self.node(id)?.child.as_ref().map(|c| c.id())
     }

@@ -17,9 +17,9 @@ use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
 
 /// The `format` of the header line.
-pub const FORMAT: &str = "electd-trace";
+pub(crate) const FORMAT: &str = "electd-trace";
 /// The version this build writes and reads.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 
 /// A recorder stops after this many records (and says how many it left out).
 pub const DEFAULT_LIMIT: usize = 5_000_000;
@@ -179,7 +179,7 @@ pub struct Msg {
 
 impl Record {
     /// Its `t`.
-    pub fn time(&self) -> u64 {
+    pub(crate) fn time(&self) -> u64 {
         match self {
             Record::Send(m) | Record::Retransmit(m) => m.t,
             Record::Ack { t, .. }
@@ -203,7 +203,7 @@ impl Record {
 /// The number that orders the election a message belongs to: its term, epoch or
 /// round (`node::msg_term`, the one list of them), and for an OK, which carries none,
 /// the sequence of the election it answers.
-pub fn token(m: &Message) -> u64 {
+pub(crate) fn token(m: &Message) -> u64 {
     match m {
         Message::Ok { tag, .. } => tag.seq,
         m => crate::node::msg_term(m),
@@ -211,7 +211,7 @@ pub fn token(m: &Message) -> u64 {
 }
 
 /// Nanoseconds of a driver time.
-pub fn ns(t: Time) -> u64 {
+pub(crate) fn ns(t: Time) -> u64 {
     t.as_nanos().min(u64::MAX as u128) as u64
 }
 
@@ -249,7 +249,7 @@ impl Recorder {
     }
 
     /// Keep `r`, unless the limit is reached (then count it as left out).
-    pub fn push(&mut self, r: Record) {
+    pub(crate) fn push(&mut self, r: Record) {
         if self.records.len() < self.limit {
             self.records.push(r);
         } else {
@@ -260,7 +260,7 @@ impl Recorder {
     /// Record datagram `d` leaving `from` for `to` at `t`. Returns the id its
     /// delivery or drop is recorded under (0: a pure ack, or the limit is reached; not
     /// followed).
-    pub fn transmit(&mut self, t: Time, from: NodeId, to: NodeId, d: &Datagram) -> u64 {
+    pub(crate) fn transmit(&mut self, t: Time, from: NodeId, to: NodeId, d: &Datagram) -> u64 {
         let t = ns(t);
         let (Some(group), Some(body)) = (d.group, d.body.as_ref()) else {
             self.push(Record::Ack {
@@ -298,7 +298,7 @@ impl Recorder {
     }
 
     /// Record `node`'s state in `alg` if it differs from the last one recorded.
-    pub fn state(&mut self, t: Time, node: NodeId, alg: &'static str, state: &'static str) {
+    pub(crate) fn state(&mut self, t: Time, node: NodeId, alg: &'static str, state: &'static str) {
         if self.states.insert((node, alg), state) != Some(state) {
             self.push(Record::State {
                 t: ns(t),
@@ -310,18 +310,8 @@ impl Recorder {
     }
 
     /// Forget the states of `node` (it restarts from scratch).
-    pub fn forget(&mut self, node: NodeId) {
+    pub(crate) fn forget(&mut self, node: NodeId) {
         self.states.retain(|k, _| k.0 != node);
-    }
-
-    /// Records kept so far.
-    pub fn len(&self) -> usize {
-        self.records.len()
-    }
-
-    /// Nothing recorded yet.
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
     }
 
     /// The records so far, with a [`Record::Truncated`] at the end if any were left out.
@@ -383,7 +373,7 @@ impl SharedRecorder {
     }
 
     /// The shared clock: time since the recorder was made.
-    pub fn now(&self) -> Time {
+    pub(crate) fn now(&self) -> Time {
         self.origin.elapsed()
     }
 
@@ -396,7 +386,7 @@ impl SharedRecorder {
 
     /// `from` put `d` on the wire for `to`. To a node that is down, the datagram is
     /// recorded as dropped at once (the node discards it).
-    pub fn sent(&self, from: NodeId, to: NodeId, d: &Datagram) {
+    pub(crate) fn sent(&self, from: NodeId, to: NodeId, d: &Datagram) {
         self.with(|g, t| {
             let id = g.rec.transmit(t, from, to, d);
             if id == 0 {
@@ -415,7 +405,7 @@ impl SharedRecorder {
     }
 
     /// `to` accepted `d` (authenticated and decoded) and hands it to its node.
-    pub fn received(&self, to: NodeId, d: &Datagram) {
+    pub(crate) fn received(&self, to: NodeId, d: &Datagram) {
         self.with(|g, t| {
             let Some(k) = flight(d.from, to, d) else {
                 return;
@@ -437,7 +427,7 @@ impl SharedRecorder {
     }
 
     /// Timers `node` is about to fire.
-    pub fn timers(
+    pub(crate) fn timers(
         &self,
         node: NodeId,
         due: &[(crate::contract::algorithm::AlgorithmKind, &'static str)],
@@ -459,7 +449,12 @@ impl SharedRecorder {
 
     /// What `node` decided in its last step: its state per algorithm and the leader
     /// changes among its events.
-    pub fn decided(&self, node: NodeId, n: &crate::node::Node, events: &[crate::node::Event]) {
+    pub(crate) fn decided(
+        &self,
+        node: NodeId,
+        n: &crate::node::Node,
+        events: &[crate::node::Event],
+    ) {
         self.with(|g, t| {
             for e in events {
                 if let crate::node::Event::LeaderChanged {
@@ -486,7 +481,7 @@ impl SharedRecorder {
 
     /// `node` went down (paused: no traffic in or out). What was still on its way to
     /// it is recorded as dropped now: the node discards it.
-    pub fn crash(&self, node: NodeId) {
+    pub(crate) fn crash(&self, node: NodeId) {
         self.with(|g, t| {
             g.down.insert(node);
             g.rec.push(Record::Crash { t: ns(t), node });
@@ -504,7 +499,7 @@ impl SharedRecorder {
     }
 
     /// `node` (re)started with `incarnation`.
-    pub fn start(&self, node: NodeId, incarnation: u64) {
+    pub(crate) fn start(&self, node: NodeId, incarnation: u64) {
         self.with(|g, t| {
             g.down.remove(&node);
             g.rec.forget(node);

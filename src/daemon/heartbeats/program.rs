@@ -3,15 +3,15 @@
 
 /// One classic BPF instruction (`struct sock_filter`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Insn {
+pub(crate) struct Insn {
     /// Operation.
-    pub code: u16,
+    pub(crate) code: u16,
     /// Jump offset if true.
-    pub jt: u8,
+    pub(crate) jt: u8,
     /// Jump offset if false.
-    pub jf: u8,
+    pub(crate) jf: u8,
     /// Operand.
-    pub k: u32,
+    pub(crate) k: u32,
 }
 
 pub(super) const LD_LEN: u16 = 0x80; // BPF_LD | BPF_W | BPF_LEN
@@ -23,24 +23,24 @@ pub(super) const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
 pub(super) const RET_K: u16 = 0x06; // BPF_RET | BPF_K
 
 /// Index of the main socket in the reuseport group.
-pub const MAIN: u32 = 0;
+pub(crate) const MAIN: u32 = 0;
 
 /// Index of the heartbeat socket in the reuseport group.
-pub const BATCHED: u32 = 1;
+pub(crate) const BATCHED: u32 = 1;
 
 /// Bytes a datagram must start with to go to the heartbeat socket: `(offset, width,
 /// value)` loads (width 4, 2 or 1; big endian, as BPF loads), and the least length.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pattern {
+pub(crate) struct Pattern {
     /// The datagram is at least this long (the whole prefix).
-    pub min_len: u32,
+    pub(crate) min_len: u32,
     /// Compared loads.
-    pub loads: Vec<(u32, u8, u32)>,
+    pub(crate) loads: Vec<(u32, u8, u32)>,
 }
 
 impl Pattern {
     /// The pattern of `prefix`, comparing the bytes where `compare` is true.
-    pub fn new(prefix: &[u8], compare: &[bool]) -> Pattern {
+    pub(crate) fn new(prefix: &[u8], compare: &[bool]) -> Pattern {
         let mut loads = Vec::new();
         let mut i = 0;
         while i < prefix.len() {
@@ -76,7 +76,7 @@ impl Pattern {
 
 /// Why no program could be made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ProgramError {
+pub(crate) enum ProgramError {
     /// A pattern's block is longer than a classic BPF jump reaches (255).
     #[error("a heartbeat pattern of {0} instructions is longer than a BPF jump reaches")]
     TooLong(usize),
@@ -84,7 +84,7 @@ pub enum ProgramError {
 
 /// The selection program: [`BATCHED`] for a datagram matching any of `patterns`,
 /// [`MAIN`] otherwise (also for none).
-pub fn program(patterns: &[Pattern]) -> Result<Vec<Insn>, ProgramError> {
+pub(crate) fn program(patterns: &[Pattern]) -> Result<Vec<Insn>, ProgramError> {
     let mut p = Vec::new();
     for pat in patterns {
         let block = pat.len();

@@ -17,7 +17,7 @@ pub fn invalid_reasons() -> Vec<&'static str> {
 }
 
 /// Histogram buckets of `election_duration_seconds`: 1 ms doubling, up to ~16 s.
-pub fn election_buckets() -> Vec<f64> {
+pub(crate) fn election_buckets() -> Vec<f64> {
     exponential_buckets(0.001, 2.0, 15).unwrap_or_else(|_| vec![0.001])
 }
 
@@ -25,7 +25,7 @@ pub fn election_buckets() -> Vec<f64> {
 /// `ft` (the failover's natural unit, from the config): a few small ones for the
 /// election phase, tenths of `ft` up to 2×`ft` where failovers fall (so that
 /// `histogram_quantile` interpolates within a tenth of `ft`), then a coarse tail.
-pub fn failover_buckets(ft: std::time::Duration) -> Vec<f64> {
+pub(crate) fn failover_buckets(ft: std::time::Duration) -> Vec<f64> {
     let ft = ft.as_secs_f64().max(1e-3);
     let mut m = vec![0.01, 0.02, 0.05];
     m.extend((1..=20).map(|i| f64::from(i) / 10.0));
@@ -36,7 +36,7 @@ pub fn failover_buckets(ft: std::time::Duration) -> Vec<f64> {
 /// Every `kind` of `electd_send_errors_total`: no roster address, the operating
 /// system's refusals ([`crate::daemon::socket::send_error_kind`]) and a datagram too
 /// large to seal (`oversize`, the only error of [`crate::security::wire::Codec::encode`]).
-pub const SEND_ERROR_KINDS: [&str; 11] = [
+pub(crate) const SEND_ERROR_KINDS: [&str; 11] = [
     "no_address",
     "permission_denied",
     "network_unreachable",
@@ -51,17 +51,18 @@ pub const SEND_ERROR_KINDS: [&str; 11] = [
 ];
 
 /// Every `class` of `electd_errors_total` (the runtime's `metrics.error` calls).
-pub const ERROR_CLASSES: [&str; 4] = ["resolve", "receive", "heartbeat_select", "state_write"];
+pub(crate) const ERROR_CLASSES: [&str; 4] =
+    ["resolve", "receive", "heartbeat_select", "state_write"];
 
 /// Every `result` of `electd_key_reloads_total`.
-pub const KEY_RELOAD_RESULTS: [&str; 3] = ["ok", "failed", "insecure"];
+pub(crate) const KEY_RELOAD_RESULTS: [&str; 3] = ["ok", "failed", "insecure"];
 
 /// Every `result` of `electd_hook_runs_total`.
-pub const HOOK_RESULTS: [&str; 5] = ["ok", "failed", "timeout", "error", "skipped"];
+pub(crate) const HOOK_RESULTS: [&str; 5] = ["ok", "failed", "timeout", "error", "skipped"];
 
 /// The message types a group of `algorithm` may count: its own (the registry's) and
 /// the liveness and RESIGN messages every algorithm uses.
-pub fn known_message_types(algorithm: AlgorithmKind) -> impl Iterator<Item = MessageType> {
+pub(crate) fn known_message_types(algorithm: AlgorithmKind) -> impl Iterator<Item = MessageType> {
     let own = algorithm.info().message_types.iter();
     own.chain(crate::contract::info::COMMON_TYPES).copied()
 }

@@ -5,19 +5,19 @@ use super::*;
 
 impl Metrics {
     /// A datagram of `bytes` went on the wire.
-    pub fn datagram_sent(&self, bytes: usize) {
+    pub(crate) fn datagram_sent(&self, bytes: usize) {
         self.datagrams_sent.inc();
         self.bytes_sent.inc_by(bytes as u64);
     }
 
     /// A datagram was read from the heartbeat socket.
-    pub fn heartbeat_batched(&self) {
+    pub(crate) fn heartbeat_batched(&self) {
         self.heartbeats_batched.inc();
     }
 
     /// A datagram of `bytes` carrying a message of `group` went on the wire (counted
     /// in addition to [`Metrics::datagram_sent`]).
-    pub fn group_datagram_sent(&self, group: AlgorithmKind, bytes: usize) {
+    pub(crate) fn group_datagram_sent(&self, group: AlgorithmKind, bytes: usize) {
         self.group_bytes_sent
             .with_label_values(&[group.as_str()])
             .inc_by(bytes as u64);
@@ -25,23 +25,23 @@ impl Metrics {
 
     /// A datagram was dropped before reaching the node (decode, authentication, …).
     /// Reasons counted by the node itself go through [`Metrics::sync`].
-    pub fn invalid_datagram(&self, reason: &str) {
+    pub(crate) fn invalid_datagram(&self, reason: &str) {
         self.invalid.with_label_values(&[reason]).inc();
     }
 
     /// The OS refused a send (`kind`: e.g. `permission_denied`, `network_unreachable`).
-    pub fn send_error(&self, kind: &str) {
+    pub(crate) fn send_error(&self, kind: &str) {
         self.send_errors.with_label_values(&[kind]).inc();
     }
 
     /// A leader-change hook finished with `result` (`ok`, `failed`, `timeout`, `error`).
-    pub fn hook_run(&self, result: &str) {
+    pub(crate) fn hook_run(&self, result: &str) {
         self.hook_runs.with_label_values(&[result]).inc();
     }
 
     /// `n` leader changes got no hook run because the hook fell behind (the hook then
     /// runs once per group with the current state instead).
-    pub fn hook_skipped(&self, n: u64) {
+    pub(crate) fn hook_skipped(&self, n: u64) {
         self.hook_runs.with_label_values(&["skipped"]).inc_by(n);
     }
 
@@ -51,12 +51,12 @@ impl Metrics {
     }
 
     /// A failure of `class` (`state_write`, `receive`, `resolve`).
-    pub fn error(&self, class: &str) {
+    pub(crate) fn error(&self, class: &str) {
         self.errors.with_label_values(&[class]).inc();
     }
 
     /// The state of one health check (see [`crate::daemon::shared::HEALTH_CHECKS`]).
-    pub fn set_health(&self, check: &str, passing: bool) {
+    pub(crate) fn set_health(&self, check: &str, passing: bool) {
         self.health
             .with_label_values(&[check])
             .set(i64::from(passing));
@@ -64,7 +64,7 @@ impl Metrics {
 
     /// A configured check's series, created when the check starts (so that its first
     /// failure shows in `rate()`): up, and every result at zero.
-    pub fn check_registered(&self, check: &str) {
+    pub(crate) fn check_registered(&self, check: &str) {
         self.check_up.with_label_values(&[check]).set(1);
         for result in ["pass", "fail", "timeout", "error"] {
             self.check_runs.with_label_values(&[check, result]);
@@ -72,31 +72,31 @@ impl Metrics {
     }
 
     /// A run of check `check` ended with `result` (`pass`, `fail`, `timeout`, `error`).
-    pub fn check_run(&self, check: &str, result: &str) {
+    pub(crate) fn check_run(&self, check: &str, result: &str) {
         self.check_runs.with_label_values(&[check, result]).inc();
     }
 
     /// Check `check` is passing (`true`) or failing after its rise/fall counts.
-    pub fn set_check_up(&self, check: &str, up: bool) {
+    pub(crate) fn set_check_up(&self, check: &str, up: bool) {
         self.check_up.with_label_values(&[check]).set(i64::from(up));
     }
 
     /// This node is in FAULT (a failing check) in `algorithm`'s group, or not.
-    pub fn set_fault(&self, algorithm: AlgorithmKind, on: bool) {
+    pub(crate) fn set_fault(&self, algorithm: AlgorithmKind, on: bool) {
         self.fault
             .with_label_values(&[algorithm.as_str()])
             .set(i64::from(on));
     }
 
     /// The operator drained this node in `algorithm`'s group (`on`), or undrained it.
-    pub fn set_drained(&self, algorithm: AlgorithmKind, on: bool) {
+    pub(crate) fn set_drained(&self, algorithm: AlgorithmKind, on: bool) {
         self.drained
             .with_label_values(&[algorithm.as_str()])
             .set(i64::from(on));
     }
 
     /// Weighted checks take `penalty` off this node's priority in `algorithm`'s group.
-    pub fn set_penalty(&self, algorithm: AlgorithmKind, penalty: u8) {
+    pub(crate) fn set_penalty(&self, algorithm: AlgorithmKind, penalty: u8) {
         self.priority_penalty
             .with_label_values(&[algorithm.as_str()])
             .set(i64::from(penalty));
@@ -104,7 +104,7 @@ impl Metrics {
 
     /// The `config_mismatch` series of every peer, at 0 (at start, with the roster
     /// without this node: [`crate::daemon::shared::Shared::set_config_digest`]).
-    pub fn config_peers(&self, peers: &[NodeId]) {
+    pub(crate) fn config_peers(&self, peers: &[NodeId]) {
         for p in peers {
             self.config_mismatch
                 .with_label_values(&[&p.to_string()])
@@ -113,7 +113,7 @@ impl Metrics {
     }
 
     /// Peer `peer`'s configuration digest differs from this node's (`true`) or not.
-    pub fn set_config_mismatch(&self, peer: NodeId, mismatch: bool) {
+    pub(crate) fn set_config_mismatch(&self, peer: NodeId, mismatch: bool) {
         self.config_mismatch
             .with_label_values(&[&peer.to_string()])
             .set(i64::from(mismatch));

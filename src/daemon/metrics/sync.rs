@@ -50,7 +50,7 @@ pub(super) fn advance_child(
 impl Metrics {
     /// [`Metrics::sync`], and `leaderless_seconds_total` advanced to the node time
     /// `now` (a leaderless period still under way included).
-    pub fn sync_at(&self, node: &Node, now: crate::node::Time) {
+    pub(crate) fn sync_at(&self, node: &Node, now: crate::node::Time) {
         self.sync(node);
         let Ok(mut ex) = self.exported.lock() else {
             return;
@@ -71,7 +71,7 @@ impl Metrics {
     }
 
     /// Bring every counter and gauge up to date with `node`'s own counters.
-    pub fn sync(&self, node: &Node) {
+    pub(crate) fn sync(&self, node: &Node) {
         let Ok(mut guard) = self.exported.lock() else {
             return;
         };
@@ -186,14 +186,14 @@ impl Metrics {
     /// again (resume after pause): forget what was exported, so the new node's counts
     /// are added on top instead of being hidden until they pass the old ones.
     /// Call [`Metrics::sync`] with the old node first.
-    pub fn rebase(&self) {
+    pub(crate) fn rebase(&self) {
         if let Ok(mut ex) = self.exported.lock() {
             *ex = Exported::default();
         }
     }
 
     /// Record what an event says that counters cannot (election and failover times).
-    pub fn observe(&self, event: &Event) {
+    pub(crate) fn observe(&self, event: &Event) {
         match event {
             Event::ElectionFinished {
                 group, duration, ..

@@ -125,7 +125,7 @@ impl LinkConfig {
 
 /// What the link decided about an incoming datagram.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Inbound {
+pub(crate) enum Inbound {
     /// Hand the body to its group.
     Deliver,
     /// Already delivered once (acked again, body dropped).
@@ -140,12 +140,12 @@ pub enum Inbound {
 
 /// The top bit of a sequence number marks the sender-wide broadcast space (see the
 /// module documentation); per-peer sequences never reach it.
-pub const BROADCAST_SEQ: u64 = 1 << 63;
+pub(crate) const BROADCAST_SEQ: u64 = 1 << 63;
 
 /// The reliable link of one node to all its peers (see the module documentation):
 /// sequences, acks, retransmission timers and the duplicate windows.
 #[derive(Debug)]
-pub struct Link {
+pub(crate) struct Link {
     me: NodeId,
     incarnation: u64,
     cfg: LinkConfig,
@@ -184,7 +184,7 @@ pub struct Link {
     /// ack of each last came back, as nanoseconds of [`Time`]: `(first_sent, last_ack)`.
     flights: [(u64, u64); FLIGHTS],
     /// What the link has done so far (exported as metrics).
-    pub stats: LinkStats,
+    pub(crate) stats: LinkStats,
 }
 
 /// Flights whose acks restart the timers of the rest (see [`Link::on_timeout`]).
@@ -192,36 +192,36 @@ const FLIGHTS: usize = 4;
 
 /// Counters of the link (acks and retransmissions are counted apart from messages).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct LinkStats {
+pub(crate) struct LinkStats {
     /// Every datagram built: first sends, acks and retransmissions.
-    pub datagrams_sent: u64,
+    pub(crate) datagrams_sent: u64,
     /// Acks sent for reliable datagrams received (duplicates are acked again).
-    pub acks_sent: u64,
+    pub(crate) acks_sent: u64,
     /// Reliable messages sent again after their retransmission timeout.
-    pub retransmissions: u64,
+    pub(crate) retransmissions: u64,
     /// Messages given up on (unacknowledged for `give_up`): peer unreachable.
-    pub delivery_failures: u64,
+    pub(crate) delivery_failures: u64,
     /// The part of `delivery_failures` addressed to a peer the failure detector had
     /// declared lost (a crashed leader): expected, unlike a failure to a live peer.
-    pub delivery_failures_to_lost: u64,
+    pub(crate) delivery_failures_to_lost: u64,
     /// Reliable datagrams received again and dropped (their ack was resent).
-    pub duplicates_dropped: u64,
+    pub(crate) duplicates_dropped: u64,
     /// Datagrams of a peer's previous life (lower incarnation), dropped.
-    pub stale_dropped: u64,
+    pub(crate) stale_dropped: u64,
     /// Datagrams of a rival incarnation not (yet) taken back, dropped (see the module
     /// documentation): the first ones of a real incarnation after a forged one, or a
     /// late one of a restarted peer's previous life.
-    pub provisional_dropped: u64,
+    pub(crate) provisional_dropped: u64,
     /// Changes of a peer's incarnation once it had one: restarts, and re-adoptions of
     /// an incarnation a forged datagram had displaced.
-    pub incarnation_changes: u64,
+    pub(crate) incarnation_changes: u64,
 }
 
 /// A message the link gave up on.
 #[derive(Debug)]
-pub struct Undeliverable {
+pub(crate) struct Undeliverable {
     /// The peer that did not acknowledge.
-    pub peer: NodeId,
+    pub(crate) peer: NodeId,
     /// The group that sent the message.
     pub group: AlgorithmKind,
     /// The message, for the group to handle the failure.
@@ -231,7 +231,7 @@ pub struct Undeliverable {
 impl Link {
     /// The link of node `me` in its boot `incarnation` to the members of `roster`
     /// (any other peer gets its state when first met), with no peer heard from yet.
-    pub fn new(me: NodeId, incarnation: u64, roster: &[NodeId], cfg: LinkConfig) -> Self {
+    pub(crate) fn new(me: NodeId, incarnation: u64, roster: &[NodeId], cfg: LinkConfig) -> Self {
         Link {
             me,
             incarnation,
@@ -253,11 +253,6 @@ impl Link {
             flights: [(0, 0); FLIGHTS],
             stats: LinkStats::default(),
         }
-    }
-
-    /// The settings the link was built with.
-    pub fn config(&self) -> &LinkConfig {
-        &self.cfg
     }
 }
 

@@ -52,7 +52,13 @@ impl Link {
     }
 
     /// Wrap `msg` for `to`; reliable types get a sequence number and a retransmission.
-    pub fn send(&mut self, now: Time, to: NodeId, group: AlgorithmKind, msg: Message) -> Datagram {
+    pub(crate) fn send(
+        &mut self,
+        now: Time,
+        to: NodeId,
+        group: AlgorithmKind,
+        msg: Message,
+    ) -> Datagram {
         self.stats.datagrams_sent += 1;
         if !msg.kind().is_reliable() {
             return self.datagram(0, 0, Some(group), Some(msg));
@@ -86,7 +92,7 @@ impl Link {
     /// send back (for reliable datagrams, duplicates included), and whether the peer
     /// had been declared unreachable before this datagram. `now` times the round trip
     /// of what it acknowledges.
-    pub fn receive(&mut self, now: Time, d: &Datagram) -> (Inbound, Option<Datagram>, bool) {
+    pub(crate) fn receive(&mut self, now: Time, d: &Datagram) -> (Inbound, Option<Datagram>, bool) {
         let ack = (d.seq != 0).then(|| self.datagram(0, d.seq, None, None));
         let i = self.position(d.from);
         if let Some(refused) = self.incarnation_check(i, d.from, d.incarnation) {

@@ -145,7 +145,7 @@ impl Link {
     /// The failure detector (or a leader change after the old leader's silence)
     /// declared `peer` lost: until it is heard from again, failures to it are counted
     /// in [`LinkStats::delivery_failures_to_lost`].
-    pub fn declare_lost(&mut self, peer: NodeId) {
+    pub(crate) fn declare_lost(&mut self, peer: NodeId) {
         let i = self.position(peer);
         self.peers[i].set(LOST, true);
     }
