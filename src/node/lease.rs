@@ -13,7 +13,11 @@ impl Node {
     pub(super) fn note_lease_contact(&mut self, g: usize, now: Time, from: NodeId, msg: &Message) {
         let grp = &mut self.groups[g];
         if let Message::HeartbeatAck { term, leader } = *msg {
-            if grp.leader == Some(self.id) && (leader == self.id || leader == 0) && term == grp.term
+            // Leader 0 is Raft's answer; in the failure detector's groups it is a
+            // stale-claim answer (a higher leadership of this term that ended), no
+            // contact.
+            let raft_answer = leader == 0 && !grp.algo.uses_failure_detector();
+            if grp.leader == Some(self.id) && (leader == self.id || raft_answer) && term == grp.term
             {
                 grp.contacts.insert(from, now);
             }
