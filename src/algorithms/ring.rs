@@ -351,51 +351,7 @@ impl Algorithm for Ring {
         true
     }
 
-    fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
-        ring_common::leader_lost(self, why, out);
-    }
-
-    fn on_foreign_leader(&mut self, from: NodeId, epoch: u64, out: &mut Out) {
-        ring_common::foreign_leader(self, from, epoch, out);
-    }
-
-    fn call_election(&mut self, out: &mut Out) {
-        if !self.participant {
-            self.elect(out);
-        }
-    }
-
-    fn leader(&self) -> Option<NodeId> {
-        self.lead.leader
-    }
-
-    fn term(&self) -> u64 {
-        self.lead.epoch()
-    }
-
-    fn on_leader_term(&mut self, from: NodeId, term: u64, out: &mut Out) {
-        ring_common::leader_term(self, from, term, out);
-    }
-
-    fn on_term_behind(&mut self, term: u64, out: &mut Out) {
-        ring_common::term_behind(self, term, out);
-    }
-
-    fn durable(&self) -> Option<Durable> {
-        Some(self.lead.durable())
-    }
-
-    fn restore(&mut self, state: Durable) {
-        self.lead.restore(state);
-    }
-
-    fn state(&self) -> &'static str {
-        ring_common::state_name(self.participant, self.lead.leader, self.me())
-    }
-
-    fn is_electing(&self) -> bool {
-        self.participant
-    }
+    ring_common::ring_leadership_methods!(participant);
 }
 
 /// What the program knows about the ring algorithm (see [`crate::contract::info`]).

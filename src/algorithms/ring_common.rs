@@ -592,6 +592,17 @@ macro_rules! rounds_algorithm_methods {
             self.lead.leader == Some(self.me())
         }
 
+        $crate::algorithms::ring_common::ring_leadership_methods!(active);
+    };
+}
+pub(crate) use rounds_algorithm_methods;
+
+/// The [`Algorithm`](crate::contract::algorithm::Algorithm) methods every ring-family
+/// member shares word for word (leader loss and claims, the token, durable state, the
+/// state name), over the member's field that says it takes part in an election
+/// (`$electing`: LCR's and HS's `active`, Ring's `participant`).
+macro_rules! ring_leadership_methods {
+    ($electing:ident) => {
         fn on_leader_lost(&mut self, why: LeaderLoss, out: &mut Out) {
             ring_common::leader_lost(self, why, out);
         }
@@ -601,7 +612,7 @@ macro_rules! rounds_algorithm_methods {
         }
 
         fn call_election(&mut self, out: &mut Out) {
-            if !self.active {
+            if !self.$electing {
                 self.elect(out);
             }
         }
@@ -631,15 +642,15 @@ macro_rules! rounds_algorithm_methods {
         }
 
         fn state(&self) -> &'static str {
-            ring_common::state_name(self.active, self.lead.leader, self.me())
+            ring_common::state_name(self.$electing, self.lead.leader, self.me())
         }
 
         fn is_electing(&self) -> bool {
-            self.active
+            self.$electing
         }
     };
 }
-pub(crate) use rounds_algorithm_methods;
+pub(crate) use ring_leadership_methods;
 
 /// The failure detector lost the leader (silent for a whole failure timeout, or it
 /// resigned): skip it at once instead of waiting for the link to give up on it, and
