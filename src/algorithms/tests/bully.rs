@@ -43,6 +43,27 @@ fn electing(me: NodeId) -> (Bully, ElectionTag) {
     (b, tag)
 }
 
+/// Node `me`, started without an election, following 5 (its COORDINATOR heard).
+fn follower(me: NodeId) -> Bully {
+    let mut b = node(me);
+    let _ = start(&mut b, false);
+    let tag = ElectionTag {
+        initiator: 5,
+        seq: 4097,
+    };
+    let _ = deliver(
+        &mut b,
+        5,
+        Message::Coordinator {
+            leader: 5,
+            epoch: 1,
+            tag,
+        },
+    );
+    assert_eq!(b.leader(), Some(5));
+    b
+}
+
 #[test]
 fn an_election_goes_to_every_higher_id_and_arms_the_answer_timer() {
     // Course notes: "P sends an ELECTION message to processes with higher numbers" and
@@ -349,26 +370,6 @@ fn a_lost_leader_makes_the_node_elect_and_a_resignation_lets_the_successor_go_fi
     // Silence (the failure detector): every node that notices calls an election, as in
     // the textbook. A graceful resignation of 5: only 4, the highest below it, calls one
     // at once; the others wait for its COORDINATOR under a watchdog.
-    let follower = |me| {
-        let mut b = node(me);
-        let _ = start(&mut b, false);
-        let tag = ElectionTag {
-            initiator: 5,
-            seq: 4097,
-        };
-        let _ = deliver(
-            &mut b,
-            5,
-            Message::Coordinator {
-                leader: 5,
-                epoch: 1,
-                tag,
-            },
-        );
-        assert_eq!(b.leader(), Some(5));
-        b
-    };
-
     // Told (the simulator's detection step): the textbook, elect at once.
     let mut b = follower(2);
     let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Told, out));
@@ -412,33 +413,9 @@ fn a_lost_leader_lets_each_member_between_go_first_for_one_turn_each() {
     let t = crate::contract::algorithm::Timing::default();
     let turn = t.answer_timeout + t.heartbeat * 2;
     for (me, turns) in [(4u32, 0u32), (3, 1), (2, 2), (1, 3)] {
-        let mut b = node(me);
-        let _ = start(&mut b, false);
-        let tag = ElectionTag {
-            initiator: 5,
-            seq: 4097,
-        };
-        let _ = deliver(
-            &mut b,
-            5,
-            Message::Coordinator {
-                leader: 5,
-                epoch: 1,
-                tag,
-            },
-        );
+        let mut b = follower(me);
         for why in [LeaderLoss::Silent, LeaderLoss::Resigned] {
-            let mut b2 = node(me);
-            let _ = start(&mut b2, false);
-            let _ = deliver(
-                &mut b2,
-                5,
-                Message::Coordinator {
-                    leader: 5,
-                    epoch: 1,
-                    tag,
-                },
-            );
+            let mut b2 = follower(me);
             let fx = step(&mut b2, |a, out| a.on_leader_lost(why, out));
             if turns == 0 {
                 assert!(
