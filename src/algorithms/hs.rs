@@ -50,7 +50,8 @@
 //!   10 hops per member: ≤ n/2 for the joining wave, Σ 2·2^k < 8n for the phases, n
 //!   for the terminate lap); if the round has not ended by then it starts round + 1.
 //! - A message of an older round reaching a node that is not electing means its
-//!   sender missed the last result: the node starts a new round.
+//!   sender missed the last result: the node starts a new round. So does an electing
+//!   node whose own round never left it (it won its last rounds alone, cut off).
 //! - A node never follows a leader lower than itself: the announcement is forwarded
 //!   and the node (whose id that round missed) starts a new round.
 //! - Split brain after a heal is resolved by [`super::ring_common::on_foreign`]; an
@@ -196,7 +197,9 @@ impl Hs {
     /// Common round handling of a probe or reply; false if the message is stale.
     fn enter_round(&mut self, round: u64, out: &mut Out) -> bool {
         if round < self.round {
-            if !self.active {
+            // Its sender missed this node's round: a new one above both, unless the
+            // round under way here is on its way round the ring (it reached somebody).
+            if !self.active || self.view.back_in_touch() {
                 self.elect(out);
             }
             return false;

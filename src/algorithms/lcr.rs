@@ -47,6 +47,8 @@
 //!   the round has not ended by then it starts round + 1.
 //! - A message of an older round reaching a node that is not electing means its
 //!   sender missed the last result (e.g. it restarted): the node starts a new round.
+//!   So does an electing node whose own round never left it (it won its last rounds
+//!   alone, cut off): no older-round member would ever hear of that round.
 //! - A node never follows a leader lower than itself: the announcement is forwarded
 //!   and the node (whose id that round missed) starts a new round.
 //! - Split brain after a heal is resolved by [`super::ring_common::on_foreign`]; an
@@ -172,7 +174,9 @@ impl Lcr {
         }
         self.view.trust(candidate);
         if round < self.round {
-            if !self.active {
+            // Its sender missed this node's round: a new one above both, unless the
+            // round under way here is on its way round the ring (it reached somebody).
+            if !self.active || self.view.back_in_touch() {
                 self.elect(out);
             }
             return;

@@ -116,6 +116,9 @@ pub(crate) struct RingView {
     /// An election called by a claim was put off (see [`elect_on_claim`]) and waits
     /// for `Timer::Retry`.
     deferred: bool,
+    /// The election message being handled is the first one from another member
+    /// since this node's elections reached nobody (see [`RingView::back_in_touch`]).
+    back_in_touch: bool,
 }
 
 /// What to do with a message the link gave up on ([`RingView::gave_up`]).
@@ -138,6 +141,7 @@ impl RingView {
             resent: std::collections::VecDeque::new(),
             futile: 0,
             deferred: false,
+            back_in_touch: false,
         }
     }
 
@@ -222,8 +226,19 @@ impl RingView {
 
     /// An election message from another member arrived: this node is reached again.
     pub(crate) fn heard_election(&mut self) {
+        self.back_in_touch = self.futile > 0;
         self.futile = 0;
         self.deferred = false;
+    }
+
+    /// Is the election message being handled the first one from another member since
+    /// this node's last elections reached nobody (it won them alone, cut off)? Then
+    /// the round this node is in never left it: a member still in an older round
+    /// cannot learn of it, and waiting for the restart timer would stall both rounds
+    /// (the nemesis run's LCR/HS stretch after a partition healed). LCR and HS start
+    /// a round above both instead of dropping the older message.
+    pub(crate) fn back_in_touch(&self) -> bool {
+        self.back_in_touch
     }
 
     /// Elections in a row that reached nobody.

@@ -5,6 +5,7 @@ use super::queue::Payload;
 use super::{Sim, SimError};
 use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::message::MessageType;
+use crate::contract::policy::Ineligible;
 use crate::node::{Datagram, Node, TransferError};
 use crate::trace::{self, Record};
 use crate::NodeId;
@@ -279,6 +280,20 @@ impl Sim {
         };
         self.after(i);
         answer.ok_or(SimError::Down(id))
+    }
+
+    /// The operator drains `id` (`on`) or undrains it, every group ([`Node::set_ineligible`]
+    /// with [`Ineligible::Drained`]); [`SimError::Down`] when `id` is down.
+    pub fn drain(&mut self, id: NodeId, on: bool) -> Result<(), SimError> {
+        let i = self.idx(id)?;
+        let now = self.now;
+        let alive = self.nodes[i].alive;
+        let done = match self.nodes[i].node.as_mut() {
+            Some(node) if alive => Some(node.set_ineligible(now, None, Ineligible::Drained, on)),
+            _ => None,
+        };
+        self.after(i);
+        done.map(|_| ()).ok_or(SimError::Down(id))
     }
 
     /// Graceful stop: resign, flush the datagrams, then crash.

@@ -15,6 +15,7 @@ mod fencing;
 mod policy;
 mod properties;
 mod raft;
+mod rejoin;
 mod ring_family;
 mod scale;
 mod storms;

@@ -1,0 +1,150 @@
+//! A member cut off alone wins its own rounds (it reaches nobody) and, with
+//! `[lease] require_quorum`, steps down and keeps electing. When the cut heals while
+//! the others are electing in an older round, their message reaches it. The nemesis
+//! run (docs/bench/nemesis, +494.7 s) showed LCR and HS without a leader for 3.9 s
+//! there: the cut-off member dropped the older round's message because it was itself
+//! electing, but its own round had never left it, so both rounds waited for their
+//! restart timers. This replays that stretch of the run in the simulator with the
+//! run's timing: node 5 cut off, the leader (4) killed, the cut healed, 4 restarted,
+//! 5 paused.
+
+use electd::algorithms::ring_common::election_bound;
+use electd::contract::algorithm::{AlgorithmKind, Timing};
+use electd::node::link::LinkConfig;
+use electd::sim::scenario::Op;
+use electd::sim::{Sim, SimConfig};
+use electd::NodeId;
+use std::time::Duration;
+
+fn ms(x: u64) -> Duration {
+    Duration::from_millis(x)
+}
+
+/// The nemesis run's timing (scripts/system-nemesis.sh) and link (its `retransmit`
+/// of 50 ms with the defaults derived from it: rto_max max(8 R, F/8), give_up ¾ F).
+fn nemesis_config(kind: AlgorithmKind) -> SimConfig {
+    let mut cfg = SimConfig::new(kind, 5, 1);
+    cfg.timing = Timing {
+        heartbeat: ms(50),
+        failure_timeout: ms(500),
+        answer_timeout: ms(150),
+        coordinator_timeout: ms(500),
+        election_timeout_min: ms(500),
+        election_timeout_max: ms(1000),
+    };
+    cfg.link = LinkConfig {
+        retransmit: ms(50),
+        rto_min: ms(50),
+        rto_max: ms(400),
+        give_up: ms(375),
+        max_attempts: None,
+    };
+    // What the run configures: no preemption, a quorum lease for every group.
+    cfg.options.policy.preempt.preempt = false;
+    cfg.options.lease.require_quorum = vec![kind];
+    cfg.options.lease.clock_drift = vec![(kind, ms(50))];
+    cfg
+}
+
+/// The leader the live nodes of `ids` agree on, if they do.
+fn agreed(sim: &Sim, kind: AlgorithmKind, ids: &[NodeId]) -> Option<NodeId> {
+    let mut leader = None;
+    for &id in ids {
+        if !sim.is_alive(id) {
+            return None;
+        }
+        let l = sim.node(id).and_then(|n| n.group_status(kind))?.leader?;
+        if leader.is_some_and(|x| x != l) {
+            return None;
+        }
+        leader = Some(l);
+    }
+    leader
+}
+
+/// Time from the heal until nodes 1, 2 and 3 (a majority, up all along) follow one
+/// leader; `None` if they still do not 6 s after it.
+fn leaderless_after_heal(kind: AlgorithmKind, heal_after_kill: Duration) -> Option<Duration> {
+    let mut sim = Sim::new(nemesis_config(kind)).expect("sim");
+    sim.run_ops(&[Op::StartAll, Op::Elect(1), Op::Settle { max: ms(5000) }])
+        .expect("start");
+    // As in the run: 5 was drained and undrained, so 4 leads and 5 follows it.
+    sim.drain(5, true).expect("drain");
+    sim.run_ops(&[Op::RunFor(ms(3000))]).expect("run");
+    sim.drain(5, false).expect("undrain");
+    sim.run_ops(&[
+        Op::RunFor(ms(3000)),
+        Op::Partition(vec![vec![5], vec![1, 2, 3, 4]]),
+        Op::RunFor(ms(2826)),
+        Op::Crash(4),
+        Op::RunFor(heal_after_kill),
+        Op::Heal,
+    ])
+    .expect("faults");
+    assert!(!sim.is_alive(4), "4 is down");
+    let healed = sim.now();
+    // The rest of the run's stretch: 4 restarts 1.1 s after the heal, 5 pauses 0.2 s
+    // later for 2.35 s. Checked every 10 ms.
+    let restart = healed + ms(1106);
+    let pause = restart + ms(201);
+    let (mut restarted, mut paused) = (false, false);
+    while sim.now() < healed + ms(6000) {
+        if agreed(&sim, kind, &[1, 2, 3]).is_some() {
+            return Some(sim.now() - healed);
+        }
+        if !restarted && sim.now() >= restart {
+            restarted = true;
+            sim.run_ops(&[Op::Restart {
+                node: 4,
+                elect: false,
+            }])
+            .expect("restart");
+        }
+        if !paused && sim.now() >= pause {
+            paused = true;
+            sim.run_ops(&[Op::Pause {
+                node: 5,
+                for_: ms(2349),
+            }])
+            .expect("pause");
+        }
+        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
+    }
+    None
+}
+
+/// After the heal, the election under way needs at most one more link give-up (the
+/// message in flight to the returning member, G), one lap of the algorithm on the
+/// live ring (hops_per_member · n hops of the network's delay, 1 ms here), one
+/// heartbeat for the followers to hear the result, and the 10 ms the test checks at.
+/// Before the fix the majority waited for a restart timer drawn in [B, 2B].
+fn check(kind: AlgorithmKind, hops_per_member: u32) {
+    let cfg = nemesis_config(kind);
+    let t = &cfg.timing;
+    let lap = cfg.net.delay_max * (hops_per_member * 5);
+    let bound = cfg.link.give_up + lap + t.heartbeat + ms(10);
+    assert!(
+        bound < election_bound(t, 5, hops_per_member),
+        "the bound is below B"
+    );
+    // Heals from just after the detection to after the in-flight message's give-up:
+    // the older round's message reaches node 5 in some of them.
+    for heal in (600..=1200).step_by(50) {
+        let took = leaderless_after_heal(kind, ms(heal));
+        assert!(
+            took.is_some_and(|d| d <= bound),
+            "{kind}: heal {heal} ms after the kill: nodes 1-3 agreed {took:?} after it \
+             (bound {bound:?})"
+        );
+    }
+}
+
+#[test]
+fn lcr_a_member_back_from_a_cut_joins_the_older_round_at_once() {
+    check(AlgorithmKind::Lcr, electd::algorithms::lcr::HOPS_PER_MEMBER);
+}
+
+#[test]
+fn hs_a_member_back_from_a_cut_joins_the_older_round_at_once() {
+    check(AlgorithmKind::Hs, electd::algorithms::hs::HOPS_PER_MEMBER);
+}
