@@ -227,7 +227,7 @@ impl Sim {
         &mut self,
         id: NodeId,
         group: Option<AlgorithmKind>,
-        why: crate::contract::policy::Ineligible,
+        why: Ineligible,
         on: bool,
     ) -> Result<(), SimError> {
         let i = self.idx(id)?;
