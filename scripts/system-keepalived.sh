@@ -35,7 +35,7 @@ fi
 netns_electd
 
 N=3
-P="lease-ka$$"
+P="kad-s$$"
 NET="10.233.$(($$ % 250 + 1))"
 VIP="$NET.100"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/electd-keepalived.XXXXXX")

@@ -215,7 +215,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
     let work = std::env::temp_dir().join(format!("electd-bench-ka.{pid}"));
     std::fs::create_dir_all(&work)?;
     let mut b = Bench {
-        p: format!("eka{}", pid % 100_000),
+        p: format!("kad-b{}", pid % 100_000),
         net: format!("10.236.{}", pid % 250 + 1),
         work,
         exe: opts.exe.clone(),
