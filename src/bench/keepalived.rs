@@ -95,6 +95,10 @@ pub const ELECTD_ENV: [(&str, &str); 6] = [
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Round {
     pub takeover_ms: Option<f64>,
+    /// Fault → the VIP appears on a host that did not hold it.
+    pub added_ms: Option<f64>,
+    /// Fault → the first gratuitous ARP for the VIP at the client.
+    pub garp_ms: Option<f64>,
     pub outage_ms: f64,
     pub dual_ms: f64,
     pub return_dual_ms: f64,
@@ -110,6 +114,8 @@ pub struct Row {
     pub fault: String,
     pub rounds: Vec<Round>,
     pub takeover: Stats,
+    pub added: Stats,
+    pub garp: Stats,
     /// Rounds in which no other host answered during the hold.
     pub no_takeover: usize,
     pub outage: Stats,
@@ -134,6 +140,8 @@ impl Row {
                     .filter_map(|r| r.takeover_ms)
                     .collect::<Vec<_>>(),
             ),
+            added: Stats::of(&rounds.iter().filter_map(|r| r.added_ms).collect::<Vec<_>>()),
+            garp: Stats::of(&rounds.iter().filter_map(|r| r.garp_ms).collect::<Vec<_>>()),
             no_takeover: rounds.iter().filter(|r| r.takeover_ms.is_none()).count(),
             outage: col(|r| r.outage_ms),
             dual: col(|r| r.dual_ms),
@@ -257,13 +265,14 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
                     continue;
                 };
                 log(&format!(
-                    "  {} {fault} {}/{rounds}: takeover {}, outage {:.1} ms, dual {:.1} ms; \
-                     return: dual {:.1} ms, outage {:.1} ms, {} GARPs{}",
+                    "  {} {fault} {}/{rounds}: takeover {} (VIP added {}, first GARP {}), \
+                     outage {:.1} ms, dual {:.1} ms; return: dual {:.1} ms, outage {:.1} ms, \
+                     {} GARPs{}",
                     sys.name(),
                     k + 1,
-                    r.takeover_ms
-                        .map(|x| format!("{x:.1} ms"))
-                        .unwrap_or_else(|| "none".into()),
+                    opt_ms(r.takeover_ms),
+                    opt_ms(r.added_ms),
+                    opt_ms(r.garp_ms),
                     r.outage_ms,
                     r.dual_ms,
                     r.return_dual_ms,
@@ -296,6 +305,11 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
         load: (load_start, super::load_average()),
         rows,
     })
+}
+
+fn opt_ms(x: Option<f64>) -> String {
+    x.map(|x| format!("{x:.1} ms"))
+        .unwrap_or_else(|| "none".into())
 }
 
 // ---------------------------------------------------------------- report
@@ -360,6 +374,8 @@ mod tests {
         }
         let r = analyse(held, &evs, old, t0, at(t0, 100), at(t0, 200), true);
         assert_eq!(r.takeover_ms, Some(40.0));
+        assert_eq!(r.added_ms, Some(35.0), "host 4 adds it at 35 ms");
+        assert_eq!(r.garp_ms, None, "the only GARP is after the restore");
         assert_eq!(r.outage_ms, 35.0, "5 → 40 ms");
         assert_eq!(r.dual_ms, 0.0);
         assert_eq!(r.return_dual_ms, 15.0, "110 → 125 ms");
