@@ -39,7 +39,9 @@
 //!
 //! Needs root (namespaces, raw sockets) and Debian's `keepalived`: without either the
 //! section is skipped with a loud message (`scripts/system-keepalived.sh` installs it).
-//! It is never part of the default run: only `--only keepalived` runs it.
+//! It is never part of the default run: only `--only keepalived` runs it. SIGINT or
+//! SIGTERM ends it after the current round, with the daemons stopped and the
+//! namespaces deleted.
 //!
 //! For debugging: `KA_SYSTEMS=electd` (or `keepalived`) runs one system only,
 //! `KA_NODE_LOG=info` sets the electd nodes' log filter (default `warn`), `KEEP=1` keeps
@@ -233,6 +235,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
         rec: Arc::new(Recorder::default()),
         threads: Vec::new(),
     };
+    catch_stop_signals();
     b.setup()?;
     let mut rng = electd::contract::rng::Rng::new(opts.seed);
     let mut rows = Vec::new();
@@ -252,6 +255,9 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
             let mut rs = Vec::new();
             let mut not_started = 0;
             for k in 0..rounds {
+                // Interrupted: return, and `b`'s drop stops the daemons and deletes
+                // the namespaces (a signal's default action would leave them).
+                anyhow::ensure!(!stop_signalled(), "keepalived section interrupted");
                 let phase = rng.next_u64() % (ADVERT_MS * 1000);
                 let Some(r) = b.round(sys, fault, phase)? else {
                     not_started += 1;
@@ -305,6 +311,32 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
         load: (load_start, super::load_average()),
         rows,
     })
+}
+
+/// A SIGINT or SIGTERM arrived while the section ran.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// From now on SIGINT and SIGTERM set [`STOP`] instead of ending the process, so that
+/// the section cleans up after itself (the namespaces outlive a killed process).
+fn catch_stop_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe); the
+        // sigaction struct is fully initialised (zeroed, then the handler set).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+pub(super) fn stop_signalled() -> bool {
+    STOP.load(Ordering::SeqCst)
 }
 
 fn opt_ms(x: Option<f64>) -> String {
