@@ -13,7 +13,9 @@
 #     removes the VIP there: exactly one live namespace holds it;
 #  4. SIGTERM of every node: each `stopped` run removes it; no namespace holds it;
 #  5. a short run of `electd bench --quick --only keepalived` (keepalived beside electd,
-#     3 rounds per fault): it must run (not skip) and write its table and plot.
+#     3 rounds per fault): it must run (not skip) and write its table and plot;
+#  6. that bench again, sent SIGTERM during its first rounds: it must end by itself,
+#     its daemons stopped and its namespaces deleted.
 # Everything created (namespaces, processes by PID, the work dir) is removed on exit.
 # Needs root; installs iproute2, nftables, curl, iputils-ping, iputils-arping and
 # keepalived if missing.
@@ -35,7 +37,7 @@ fi
 netns_electd
 
 N=3
-P="lease-ka$$"
+P="kad-s$$"
 NET="10.233.$(($$ % 250 + 1))"
 VIP="$NET.100"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/electd-keepalived.XXXXXX")
@@ -140,6 +142,22 @@ grep -q "^| partition | keepalived |" "$WORK/bench/report.md" \
     || { echo "system-keepalived: no keepalived row in the bench report" >&2; exit 1; }
 [ -s "$WORK/bench/keepalived.svg" ] || { echo "system-keepalived: no plot" >&2; exit 1; }
 sed -n '/^## Beside keepalived/,/^!\[/p' "$WORK/bench/report.md"
+
+log "6. the bench interrupted (SIGTERM) stops its daemons and deletes its namespaces"
+"$ELECTD" bench --quick --only keepalived --out "$WORK/bench-term" >"$WORK/bench-term.log" 2>&1 &
+PID[bench]=$!
+bp="kad-b$((PID[bench] % 100000))"
+for i in $(seq 200); do ip netns list | grep -q "^$bp-sw" && break; sleep 0.05; done
+ip netns list | grep -q "^$bp-sw" || { echo "system-keepalived: the bench made no namespaces" >&2; exit 1; }
+# into the rounds: the daemons run (the first round's line is logged)
+for i in $(seq 300); do grep -q "sigkill 1/" "$WORK/bench-term.log" && break; sleep 0.1; done
+kill -TERM "${PID[bench]}"
+for i in $(seq 300); do kill -0 "${PID[bench]}" 2>/dev/null || break; sleep 0.1; done
+rc=0; wait "${PID[bench]}" || rc=$?; unset "PID[bench]"
+[ "$rc" -ne 143 ] || { echo "system-keepalived: SIGTERM killed the bench (no cleanup)" >&2; exit 1; }
+left=$(ip netns list | grep -c "^$bp-" || true)
+[ "$left" -eq 0 ] || { echo "system-keepalived: $left namespaces $bp-* left behind" >&2; ip netns list | grep "^$bp-" | cut -d' ' -f1 | xargs -r -n1 ip netns del; exit 1; }
+log "interrupted bench (exit $rc): no namespace left"
 
 STATUS=0
 log "system-keepalived: OK"

@@ -39,7 +39,9 @@
 //!
 //! Needs root (namespaces, raw sockets) and Debian's `keepalived`: without either the
 //! section is skipped with a loud message (`scripts/system-keepalived.sh` installs it).
-//! It is never part of the default run: only `--only keepalived` runs it.
+//! It is never part of the default run: only `--only keepalived` runs it. SIGINT or
+//! SIGTERM ends it after the current round, with the daemons stopped and the
+//! namespaces deleted.
 //!
 //! For debugging: `KA_SYSTEMS=electd` (or `keepalived`) runs one system only,
 //! `KA_NODE_LOG=info` sets the electd nodes' log filter (default `warn`), `KEEP=1` keeps
@@ -95,6 +97,10 @@ pub const ELECTD_ENV: [(&str, &str); 6] = [
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Round {
     pub takeover_ms: Option<f64>,
+    /// Fault → the VIP appears on a host that did not hold it.
+    pub added_ms: Option<f64>,
+    /// Fault → the first gratuitous ARP for the VIP at the client.
+    pub garp_ms: Option<f64>,
     pub outage_ms: f64,
     pub dual_ms: f64,
     pub return_dual_ms: f64,
@@ -110,6 +116,8 @@ pub struct Row {
     pub fault: String,
     pub rounds: Vec<Round>,
     pub takeover: Stats,
+    pub added: Stats,
+    pub garp: Stats,
     /// Rounds in which no other host answered during the hold.
     pub no_takeover: usize,
     pub outage: Stats,
@@ -134,6 +142,8 @@ impl Row {
                     .filter_map(|r| r.takeover_ms)
                     .collect::<Vec<_>>(),
             ),
+            added: Stats::of(&rounds.iter().filter_map(|r| r.added_ms).collect::<Vec<_>>()),
+            garp: Stats::of(&rounds.iter().filter_map(|r| r.garp_ms).collect::<Vec<_>>()),
             no_takeover: rounds.iter().filter(|r| r.takeover_ms.is_none()).count(),
             outage: col(|r| r.outage_ms),
             dual: col(|r| r.dual_ms),
@@ -215,7 +225,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
     let work = std::env::temp_dir().join(format!("electd-bench-ka.{pid}"));
     std::fs::create_dir_all(&work)?;
     let mut b = Bench {
-        p: format!("eka{}", pid % 100_000),
+        p: format!("kad-b{}", pid % 100_000),
         net: format!("10.236.{}", pid % 250 + 1),
         work,
         exe: opts.exe.clone(),
@@ -225,6 +235,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
         rec: Arc::new(Recorder::default()),
         threads: Vec::new(),
     };
+    catch_stop_signals();
     b.setup()?;
     let mut rng = electd::contract::rng::Rng::new(opts.seed);
     let mut rows = Vec::new();
@@ -244,6 +255,9 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
             let mut rs = Vec::new();
             let mut not_started = 0;
             for k in 0..rounds {
+                // Interrupted: return, and `b`'s drop stops the daemons and deletes
+                // the namespaces (a signal's default action would leave them).
+                anyhow::ensure!(!stop_signalled(), "keepalived section interrupted");
                 let phase = rng.next_u64() % (ADVERT_MS * 1000);
                 let Some(r) = b.round(sys, fault, phase)? else {
                     not_started += 1;
@@ -257,13 +271,14 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
                     continue;
                 };
                 log(&format!(
-                    "  {} {fault} {}/{rounds}: takeover {}, outage {:.1} ms, dual {:.1} ms; \
-                     return: dual {:.1} ms, outage {:.1} ms, {} GARPs{}",
+                    "  {} {fault} {}/{rounds}: takeover {} (VIP added {}, first GARP {}), \
+                     outage {:.1} ms, dual {:.1} ms; return: dual {:.1} ms, outage {:.1} ms, \
+                     {} GARPs{}",
                     sys.name(),
                     k + 1,
-                    r.takeover_ms
-                        .map(|x| format!("{x:.1} ms"))
-                        .unwrap_or_else(|| "none".into()),
+                    opt_ms(r.takeover_ms),
+                    opt_ms(r.added_ms),
+                    opt_ms(r.garp_ms),
                     r.outage_ms,
                     r.dual_ms,
                     r.return_dual_ms,
@@ -296,6 +311,37 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
         load: (load_start, super::load_average()),
         rows,
     })
+}
+
+/// A SIGINT or SIGTERM arrived while the section ran.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// From now on SIGINT and SIGTERM set [`STOP`] instead of ending the process, so that
+/// the section cleans up after itself (the namespaces outlive a killed process).
+fn catch_stop_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe); the
+        // sigaction struct is fully initialised (zeroed, then the handler set).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+pub(super) fn stop_signalled() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+fn opt_ms(x: Option<f64>) -> String {
+    x.map(|x| format!("{x:.1} ms"))
+        .unwrap_or_else(|| "none".into())
 }
 
 // ---------------------------------------------------------------- report
@@ -360,6 +406,8 @@ mod tests {
         }
         let r = analyse(held, &evs, old, t0, at(t0, 100), at(t0, 200), true);
         assert_eq!(r.takeover_ms, Some(40.0));
+        assert_eq!(r.added_ms, Some(35.0), "host 4 adds it at 35 ms");
+        assert_eq!(r.garp_ms, None, "the only GARP is after the restore");
         assert_eq!(r.outage_ms, 35.0, "5 → 40 ms");
         assert_eq!(r.dual_ms, 0.0);
         assert_eq!(r.return_dual_ms, 15.0, "110 → 125 ms");

@@ -27,10 +27,16 @@ impl Node {
         let grp = &mut self.groups[g];
         if grp.leader == Some(from) {
             // Stepped down for want of a quorum, and following a leader that
-            // has kept its own (it would have stepped down too otherwise) for
-            // a whole failure timeout: this node may stand again.
+            // has kept its own for a whole failure timeout: this node may stand
+            // again. A leader without a quorum steps down at its first beat after
+            // leading a failure timeout and sends no heartbeat from then on, so a
+            // heartbeat heard a failure timeout and one more beat into the
+            // leadership is one of a leader that kept its quorum (the beat covers
+            // a heartbeat slower than the announcement). At exactly a failure
+            // timeout, two nodes cut off together took turns leading for the
+            // whole partition (lease_tests::a_minority_of_two_stops_taking_turns).
             if grp.ineligible.contains(&Ineligible::NoQuorum)
-                && now >= grp.since + self.timing.failure_timeout
+                && now >= grp.since + self.timing.failure_timeout + self.timing.heartbeat
             {
                 let kind = grp.kind;
                 self.set_ineligible(now, Some(kind), Ineligible::NoQuorum, false);

@@ -197,6 +197,59 @@ fn a_leader_without_a_quorum_steps_down_and_stays_down_until_healed() {
     }
 }
 
+/// `require_quorum`, a 3+2 partition with the leader on the side of two (the keepalived
+/// bench, docs/keepalived.md): the two take their turns at most once each, then the
+/// minority stays without a leader. Before, the follower of the second leader became
+/// eligible again on the very heartbeat at which that leader stepped down (it had
+/// followed it for a failure timeout, and the leader steps down once it has led that
+/// long), so the two took turns every failure timeout for the whole partition — each
+/// turn a `leader` hook run adding the virtual IP beside the majority's.
+#[test]
+fn a_minority_of_two_stops_taking_turns() {
+    for kind in AlgorithmKind::available()
+        .into_iter()
+        .filter(|&k| !k.info().leads_by_majority())
+    {
+        for seed in 1..=5 {
+            let mut s = sim(kind, true, seed);
+            let t = s.config().timing.clone();
+            let old = s.agreement(kind).expect("agreed");
+            let buddy = (1..=N).rev().find(|&i| i != old).expect("a follower");
+            let minority = [old, buddy];
+            let majority: Vec<NodeId> = (1..=N).filter(|i| !minority.contains(i)).collect();
+            s.cuts_mut().partition(&[minority.to_vec(), majority]);
+            // Each of the two may lead once: a turn is at most two failure timeouts
+            // and a heartbeat (see the test above), plus an election (the ring
+            // family's passes the cut members by retransmission); then a second
+            // with no leader on that side.
+            let settle = 3 * (2 * t.failure_timeout + t.heartbeat) + Duration::from_secs(1);
+            let start = s.now();
+            let mut turns = 0;
+            let mut leading = None;
+            let mut last = None;
+            while s.now() - start < settle + Duration::from_secs(1) {
+                s.run_for(Duration::from_millis(1));
+                let now = minority
+                    .iter()
+                    .copied()
+                    .find(|&m| node(&s, m).leader(kind) == Some(m));
+                if now.is_some() && now != leading {
+                    turns += 1;
+                }
+                if now.is_some() {
+                    last = Some(s.now() - start);
+                }
+                leading = now;
+            }
+            assert!(
+                turns <= 2 && last.is_none_or(|l| l <= settle),
+                "{kind} seed {seed}: the minority {minority:?} took {turns} turns at leading, \
+                 the last at {last:?} (settle {settle:?})"
+            );
+        }
+    }
+}
+
 /// Issue 28, seen in the nemesis run: after a partition [4, 5] | [1, 2, 3] healed, the
 /// majority's leader followed the minority's stepped-down leader and the whole group
 /// waited a failure timeout for nobody. On the minority side 4 and 5 had taken turns

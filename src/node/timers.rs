@@ -77,6 +77,13 @@ impl Node {
                     if handing_over {
                         let next = now + self.timing.heartbeat;
                         self.arm(g, Slot::Heartbeat, next);
+                    } else if grp.leader == Some(self.id) && self.quorum_lost(g, now) {
+                        // Step down before this beat, not after it: a follower that
+                        // hears a heartbeat sent after a failure timeout of leading
+                        // takes it for one of a leader that kept its quorum, and may
+                        // stand again (see `on_heartbeat`).
+                        let kind = grp.kind;
+                        self.set_ineligible(now, Some(kind), Ineligible::NoQuorum, true);
                     } else if grp.leader == Some(self.id) {
                         let msg = Message::Heartbeat {
                             term: grp.term,
@@ -108,10 +115,6 @@ impl Node {
                             heartbeat_grid(now, hb)
                         };
                         self.arm(g, Slot::Heartbeat, next);
-                        if self.quorum_lost(g, now) {
-                            let kind = self.groups[g].kind;
-                            self.set_ineligible(now, Some(kind), Ineligible::NoQuorum, true);
-                        }
                     }
                 }
                 Slot::Detector => {

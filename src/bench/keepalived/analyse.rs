@@ -72,8 +72,23 @@ pub(super) fn analyse(
         }
         _ => None,
     });
+    // When another host added the VIP, and when the first gratuitous ARP came: the
+    // takeover split into the election (and, for electd, the hook's processes) and
+    // the announcement.
+    let added = evs.iter().find_map(|e| match *e {
+        Ev::Addr { t, host, on: true } if t > t0 && t <= t1 && !held[host] => {
+            Some(crate::bench::ms(t - t0))
+        }
+        _ => None,
+    });
+    let garp = evs.iter().find_map(|e| match *e {
+        Ev::Garp { t } if t > t0 && t <= t1 => Some(crate::bench::ms(t - t0)),
+        _ => None,
+    });
     Round {
         takeover_ms: takeover,
+        added_ms: added,
+        garp_ms: garp,
         outage_ms: outage(evs, t0, t1),
         dual_ms: dual(held, evs, t0, t1),
         return_dual_ms: dual(held_at(held, evs, t1), evs, t1, t2),

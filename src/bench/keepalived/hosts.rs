@@ -282,7 +282,7 @@ impl Bench {
 
     pub(super) fn wait_settled(&self, host: usize, within: Duration) -> bool {
         let deadline = Instant::now() + within;
-        while Instant::now() < deadline {
+        while Instant::now() < deadline && !stop_signalled() {
             if self
                 .rec
                 .settled_on(host, self.macs[host], Duration::from_millis(200))

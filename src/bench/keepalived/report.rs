@@ -26,7 +26,10 @@ pub fn markdown(s: &mut String, k: &VersusKeepalived) {
          answers. Interval {} ms for both; electd: `{}`. {} rounds per fault, each fault held \
          {} ms. Figures in ms, median / p99 / max; *takeover*: fault → first reply from \
          another host; *outage*: longest stretch without a reply during the fault; *dual*: \
-         time with the VIP on two or more hosts; *return*: from the restore (restart, \
+         time with the VIP on two or more hosts; *VIP added*: fault → the VIP on a host that \
+         did not hold it (electd: detection, election and the hook's `sh` and `ip`; \
+         keepalived: detection and one netlink call in-process); *first GARP*: fault → the \
+         first gratuitous ARP at the client; *return*: from the restore (restart, \
          SIGCONT, link up, heal) until the VIP is on host {HOSTS} alone and answering. \
          Load average {:.1} before, {:.1} after{}.\n",
         k.keepalived_version,
@@ -45,21 +48,23 @@ pub fn markdown(s: &mut String, k: &VersusKeepalived) {
     );
     let _ = writeln!(
         s,
-        "| fault | system | takeover | outage | dual (fault) | return: dual | return: outage | return: GARPs | unsettled | not made |"
+        "| fault | system | takeover | VIP added | first GARP | outage | dual (fault) | return: dual | return: outage | return: GARPs | unsettled | not made |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for fault in FAULTS {
         for sys in ["keepalived", "electd"] {
             if let Some(r) = k.row(sys, fault) {
                 let _ = writeln!(
                     s,
-                    "| {fault} | {sys} | {}{} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {fault} | {sys} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     fmt_stats(&r.takeover),
                     if r.no_takeover > 0 {
                         format!(" ({} without)", r.no_takeover)
                     } else {
                         String::new()
                     },
+                    fmt_stats(&r.added),
+                    fmt_stats(&r.garp),
                     fmt_stats(&r.outage),
                     fmt_stats(&r.dual),
                     fmt_stats(&r.return_dual),
