@@ -17,6 +17,7 @@
 //! (`status.rs`); the reliable link is `link/`, the hasher `fxhash.rs`, the tests
 //! `*_tests.rs`.
 
+mod beats;
 mod detector;
 #[cfg(test)]
 mod drain_tests;
@@ -50,6 +51,8 @@ use crate::contract::policy::Ineligible;
 use crate::contract::rng::Rng;
 use crate::NodeId;
 use group::Group;
+pub use beats::Packet;
+pub(crate) use beats::pack;
 use link::{Link, LinkConfig};
 pub(crate) use receive::msg_term;
 use std::collections::BTreeMap;

@@ -29,10 +29,30 @@ impl Driver {
         }
         match self
             .gate
-            .open_with_config(&buf[..n], Some(from), unix_micros())
+            .open_payload(&buf[..n], Some(from), unix_micros())
         {
-            Ok((dg, Some(digest))) => self.config_heard(dg.from, dg.incarnation, digest),
-            Ok((dg, None)) => {
+            Ok((dg, Extra::Config(digest))) => self.config_heard(dg.from, dg.incarnation, digest),
+            Ok((_, Extra::Beats(beats))) => {
+                let now = match at {
+                    Some(at) => at.max(self.fed.get()),
+                    None => self.now(),
+                };
+                // Each message as if it had come alone; one that is malformed is
+                // counted and the others are delivered (docs/wire.md §12).
+                for beat in beats {
+                    match beat {
+                        Ok(dg) => {
+                            if let Some(t) = self.shared.tracer() {
+                                t.received(self.cfg.id, &dg);
+                            }
+                            self.node.handle_datagram(now, dg);
+                        }
+                        Err(e) => self.dropped(Dropped::Wire(e), from),
+                    }
+                }
+                self.note_input();
+            }
+            Ok((dg, Extra::None)) => {
                 let now = match at {
                     Some(at) => at.max(self.fed.get()),
                     None => self.now(),
