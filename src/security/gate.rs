@@ -180,6 +180,19 @@ impl Gate {
         self.codec.heartbeat_prefix(leader, incarnation, kind, term)
     }
 
+    /// The BEATS of `leader` (of `incarnation`) to this node holding the heartbeats of
+    /// `groups`, with a counter of `counter_len` bytes: see [`Codec::beats_prefix`].
+    pub(crate) fn beats_prefix(
+        &self,
+        leader: NodeId,
+        incarnation: u64,
+        groups: &[(crate::contract::algorithm::AlgorithmKind, u64)],
+        counter_len: u32,
+    ) -> Option<(Vec<u8>, Vec<bool>)> {
+        self.codec
+            .beats_prefix(leader, incarnation, groups, self.me, counter_len)
+    }
+
     /// Encode and sign `d` for `to` ([`crate::security::wire::GROUP`] for the multicast group)
     /// with the next counter towards `to`.
     pub fn seal(&mut self, to: NodeId, d: &Datagram) -> Result<Vec<u8>, WireError> {

@@ -295,6 +295,65 @@ impl Codec {
         self.seal(env)
     }
 
+    /// Every byte of each BEATS `leader` (of `incarnation`) sends `to` whose messages are
+    /// exactly the heartbeats of `groups` (group, term), unacknowledging and under this
+    /// node's primary key id, when its counter is a varint of `counter_len` bytes (1–10);
+    /// `compare` is false on the authentication tag's and the counter's bytes. A BEATS
+    /// body follows the counter and the receiver (field 33), so unlike
+    /// [`Codec::heartbeat_prefix`] this is the whole datagram, one per counter length
+    /// (see [`crate::daemon::heartbeats`]).
+    pub(crate) fn beats_prefix(
+        &self,
+        leader: NodeId,
+        incarnation: u64,
+        groups: &[(AlgorithmKind, u64)],
+        to: NodeId,
+        counter_len: u32,
+    ) -> Option<(Vec<u8>, Vec<bool>)> {
+        if !(1..=10).contains(&counter_len) {
+            return None;
+        }
+        let beats: Vec<Message> = groups
+            .iter()
+            .map(|&(_, term)| Message::Heartbeat { term, leader })
+            .collect();
+        let refs: Vec<(AlgorithmKind, &Message)> =
+            groups.iter().map(|g| g.0).zip(&beats).collect();
+        let body = Body::Beats(body::beats_to_proto(&refs).ok()?);
+        let head = Datagram {
+            from: leader,
+            incarnation,
+            seq: 0,
+            ack: 0,
+            group: None,
+            body: None,
+        };
+        // The least and the greatest counter of that length: every byte differs.
+        let shift = 7 * (counter_len - 1);
+        let low = 1u64.checked_shl(shift)?;
+        let high = if counter_len >= 10 {
+            u64::MAX
+        } else {
+            (1u64 << (7 * counter_len)) - 1
+        };
+        let tag_len = self.keys.as_ref().map(|k| k.sign(b"").1.len());
+        let make = |counter: u64, fill: u8| {
+            let mut env = self.envelope(&head, Header { to, counter });
+            env.body = Some(body.clone());
+            if let (Some(keys), Some(n)) = (&self.keys, tag_len) {
+                env.key_id = keys.primary().id;
+                env.tag = vec![fill; n];
+            }
+            canonical(env)
+        };
+        let (a, b) = (make(low, 0), make(high, 0xff));
+        if a.len() != b.len() {
+            return None;
+        }
+        let compare = a.iter().zip(&b).map(|(x, y)| x == y).collect();
+        Some((a, compare))
+    }
+
     /// Decode, authenticate and validate one datagram (see the module documentation).
     /// Allocates only what the datagram's own fields hold.
     pub fn decode(&self, bytes: &[u8]) -> Result<(Datagram, Header), WireError> {

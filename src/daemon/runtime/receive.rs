@@ -151,13 +151,35 @@ impl Driver {
             return;
         }
         let want: Vec<_> = want().collect();
-        let patterns: Vec<Pattern> = want
+        let mut patterns: Vec<Pattern> = want
             .iter()
             .map(|&(kind, leader, inc, term)| {
                 let (prefix, compare) = gate.heartbeat_prefix(leader, inc, kind, term);
                 Pattern::new(&prefix, &compare)
             })
             .collect();
+        // A leader followed quietly in several groups sends their heartbeats as one
+        // BEATS (docs/wire.md §12): selected when it holds exactly those heartbeats,
+        // one pattern per length of its counter (it precedes the body).
+        let mut leaders: Vec<(NodeId, u64)> = want.iter().map(|w| (w.1, w.2)).collect();
+        leaders.sort_unstable();
+        leaders.dedup();
+        for (leader, inc) in leaders {
+            let mut groups: Vec<(AlgorithmKind, u64)> = want
+                .iter()
+                .filter(|w| (w.1, w.2) == (leader, inc))
+                .map(|w| (w.0, w.3))
+                .collect();
+            if groups.len() < 2 {
+                continue;
+            }
+            groups.sort_unstable();
+            for len in 1..=heartbeats::BEATS_COUNTER_LENGTHS {
+                if let Some((prefix, compare)) = gate.beats_prefix(leader, inc, &groups, len) {
+                    patterns.push(Pattern::new(&prefix, &compare));
+                }
+            }
+        }
         // What the selection before sent is still to read, and what this one sends.
         self.beats_pending = 2;
         match beats.select(&patterns) {
