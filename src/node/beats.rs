@@ -33,7 +33,12 @@ pub(crate) fn is_beat(d: &Datagram) -> bool {
 }
 
 /// The key of a message's place in a BEATS body: its group and type.
-fn slot(d: &Datagram) -> (Option<crate::contract::algorithm::AlgorithmKind>, Option<MessageType>) {
+fn slot(
+    d: &Datagram,
+) -> (
+    Option<crate::contract::algorithm::AlgorithmKind>,
+    Option<MessageType>,
+) {
     (d.group, d.body.as_ref().map(|m| m.kind()))
 }
 

@@ -223,7 +223,10 @@ impl Gate {
         to: NodeId,
         from: NodeId,
         incarnation: u64,
-        beats: &[(crate::contract::algorithm::AlgorithmKind, &crate::contract::message::Message)],
+        beats: &[(
+            crate::contract::algorithm::AlgorithmKind,
+            &crate::contract::message::Message,
+        )],
     ) -> Result<Vec<u8>, WireError> {
         let c = self.counters.entry(to).or_insert(0);
         *c += 1;

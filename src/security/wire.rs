@@ -317,8 +317,7 @@ impl Codec {
             .iter()
             .map(|&(_, term)| Message::Heartbeat { term, leader })
             .collect();
-        let refs: Vec<(AlgorithmKind, &Message)> =
-            groups.iter().map(|g| g.0).zip(&beats).collect();
+        let refs: Vec<(AlgorithmKind, &Message)> = groups.iter().map(|g| g.0).zip(&beats).collect();
         let body = Body::Beats(body::beats_to_proto(&refs).ok()?);
         let head = Datagram {
             from: leader,

@@ -66,7 +66,11 @@ pub fn measure(
     let (tx, rx) = mpsc::channel::<(usize, i32)>();
     let mut threads = Vec::new();
     for (i, (socket, node)) in sockets.into_iter().zip(plan).enumerate() {
-        let to: Vec<SocketAddr> = node.to.iter().filter_map(|&j| addrs.get(j).copied()).collect();
+        let to: Vec<SocketAddr> = node
+            .to
+            .iter()
+            .filter_map(|&j| addrs.get(j).copied())
+            .collect();
         let node = node.clone();
         let stop = stop.clone();
         let tx = tx.clone();
@@ -104,7 +108,10 @@ pub fn measure(
     }
     let sample = || -> Option<(Instant, Vec<u64>)> {
         let at = Instant::now();
-        let cpu = tids.iter().map(|&t| thread_cpu_ns(t)).collect::<Option<_>>()?;
+        let cpu = tids
+            .iter()
+            .map(|&t| thread_cpu_ns(t))
+            .collect::<Option<_>>()?;
         Some((at, cpu))
     };
     std::thread::sleep((start + Duration::from_secs(1)).saturating_duration_since(Instant::now()));
@@ -168,8 +175,12 @@ mod tests {
                 to: vec![0],
             },
         ];
-        let Some(m) = measure(&plan, Duration::from_millis(10), Duration::from_millis(300), 2)
-        else {
+        let Some(m) = measure(
+            &plan,
+            Duration::from_millis(10),
+            Duration::from_millis(300),
+            2,
+        ) else {
             return; // no schedstat on this kernel: nothing to measure
         };
         assert_eq!(m.len(), 2);

@@ -321,7 +321,11 @@ pub(super) fn floor_targets(c: &crate::bench::cost::CostResults) -> Vec<Target> 
                 "{}; the floor: one thread per node sending the node's datagrams per \
                  second in one burst per period and reading what it is sent \
                  (src/bench/cost/floor.rs)",
-                nodes.iter().map(|n| describe(n)).collect::<Vec<_>>().join("; ")
+                nodes
+                    .iter()
+                    .map(|n| describe(n))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ),
         })
     };
@@ -335,18 +339,27 @@ pub(super) fn floor_targets(c: &crate::bench::cost::CostResults) -> Vec<Target> 
         let Some(top) = all.nodes.iter().max_by_key(|n| n.groups_led) else {
             return out;
         };
-        let base = one.map(|r| r.max_by(|n| if n.role == "leader" { n.cpu_percent } else { 0.0 }));
+        let base = one.map(|r| {
+            r.max_by(|n| {
+                if n.role == "leader" {
+                    n.cpu_percent
+                } else {
+                    0.0
+                }
+            })
+        });
         let vs = base.filter(|&b| b > 0.0).map(|b| top.cpu_percent / b);
         out.push(Target {
-            name: format!("node leading {} of {groups} groups, {}", top.groups_led, all.label),
+            name: format!(
+                "node leading {} of {groups} groups, {}",
+                top.groups_led, all.label
+            ),
             target: "≤ 1.3 × the one-group leader and ≤ 1 % of a core".into(),
             measured: match vs {
                 Some(x) => format!("{:.2} % = {x:.2} × the one-group leader", top.cpu_percent),
                 None => format!("{:.2} %, no one-group leader measured", top.cpu_percent),
             },
-            met: top.groups_led == groups
-                && top.cpu_percent <= 1.0
-                && vs.is_some_and(|x| x <= 1.3),
+            met: top.groups_led == groups && top.cpu_percent <= 1.0 && vs.is_some_and(|x| x <= 1.3),
             note: format!(
                 "{}; {:.0} datagrams/s (one per peer per period: {:.0})",
                 describe(top),

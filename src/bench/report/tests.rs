@@ -289,7 +289,9 @@ fn idle_cost_is_judged_against_the_floor_of_the_same_run() {
             ],
         };
         let t = targets::floor_targets(&c);
-        t.iter().map(|t| (t.name.clone(), t.met)).collect::<Vec<_>>()
+        t.iter()
+            .map(|t| (t.name.clone(), t.met))
+            .collect::<Vec<_>>()
     };
     // Leader 0.7 / 0.5 = 1.4 × (≤ 1.5), follower 1.9 × (≤ 2), six groups 0.9 / 0.7 =
     // 1.29 × the one-group leader (≤ 1.3) and under 1 %.

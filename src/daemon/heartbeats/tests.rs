@@ -154,11 +154,25 @@ mod wire {
             let (b, r) = (beat(T), beat(T + 1));
             let held = [(AlgorithmKind::Bully, &b), (AlgorithmKind::Ring, &r)];
             let enc = |beats: &[(AlgorithmKind, &Message)], to, counter| {
-                c.encode_beats(L, INC, beats, Header { to, counter }).unwrap()
+                c.encode_beats(L, INC, beats, Header { to, counter })
+                    .unwrap()
             };
             // Counters of one to five varint bytes, at both ends of each length.
-            for counter in [1u64, 127, 128, 16_383, 16_384, (1 << 28) - 1, 1 << 28, (1 << 35) - 1] {
-                assert_eq!(run(&prog, &enc(&held, 2, counter)), BATCHED, "counter {counter}");
+            for counter in [
+                1u64,
+                127,
+                128,
+                16_383,
+                16_384,
+                (1 << 28) - 1,
+                1 << 28,
+                (1 << 35) - 1,
+            ] {
+                assert_eq!(
+                    run(&prog, &enc(&held, 2, counter)),
+                    BATCHED,
+                    "counter {counter}"
+                );
             }
             // Six varint bytes: beyond the patterns, read at once.
             assert_eq!(run(&prog, &enc(&held, 2, 1 << 35)), MAIN);
@@ -191,7 +205,10 @@ mod wire {
             assert_eq!(run(&prog, &enc(&advert, 2, 9)), MAIN);
             // A lone heartbeat of one of the groups does not match a BEATS pattern.
             let lone = c
-                .encode(&datagram(L, INC, KIND, b.clone()), Header { to: 2, counter: 9 })
+                .encode(
+                    &datagram(L, INC, KIND, b.clone()),
+                    Header { to: 2, counter: 9 },
+                )
                 .unwrap();
             assert_eq!(run(&prog, &lone), MAIN);
         }

@@ -27,10 +27,7 @@ impl Driver {
         if self.paused {
             return;
         }
-        match self
-            .gate
-            .open_payload(&buf[..n], Some(from), unix_micros())
-        {
+        match self.gate.open_payload(&buf[..n], Some(from), unix_micros()) {
             Ok((dg, Extra::Config(digest))) => self.config_heard(dg.from, dg.incarnation, digest),
             Ok((_, Extra::Beats(beats))) => {
                 let now = match at {

@@ -439,16 +439,16 @@ async fn each_message_of_a_beats_reaches_its_group_and_a_bad_one_is_counted() {
         .encode_beats(
             3,
             unix_micros(),
-            &[
-                (Bully, &hb),
-                (AlgorithmKind::Ring, &outsider),
-                (Raft, &hb),
-            ],
+            &[(Bully, &hb), (AlgorithmKind::Ring, &outsider), (Raft, &hb)],
             crate::security::wire::Header { to: 2, counter: 1 },
         )
         .unwrap();
     d.received(Ok((bytes.len(), peer(7003))), &bytes);
-    assert_eq!(received(&d), before + 1, "the Bully heartbeat reached Bully");
+    assert_eq!(
+        received(&d),
+        before + 1,
+        "the Bully heartbeat reached Bully"
+    );
     assert_eq!(
         d.node.invalid().get("unknown_algorithm"),
         Some(&1),
@@ -457,7 +457,9 @@ async fn each_message_of_a_beats_reaches_its_group_and_a_bad_one_is_counted() {
     let text = d.shared.metrics.encode();
     let line = text
         .lines()
-        .find(|l| l.starts_with("electd_invalid_datagrams_total") && l.contains("\"invalid_field\""))
+        .find(|l| {
+            l.starts_with("electd_invalid_datagrams_total") && l.contains("\"invalid_field\"")
+        })
         .expect("the invalid_field series");
     assert!(line.ends_with(" 1"), "{line}");
     // A second one: counted once more, the Bully heartbeat delivered again.

@@ -81,7 +81,13 @@ fn six_groups_led_by_n() -> (Vec<Node>, Time) {
         n.start(Duration::ZERO, true);
     }
     let ms = Duration::from_millis(1);
-    let at = run_until(&mut nodes, Duration::ZERO, ms, Duration::from_secs(10), all_led_by_n);
+    let at = run_until(
+        &mut nodes,
+        Duration::ZERO,
+        ms,
+        Duration::from_secs(10),
+        all_led_by_n,
+    );
     (nodes, at)
 }
 
@@ -95,7 +101,10 @@ fn a_node_leading_six_groups_sends_one_datagram_per_peer_per_period() {
     let mut now = at;
     for period in 0..10 {
         let next = nodes[leader].poll_timeout().expect("the leader beats");
-        assert!(next <= now + hb, "period {period}: nothing due within a period");
+        assert!(
+            next <= now + hb,
+            "period {period}: nothing due within a period"
+        );
         now = next.max(now);
         nodes[leader].handle_timeout(now);
         let transmits: Vec<(NodeId, Datagram)> = nodes[leader].drain_transmits().collect();
@@ -115,7 +124,11 @@ fn a_node_leading_six_groups_sends_one_datagram_per_peer_per_period() {
         assert_eq!(beats, groups * (N as usize - 1), "period {period}");
         // …on the wire as one datagram per peer, holding every group's.
         let packets = pack(&transmits);
-        assert_eq!(packets.len(), N as usize - 1, "period {period}: {packets:?}");
+        assert_eq!(
+            packets.len(),
+            N as usize - 1,
+            "period {period}: {packets:?}"
+        );
         for p in &packets {
             let Packet::Beats(_, msgs) = p else {
                 panic!("period {period}: {p:?} is not a BEATS");
@@ -176,16 +189,33 @@ fn raft_beats_on_the_grid_only_beside_other_groups() {
         // Steps off the grid, so that Raft is won at an instant off it.
         let step = Duration::from_micros(1_300);
         let led = |ns: &[Node]| ns.iter().all(|n| n.leader(AlgorithmKind::Raft) == Some(3));
-        let won = run_until(&mut nodes, Duration::ZERO, step, Duration::from_secs(10), led);
+        let won = run_until(
+            &mut nodes,
+            Duration::ZERO,
+            step,
+            Duration::from_secs(10),
+            led,
+        );
         let raft = nodes[2]
             .timers
             .iter()
-            .find(|t| matches!(t.1, Slot::Algo(crate::contract::algorithm::Timer::Heartbeat)))
+            .find(|t| {
+                matches!(
+                    t.1,
+                    Slot::Algo(crate::contract::algorithm::Timer::Heartbeat)
+                )
+            })
             .map(|t| t.2)
             .expect("Raft's heartbeat timer is armed");
-        assert!(raft <= won + hb, "{algorithms:?}: never later than Raft asks");
+        assert!(
+            raft <= won + hb,
+            "{algorithms:?}: never later than Raft asks"
+        );
         let on_grid = raft.as_nanos() % hb.as_nanos() == 0;
-        assert_eq!(on_grid, aligned, "{algorithms:?}: {raft:?} (won at {won:?})");
+        assert_eq!(
+            on_grid, aligned,
+            "{algorithms:?}: {raft:?} (won at {won:?})"
+        );
     }
 }
 

@@ -186,7 +186,9 @@ impl Codec {
 }
 
 /// The BEATS body of `beats` (see [`Codec::encode_beats`]).
-pub(super) fn beats_to_proto(beats: &[(AlgorithmKind, &Message)]) -> Result<proto::Beats, WireError> {
+pub(super) fn beats_to_proto(
+    beats: &[(AlgorithmKind, &Message)],
+) -> Result<proto::Beats, WireError> {
     let mut b = proto::Beats::default();
     let taken = || WireError::InvalidField("beats");
     for &(group, msg) in beats {
@@ -201,9 +203,7 @@ pub(super) fn beats_to_proto(beats: &[(AlgorithmKind, &Message)]) -> Result<prot
         .get_or_insert_with(Default::default);
         match to_body(msg) {
             Body::Heartbeat(m) if entry.heartbeat.is_none() => entry.heartbeat = Some(m),
-            Body::HeartbeatAck(m) if entry.heartbeat_ack.is_none() => {
-                entry.heartbeat_ack = Some(m)
-            }
+            Body::HeartbeatAck(m) if entry.heartbeat_ack.is_none() => entry.heartbeat_ack = Some(m),
             Body::Priority(m) if entry.priority.is_none() => entry.priority = Some(m),
             _ => return Err(taken()),
         }

@@ -607,7 +607,10 @@ fn beat_msgs() -> Vec<(AlgorithmKind, Message)> {
             priority: 40,
         },
     ));
-    v.push((AlgorithmKind::Raft, Message::HeartbeatAck { term: 3, leader: 0 }));
+    v.push((
+        AlgorithmKind::Raft,
+        Message::HeartbeatAck { term: 3, leader: 0 },
+    ));
     v
 }
 
@@ -624,7 +627,14 @@ fn beats_round_trip_every_group_in_body_order() {
         let (head, h, extra) = c.decode_payload(&bytes).unwrap();
         assert_eq!(h, HDR);
         assert_eq!(
-            (head.from, head.incarnation, head.seq, head.ack, head.group, head.body),
+            (
+                head.from,
+                head.incarnation,
+                head.seq,
+                head.ack,
+                head.group,
+                head.body
+            ),
             (5, 77, 0, 0, None, None)
         );
         let Extra::Beats(got) = extra else {

@@ -61,9 +61,18 @@ fn the_beats_vectors_hold_against_the_codec() {
         match (&verdict, expect) {
             (Ok((head, extra)), "accept") => {
                 accepted += 1;
-                assert_eq!(render_messages(extra), v.get("messages"), "{name}: messages");
                 assert_eq!(
-                    (head.group.is_none(), head.body.is_none(), head.seq, head.ack),
+                    render_messages(extra),
+                    v.get("messages"),
+                    "{name}: messages"
+                );
+                assert_eq!(
+                    (
+                        head.group.is_none(),
+                        head.body.is_none(),
+                        head.seq,
+                        head.ack
+                    ),
                     (true, true, 0, 0),
                     "{name}: the envelope alone carries nothing for a group"
                 );
@@ -87,7 +96,11 @@ fn the_beats_vectors_hold_against_the_codec() {
                     let again = codec
                         .encode_beats(head.from, head.incarnation, &msgs, header)
                         .unwrap();
-                    assert_eq!(hex(&again), hex(&bytes), "{name}: electd encodes it otherwise");
+                    assert_eq!(
+                        hex(&again),
+                        hex(&bytes),
+                        "{name}: electd encodes it otherwise"
+                    );
                 }
                 for e in list.iter().filter_map(|r| r.as_ref().err()) {
                     dropped_alone.insert(Dropped::Wire(*e).reason());
