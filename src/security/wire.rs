@@ -291,7 +291,7 @@ impl Codec {
             body: None,
         };
         let mut env = self.envelope(&head, h);
-        env.body = Some(Body::Beats(body::beats_to_proto(beats)?));
+        env.body = Some(Body::Beats(Box::new(body::beats_to_proto(beats)?)));
         self.seal(env)
     }
 
@@ -318,7 +318,7 @@ impl Codec {
             .map(|&(_, term)| Message::Heartbeat { term, leader })
             .collect();
         let refs: Vec<(AlgorithmKind, &Message)> = groups.iter().map(|g| g.0).zip(&beats).collect();
-        let body = Body::Beats(body::beats_to_proto(&refs).ok()?);
+        let body = Body::Beats(Box::new(body::beats_to_proto(&refs).ok()?));
         let head = Datagram {
             from: leader,
             incarnation,
@@ -469,7 +469,7 @@ impl Codec {
                 group: None,
                 body: None,
             };
-            let beats = self.beats_of(&d, b)?;
+            let beats = self.beats_of(&d, *b)?;
             return Ok((d, header, Extra::Beats(beats)));
         }
         if let Body::Config(c) = body {

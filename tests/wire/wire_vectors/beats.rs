@@ -194,14 +194,14 @@ fn print_beats_vectors() {
         println!("```\n");
     };
     let beats = |env: &mut proto::Envelope| match env.body.as_mut() {
-        Some(proto::envelope::Body::Beats(b)) => b.clone(),
+        Some(proto::envelope::Body::Beats(b)) => **b,
         _ => unreachable!(),
     };
     let with = |f: &dyn Fn(&mut proto::Beats)| {
         let mut env = proto::Envelope::decode(good.as_slice()).unwrap();
         let mut b = beats(&mut env);
         f(&mut b);
-        env.body = Some(proto::envelope::Body::Beats(b));
+        env.body = Some(proto::envelope::Body::Beats(Box::new(b)));
         sign(env)
     };
     print("beats", 2, &good, "accept");
