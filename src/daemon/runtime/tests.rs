@@ -472,7 +472,7 @@ async fn each_message_of_a_beats_reaches_its_group_and_a_bad_one_is_counted() {
 #[test]
 fn a_shared_datagrams_bytes_add_up_over_its_messages() {
     for (bytes, n) in [(129usize, 7usize), (74, 1), (140, 6), (5, 7)] {
-        let s: Vec<usize> = super::send::shares(bytes, n).collect();
+        let s: Vec<usize> = send::shares(bytes, n).collect();
         assert_eq!(s.len(), n);
         assert_eq!(s.iter().sum::<usize>(), bytes, "{bytes} over {n}");
         let (lo, hi) = (s.iter().min().unwrap(), s.iter().max().unwrap());
