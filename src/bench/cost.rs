@@ -7,6 +7,11 @@
 //! consecutive 10 s windows, and wire traffic (`electd_bytes_sent_total`,
 //! `electd_datagrams_sent_total` from `/metrics`, over all the windows). The leader of a
 //! group sends the heartbeats, so leaders and followers are reported apart.
+//!
+//! After each run, with its processes stopped, the same run's floor ([`floor`]): one
+//! minimal sender and receiver per node at that node's datagram rate and size, over
+//! the same windows; each node's CPU is also reported as a multiple of its floor's,
+//! which moves less with the machine than a share of a core does.
 
 use super::BenchOptions;
 use anyhow::Context;
@@ -17,6 +22,8 @@ use electd::NodeId;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+pub mod floor;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct NodeCost {
@@ -32,6 +39,20 @@ pub struct NodeCost {
     pub cpu_windows: Vec<f64>,
     pub bytes_per_sec: f64,
     pub datagrams_per_sec: f64,
+    /// Percent of one core its floor took (the median of `floor_windows`; `None`: not
+    /// measured).
+    pub floor_cpu_percent: Option<f64>,
+    /// Percent of one core its floor took in each window, in order.
+    pub floor_windows: Vec<f64>,
+}
+
+impl NodeCost {
+    /// Its CPU as a multiple of its floor's, when the floor was measured (and not 0).
+    pub fn over_floor(&self) -> Option<f64> {
+        self.floor_cpu_percent
+            .filter(|&f| f > 0.0)
+            .map(|f| self.cpu_percent / f)
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -268,7 +289,21 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<CostResult
                 cpu_windows,
                 bytes_per_sec: (a.bytes - b.bytes) / secs,
                 datagrams_per_sec: (a.datagrams - b.datagrams) / secs,
+                floor_cpu_percent: None,
+                floor_windows: Vec::new(),
             });
+        }
+        // The floor of this run, alone on the machine (the cluster stopped).
+        drop(c);
+        let plan = floor_plan(&nodes);
+        match floor::measure(&plan, Duration::from_millis(hb), window, windows) {
+            Some(m) => {
+                for (n, w) in nodes.iter_mut().zip(m) {
+                    n.floor_cpu_percent = Some(median(&w));
+                    n.floor_windows = w;
+                }
+            }
+            None => log(&format!("  {label}: no floor measured (no schedstat?)")),
         }
         let r = CostRun {
             label: label.clone(),
@@ -280,19 +315,84 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<CostResult
             nodes,
         };
         log(&format!(
-            "  {label}: max RSS {:.1} MiB, max CPU {:.2} %, max {:.0} B/s",
+            "  {label}: max RSS {:.1} MiB, max CPU {:.2} %, max {:.0} B/s, max {:.2} × floor",
             r.max_by(|n| n.rss_mib),
             r.max_by(|n| n.cpu_percent),
-            r.max_by(|n| n.bytes_per_sec)
+            r.max_by(|n| n.bytes_per_sec),
+            r.max_by(|n| n.over_floor().unwrap_or(0.0))
         ));
         runs.push(r);
     }
     Ok(CostResults { runs })
 }
 
+/// The floor of a run's nodes: each sends its node's datagrams per second, of its
+/// node's mean size; a node that leads a group to every other node, a follower to the
+/// nodes that lead.
+pub fn floor_plan(nodes: &[NodeCost]) -> Vec<floor::FloorNode> {
+    let leaders: Vec<usize> = (0..nodes.len())
+        .filter(|&i| nodes[i].groups_led > 0)
+        .collect();
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| floor::FloorNode {
+            rate: n.datagrams_per_sec.max(0.0),
+            size: if n.datagrams_per_sec > 0.0 {
+                (n.bytes_per_sec / n.datagrams_per_sec).round() as usize
+            } else {
+                80
+            },
+            to: if n.groups_led > 0 {
+                (0..nodes.len()).filter(|&j| j != i).collect()
+            } else {
+                leaders.iter().copied().filter(|&j| j != i).collect()
+            },
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn node(id: NodeId, groups_led: usize, datagrams: f64) -> NodeCost {
+        NodeCost {
+            node: id,
+            role: if groups_led > 0 { "leader" } else { "follower" },
+            groups_led,
+            rss_mib: 0.0,
+            peak_rss_mib: 0.0,
+            cpu_percent: 0.6,
+            cpu_windows: vec![0.6],
+            bytes_per_sec: datagrams * 79.0,
+            datagrams_per_sec: datagrams,
+            floor_cpu_percent: None,
+            floor_windows: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_floor_sends_what_each_node_sent_where_it_sent_it() {
+        // Node 5 leads (400 datagrams/s to four peers); node 1 answers it (Raft acks).
+        let nodes = vec![
+            node(1, 0, 100.0),
+            node(2, 0, 0.0),
+            node(3, 0, 0.0),
+            node(4, 0, 0.0),
+            node(5, 6, 400.0),
+        ];
+        let plan = floor_plan(&nodes);
+        assert_eq!(plan[4].to, vec![0, 1, 2, 3]);
+        assert_eq!(plan[4].rate, 400.0);
+        assert_eq!(plan[4].size, 79);
+        assert_eq!(plan[0].to, vec![4]);
+        assert_eq!((plan[1].rate, plan[1].size), (0.0, 80));
+        let mut n = node(5, 1, 400.0);
+        assert_eq!(n.over_floor(), None);
+        n.floor_cpu_percent = Some(0.4);
+        assert!((n.over_floor().unwrap() - 1.5).abs() < 1e-9);
+    }
 
     #[test]
     fn median_of_windows() {

@@ -39,6 +39,11 @@ pub struct BenchArgs {
     /// one goes on to the failover.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub tries: u32,
+    /// The electd binary the bench runs as its nodes (default: this one), to measure
+    /// another build with this bench: e.g. an older build's idle cost beside the floor
+    /// this bench measures (docs/bench/idle/README.md).
+    #[arg(long)]
+    pub node_exe: Option<PathBuf>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -47,8 +52,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         std::env::set_var("ELECTD_LOG", "warn");
     }
     super::init_tracing();
-    let exe = std::env::current_exe()
-        .map_err(|e| anyhow::anyhow!("cannot find the electd binary to spawn nodes: {e}"))?;
+    let exe = match args.node_exe {
+        Some(exe) => exe,
+        None => std::env::current_exe()
+            .map_err(|e| anyhow::anyhow!("cannot find the electd binary to spawn nodes: {e}"))?,
+    };
     let opts = BenchOptions {
         quick: args.quick,
         out: args.out.clone(),

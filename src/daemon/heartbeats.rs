@@ -29,6 +29,13 @@
 //!   hands each heartbeat to the node as of the time it arrived, so the failure
 //!   detector's deadline is the same as if it had been read at once. A follower then
 //!   wakes about once per `failure_timeout` instead of once per heartbeat.
+//! - A leader followed quietly in several groups sends their heartbeats together, as
+//!   one BEATS datagram (docs/wire.md §12). Its body follows the counter, whose varint
+//!   length varies, so the program holds one pattern of the whole datagram per counter
+//!   length up to [`BEATS_COUNTER_LENGTHS`] bytes ([`crate::security::gate::Gate::beats_prefix`]),
+//!   each selecting a BEATS that holds exactly the heartbeats of the groups the node
+//!   follows that leader in quietly; any other BEATS (a priority advert, a group not
+//!   followed quietly) goes to the main socket.
 //! - What waits in the heartbeat socket is a pure refresh by construction (the node
 //!   excludes groups where a heartbeat draws an answer: `[lease] require_quorum`, Raft,
 //!   a group electing or handing over). The gate still authenticates and checks every
@@ -54,6 +61,10 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, SystemTime};
 
 mod program;
+
+/// The counter lengths (varint bytes) of the BEATS patterns: up to 2³⁵ datagrams from
+/// one leader's incarnation to one follower, a year at a thousand a second.
+pub(crate) const BEATS_COUNTER_LENGTHS: u32 = 5;
 
 pub(crate) use program::{program, Insn, Pattern};
 #[cfg(test)]

@@ -87,11 +87,11 @@ use crate::daemon::shared::{Control, GroupView, LeaderEvent, Lease, Shared, Tran
 use crate::daemon::socket::{send_error_kind, Transport};
 use crate::daemon::timer::Deadline;
 use crate::node::link::LinkConfig;
-use crate::node::{Datagram, Event, Node, NodeConfig, StatusKey, Time};
+use crate::node::{Datagram, Event, Node, NodeConfig, Packet, StatusKey, Time};
 use crate::security::droplog::{DropLog, Verdict};
 use crate::security::gate::{Dropped, Gate, GateConfig};
 use crate::security::keyring::Keyring;
-use crate::security::wire::MAX_DATAGRAM;
+use crate::security::wire::{Extra, MAX_DATAGRAM};
 use crate::NodeId;
 use std::collections::HashMap;
 use std::future::Future;

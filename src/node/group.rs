@@ -4,7 +4,7 @@
 
 use super::timers::{heartbeat_grid, Slot};
 use super::{Event, FailoverPhases, GroupStats, Node, Time};
-use crate::contract::algorithm::{Algorithm, AlgorithmKind, Effect, Token};
+use crate::contract::algorithm::{Algorithm, AlgorithmKind, Effect, Timer, Token};
 use crate::contract::message::Message;
 use crate::contract::policy::Ineligible;
 use crate::NodeId;
@@ -115,7 +115,16 @@ impl Node {
                 Effect::Broadcast { msg } => self.broadcast(g, now, msg),
                 Effect::SetTimer { timer, min, max } => {
                     let after = self.rng.duration(min, max);
-                    self.arm(g, Slot::Algo(timer), now + after);
+                    let mut at = now + after;
+                    if timer == Timer::Heartbeat && self.groups.len() > 1 {
+                        // An algorithm's own heartbeat (Raft's) beats on the node's
+                        // schedule when the node runs several groups, never later than
+                        // asked: the beats of every group this node leads then leave
+                        // in one turn, one datagram per peer (see `beats`).
+                        let hb = self.timing.heartbeat;
+                        at = heartbeat_grid(at.saturating_sub(hb), hb).min(at);
+                    }
+                    self.arm(g, Slot::Algo(timer), at);
                 }
                 Effect::CancelTimer(timer) => self.disarm(g, Slot::Algo(timer)),
                 Effect::ElectionStarted => {

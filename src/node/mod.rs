@@ -17,6 +17,7 @@
 //! (`status.rs`); the reliable link is `link/`, the hasher `fxhash.rs`, the tests
 //! `*_tests.rs`.
 
+mod beats;
 mod detector;
 #[cfg(test)]
 mod drain_tests;
@@ -49,6 +50,8 @@ use crate::contract::message::{Message, MessageType};
 use crate::contract::policy::Ineligible;
 use crate::contract::rng::Rng;
 use crate::NodeId;
+pub(crate) use beats::pack;
+pub use beats::Packet;
 use group::Group;
 use link::{Link, LinkConfig};
 pub(crate) use receive::msg_term;

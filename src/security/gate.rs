@@ -30,7 +30,7 @@
 use crate::node::Datagram;
 use crate::security::keyring::Keyring;
 use crate::security::replay::{ReplayError, ReplayGuard};
-use crate::security::wire::{Codec, Header, WireError};
+use crate::security::wire::{Codec, Extra, Header, WireError};
 use crate::NodeId;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -180,6 +180,19 @@ impl Gate {
         self.codec.heartbeat_prefix(leader, incarnation, kind, term)
     }
 
+    /// The BEATS of `leader` (of `incarnation`) to this node holding the heartbeats of
+    /// `groups`, with a counter of `counter_len` bytes: see [`Codec::beats_prefix`].
+    pub(crate) fn beats_prefix(
+        &self,
+        leader: NodeId,
+        incarnation: u64,
+        groups: &[(crate::contract::algorithm::AlgorithmKind, u64)],
+        counter_len: u32,
+    ) -> Option<(Vec<u8>, Vec<bool>)> {
+        self.codec
+            .beats_prefix(leader, incarnation, groups, self.me, counter_len)
+    }
+
     /// Encode and sign `d` for `to` ([`crate::security::wire::GROUP`] for the multicast group)
     /// with the next counter towards `to`.
     pub fn seal(&mut self, to: NodeId, d: &Datagram) -> Result<Vec<u8>, WireError> {
@@ -203,6 +216,24 @@ impl Gate {
             .encode_config(from, incarnation, digest, Header { to, counter: *c })
     }
 
+    /// [`Gate::seal`] for a BEATS datagram: this node (`from`, of `incarnation`) tells
+    /// `to` the liveness messages of several groups at once (docs/wire.md §12).
+    pub(crate) fn seal_beats(
+        &mut self,
+        to: NodeId,
+        from: NodeId,
+        incarnation: u64,
+        beats: &[(
+            crate::contract::algorithm::AlgorithmKind,
+            &crate::contract::message::Message,
+        )],
+    ) -> Result<Vec<u8>, WireError> {
+        let c = self.counters.entry(to).or_insert(0);
+        *c += 1;
+        self.codec
+            .encode_beats(from, incarnation, beats, Header { to, counter: *c })
+    }
+
     /// Decode, authenticate and check one datagram received from `source` (the UDP
     /// source address, if the transport knows it) at `now_us` (unix microseconds).
     pub fn open(
@@ -222,7 +253,26 @@ impl Gate {
         source: Option<SocketAddr>,
         now_us: u64,
     ) -> Result<(Datagram, Option<u64>), Dropped> {
-        let (d, h, config) = self.codec.decode_with_config(bytes)?;
+        self.open_payload(bytes, source, now_us).map(|(d, x)| {
+            let digest = match x {
+                Extra::Config(c) => Some(c),
+                _ => None,
+            };
+            (d, digest)
+        })
+    }
+
+    /// [`Gate::open`], and what a node-level body carries: a CONFIG's digest, a BEATS'
+    /// messages, each to be handed to the node as a datagram of its own, or counted as
+    /// dropped (docs/wire.md §11, §12). Every check above applies to the datagram
+    /// once, before any of its messages.
+    pub fn open_payload(
+        &mut self,
+        bytes: &[u8],
+        source: Option<SocketAddr>,
+        now_us: u64,
+    ) -> Result<(Datagram, Extra), Dropped> {
+        let (d, h, config) = self.codec.decode_payload(bytes)?;
         let for_group = h.to == crate::security::wire::GROUP;
         if d.from == self.me {
             return Err(if for_group && self.group {

@@ -271,6 +271,88 @@ impl Codec {
         (zeros, compare)
     }
 
+    /// Encode (and sign) a BEATS datagram (docs/wire.md §12): node `from`, of
+    /// `incarnation`, tells `h.to` the liveness messages of several groups at once.
+    /// `beats` holds at most one message of each liveness type per group (heartbeat,
+    /// heartbeat ack, priority); anything else is `invalid_field`.
+    pub fn encode_beats(
+        &self,
+        from: NodeId,
+        incarnation: u64,
+        beats: &[(AlgorithmKind, &Message)],
+        h: Header,
+    ) -> Result<Vec<u8>, WireError> {
+        let head = Datagram {
+            from,
+            incarnation,
+            seq: 0,
+            ack: 0,
+            group: None,
+            body: None,
+        };
+        let mut env = self.envelope(&head, h);
+        env.body = Some(Body::Beats(Box::new(body::beats_to_proto(beats)?)));
+        self.seal(env)
+    }
+
+    /// Every byte of each BEATS `leader` (of `incarnation`) sends `to` whose messages are
+    /// exactly the heartbeats of `groups` (group, term), unacknowledging and under this
+    /// node's primary key id, when its counter is a varint of `counter_len` bytes (1–10);
+    /// `compare` is false on the authentication tag's and the counter's bytes. A BEATS
+    /// body follows the counter and the receiver (field 33), so unlike
+    /// [`Codec::heartbeat_prefix`] this is the whole datagram, one per counter length
+    /// (see [`crate::daemon::heartbeats`]).
+    pub(crate) fn beats_prefix(
+        &self,
+        leader: NodeId,
+        incarnation: u64,
+        groups: &[(AlgorithmKind, u64)],
+        to: NodeId,
+        counter_len: u32,
+    ) -> Option<(Vec<u8>, Vec<bool>)> {
+        if !(1..=10).contains(&counter_len) {
+            return None;
+        }
+        let beats: Vec<Message> = groups
+            .iter()
+            .map(|&(_, term)| Message::Heartbeat { term, leader })
+            .collect();
+        let refs: Vec<(AlgorithmKind, &Message)> = groups.iter().map(|g| g.0).zip(&beats).collect();
+        let body = Body::Beats(Box::new(body::beats_to_proto(&refs).ok()?));
+        let head = Datagram {
+            from: leader,
+            incarnation,
+            seq: 0,
+            ack: 0,
+            group: None,
+            body: None,
+        };
+        // The least and the greatest counter of that length: every byte differs.
+        let shift = 7 * (counter_len - 1);
+        let low = 1u64.checked_shl(shift)?;
+        let high = if counter_len >= 10 {
+            u64::MAX
+        } else {
+            (1u64 << (7 * counter_len)) - 1
+        };
+        let tag_len = self.keys.as_ref().map(|k| k.sign(b"").1.len());
+        let make = |counter: u64, fill: u8| {
+            let mut env = self.envelope(&head, Header { to, counter });
+            env.body = Some(body.clone());
+            if let (Some(keys), Some(n)) = (&self.keys, tag_len) {
+                env.key_id = keys.primary().id;
+                env.tag = vec![fill; n];
+            }
+            canonical(env)
+        };
+        let (a, b) = (make(low, 0), make(high, 0xff));
+        if a.len() != b.len() {
+            return None;
+        }
+        let compare = a.iter().zip(&b).map(|(x, y)| x == y).collect();
+        Some((a, compare))
+    }
+
     /// Decode, authenticate and validate one datagram (see the module documentation).
     /// Allocates only what the datagram's own fields hold.
     pub fn decode(&self, bytes: &[u8]) -> Result<(Datagram, Header), WireError> {
@@ -278,12 +360,27 @@ impl Codec {
     }
 
     /// [`Codec::decode`], and the configuration digest when the datagram is a CONFIG
-    /// (docs/wire.md §11). A CONFIG comes back as a datagram with neither group nor
-    /// body and `ack` 0, which a node ignores.
+    /// (docs/wire.md §11). A CONFIG or a BEATS comes back as a datagram with neither
+    /// group nor body and `ack` 0, which a node ignores ([`Codec::decode_payload`]
+    /// hands over a BEATS' messages).
     pub(crate) fn decode_with_config(
         &self,
         bytes: &[u8],
     ) -> Result<(Datagram, Header, Option<u64>), WireError> {
+        self.decode_payload(bytes).map(|(d, h, x)| {
+            let digest = match x {
+                Extra::Config(c) => Some(c),
+                _ => None,
+            };
+            (d, h, digest)
+        })
+    }
+
+    /// [`Codec::decode`], and what a node-level body carries ([`Extra`]): a CONFIG's
+    /// digest, a BEATS' messages (docs/wire.md §11, §12). For those the datagram
+    /// returned is the envelope's sender and incarnation alone (no group, no body,
+    /// `ack` 0).
+    pub fn decode_payload(&self, bytes: &[u8]) -> Result<(Datagram, Header, Extra), WireError> {
         if bytes.len() > MAX_DATAGRAM {
             return Err(WireError::Oversize);
         }
@@ -355,7 +452,25 @@ impl Codec {
                 group: None,
                 body: None,
             };
-            return Ok((d, header, None));
+            return Ok((d, header, Extra::None));
+        }
+        if let Body::Beats(b) = body {
+            if env.seq != 0 || env.ack != 0 {
+                return Err(WireError::InvalidField("beats"));
+            }
+            if env.algorithm != proto::Algorithm::Unspecified as i32 {
+                return Err(WireError::Algorithm);
+            }
+            let d = Datagram {
+                from: env.sender,
+                incarnation: env.incarnation,
+                seq: 0,
+                ack: 0,
+                group: None,
+                body: None,
+            };
+            let beats = self.beats_of(&d, *b)?;
+            return Ok((d, header, Extra::Beats(beats)));
         }
         if let Body::Config(c) = body {
             if env.seq != 0 || env.ack != 0 || c.digest == 0 {
@@ -372,7 +487,7 @@ impl Codec {
                 group: None,
                 body: None,
             };
-            return Ok((d, header, Some(c.digest)));
+            return Ok((d, header, Extra::Config(c.digest)));
         }
         let group = proto::Algorithm::try_from(env.algorithm)
             .ok()
@@ -396,8 +511,22 @@ impl Codec {
             group: Some(group),
             body: Some(msg),
         };
-        Ok((d, header, None))
+        Ok((d, header, Extra::None))
     }
+}
+
+/// What a node-level body hands over besides its envelope ([`Codec::decode_payload`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Extra {
+    /// Nothing: the datagram is all there is (a group's message or a bare ack).
+    None,
+    /// A CONFIG: the sender's configuration digest (docs/wire.md §11).
+    Config(u64),
+    /// A BEATS (docs/wire.md §12): each message as the datagram it would have been
+    /// alone (sender, incarnation, group, body; `seq` and `ack` 0), in the order of
+    /// the body (by group, then heartbeat, heartbeat ack, priority), or why that
+    /// message alone is dropped.
+    Beats(Vec<Result<Datagram, WireError>>),
 }
 
 /// The canonical encoding of `env` (docs/wire.md §3), appended to `buf`: every field

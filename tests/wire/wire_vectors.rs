@@ -560,7 +560,11 @@ fn every_type_and_field_of_the_schema_has_a_vector() {
     let bodies: Vec<&Field> = envelope.iter().filter(|f| f.oneof.is_some()).collect();
     assert!(!bodies.is_empty(), "no oneof read from the schema");
     let mut seen = Seen::default();
-    for v in document_vectors().into_iter().chain(config_vectors()) {
+    for v in document_vectors()
+        .into_iter()
+        .chain(config_vectors())
+        .chain(beats::beats_vectors())
+    {
         let name = v.get("name");
         let bytes = unhex(v.get("hex"));
         let walked = walk(&schema, "Envelope", &bytes, &mut Seen::default());
@@ -722,4 +726,5 @@ fn the_byte_by_byte_listing_is_the_vector() {
 }
 
 // CONFIG (body 32, docs/wire.md §11): its own blocks and checks.
+mod beats;
 mod config;

@@ -272,7 +272,11 @@ pub(super) fn cost(s: &mut String, r: &Results) {
          each window's figure in the last column, so that one burst of other work on the \
          machine moves one window, not the figure) and bytes on the wire \
          (`electd_bytes_sent_total`, over all the windows). A group's leader sends its \
-         heartbeats; followers send nothing at idle but Raft's heartbeat acks.\n"
+         heartbeats; followers send nothing at idle but Raft's heartbeat acks. The floor: \
+         after each run, with its processes stopped, one thread per node sends that \
+         node's datagrams per second (its size, one burst per heartbeat period, a leader \
+         to every peer, a follower to the leaders) and reads what it is sent, nothing \
+         else, over the same windows; × floor is the node's CPU over its floor's.\n"
     );
     header(
         s,
@@ -286,6 +290,8 @@ pub(super) fn cost(s: &mut String, r: &Results) {
             "bytes/s",
             "datagrams/s",
             "CPU % per window",
+            "floor CPU %",
+            "× floor",
         ],
     );
     for run in &r.cost.runs {
@@ -306,6 +312,9 @@ pub(super) fn cost(s: &mut String, r: &Results) {
                         .map(|c| format!("{c:.2}"))
                         .collect::<Vec<_>>()
                         .join(", "),
+                    n.floor_cpu_percent
+                        .map_or("–".into(), |f| format!("{f:.2}")),
+                    n.over_floor().map_or("–".into(), |x| format!("{x:.2}")),
                 ],
             );
         }

@@ -271,6 +271,103 @@ fn cost_targets(c: &crate::bench::cost::CostResults) -> Vec<Target> {
             });
         }
     }
+    out.extend(floor_targets(c));
+    out
+}
+
+/// Idle cost against the floor measured in the same run (issue 30): at heartbeat 10 ms
+/// the Bully leader ≤ 1.5 × its floor, every follower ≤ 2 × its own; the node leading
+/// all six groups within 1.3 × the one-group leader and ≤ 1 % of a core.
+pub(super) fn floor_targets(c: &crate::bench::cost::CostResults) -> Vec<Target> {
+    use crate::bench::cost::{CostRun, NodeCost};
+    let mut out = Vec::new();
+    let at_10 = |all: bool| {
+        c.runs.iter().find(|r| {
+            r.heartbeat_ms == 10
+                && r.batched
+                && if all {
+                    r.algorithms.len() > 1
+                } else {
+                    r.algorithms == [AlgorithmKind::Bully]
+                }
+        })
+    };
+    let describe = |n: &NodeCost| match (n.floor_cpu_percent, n.over_floor()) {
+        (Some(f), Some(x)) => format!(
+            "node {} {:.2} % ÷ floor {f:.2} % = {x:.2} ×",
+            n.node, n.cpu_percent
+        ),
+        _ => format!("node {} {:.2} %, no floor", n.node, n.cpu_percent),
+    };
+    let ratio_target = |run: &CostRun, role: &str, bound: f64| -> Option<Target> {
+        let nodes: Vec<&NodeCost> = run.nodes.iter().filter(|n| n.role == role).collect();
+        if nodes.is_empty() {
+            return None;
+        }
+        let worst = nodes
+            .iter()
+            .map(|n| n.over_floor().unwrap_or(f64::INFINITY))
+            .fold(0.0, f64::max);
+        Some(Target {
+            name: format!("idle {role} ÷ its floor, {}", run.label),
+            target: format!("≤ {bound} × the floor (same datagrams, same run)"),
+            measured: if worst.is_finite() {
+                format!("{worst:.2} ×")
+            } else {
+                "no floor measured".into()
+            },
+            met: worst <= bound,
+            note: format!(
+                "{}; the floor: one thread per node sending the node's datagrams per \
+                 second in one burst per period and reading what it is sent \
+                 (src/bench/cost/floor.rs)",
+                nodes
+                    .iter()
+                    .map(|n| describe(n))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        })
+    };
+    let one = at_10(false);
+    if let Some(run) = one {
+        out.extend(ratio_target(run, "leader", 1.5));
+        out.extend(ratio_target(run, "follower", 2.0));
+    }
+    if let Some(all) = at_10(true) {
+        let groups = all.algorithms.len();
+        let Some(top) = all.nodes.iter().max_by_key(|n| n.groups_led) else {
+            return out;
+        };
+        let base = one.map(|r| {
+            r.max_by(|n| {
+                if n.role == "leader" {
+                    n.cpu_percent
+                } else {
+                    0.0
+                }
+            })
+        });
+        let vs = base.filter(|&b| b > 0.0).map(|b| top.cpu_percent / b);
+        out.push(Target {
+            name: format!(
+                "node leading {} of {groups} groups, {}",
+                top.groups_led, all.label
+            ),
+            target: "≤ 1.3 × the one-group leader and ≤ 1 % of a core".into(),
+            measured: match vs {
+                Some(x) => format!("{:.2} % = {x:.2} × the one-group leader", top.cpu_percent),
+                None => format!("{:.2} %, no one-group leader measured", top.cpu_percent),
+            },
+            met: top.groups_led == groups && top.cpu_percent <= 1.0 && vs.is_some_and(|x| x <= 1.3),
+            note: format!(
+                "{}; {:.0} datagrams/s (one per peer per period: {:.0})",
+                describe(top),
+                top.datagrams_per_sec,
+                (all.nodes.len() - 1) as f64 * 1000.0 / all.heartbeat_ms as f64
+            ),
+        });
+    }
     out
 }
 

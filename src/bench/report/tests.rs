@@ -106,6 +106,8 @@ fn fixture() -> Results {
         cpu_windows: vec![cpu, cpu * 2.0],
         bytes_per_sec: 1234.0,
         datagrams_per_sec: 100.0,
+        floor_cpu_percent: Some(cpu / 1.2),
+        floor_windows: vec![cpu / 1.2],
     };
     let cost_run = |label: &str, batched, algorithms: Vec<AlgorithmKind>| cost::CostRun {
         label: label.into(),
@@ -244,4 +246,63 @@ fn the_report_has_every_section_in_order() {
     let nodes: usize = r.cost.runs.iter().map(|c| c.nodes.len()).sum();
     assert_eq!(rows("## Cost per node"), 2 + nodes);
     assert_eq!(rows("## Codec"), 2 + r.codec.points.len());
+}
+
+/// The floor targets of issue 30, each on a run built to meet or miss it by a known
+/// margin.
+#[test]
+fn idle_cost_is_judged_against_the_floor_of_the_same_run() {
+    use crate::bench::cost::{CostResults, CostRun, NodeCost};
+    let node = |id, led: usize, cpu: f64, floor: f64| NodeCost {
+        node: id,
+        role: if led > 0 { "leader" } else { "follower" },
+        groups_led: led,
+        rss_mib: 9.0,
+        peak_rss_mib: 9.0,
+        cpu_percent: cpu,
+        cpu_windows: vec![cpu],
+        bytes_per_sec: 0.0,
+        datagrams_per_sec: 400.0,
+        floor_cpu_percent: Some(floor),
+        floor_windows: vec![floor],
+    };
+    let run = |algorithms: Vec<AlgorithmKind>, nodes| CostRun {
+        label: format!("{} groups", algorithms.len()),
+        heartbeat_ms: 10,
+        algorithms,
+        batched: true,
+        window_s: 10.0,
+        windows: 1,
+        nodes,
+    };
+    let verdicts = |leader: f64, six: f64| {
+        let c = CostResults {
+            runs: vec![
+                run(
+                    vec![AlgorithmKind::Bully],
+                    vec![node(1, 0, 0.19, 0.1), node(5, 1, leader, 0.5)],
+                ),
+                run(
+                    AlgorithmKind::ALL.to_vec(),
+                    vec![node(1, 0, 0.3, 0.2), node(5, 6, six, 0.5)],
+                ),
+            ],
+        };
+        let t = targets::floor_targets(&c);
+        t.iter()
+            .map(|t| (t.name.clone(), t.met))
+            .collect::<Vec<_>>()
+    };
+    // Leader 0.7 / 0.5 = 1.4 × (≤ 1.5), follower 1.9 × (≤ 2), six groups 0.9 / 0.7 =
+    // 1.29 × the one-group leader (≤ 1.3) and under 1 %.
+    let met = verdicts(0.7, 0.9);
+    assert_eq!(met.len(), 3, "{met:?}");
+    assert!(met.iter().all(|(_, m)| *m), "{met:?}");
+    // Leader 0.8 / 0.5 = 1.6 ×; six groups 1.1 % (over 1 %, 1.375 × the leader).
+    let missed = verdicts(0.8, 1.1);
+    assert_eq!(
+        missed.iter().map(|(_, m)| *m).collect::<Vec<_>>(),
+        vec![false, true, false],
+        "{missed:?}"
+    );
 }

@@ -136,6 +136,84 @@ mod wire {
         program(&[Pattern::new(&prefix, &compare)]).unwrap()
     }
 
+    /// The patterns of a BEATS from L to node 2 holding the heartbeats of `groups`.
+    fn beats_prog(c: &Codec, groups: &[(AlgorithmKind, u64)]) -> Vec<Insn> {
+        let patterns: Vec<Pattern> = (1..=BEATS_COUNTER_LENGTHS)
+            .filter_map(|len| c.beats_prefix(L, INC, groups, 2, len))
+            .map(|(p, m)| Pattern::new(&p, &m))
+            .collect();
+        assert_eq!(patterns.len(), BEATS_COUNTER_LENGTHS as usize);
+        program(&patterns).unwrap()
+    }
+
+    #[test]
+    fn a_beats_of_exactly_the_followed_groups_is_selected_at_every_counter_length() {
+        let groups = [(AlgorithmKind::Bully, T), (AlgorithmKind::Ring, T + 1)];
+        for c in codecs() {
+            let prog = beats_prog(&c, &groups);
+            let (b, r) = (beat(T), beat(T + 1));
+            let held = [(AlgorithmKind::Bully, &b), (AlgorithmKind::Ring, &r)];
+            let enc = |beats: &[(AlgorithmKind, &Message)], to, counter| {
+                c.encode_beats(L, INC, beats, Header { to, counter })
+                    .unwrap()
+            };
+            // Counters of one to five varint bytes, at both ends of each length.
+            for counter in [
+                1u64,
+                127,
+                128,
+                16_383,
+                16_384,
+                (1 << 28) - 1,
+                1 << 28,
+                (1 << 35) - 1,
+            ] {
+                assert_eq!(
+                    run(&prog, &enc(&held, 2, counter)),
+                    BATCHED,
+                    "counter {counter}"
+                );
+            }
+            // Six varint bytes: beyond the patterns, read at once.
+            assert_eq!(run(&prog, &enc(&held, 2, 1 << 35)), MAIN);
+            // For another receiver, another term, another incarnation, one group more
+            // or less, a priority advert beside: the main socket.
+            assert_eq!(run(&prog, &enc(&held, 3, 9)), MAIN);
+            let later = beat(T + 2);
+            let other_term = [(AlgorithmKind::Bully, &b), (AlgorithmKind::Ring, &later)];
+            assert_eq!(run(&prog, &enc(&other_term, 2, 9)), MAIN);
+            let again = c
+                .encode_beats(L, INC + 1, &held, Header { to: 2, counter: 9 })
+                .unwrap();
+            assert_eq!(run(&prog, &again), MAIN);
+            let hs = beat(T);
+            let more = [
+                (AlgorithmKind::Bully, &b),
+                (AlgorithmKind::Ring, &r),
+                (AlgorithmKind::Hs, &hs),
+            ];
+            assert_eq!(run(&prog, &enc(&more, 2, 9)), MAIN);
+            let prio = Message::Priority {
+                term: T,
+                priority: 3,
+            };
+            let advert = [
+                (AlgorithmKind::Bully, &b),
+                (AlgorithmKind::Bully, &prio),
+                (AlgorithmKind::Ring, &r),
+            ];
+            assert_eq!(run(&prog, &enc(&advert, 2, 9)), MAIN);
+            // A lone heartbeat of one of the groups does not match a BEATS pattern.
+            let lone = c
+                .encode(
+                    &datagram(L, INC, KIND, b.clone()),
+                    Header { to: 2, counter: 9 },
+                )
+                .unwrap();
+            assert_eq!(run(&prog, &lone), MAIN);
+        }
+    }
+
     #[test]
     fn every_heartbeat_of_the_followed_leader_is_selected() {
         for c in codecs() {

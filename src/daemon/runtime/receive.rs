@@ -27,12 +27,29 @@ impl Driver {
         if self.paused {
             return;
         }
-        match self
-            .gate
-            .open_with_config(&buf[..n], Some(from), unix_micros())
-        {
-            Ok((dg, Some(digest))) => self.config_heard(dg.from, dg.incarnation, digest),
-            Ok((dg, None)) => {
+        match self.gate.open_payload(&buf[..n], Some(from), unix_micros()) {
+            Ok((dg, Extra::Config(digest))) => self.config_heard(dg.from, dg.incarnation, digest),
+            Ok((_, Extra::Beats(beats))) => {
+                let now = match at {
+                    Some(at) => at.max(self.fed.get()),
+                    None => self.now(),
+                };
+                // Each message as if it had come alone; one that is malformed is
+                // counted and the others are delivered (docs/wire.md §12).
+                for beat in beats {
+                    match beat {
+                        Ok(dg) => {
+                            if let Some(t) = self.shared.tracer() {
+                                t.received(self.cfg.id, &dg);
+                            }
+                            self.node.handle_datagram(now, dg);
+                        }
+                        Err(e) => self.dropped(Dropped::Wire(e), from),
+                    }
+                }
+                self.note_input();
+            }
+            Ok((dg, Extra::None)) => {
                 let now = match at {
                     Some(at) => at.max(self.fed.get()),
                     None => self.now(),
@@ -131,13 +148,35 @@ impl Driver {
             return;
         }
         let want: Vec<_> = want().collect();
-        let patterns: Vec<Pattern> = want
+        let mut patterns: Vec<Pattern> = want
             .iter()
             .map(|&(kind, leader, inc, term)| {
                 let (prefix, compare) = gate.heartbeat_prefix(leader, inc, kind, term);
                 Pattern::new(&prefix, &compare)
             })
             .collect();
+        // A leader followed quietly in several groups sends their heartbeats as one
+        // BEATS (docs/wire.md §12): selected when it holds exactly those heartbeats,
+        // one pattern per length of its counter (it precedes the body).
+        let mut leaders: Vec<(NodeId, u64)> = want.iter().map(|w| (w.1, w.2)).collect();
+        leaders.sort_unstable();
+        leaders.dedup();
+        for (leader, inc) in leaders {
+            let mut groups: Vec<(AlgorithmKind, u64)> = want
+                .iter()
+                .filter(|w| (w.1, w.2) == (leader, inc))
+                .map(|w| (w.0, w.3))
+                .collect();
+            if groups.len() < 2 {
+                continue;
+            }
+            groups.sort_unstable();
+            for len in 1..=heartbeats::BEATS_COUNTER_LENGTHS {
+                if let Some((prefix, compare)) = gate.beats_prefix(leader, inc, &groups, len) {
+                    patterns.push(Pattern::new(&prefix, &compare));
+                }
+            }
+        }
         // What the selection before sent is still to read, and what this one sends.
         self.beats_pending = 2;
         match beats.select(&patterns) {

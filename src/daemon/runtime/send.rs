@@ -80,8 +80,11 @@ impl Driver {
         transmits: Vec<(NodeId, Datagram)>,
         multicasts: Vec<Datagram>,
     ) {
-        for (to, dg) in &transmits {
-            self.transmit(socket, *to, dg).await;
+        for p in crate::node::pack(&transmits) {
+            match p {
+                Packet::One(to, dg) => self.transmit(socket, to, dg).await,
+                Packet::Beats(to, dgs) => self.transmit_beats(socket, to, &dgs).await,
+            }
         }
         if let Some(group) = self.multicast {
             for dg in &multicasts {
@@ -100,6 +103,49 @@ impl Driver {
             t.sent(self.cfg.id, to, dg);
         }
         self.send_bytes(socket, dg, addr, to).await;
+    }
+
+    /// Send `to` the liveness messages `dgs` (at most one of each type per group, see
+    /// [`crate::node::pack`]) as one BEATS datagram (docs/wire.md §12). Its bytes are
+    /// shared out among the groups of its messages (docs/observability.md).
+    pub(super) async fn transmit_beats<T: Transport>(
+        &mut self,
+        socket: &T,
+        to: NodeId,
+        dgs: &[&Datagram],
+    ) {
+        let metrics = &self.shared.metrics;
+        let Some(&addr) = self.peers.get(&to) else {
+            metrics.send_error("no_address");
+            return;
+        };
+        let Some(first) = dgs.first() else {
+            return;
+        };
+        if let Some(t) = self.shared.tracer() {
+            for dg in dgs {
+                t.sent(self.cfg.id, to, dg);
+            }
+        }
+        let beats: Vec<(AlgorithmKind, &Message)> = dgs
+            .iter()
+            .filter_map(|d| Some((d.group?, d.body.as_ref()?)))
+            .collect();
+        let bytes = match self
+            .gate
+            .seal_beats(to, first.from, first.incarnation, &beats)
+        {
+            Ok(b) => b,
+            Err(e) => {
+                self.shared.metrics.send_error(e.reason());
+                return;
+            }
+        };
+        if self.send_sealed(socket, &bytes, addr, to).await {
+            for (i, share) in shares(bytes.len(), beats.len()).enumerate() {
+                self.shared.metrics.group_datagram_sent(beats[i].0, share);
+            }
+        }
     }
 
     /// Encode and send one datagram to `addr` (`to` = 0 for the multicast group).
@@ -242,4 +288,11 @@ impl Driver {
             self.transmit(socket, *to, dg).await;
         }
     }
+}
+
+/// `bytes` shared out among `n` messages: equal shares, the remainder one byte each to
+/// the first ones, so that the shares add up to `bytes`.
+pub(crate) fn shares(bytes: usize, n: usize) -> impl Iterator<Item = usize> {
+    let n = n.max(1);
+    (0..n).map(move |i| bytes / n + usize::from(i < bytes % n))
 }

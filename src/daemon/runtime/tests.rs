@@ -402,3 +402,80 @@ async fn keys_are_swapped_only_on_an_authenticated_node() {
         "the heartbeats to select carry the new key"
     );
 }
+
+// --- BEATS (docs/wire.md §12) ---
+
+/// A BEATS from node 3 to node 2 (this cluster, insecure), with `msgs`.
+fn beats_from_3(msgs: &[(AlgorithmKind, Message)], counter: u64) -> Vec<u8> {
+    let codec = crate::security::wire::Codec::new("rt", &[1, 2, 3], None);
+    let refs: Vec<(AlgorithmKind, &Message)> = msgs.iter().map(|(k, m)| (*k, m)).collect();
+    codec
+        .encode_beats(
+            3,
+            unix_micros(),
+            &refs,
+            crate::security::wire::Header { to: 2, counter },
+        )
+        .unwrap()
+}
+
+#[tokio::test]
+async fn each_message_of_a_beats_reaches_its_group_and_a_bad_one_is_counted() {
+    use crate::contract::message::MessageType;
+    let mut d = driver(runtime_config());
+    let hb = Message::Heartbeat { term: 1, leader: 3 };
+    let received = |d: &Driver| {
+        d.node
+            .group_stats(Bully)
+            .unwrap()
+            .received_of(MessageType::Heartbeat)
+    };
+    let before = received(&d);
+    // Bully (run here), Raft (not run here), and a heartbeat naming a leader outside
+    // the roster in the ring entry.
+    let codec = crate::security::wire::Codec::new("rt", &[1, 2, 3, 9], None);
+    let outsider = Message::Heartbeat { term: 1, leader: 9 };
+    let bytes = codec
+        .encode_beats(
+            3,
+            unix_micros(),
+            &[(Bully, &hb), (AlgorithmKind::Ring, &outsider), (Raft, &hb)],
+            crate::security::wire::Header { to: 2, counter: 1 },
+        )
+        .unwrap();
+    d.received(Ok((bytes.len(), peer(7003))), &bytes);
+    assert_eq!(
+        received(&d),
+        before + 1,
+        "the Bully heartbeat reached Bully"
+    );
+    assert_eq!(
+        d.node.invalid().get("unknown_algorithm"),
+        Some(&1),
+        "Raft is not run here: its message alone is dropped, counted"
+    );
+    let text = d.shared.metrics.encode();
+    let line = text
+        .lines()
+        .find(|l| {
+            l.starts_with("electd_invalid_datagrams_total") && l.contains("\"invalid_field\"")
+        })
+        .expect("the invalid_field series");
+    assert!(line.ends_with(" 1"), "{line}");
+    // A second one: counted once more, the Bully heartbeat delivered again.
+    let again = beats_from_3(&[(Bully, hb.clone()), (Raft, hb.clone())], 2);
+    d.received(Ok((again.len(), peer(7003))), &again);
+    assert_eq!(received(&d), before + 2);
+    assert_eq!(d.node.invalid().get("unknown_algorithm"), Some(&2));
+}
+
+#[test]
+fn a_shared_datagrams_bytes_add_up_over_its_messages() {
+    for (bytes, n) in [(129usize, 7usize), (74, 1), (140, 6), (5, 7)] {
+        let s: Vec<usize> = send::shares(bytes, n).collect();
+        assert_eq!(s.len(), n);
+        assert_eq!(s.iter().sum::<usize>(), bytes, "{bytes} over {n}");
+        let (lo, hi) = (s.iter().min().unwrap(), s.iter().max().unwrap());
+        assert!(hi - lo <= 1, "{s:?}");
+    }
+}

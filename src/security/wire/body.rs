@@ -127,9 +127,91 @@ impl Codec {
                 epoch: m.epoch,
                 to: self.member(m.to, "handoff.to")?,
             },
-            Body::AckOnly(_) | Body::Config(_) => return Err(WireError::InvalidField("body")),
+            Body::AckOnly(_) | Body::Config(_) | Body::Beats(_) => {
+                return Err(WireError::InvalidField("body"))
+            }
         })
     }
+}
+
+impl Codec {
+    /// The messages of a BEATS body from `head`'s sender (docs/wire.md §12): an entry
+    /// without a message, or a body without an entry, drops the datagram
+    /// (`invalid_field`); a message out of range (`invalid_field`) or not of its
+    /// group (`algorithm`) is dropped alone.
+    pub(super) fn beats_of(
+        &self,
+        head: &Datagram,
+        b: proto::Beats,
+    ) -> Result<Vec<Result<Datagram, WireError>>, WireError> {
+        let entries = [
+            (AlgorithmKind::Bully, b.bully),
+            (AlgorithmKind::ImprovedBully, b.improved_bully),
+            (AlgorithmKind::Ring, b.ring),
+            (AlgorithmKind::Lcr, b.lcr),
+            (AlgorithmKind::Hs, b.hs),
+            (AlgorithmKind::Raft, b.raft),
+        ];
+        let mut out = Vec::new();
+        for (group, beat) in entries {
+            let Some(beat) = beat else { continue };
+            let bodies = [
+                beat.heartbeat.map(Body::Heartbeat),
+                beat.heartbeat_ack.map(Body::HeartbeatAck),
+                beat.priority.map(Body::Priority),
+            ];
+            let before = out.len();
+            for body in bodies.into_iter().flatten() {
+                let one = self.message_of(body).and_then(|msg| {
+                    if !group.info().carries(msg.kind()) {
+                        return Err(WireError::Algorithm);
+                    }
+                    Ok(Datagram {
+                        group: Some(group),
+                        body: Some(msg),
+                        ..head.clone()
+                    })
+                });
+                out.push(one);
+            }
+            if out.len() == before {
+                return Err(WireError::InvalidField("beats"));
+            }
+        }
+        if out.is_empty() {
+            return Err(WireError::InvalidField("beats"));
+        }
+        Ok(out)
+    }
+}
+
+/// The BEATS body of `beats` (see [`Codec::encode_beats`]).
+pub(super) fn beats_to_proto(
+    beats: &[(AlgorithmKind, &Message)],
+) -> Result<proto::Beats, WireError> {
+    let mut b = proto::Beats::default();
+    let taken = || WireError::InvalidField("beats");
+    for &(group, msg) in beats {
+        let entry = match group {
+            AlgorithmKind::Bully => &mut b.bully,
+            AlgorithmKind::ImprovedBully => &mut b.improved_bully,
+            AlgorithmKind::Ring => &mut b.ring,
+            AlgorithmKind::Lcr => &mut b.lcr,
+            AlgorithmKind::Hs => &mut b.hs,
+            AlgorithmKind::Raft => &mut b.raft,
+        }
+        .get_or_insert_with(Default::default);
+        match to_body(msg) {
+            Body::Heartbeat(m) if entry.heartbeat.is_none() => entry.heartbeat = Some(m),
+            Body::HeartbeatAck(m) if entry.heartbeat_ack.is_none() => entry.heartbeat_ack = Some(m),
+            Body::Priority(m) if entry.priority.is_none() => entry.priority = Some(m),
+            _ => return Err(taken()),
+        }
+    }
+    if beats.is_empty() {
+        return Err(taken());
+    }
+    Ok(b)
 }
 
 pub(super) fn tag_to_proto(t: &ElectionTag) -> Option<proto::ElectionTag> {

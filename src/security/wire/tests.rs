@@ -592,3 +592,158 @@ fn oversize_datagrams_are_not_encoded() {
     });
     assert_eq!(c.encode(&d, HDR), Err(WireError::Oversize));
 }
+
+// --- BEATS (docs/wire.md §12) ---
+
+fn beat_msgs() -> Vec<(AlgorithmKind, Message)> {
+    let mut v: Vec<(AlgorithmKind, Message)> = AlgorithmKind::ALL
+        .iter()
+        .map(|&k| (k, Message::Heartbeat { term: 3, leader: 5 }))
+        .collect();
+    v.push((
+        AlgorithmKind::Bully,
+        Message::Priority {
+            term: 3,
+            priority: 40,
+        },
+    ));
+    v.push((
+        AlgorithmKind::Raft,
+        Message::HeartbeatAck { term: 3, leader: 0 },
+    ));
+    v
+}
+
+fn beats_bytes(c: &Codec, msgs: &[(AlgorithmKind, Message)]) -> Vec<u8> {
+    let refs: Vec<(AlgorithmKind, &Message)> = msgs.iter().map(|(k, m)| (*k, m)).collect();
+    c.encode_beats(5, 77, &refs, HDR).unwrap()
+}
+
+#[test]
+fn beats_round_trip_every_group_in_body_order() {
+    for c in [secure(), insecure()] {
+        let msgs = beat_msgs();
+        let bytes = beats_bytes(&c, &msgs);
+        let (head, h, extra) = c.decode_payload(&bytes).unwrap();
+        assert_eq!(h, HDR);
+        assert_eq!(
+            (
+                head.from,
+                head.incarnation,
+                head.seq,
+                head.ack,
+                head.group,
+                head.body
+            ),
+            (5, 77, 0, 0, None, None)
+        );
+        let Extra::Beats(got) = extra else {
+            panic!("not a BEATS: {extra:?}")
+        };
+        // By group (the order of the Algorithm values), then heartbeat, ack, priority.
+        let mut want: Vec<(AlgorithmKind, Message)> = msgs.clone();
+        let rank = |m: &Message| match m {
+            Message::Heartbeat { .. } => 0,
+            Message::HeartbeatAck { .. } => 1,
+            _ => 2,
+        };
+        want.sort_by_key(|(k, m)| (algorithm_to_proto(*k) as i32, rank(m)));
+        let got: Vec<(AlgorithmKind, Message)> = got
+            .into_iter()
+            .map(|r| {
+                let d = r.unwrap();
+                assert_eq!((d.from, d.incarnation, d.seq, d.ack), (5, 77, 0, 0));
+                (d.group.unwrap(), d.body.unwrap())
+            })
+            .collect();
+        assert_eq!(got, want);
+        // Canonical: one encoding, and the plain decode sees no election message.
+        assert_eq!(c.decode(&bytes).unwrap().0.body, None);
+        let mut env = proto::Envelope::decode(bytes.as_slice()).unwrap();
+        let mut again = Vec::new();
+        encode_canonical(&mut env, &mut again);
+        assert_eq!(again, bytes);
+    }
+}
+
+#[test]
+fn beats_that_do_not_fit_are_refused_by_the_encoder() {
+    let c = secure();
+    let hb = Message::Heartbeat { term: 1, leader: 5 };
+    let twice = [(AlgorithmKind::Bully, &hb), (AlgorithmKind::Bully, &hb)];
+    assert_eq!(
+        c.encode_beats(5, 1, &twice, HDR),
+        Err(WireError::InvalidField("beats"))
+    );
+    assert_eq!(
+        c.encode_beats(5, 1, &[], HDR),
+        Err(WireError::InvalidField("beats"))
+    );
+    let election = Message::Resign { epoch: 1 };
+    assert_eq!(
+        c.encode_beats(5, 1, &[(AlgorithmKind::Bully, &election)], HDR),
+        Err(WireError::InvalidField("beats"))
+    );
+}
+
+/// Re-sign an altered envelope with the codec's key, canonically.
+fn resign(c: &Codec, mut env: proto::Envelope) -> Vec<u8> {
+    env.tag.clear();
+    env.key_id = 0;
+    c.seal(env).unwrap()
+}
+
+#[test]
+fn a_malformed_beat_is_dropped_alone_and_a_malformed_beats_whole() {
+    let c = secure();
+    let good = beats_bytes(&c, &beat_msgs());
+    let env = proto::Envelope::decode(good.as_slice()).unwrap();
+    let with = |f: &dyn Fn(&mut proto::Beats)| {
+        let mut e = env.clone();
+        if let Some(Body::Beats(b)) = e.body.as_mut() {
+            f(b);
+        }
+        resign(&c, e)
+    };
+    let messages = |bytes: &[u8]| match c.decode_payload(bytes) {
+        Ok((_, _, Extra::Beats(v))) => Ok(v
+            .into_iter()
+            .map(|r| r.map(|d| d.group.unwrap()).map_err(|e| e.reason()))
+            .collect::<Vec<_>>()),
+        Ok(other) => panic!("{other:?}"),
+        Err(e) => Err(e.reason()),
+    };
+    // A priority under Raft (Raft does not carry it): that message alone, `algorithm`.
+    let bytes = with(&|b| {
+        b.raft.as_mut().unwrap().priority = Some(proto::Priority {
+            term: 3,
+            priority: 9,
+        })
+    });
+    let got = messages(&bytes).unwrap();
+    assert_eq!(got.iter().filter(|r| r.is_ok()).count(), beat_msgs().len());
+    assert_eq!(got.last(), Some(&Err("algorithm")));
+    // A leader outside the roster: that heartbeat alone, `invalid_field`.
+    let bytes = with(&|b| b.hs.as_mut().unwrap().heartbeat.as_mut().unwrap().leader = 9);
+    let got = messages(&bytes).unwrap();
+    assert_eq!(got.iter().filter(|r| r.is_err()).count(), 1);
+    assert!(got.contains(&Err("invalid_field")));
+    // An entry without a message, a body without an entry: the datagram.
+    assert_eq!(
+        messages(&with(&|b| b.lcr = Some(proto::Beat::default()))),
+        Err("invalid_field")
+    );
+    assert_eq!(
+        messages(&with(&|b| *b = proto::Beats::default())),
+        Err("invalid_field")
+    );
+    // Node-level: a group, a sequence or an ack on the envelope.
+    let mut e = env.clone();
+    e.algorithm = proto::Algorithm::Bully as i32;
+    assert_eq!(messages(&resign(&c, e)), Err("algorithm"));
+    for (seq, ack) in [(1, 0), (0, 1)] {
+        let mut e = env.clone();
+        (e.seq, e.ack) = (seq, ack);
+        assert_eq!(messages(&resign(&c, e)), Err("invalid_field"));
+    }
+}
