@@ -476,7 +476,9 @@ fn forged_datagrams_over_udp_are_counted_and_do_not_move_the_leader() {
             invalid(&c, 1, reason) >= before + 3.0
         });
     }
-    let now = c.agreement().expect("still agreed");
+    let now = c
+        .agreement()
+        .unwrap_or_else(|e| panic!("no agreement after the forgeries: {e}\n{}", c.log(1)));
     assert_eq!(now["bully"], 3, "forgeries moved the leader");
     let m = c.metrics(1).unwrap();
     assert_eq!(
@@ -560,7 +562,9 @@ fn key_rotation_with_sighup_keeps_the_leader() {
             });
             // Traffic flows under the new keyring for a few heartbeats before the next node.
             std::thread::sleep(Duration::from_millis(5 * TIMING.heartbeat_ms));
-            let now = c.agreement().unwrap_or_default();
+            let now = c
+                .agreement()
+                .unwrap_or_else(|e| panic!("step {step}, node {id}: {e}\n{}", c.log(id)));
             assert_eq!(now, start, "step {step}, node {id}: leaders changed");
         }
     }
