@@ -29,6 +29,12 @@ const FORBIDDEN_CRATES: [(&str, &[&str]); 3] = [
     ("node", &["toml", "tokio", "electd"]),
 ];
 
+/// A token and its line.
+type Toks = Vec<(Tok, usize)>;
+
+/// One source file of the library: where it is, its module path, its tokens.
+type File = (PathBuf, Vec<String>, Toks);
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Tok {
     Ident(String),
@@ -41,7 +47,7 @@ enum Tok {
 
 /// Rust source as tokens with their line numbers: comments dropped, literals kept as
 /// one token, lifetimes dropped.
-fn lex(src: &str) -> Vec<(Tok, usize)> {
+fn lex(src: &str) -> Toks {
     let c: Vec<char> = src.chars().collect();
     let mut out = Vec::new();
     let mut line = 1;
@@ -199,7 +205,7 @@ fn skip_group(t: &[(Tok, usize)], i: usize) -> usize {
 /// The tokens without test-only code: every item (or statement) under `#[cfg(test)]`,
 /// with its other attributes, up to its `;` or the end of its first `{…}` block. A
 /// file under `#![cfg(test)]` is test-only as a whole.
-fn without_test_code(t: Vec<(Tok, usize)>) -> Vec<(Tok, usize)> {
+fn without_test_code(t: Toks) -> Toks {
     if t.len() > 2 && t[0].0 == Tok::Punct('#') && t[1].0 == Tok::Punct('!') {
         let mut inner = vec![t[0].clone()];
         inner.extend(t[2..].iter().cloned());
@@ -372,7 +378,7 @@ fn crates_named(t: &[(Tok, usize)]) -> Vec<(String, usize)> {
 
 /// Every source file of the library, with its module path, from `lib.rs`; without its
 /// test code unless `with_tests`.
-fn library_files(src: &Path, with_tests: bool) -> Vec<(PathBuf, Vec<String>, Vec<(Tok, usize)>)> {
+fn library_files(src: &Path, with_tests: bool) -> Vec<File> {
     let mut out = Vec::new();
     let mut stack = vec![(src.join("lib.rs"), Vec::<String>::new())];
     while let Some((file, module)) = stack.pop() {
