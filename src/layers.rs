@@ -9,7 +9,8 @@
 //! layer above is not a dependency). A layer is named by `crate::x` (also in a
 //! `crate::{x, …}` group and as `$crate::x` in a macro) or by `super::` climbing to
 //! the crate root; a glob of the crate root would hide which layers are used, so it
-//! counts as naming all of them.
+//! is refused in every layer. Not seen: a `macro_rules!` macro of a later layer used
+//! by its bare name (none is exported at the crate root today).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
