@@ -1,15 +1,17 @@
 //! electd — leader election daemon and simulator.
 //!
-//! The crate is layered so that the same algorithm code runs everywhere (each module
-//! only uses the ones listed before it, unit tests aside; docs/architecture.md draws
-//! the picture):
+//! The crate is layered so that the same algorithm code runs everywhere. Each module
+//! uses only itself and the ones listed before it, test code aside; the unit test
+//! `layers::every_layer_uses_only_the_layers_before_it` reads the sources and fails on
+//! a use of a module listed later (this list is the order it checks), and
+//! docs/architecture.md draws the same order:
 //! - [`contract`]: the sans-IO contract (inputs → effects as data), the domain
 //!   messages, the vocabulary an algorithm describes itself in ([`contract::info`]),
-//!   the literature's count formulas; it names nothing below it (a unit test checks);
+//!   the literature's count formulas; it names no other module, nor `toml` or `tokio`;
 //! - [`algorithms`]: one file per election algorithm, by family, each with its `INFO`;
 //!   above them the registry (`algorithms::registry`: `AlgorithmKind::info`);
 //! - [`node`]: one node's groups, failure detector, reliable link and deadline table,
-//!   still without I/O or clocks;
+//!   still without I/O or clocks (it and the algorithms name no `toml` or `tokio`);
 //! - [`trace`]: the trace format and `electd view`'s diagrams;
 //! - [`sim`]: a deterministic discrete-event simulator that drives [`node::Node`], and
 //!   the comparison of measured counts with the formulas;
@@ -30,6 +32,8 @@ pub mod config;
 pub mod contract;
 pub mod daemon;
 pub mod http;
+#[cfg(test)]
+mod layers;
 pub mod node;
 pub mod security;
 pub mod sim;
