@@ -165,11 +165,10 @@ impl Raft {
             return self.arm_election_soon(out);
         }
         let step = self.cold_step();
-        let lo = self
-            .cfg
-            .timing
-            .heartbeat
-            .saturating_add(step.saturating_mul(u32::try_from(self.rank()).unwrap_or(u32::MAX)));
+        let lo =
+            self.cfg.timing.heartbeat.saturating_add(
+                step.saturating_mul(u32::try_from(self.rank()).unwrap_or(u32::MAX)),
+            );
         out.set_timer(Timer::Election, lo, lo.saturating_add(step / 4));
     }
 

@@ -217,8 +217,12 @@ fn fill(p: &mut Phase, before: Counts, after: Counts, rcv0: u64) {
 
 pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<ColdResults> {
     let timing = ClusterTiming::failover();
-    let (procs, inproc, algorithms) =
-        plan(opts.quick, &opts.nodes, &opts.algorithms, opts.all_processes);
+    let (procs, inproc, algorithms) = plan(
+        opts.quick,
+        &opts.nodes,
+        &opts.algorithms,
+        opts.all_processes,
+    );
     let mut rows = Vec::new();
     for &n in &procs {
         let t = timing_for(n);

@@ -119,10 +119,19 @@ fn busy(kind: AlgorithmKind, gap: Duration, cost: Duration, order: StartOrder) -
 fn a_raft_busy_start_in_id_order_is_one_campaign_of_the_top_member() {
     let one_campaign = 4 * (N as u64 - 1);
     for gap in [Duration::ZERO, Duration::from_micros(2_500), BENCH_GAP] {
-        let c = busy(AlgorithmKind::Raft, gap, Duration::ZERO, StartOrder::Ascending);
+        let c = busy(
+            AlgorithmKind::Raft,
+            gap,
+            Duration::ZERO,
+            StartOrder::Ascending,
+        );
         assert_eq!(c.leader, Some(N as u32), "{gap:?}: {c:?}");
         assert_eq!(c.election_messages, one_campaign, "{gap:?}: {c:?}");
-        assert_eq!((c.retransmissions, c.delivery_failures), (0, 0), "{gap:?}: {c:?}");
+        assert_eq!(
+            (c.retransmissions, c.delivery_failures),
+            (0, 0),
+            "{gap:?}: {c:?}"
+        );
     }
 }
 
@@ -138,7 +147,10 @@ fn a_busy_start_fan_in_is_not_retransmitted() {
     for kind in [AlgorithmKind::Raft, AlgorithmKind::Bully] {
         let c = busy(kind, BENCH_GAP, cost, StartOrder::Ascending);
         assert_eq!(c.leader, Some(N as u32), "{kind}: {c:?}");
-        assert!(c.retransmissions * 10 <= c.election_messages, "{kind}: {c:?}");
+        assert!(
+            c.retransmissions * 10 <= c.election_messages,
+            "{kind}: {c:?}"
+        );
         assert_eq!(c.delivery_failures, 0, "{kind}: {c:?}");
     }
 }

@@ -73,7 +73,9 @@ impl Link {
     /// replies to a fan-out converge on one node, which acks them one after another;
     /// module documentation), within the floor and the ceiling.
     pub(crate) fn initial_rto(&self) -> Duration {
-        let crowd = self.ack_spacing().saturating_mul(self.others.saturating_mul(2));
+        let crowd = self
+            .ack_spacing()
+            .saturating_mul(self.others.saturating_mul(2));
         self.cfg.clamp(self.cfg.retransmit.saturating_add(crowd))
     }
 }
