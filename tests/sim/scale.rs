@@ -113,8 +113,9 @@ fn busy(kind: AlgorithmKind, gap: Duration, cost: Duration, order: StartOrder) -
 /// shortest, every member below waits one step of two heartbeats more), so the cold
 /// start costs one pre-vote round and one vote round, 4(N − 1) messages, none of them
 /// to a node not booted yet. Before the ranked cold start every node campaigned
-/// within `max − min` of its boot towards peers not running yet: 3,303 messages,
-/// 3,805 retransmissions and 1,485 give-ups at this gap, and a low node (9) won.
+/// within `max − min` of its boot towards peers not running yet: booted 14 ms apart,
+/// 3,303 messages, 3,805 retransmissions and 1,485 give-ups, and a low node (9) won;
+/// 2.5 ms apart, 481 messages and 140 retransmissions.
 #[test]
 fn a_raft_busy_start_in_id_order_is_one_campaign_of_the_top_member() {
     let one_campaign = 4 * (N as u64 - 1);
