@@ -46,9 +46,23 @@
 //! - **Graceful leave** (`resign`, like etcd's `TimeoutNow`): followers of the leaving
 //!   leader drop their lease and campaign after a random delay in
 //!   `[0, election_timeout_max − election_timeout_min]` instead of a full timeout.
-//! - **Cold start** (`on_start(call_election = true)`): the node campaigns after a
-//!   random delay in `[0, max − min]`, not at once: a whole cluster booting together
-//!   would otherwise split every vote. Without `call_election` it waits a full timeout.
+//! - **Cold start** (`on_start(call_election = true)`): not at once, since a whole
+//!   cluster booting together would split every vote. With ranked timeouts (the
+//!   default) the node listens one heartbeat plus one *cold-start step* per member
+//!   ranked above it, with no ceiling (a quarter step of jitter): the step is two
+//!   heartbeats, or `(max − min) / N` if wider. The top member campaigns first; the
+//!   others hear its heartbeats before their wait runs out. Booted one after another
+//!   (a shell loop, a service manager: about 14 ms apart for 64 processes on two
+//!   cores), the cold start costs one campaign, 4(N − 1) messages, as long as the
+//!   boot gap stays below the step, whatever the order; before, every node campaigned
+//!   within `max − min` of its boot, towards peers not running yet (docs/bench/
+//!   ANALYSIS.md, round 10). The price: a cold start without the top m members waits
+//!   m steps longer. Textbook (ranked timeouts off): a random delay in
+//!   `[0, max − min]`. Without `call_election` it waits a full timeout.
+//! - **Ranked deferral**: with ranked timeouts, a follower without a leader that
+//!   grants a pre-vote to a member ranked above it restarts its election timeout, as a
+//!   real vote does (§5.2): the higher member's campaign runs alone even when its
+//!   pre-vote round outlasts a slot on a loaded host.
 //! - **Operator election** (`call_election`): a follower or candidate campaigns at
 //!   once (pre-vote first when enabled, so a healthy leader's followers refuse it); a
 //!   leader hands over: it sends `resign` and becomes a follower without a lease.
@@ -142,6 +156,53 @@ impl Raft {
         out.set_timer(Timer::Election, lo, hi);
     }
 
+    /// Cold start with ranked timeouts: listen a heartbeat, then one cold-start step
+    /// ([`Raft::cold_step`]) per member ranked above, no ceiling; the top member
+    /// campaigns first (see the module documentation, "Cold start"). Textbook: only
+    /// the randomized part of the timeout, `[0, max − min]`.
+    fn arm_cold_start(&self, out: &mut Out) {
+        if !self.cfg.options.ranked_timeouts {
+            return self.arm_election_soon(out);
+        }
+        let step = self.cold_step();
+        let lo =
+            self.cfg.timing.heartbeat.saturating_add(
+                step.saturating_mul(u32::try_from(self.rank()).unwrap_or(u32::MAX)),
+            );
+        out.set_timer(Timer::Election, lo, lo.saturating_add(step / 4));
+    }
+
+    /// How much longer a starting node listens than the member ranked just above it:
+    /// two heartbeats (one for that member's vote rounds on a loaded host, one for its
+    /// first heartbeat to arrive), or a ranked slot if that is wider. In a busy start
+    /// the processes boot one after another (about 14 ms apart for 64 `electd run` on
+    /// two cores); as long as that gap is below the step, the top member boots and
+    /// campaigns before anyone below it stops listening, whatever the boot order.
+    fn cold_step(&self) -> Duration {
+        let spread = self.max() - self.min();
+        (spread / (self.cfg.ring.len().max(1) as u32)).max(self.cfg.timing.heartbeat * 2)
+    }
+
+    /// Roster members ranked above this node, the leader it follows not counted.
+    fn rank(&self) -> usize {
+        self.cfg
+            .ring
+            .iter()
+            .filter(|&&p| self.cfg.outranks(p, self.me()) && Some(p) != self.leader)
+            .count()
+    }
+
+    /// Ranked timeouts: does a pre-vote of `from` restart this follower's timeout?
+    /// Yes when `from` ranks above and no leader is known: the ranks exist so that the
+    /// higher member's campaign runs alone, and on a loaded host its pre-vote round
+    /// can outlast the slot (or cold-start step) that separates it from this one.
+    fn defers_to(&self, from: NodeId) -> bool {
+        self.cfg.options.ranked_timeouts
+            && self.role == Role::Follower
+            && self.leader.is_none()
+            && self.cfg.outranks(from, self.me())
+    }
+
     /// The part of the timeout above `min`, as a range within `[0, max − min]`.
     ///
     /// Textbook (§5.2): the whole spread. Ranked: the spread is cut into N slots;
@@ -170,12 +231,7 @@ impl Raft {
         let width = (spread / (self.cfg.ring.len().max(1) as u32))
             .max(self.cfg.timing.heartbeat)
             .min(spread);
-        let rank = self
-            .cfg
-            .ring
-            .iter()
-            .filter(|&&p| self.cfg.outranks(p, self.me()) && Some(p) != self.leader)
-            .count();
+        let rank = self.rank();
         let margin = if after_lease {
             (self.cfg.timing.heartbeat / 2).min(width / 2)
         } else {
@@ -381,6 +437,10 @@ impl Raft {
         if !pre {
             self.voted_for = Some(from);
             self.arm_election(out);
+        } else if self.defers_to(from) {
+            // Ranked: a member above campaigns; let it finish before this node's own
+            // timeout competes with it (as a real vote restarts the timeout, §5.2).
+            self.arm_election(out);
         }
         out.send(
             from,
@@ -479,8 +539,8 @@ impl Algorithm for Raft {
         self.set_leader(None, out);
         if call_election {
             // A whole cluster booting together would split every vote if all
-            // campaigned at the same instant: keep only the randomized part.
-            self.arm_election_soon(out);
+            // campaigned at the same instant: ranked, the top member first.
+            self.arm_cold_start(out);
         } else {
             self.arm_election(out);
         }

@@ -88,6 +88,12 @@ pub struct ColdRow {
     /// `processes`: the simulator's busy start with that spread and timing
     /// ([`electd::sim::crowd`]), to compare with `cold`.
     pub sim: Option<electd::sim::crowd::BusyCost>,
+    /// The timing of this row's nodes, where it is not the section's (`--processes`
+    /// above 64 nodes: [`timing_for`]).
+    pub timing: Option<ClusterTiming>,
+    /// `processes`: resident set of the nodes after the measured cold start agreed,
+    /// MiB (median, max).
+    pub resident_mib: Option<(f64, f64)>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -102,6 +108,7 @@ pub fn plan(
     quick: bool,
     nodes: &[usize],
     algorithms: &[AlgorithmKind],
+    all_processes: bool,
 ) -> (Vec<usize>, Vec<usize>, Vec<AlgorithmKind>) {
     let (mut procs, mut inproc) = if quick {
         (vec![8], vec![32])
@@ -112,12 +119,55 @@ pub fn plan(
         procs = nodes.iter().copied().filter(|&n| n <= 64).collect();
         inproc = nodes.iter().copied().filter(|&n| n > 64).collect();
     }
+    if all_processes {
+        procs.append(&mut inproc);
+    }
     let algos = if algorithms.is_empty() {
         AlgorithmKind::available()
     } else {
         algorithms.to_vec()
     };
     (procs, inproc, algos)
+}
+
+/// The timing of a cluster of `n` nodes as deploy/README.md recommends ("Timing per
+/// cluster size"): the README's (heartbeat 10 ms, failure_timeout 100 ms, answer
+/// 10 ms, coordinator 50 ms, Raft 100..200 ms) up to 64 nodes; above, every period
+/// times N/64 (256 nodes: heartbeat 40 ms, failure_timeout 400 ms, answer 40 ms,
+/// coordinator 200 ms, Raft 400..800 ms). The leader's heartbeat fan-out (N − 1
+/// datagrams a period), a ring lap (N hops) and a Bully fan-out all grow with N; scaled
+/// so, the datagrams per second of a leader stay those of 64 nodes at 10 ms.
+pub fn timing_for(n: usize) -> ClusterTiming {
+    let base = ClusterTiming::failover();
+    let k = (n as u64).div_ceil(64).max(1);
+    ClusterTiming {
+        heartbeat_ms: base.heartbeat_ms * k,
+        failure_ms: base.failure_ms * k,
+        answer_ms: base.answer_ms * k,
+        coordinator_ms: base.coordinator_ms * k,
+        election_min_ms: base.election_min_ms * k,
+        election_max_ms: base.election_max_ms * k,
+        ..base
+    }
+}
+
+/// Resident set sizes of the running processes of `c`, MiB: (median, max).
+fn resident_mib(c: &ProcCluster, ids: &[NodeId]) -> Option<(f64, f64)> {
+    let mut v: Vec<f64> = ids
+        .iter()
+        .filter_map(|&id| {
+            let pid = c.pid(id)?;
+            let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let line = text.lines().find(|l| l.starts_with("VmRSS:"))?;
+            let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib / 1024.0)
+        })
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some((v[v.len() / 2], v[v.len() - 1]))
 }
 
 /// `Udp: RcvbufErrors` of `/proc/net/snmp` (0 where it cannot be read).
@@ -167,11 +217,20 @@ fn fill(p: &mut Phase, before: Counts, after: Counts, rcv0: u64) {
 
 pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<ColdResults> {
     let timing = ClusterTiming::failover();
-    let (procs, inproc, algorithms) = plan(opts.quick, &opts.nodes, &opts.algorithms);
+    let (procs, inproc, algorithms) = plan(
+        opts.quick,
+        &opts.nodes,
+        &opts.algorithms,
+        opts.all_processes,
+    );
     let mut rows = Vec::new();
     for &n in &procs {
+        let t = timing_for(n);
         for &kind in &algorithms {
-            let r = processes(opts, kind, n, &timing)?;
+            let mut r = processes(opts, kind, n, &t)?;
+            if t.heartbeat_ms != timing.heartbeat_ms {
+                r.timing = Some(t.clone());
+            }
             log(&line(&r));
             rows.push(r);
         }
@@ -238,10 +297,13 @@ fn line(r: &ColdRow) -> String {
                 s.delivery_failures
             ))
             .unwrap_or_default(),
-        r.missed
-            .as_ref()
-            .map(|m| format!(" · MISSED: {m}"))
+        r.resident_mib
+            .map(|(med, max)| format!(" · resident {med:.1} MiB median, {max:.1} MiB max"))
             .unwrap_or_default()
+            + &r.missed
+                .as_ref()
+                .map(|m| format!(" · MISSED: {m}"))
+                .unwrap_or_default()
     )
 }
 
@@ -280,6 +342,8 @@ fn processes(
         missed: None,
         start_spread_ms: Some(ms(spread)),
         sim: None,
+        timing: None,
+        resident_mib: None,
     };
     let agreed = w.wait_agreement(&all, last_start + AGREE_WITHIN);
     row.cold_tries
@@ -307,6 +371,7 @@ fn processes(
     };
     row.cold.agreed_ms = Some(ms(at.saturating_duration_since(last_start)));
     row.cold.leader = Some(leader);
+    row.resident_mib = resident_mib(&c, &all);
     if let Some(k) = row.cold_tries.iter().position(Option::is_none) {
         row.missed = Some(format!(
             "cold start {} of {}: no agreement within {} s of the last start",
@@ -466,6 +531,8 @@ async fn one_process(kind: AlgorithmKind, n: usize, t: &ClusterTiming) -> anyhow
         missed: None,
         start_spread_ms: None,
         sim: None,
+        timing: None,
+        resident_mib: None,
     };
     let agreed = c.wait_agreement(&ids, started + AGREE_WITHIN).await;
     let counts = |c: &InProc| {
@@ -543,10 +610,25 @@ mod tests {
 
     #[test]
     fn the_plan_splits_processes_from_one_process() {
-        let (p, i, a) = plan(false, &[], &[]);
+        let (p, i, a) = plan(false, &[], &[], false);
         assert_eq!((p, i), (vec![8, 16, 32, 64], vec![128, 256]));
         assert_eq!(a, AlgorithmKind::available());
-        let (p, i, a) = plan(false, &[64, 256], &[AlgorithmKind::Bully]);
+        let (p, i, a) = plan(false, &[64, 256], &[AlgorithmKind::Bully], false);
         assert_eq!((p, i, a), (vec![64], vec![256], vec![AlgorithmKind::Bully]));
+        let (p, i, _) = plan(false, &[64, 256], &[], true);
+        assert_eq!((p, i), (vec![64, 256], vec![]), "--processes");
+    }
+
+    #[test]
+    fn timing_scales_with_n_over_64() {
+        let base = ClusterTiming::failover();
+        for n in [5, 16, 64] {
+            assert_eq!(timing_for(n).timing(), base.timing(), "N={n}");
+        }
+        let t = timing_for(256);
+        assert_eq!(t.heartbeat_ms, base.heartbeat_ms * 4);
+        assert_eq!(t.failure_ms, base.failure_ms * 4);
+        assert_eq!(t.election_min_ms, base.election_min_ms * 4);
+        assert_eq!(t.retransmit_ms, base.retransmit_ms, "the link's own floor");
     }
 }

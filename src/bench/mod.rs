@@ -59,6 +59,8 @@ pub struct BenchOptions {
     /// Cold starts per algorithm and N of the `scale-cold` section's separate
     /// processes (each on a fresh cluster; the last one goes on to the failover).
     pub cold_tries: usize,
+    /// `scale-cold`: every N as separate processes, above 64 too (`--processes`).
+    pub all_processes: bool,
 }
 
 /// The sections of a run, in order.

@@ -31,6 +31,11 @@ pub struct BenchArgs {
     /// processes, above in one process). Default: 8,16,32,64,128,256.
     #[arg(long, value_delimiter = ',')]
     pub nodes: Vec<usize>,
+    /// scale-cold: run every N of `--nodes` as separate `electd run` processes, above
+    /// 64 too, at the timing deploy/README.md recommends for that size (every period
+    /// scaled by N/64 above 64 nodes).
+    #[arg(long)]
+    pub processes: bool,
     /// Algorithms of the scale-cold section (comma-separated). Default: all.
     #[arg(long, value_delimiter = ',')]
     pub algorithms: Vec<electd::contract::algorithm::AlgorithmKind>,
@@ -68,6 +73,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         nodes: args.nodes,
         algorithms: args.algorithms,
         cold_tries: args.tries as usize,
+        all_processes: args.processes,
     };
     let started = std::time::Instant::now();
     let log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());

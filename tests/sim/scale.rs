@@ -87,3 +87,71 @@ fn a_busy_start_in_id_order_slower_than_the_rank_step_is_all_initiating() {
     assert!(c.delivery_failures > 0, "{c:?}");
     assert!(c.retransmissions > c.election_messages / 10, "{c:?}");
 }
+
+/// The gap between two boots of 64 `electd run` processes spawned by the bench on two
+/// cores (0.87 s over 63 gaps, docs/bench/ANALYSIS.md round 8).
+const BENCH_GAP: Duration = Duration::from_micros(13_800);
+
+fn busy(kind: AlgorithmKind, gap: Duration, cost: Duration, order: StartOrder) -> BusyCost {
+    let timing = timing();
+    let link = LinkConfig::for_failure_timeout(timing.failure_timeout);
+    busy_start(&BusyStart {
+        algorithm: kind,
+        nodes: N,
+        timing,
+        link,
+        gap,
+        cost,
+        order,
+        seed: 1,
+    })
+    .expect("simulation")
+}
+
+/// Raft's busy start (issue 31): booted in id order at the bench's gap, or all at
+/// once, the top member campaigns first and alone (its cold-start wait is the
+/// shortest, every member below waits one step of two heartbeats more), so the cold
+/// start costs one pre-vote round and one vote round, 4(N − 1) messages, none of them
+/// to a node not booted yet. Before the ranked cold start every node campaigned
+/// within `max − min` of its boot towards peers not running yet: booted 14 ms apart,
+/// 3,303 messages, 3,805 retransmissions and 1,485 give-ups, and a low node (9) won;
+/// 2.5 ms apart, 481 messages and 140 retransmissions.
+#[test]
+fn a_raft_busy_start_in_id_order_is_one_campaign_of_the_top_member() {
+    let one_campaign = 4 * (N as u64 - 1);
+    for gap in [Duration::ZERO, Duration::from_micros(2_500), BENCH_GAP] {
+        let c = busy(
+            AlgorithmKind::Raft,
+            gap,
+            Duration::ZERO,
+            StartOrder::Ascending,
+        );
+        assert_eq!(c.leader, Some(N as u32), "{gap:?}: {c:?}");
+        assert_eq!(c.election_messages, one_campaign, "{gap:?}: {c:?}");
+        assert_eq!(
+            (c.retransmissions, c.delivery_failures),
+            (0, 0),
+            "{gap:?}: {c:?}"
+        );
+    }
+}
+
+/// The fan-in of a busy start: with a processing cost per datagram (100 µs, a loaded
+/// host) the N − 1 answers to the top member's pre-vote and vote requests converge on
+/// it and are acked one after another, the last about (N − 1) · 100 µs after it was
+/// sent, after the 5 ms a first RTO used to be. The link's first RTO allows for a
+/// fan-in from the whole roster (twice the ack spacing per member,
+/// `node::link`), so at most 10 % of the messages go twice (before: 116 of 252).
+#[test]
+fn a_busy_start_fan_in_is_not_retransmitted() {
+    let cost = Duration::from_micros(100);
+    for kind in [AlgorithmKind::Raft, AlgorithmKind::Bully] {
+        let c = busy(kind, BENCH_GAP, cost, StartOrder::Ascending);
+        assert_eq!(c.leader, Some(N as u32), "{kind}: {c:?}");
+        assert!(
+            c.retransmissions * 10 <= c.election_messages,
+            "{kind}: {c:?}"
+        );
+        assert_eq!(c.delivery_failures, 0, "{kind}: {c:?}");
+    }
+}

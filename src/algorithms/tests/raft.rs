@@ -638,3 +638,41 @@ fn ranked_slots_are_at_least_a_heartbeat_wide_and_the_lowest_ranks_share_the_res
     assert_eq!(last.1, t.election_timeout_max, "the rest of the range");
     assert!(last.0 > ranked[slots - 1].1, "after the ranked ones");
 }
+
+#[test]
+fn a_cold_start_listens_a_heartbeat_plus_one_step_per_member_ranked_above() {
+    // electd's ranked cold start (issue 31): node k of N listens H + (N − k)·step with
+    // a quarter step of jitter, step = max(2H, (max − min)/N), no ceiling; the top
+    // member first. Before, every member drew from [0, max − min] (100 ms at the
+    // default timing): 54 of 64 in its last 2.5 ms.
+    let t = crate::contract::algorithm::Timing::default();
+    for n in [5 as NodeId, 64] {
+        let ring: Vec<NodeId> = (1..=n).collect();
+        let spread = t.election_timeout_max - t.election_timeout_min;
+        let step = (spread / n).max(t.heartbeat * 2);
+        for me in [n, n - 1, 1] {
+            let mut r = Raft::new(cfg(me, &ring));
+            let fx = start(&mut r, true);
+            let lo = t.heartbeat + step * (n - me);
+            assert_eq!(
+                fx.armed_range(Timer::Election),
+                Some((lo, lo + step / 4)),
+                "N={n} node {me}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_pre_vote_of_a_higher_ranked_member_restarts_a_leaderless_followers_timeout() {
+    // Ranked deferral: the higher member's campaign runs alone. A pre-vote granted to
+    // a lower member, or one received while following a leader, restarts nothing.
+    let mut r = node(3, true);
+    let _ = start(&mut r, true);
+    let fx = deliver(&mut r, 5, pre_request(1));
+    assert_eq!(answer(&fx, 5), (1, true));
+    assert!(fx.armed_range(Timer::Election).is_some(), "deferred to 5");
+    let fx = deliver(&mut r, 1, pre_request(1));
+    assert_eq!(answer(&fx, 1), (1, true));
+    assert_eq!(fx.armed_range(Timer::Election), None, "1 ranks below 3");
+}

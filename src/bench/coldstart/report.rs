@@ -368,6 +368,8 @@ mod flag_tests {
             failovers: Vec::new(),
             start_spread_ms: None,
             sim: None,
+            timing: None,
+            resident_mib: None,
         }
     }
 
