@@ -205,7 +205,7 @@ impl Template {
         let _ = writeln!(
             w,
             "[transport]\n\
-             retransmit = \"50ms\"          # first retransmission timeout (+ fan-in allowance) until a round trip is measured; then adaptive\n\
+             retransmit = \"50ms\"          # retransmission timeout until a round trip is measured; then adaptive\n\
              # give_up = \"750ms\"         # unacked this long: peer unreachable (default 3/4 x failure_timeout)\n\
              resolve_every = \"30s\"        # re-resolve DNS peer names this often (and when one is unreachable)\n\
              # batch_heartbeats = true     # followers read heartbeats in batches, as of their arrival\n\

@@ -136,22 +136,3 @@ fn a_raft_busy_start_in_id_order_is_one_campaign_of_the_top_member() {
     }
 }
 
-/// The fan-in of a busy start: with a processing cost per datagram (100 µs, a loaded
-/// host) the N − 1 answers to the top member's pre-vote and vote requests converge on
-/// it and are acked one after another, the last about (N − 1) · 100 µs after it was
-/// sent, after the 5 ms a first RTO used to be. The link's first RTO allows for a
-/// fan-in from the whole roster (twice the ack spacing per member,
-/// `node::link`), so at most 10 % of the messages go twice (before: 116 of 252).
-#[test]
-fn a_busy_start_fan_in_is_not_retransmitted() {
-    let cost = Duration::from_micros(100);
-    for kind in [AlgorithmKind::Raft, AlgorithmKind::Bully] {
-        let c = busy(kind, BENCH_GAP, cost, StartOrder::Ascending);
-        assert_eq!(c.leader, Some(N as u32), "{kind}: {c:?}");
-        assert!(
-            c.retransmissions * 10 <= c.election_messages,
-            "{kind}: {c:?}"
-        );
-        assert_eq!(c.delivery_failures, 0, "{kind}: {c:?}");
-    }
-}

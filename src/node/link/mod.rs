@@ -7,12 +7,7 @@
 //! round-trip sample R sets SRTT = R and RTTVAR = R/2; each later one sets
 //! RTTVAR = ¾·RTTVAR + ¼·|SRTT − R| and SRTT = ⅞·SRTT + ⅛·R; RTO = SRTT + 4·RTTVAR,
 //! clamped to [`LinkConfig::rto_min`, `LinkConfig::rto_max`]. Before any sample the RTO
-//! is [`LinkConfig::retransmit`] plus room for a fan-in from the whole roster: twice
-//! the ack spacing (below) per other member, so that the N − 1 replies to a fan-out,
-//! which their receiver acks one after another, are not all sent twice (at the
-//! defaults 5 ms + 2·(N − 1)·0.625 ms until a spacing is learned: 10 ms for 5 nodes,
-//! the 40 ms ceiling from 29 nodes on; an idle host's learned spacing of tens of
-//! microseconds brings it back to about `retransmit`). Karn's rule: a message sent more than once gives no
+//! is [`LinkConfig::retransmit`]. Karn's rule: a message sent more than once gives no
 //! sample (its ack cannot be matched to one send). Every retransmission timeout doubles
 //! the peer's RTO (exponential backoff, up to the ceiling) and the backed-off value is
 //! kept for new messages until a fresh sample arrives, so a peer that stopped answering
@@ -28,19 +23,6 @@
 //! messages: they are sent again one RTO after the latest ack of their flight, not one
 //! RTO after the send — but no later than the RTO ceiling after the send, so that a
 //! message lost in a large flight is not left waiting while the other acks trickle in.
-//!
-//! The first timeout of a burst grows with the message's place in it: the acks of a
-//! fan-out come back one receiver after another, so before any of them is back the
-//! j-th message first sent at one instant (j from 0) waits its RTO plus j times twice
-//! the *ack spacing*, at most until the RTO ceiling after the send. The spacing is
-//! learned from the gaps between consecutive acks of a flight (a message sent once,
-//! smoothed as SRTT is: ⅞ old, ⅛ new, at most `rto_max / 16`); before any gap was
-//! seen it is an eighth of [`LinkConfig::retransmit`] (0.625 ms at the default 5 ms:
-//! the 63rd message of a cold fan-out waits the ceiling). A lone message, or the first
-//! of a burst, keeps its RTO. On an idle host the learned spacing is tens of
-//! microseconds and the burst costs nothing; on a loaded one (64 processes on two
-//! cores) the acks arrive milliseconds apart and the first deadlines follow them
-//! instead of retransmitting most of the burst (docs/architecture.md, "Link").
 //!
 //! Broadcast sequences (multicast): a reliable message sent once to a multicast group
 //! carries a sequence from the sender-wide broadcast space, marked by the top bit
@@ -96,8 +78,7 @@ use window::Window;
 /// Link settings (config `[transport]`).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct LinkConfig {
-    /// Retransmission timeout before any round trip to the peer was measured, the
-    /// roster's fan-in allowance added (see the module documentation).
+    /// Retransmission timeout before any round trip to the peer was measured.
     pub retransmit: Duration,
     /// Floor of the measured retransmission timeout.
     pub rto_min: Duration,
@@ -202,13 +183,6 @@ pub(crate) struct Link {
     /// The latest flights (messages first sent at one instant, a fan-out) and when an
     /// ack of each last came back, as nanoseconds of [`Time`]: `(first_sent, last_ack)`.
     flights: [(u64, u64); FLIGHTS],
-    /// The burst being sent: the instant (nanoseconds of [`Time`]) and how many
-    /// reliable messages were first sent at it so far (see [`Link::burst_delay`]).
-    burst: (u64, u32),
-    /// Learned spacing of a flight's acks, nanoseconds (0: none learned yet).
-    spacing_ns: u64,
-    /// Roster members other than this node (the fan-in a first RTO allows for).
-    others: u32,
     /// What the link has done so far (exported as metrics).
     pub(crate) stats: LinkStats,
 }
@@ -258,11 +232,7 @@ impl Link {
     /// The link of node `me` in its boot `incarnation` to the members of `roster`
     /// (any other peer gets its state when first met), with no peer heard from yet.
     pub(crate) fn new(me: NodeId, incarnation: u64, roster: &[NodeId], cfg: LinkConfig) -> Self {
-        let mut others: Vec<NodeId> = roster.iter().copied().filter(|&p| p != me).collect();
-        others.sort_unstable();
-        others.dedup();
         Link {
-            others: u32::try_from(others.len()).unwrap_or(u32::MAX),
             me,
             incarnation,
             cfg,
@@ -281,8 +251,6 @@ impl Link {
             rivals: FxHashMap::default(),
             inbound_broadcast: FxHashMap::default(),
             flights: [(0, 0); FLIGHTS],
-            burst: (0, 0),
-            spacing_ns: 0,
             stats: LinkStats::default(),
         }
     }

@@ -314,10 +314,11 @@ mod tests {
         );
         assert_eq!(link.next_seq(i), top + 2);
         assert_eq!(unacked_to(&link, 2), 3);
-        // Retransmissions carry the full sequences (all three are due by the RTO
-        // ceiling after the send, the burst's later places included).
+        // Retransmissions carry the full sequences (those due at one instant in the
+        // order of their low bits).
         let (mut tx, mut failed) = (Vec::new(), Vec::new());
-        link.on_timeout(LinkConfig::default().rto_max, &mut tx, &mut failed);
+        let due = link.next_deadline().unwrap();
+        link.on_timeout(due, &mut tx, &mut failed);
         let mut resent: Vec<u64> = tx.iter().map(|(_, d)| d.seq).collect();
         resent.sort_unstable();
         assert_eq!(resent, seqs);

@@ -45,7 +45,7 @@ impl Link {
             } else {
                 self.add_pending(i, seq, group, msg.clone(), heap_ns(now));
             }
-            let at = self.first_try(peer, now);
+            let at = self.next_try(peer, now, now);
             self.retx.push(Reverse(due(heap_ns(at), i, seq_key(seq))));
         }
         self.datagram(seq, 0, Some(group), Some(msg))
@@ -66,7 +66,7 @@ impl Link {
         let i = self.position(to);
         let seq = self.bump_seq(i);
         self.add_pending(i, seq, group, msg.clone(), heap_ns(now));
-        let at = self.first_try(to, now);
+        let at = self.next_try(to, now, now);
         self.retx.push(Reverse(due(heap_ns(at), i, seq_key(seq))));
         self.datagram(seq, 0, Some(group), Some(msg))
     }
@@ -110,7 +110,7 @@ impl Link {
                     rtt.sample(now.saturating_sub(p.first_sent()));
                     self.peers[i].set_rtt(rtt);
                 }
-                self.flight_acked(p.first_sent_ns, heap_ns(now), p.attempts == 1);
+                self.flight_acked(p.first_sent_ns, heap_ns(now));
             }
         }
         let peer = &mut self.peers[i];

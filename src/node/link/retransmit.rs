@@ -19,58 +19,11 @@ impl Link {
         (now + self.rto(peer)).min(first_sent + self.cfg.give_up)
     }
 
-    /// The first deadline of a message to `peer` first sent `now`: its RTO, plus its
-    /// place in the burst of messages first sent at the same instant times twice the
-    /// ack spacing, at most the RTO ceiling after the send (module documentation).
-    pub(super) fn first_try(&mut self, peer: NodeId, now: Time) -> Time {
-        let at = heap_ns(now);
-        let place = if self.burst.0 == at && self.burst.1 > 0 {
-            self.burst.1
-        } else {
-            self.burst = (at, 0);
-            0
-        };
-        self.burst.1 = self.burst.1.saturating_add(1);
-        let rto = self.rto(peer);
-        let wait = rto
-            .saturating_add(self.burst_delay(place))
-            .min(self.cfg.rto_max.max(rto));
-        (now + wait).min(now + self.cfg.give_up)
-    }
-
-    /// What the `place`-th message of a burst (from 0) waits beyond its RTO.
-    pub(super) fn burst_delay(&self, place: u32) -> Duration {
-        self.ack_spacing().saturating_mul(place.saturating_mul(2))
-    }
-
-    /// The learned spacing of a flight's acks, or before any an eighth of the initial
-    /// RTO.
-    pub(super) fn ack_spacing(&self) -> Duration {
-        if self.spacing_ns == 0 {
-            self.cfg.retransmit / 8
-        } else {
-            Duration::from_nanos(self.spacing_ns)
-        }
-    }
-
     /// An ack of a message first sent at `first_sent` came back at `at`: remember it
     /// for the flight of that instant (the oldest remembered flight makes room).
-    /// `sent_once`: that message was not retransmitted, so the gap since the flight's
-    /// previous ack is a sample of the ack spacing.
-    pub(super) fn flight_acked(&mut self, first_sent: u64, at: u64, sent_once: bool) {
+    pub(super) fn flight_acked(&mut self, first_sent: u64, at: u64) {
         if let Some(f) = self.flights.iter_mut().find(|f| f.0 == first_sent) {
-            let previous = f.1;
             f.1 = f.1.max(at);
-            if sent_once && previous != 0 {
-                let gap = at.saturating_sub(previous);
-                let cap = heap_ns(self.cfg.rto_max / 16).max(1);
-                let s = if self.spacing_ns == 0 {
-                    gap
-                } else {
-                    (self.spacing_ns.saturating_mul(7).saturating_add(gap)) / 8
-                };
-                self.spacing_ns = s.clamp(1, cap);
-            }
             return;
         }
         if let Some(oldest) = self.flights.iter_mut().min_by_key(|f| f.0) {
@@ -168,7 +121,7 @@ impl Link {
             // new messages too, until a fresh sample.
             let (attempts, first_sent) = (p.attempts.saturating_add(1), p.first_sent());
             let mut rtt = self.peers[i].rtt();
-            if rtt.rto(&self.cfg, self.initial_rto()) < self.cfg.rto_max {
+            if rtt.rto(&self.cfg) < self.cfg.rto_max {
                 rtt.backoff = (rtt.backoff + 1).min(16);
                 self.peers[i].set_rtt(rtt);
             }
@@ -309,9 +262,7 @@ mod tests {
                 first_retry = Some(now);
             }
         }
-        // (The acks' 4 ms gaps taught the link a wide ack spacing, so peer 9, never
-        // sampled, has a long first RTO: the RTO ceiling after the send comes first.)
-        assert_eq!(first_retry, Some((last_ack + rto).min(cfg.rto_max)));
+        assert_eq!(first_retry, Some(last_ack + rto));
         assert_eq!(tx.len() as u64, l.stats.retransmissions);
         assert!(tx.iter().all(|(p, _)| *p == 9), "{tx:?}");
         assert_eq!(failed.len(), 1);
@@ -341,76 +292,7 @@ mod tests {
         // A lone message: its RTO after the send, as before.
         let mut lone = Link::new(1, 1, ROSTER, cfg.clone());
         lone.send(ms(100), 2, AlgorithmKind::Bully, election(1));
-        assert_eq!(lone.next_deadline(), Some(ms(100) + lone.initial_rto()));
-    }
-
-    /// A burst fan-out whose first ack comes back after the RTO learned on quiet round
-    /// trips (a loaded host: the receivers are woken one after another; issue 31's
-    /// 64 processes on two cores): the j-th message of the burst waits j times twice
-    /// the ack spacing more, so only the first one (a lone message's RTO) goes again;
-    /// before, every message of the burst was sent twice. Then the spacing is learned
-    /// from the gaps between the flight's acks, and the next burst's places follow it.
-    #[test]
-    fn a_burst_waits_for_its_acks_one_place_after_another() {
-        let cfg = LinkConfig::for_failure_timeout(ms(100));
-        let mut l = Link::new(1, 1, ROSTER, cfg.clone());
-        let peers: Vec<NodeId> = (2..=41).collect();
-        // Quiet round trips of 1 ms to every peer: the RTO is the floor.
-        for (k, &p) in peers.iter().enumerate() {
-            let t = ms(10 * k as u64);
-            let d = l.send(t, p, AlgorithmKind::Bully, election(1));
-            l.receive(t + ms(1), &ack_from(p, d.seq));
-        }
-        let rto = l.rto(2);
-        assert_eq!(rto, cfg.rto_min);
-        let spacing = l.ack_spacing();
-        assert_eq!(spacing, cfg.retransmit / 8, "no flight's acks seen yet");
-        // The burst, and its acks: the first 1.2 RTO after the send, then 0.3 ms apart.
-        let t0 = ms(1000);
-        let seqs: Vec<u64> = peers
-            .iter()
-            .map(|&p| l.send(t0, p, AlgorithmKind::Bully, election(2)).seq)
-            .collect();
-        let first_ack = t0 + rto * 6 / 5;
-        let gap = Duration::from_micros(300);
-        let (mut tx, mut failed) = (Vec::new(), Vec::new());
-        for (j, (&p, &seq)) in peers.iter().zip(&seqs).enumerate() {
-            let at = first_ack + gap * j as u32;
-            while let Some(d) = l.next_deadline().filter(|&d| d < at) {
-                l.on_timeout(d, &mut tx, &mut failed);
-            }
-            l.receive(at, &ack_from(p, seq));
-        }
-        // Place j waits rto + 2·j·spacing: only place 0 is due before the first ack.
-        let due_early = (0..peers.len() as u32)
-            .filter(|&j| t0 + rto + spacing * 2 * j < first_ack)
-            .count() as u64;
-        assert_eq!(due_early, 1);
-        assert_eq!(l.stats.retransmissions, due_early, "{tx:?}");
-        assert!(l.stats.retransmissions * 10 <= peers.len() as u64);
-        assert!(failed.is_empty());
-        // The gaps between the flight's acks (sent once) are the spacing now.
-        let learned = l.ack_spacing();
-        assert!(
-            learned < spacing && learned >= gap / 2,
-            "learned {learned:?} from gaps of {gap:?}"
-        );
-        let mut next = Link::new(1, 1, ROSTER, cfg.clone());
-        next.spacing_ns = heap_ns(learned);
-        let t1 = ms(2000);
-        for (j, &p) in peers.iter().enumerate().take(3) {
-            next.send(t1, p, AlgorithmKind::Bully, election(3));
-            let due = next.retx.iter().map(|r| r.0 .0).max().unwrap();
-            let want = t1 + next.rto(p) + learned * 2 * j as u32;
-            assert_eq!(Duration::from_nanos(due), want, "place {j}");
-        }
-        // Never past the RTO ceiling after the send.
-        let mut capped = Link::new(1, 1, ROSTER, cfg.clone());
-        for &p in &peers {
-            capped.send(t1, p, AlgorithmKind::Bully, election(3));
-        }
-        let latest = capped.retx.iter().map(|r| r.0 .0).max().unwrap();
-        assert_eq!(Duration::from_nanos(latest), t1 + cfg.rto_max);
+        assert_eq!(lone.next_deadline(), Some(ms(100) + cfg.retransmit));
     }
 
     /// The verdict is a time: a message unacked for `give_up` is undeliverable, however

@@ -44,17 +44,16 @@ impl Rtt {
         self.sampled = true;
         self.backoff = 0;
     }
-    /// The RTO before backoff: SRTT + 4·RTTVAR, or `initial` before any sample.
-    pub(super) fn base(&self, cfg: &LinkConfig, initial: Duration) -> Duration {
+    pub(super) fn base(&self, cfg: &LinkConfig) -> Duration {
         match self.srtt() {
-            None => cfg.clamp(initial),
+            None => cfg.retransmit,
             Some((srtt, var)) => cfg.clamp(srtt + var * 4),
         }
     }
-    /// The RTO for a message sent now (`initial`: the link's RTO before any sample).
-    pub(super) fn rto(&self, cfg: &LinkConfig, initial: Duration) -> Duration {
+    /// The RTO for a message sent now.
+    pub(super) fn rto(&self, cfg: &LinkConfig) -> Duration {
         let shift = self.backoff.min(16);
-        cfg.clamp(self.base(cfg, initial).saturating_mul(1 << shift))
+        cfg.clamp(self.base(cfg).saturating_mul(1 << shift))
     }
 }
 
@@ -65,18 +64,7 @@ impl Link {
             .find(peer)
             .map(|i| self.peers[i].rtt())
             .unwrap_or_default()
-            .rto(&self.cfg, self.initial_rto())
-    }
-
-    /// The RTO before any round trip to a peer was measured: `retransmit`, plus room
-    /// for a fan-in from the whole roster, twice the ack spacing per other member (the
-    /// replies to a fan-out converge on one node, which acks them one after another;
-    /// module documentation), within the floor and the ceiling.
-    pub(crate) fn initial_rto(&self) -> Duration {
-        let crowd = self
-            .ack_spacing()
-            .saturating_mul(self.others.saturating_mul(2));
-        self.cfg.clamp(self.cfg.retransmit.saturating_add(crowd))
+            .rto(&self.cfg)
     }
 }
 
@@ -112,9 +100,7 @@ mod tests {
             max_attempts: None,
         };
         let mut l = Link::new(1, 1, ROSTER, cfg.clone());
-        // No sample yet: `retransmit` and the fan-in allowance of the three other
-        // members, twice the initial ack spacing (retransmit / 8) each.
-        assert_eq!(l.rto(2), cfg.retransmit + cfg.retransmit / 8 * 2 * 3);
+        assert_eq!(l.rto(2), cfg.retransmit, "no sample yet");
         let d = l.send(ms(0), 2, AlgorithmKind::Bully, election(1));
         l.receive(ms(8), &ack_from(2, d.seq));
         let (srtt, var) = (ms(8), ms(4));
@@ -165,10 +151,11 @@ mod tests {
             l.on_timeout(now, &mut tx, &mut failed);
             sends.push(now);
         }
-        let gaps: Vec<Duration> = sends.windows(2).map(|w| w[1] - w[0]).collect();
-        let r0 = l.initial_rto();
-        let want: Vec<Duration> = (0..5).map(|k| (r0 * (1 << k)).min(cfg.rto_max)).collect();
-        assert_eq!(gaps, want, "doubling up to the ceiling");
+        let gaps: Vec<u64> = sends
+            .windows(2)
+            .map(|w| (w[1] - w[0]).as_millis() as u64)
+            .collect();
+        assert_eq!(gaps, vec![10, 20, 40, 80, 80], "doubling up to the ceiling");
         assert_eq!(l.stats.retransmissions, 5);
         assert_eq!(l.rto(2), cfg.rto_max, "backed off for new messages too");
         // The late ack of the retransmitted message: no sample (Karn), RTO stays.

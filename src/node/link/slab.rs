@@ -324,7 +324,7 @@ mod tests {
     fn pending_messages_per_peer_acked_in_any_order() {
         let mut l = Link::new(1, 1, ROSTER, LinkConfig::default());
         let t = Duration::ZERO;
-        assert_eq!(l.rto(9), l.initial_rto(), "untouched peer");
+        assert_eq!(l.rto(9), LinkConfig::default().retransmit, "untouched peer");
         let mut sent = Vec::new();
         for k in 0..6u64 {
             for peer in [2, 4, 5, 9] {
@@ -367,14 +367,15 @@ mod tests {
                 Some(seq)
             );
         }
-        // The first retransmission round (by the RTO ceiling after the send, when the
-        // burst's later places are due too) resends exactly the unacked ones, each once.
+        // The first retransmission round resends exactly the unacked ones, ordered by
+        // (deadline, peer position, sequence) as the heap orders them: roster members
+        // by id, then the others (5, then 9) in the order they were first met.
         let (mut tx, mut failed) = (Vec::new(), Vec::new());
-        l.on_timeout(LinkConfig::default().rto_max, &mut tx, &mut failed);
+        let due = l.next_deadline().unwrap();
+        l.on_timeout(due, &mut tx, &mut failed);
         let mut want = left.clone();
         want.sort_unstable();
-        let mut got: Vec<(NodeId, u64)> = tx.iter().map(|(p, d)| (*p, d.seq)).collect();
-        got.sort_unstable();
+        let got: Vec<(NodeId, u64)> = tx.iter().map(|(p, d)| (*p, d.seq)).collect();
         assert_eq!(got, want);
         for (peer, d) in &tx {
             let k = sent
