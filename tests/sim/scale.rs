@@ -135,4 +135,3 @@ fn a_raft_busy_start_in_id_order_is_one_campaign_of_the_top_member() {
         );
     }
 }
-
