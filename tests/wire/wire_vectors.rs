@@ -209,6 +209,26 @@ fn blocks(fence: &str) -> Vec<Vector> {
     out
 }
 
+/// What every vector of a block states about its bytes: the key id derived from its key,
+/// the envelope and the body as docs/wire.md renders them. Returns the bytes, the
+/// receiving node, the key and the decoded envelope.
+fn check_rendering(v: &Vector) -> (Vec<u8>, NodeId, [u8; KEY_LEN], proto::Envelope) {
+    let name = v.get("name");
+    let bytes = unhex(v.get("hex"));
+    let k = key(v.get("key"));
+    let kid = u32::from_str_radix(v.get("key_id").trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(kid, key_id(&k), "{name}: key_id");
+    let env = proto::Envelope::decode(bytes.as_slice()).expect("protobuf");
+    assert_eq!(render_envelope(&env), v.get("envelope"), "{name}: envelope");
+    assert_eq!(
+        render_body(&Schema::read(), &bytes).as_deref(),
+        Ok(v.get("body")),
+        "{name}: body"
+    );
+    let me: NodeId = v.get("at").trim_start_matches("node ").parse().unwrap();
+    (bytes, me, k, env)
+}
+
 fn gate(me: NodeId) -> Gate {
     Gate::new(GateConfig {
         me,

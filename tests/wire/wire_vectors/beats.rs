@@ -44,18 +44,7 @@ fn the_beats_vectors_hold_against_the_codec() {
     let mut dropped = std::collections::BTreeSet::new();
     for v in &vectors {
         let name = v.get("name");
-        let bytes = unhex(v.get("hex"));
-        let k = key(v.get("key"));
-        let kid = u32::from_str_radix(v.get("key_id").trim_start_matches("0x"), 16).unwrap();
-        assert_eq!(kid, key_id(&k), "{name}: key_id");
-        let env = proto::Envelope::decode(bytes.as_slice()).expect("protobuf");
-        assert_eq!(render_envelope(&env), v.get("envelope"), "{name}: envelope");
-        assert_eq!(
-            render_body(&Schema::read(), &bytes).as_deref(),
-            Ok(v.get("body")),
-            "{name}: body"
-        );
-        let me: NodeId = v.get("at").trim_start_matches("node ").parse().unwrap();
+        let (bytes, me, k, env) = check_rendering(v);
         let verdict = gate(me).open_payload(&bytes, None, NOW_US);
         let expect = v.get("expect");
         match (&verdict, expect) {
