@@ -144,14 +144,12 @@ impl Codec {
         head: &Datagram,
         b: proto::Beats,
     ) -> Result<Vec<Result<Datagram, WireError>>, WireError> {
-        let entries = [
-            (AlgorithmKind::Bully, b.bully),
-            (AlgorithmKind::ImprovedBully, b.improved_bully),
-            (AlgorithmKind::Ring, b.ring),
-            (AlgorithmKind::Lcr, b.lcr),
-            (AlgorithmKind::Hs, b.hs),
-            (AlgorithmKind::Raft, b.raft),
-        ];
+        let mut b = b;
+        // In field order: `AlgorithmKind::ALL` is in wire-value order.
+        let entries: Vec<(AlgorithmKind, Option<proto::Beat>)> = AlgorithmKind::ALL
+            .iter()
+            .map(|&group| (group, beat_slot(&mut b, group).take()))
+            .collect();
         let mut out = Vec::new();
         for (group, beat) in entries {
             let Some(beat) = beat else { continue };
@@ -185,6 +183,19 @@ impl Codec {
     }
 }
 
+/// The slot of `group`'s liveness messages in a BEATS body (its field number is the
+/// group's `Algorithm` value): the one place that maps them, both ways.
+fn beat_slot(b: &mut proto::Beats, group: AlgorithmKind) -> &mut Option<proto::Beat> {
+    match group {
+        AlgorithmKind::Bully => &mut b.bully,
+        AlgorithmKind::ImprovedBully => &mut b.improved_bully,
+        AlgorithmKind::Ring => &mut b.ring,
+        AlgorithmKind::Lcr => &mut b.lcr,
+        AlgorithmKind::Hs => &mut b.hs,
+        AlgorithmKind::Raft => &mut b.raft,
+    }
+}
+
 /// The BEATS body of `beats` (see [`Codec::encode_beats`]).
 pub(super) fn beats_to_proto(
     beats: &[(AlgorithmKind, &Message)],
@@ -192,15 +203,7 @@ pub(super) fn beats_to_proto(
     let mut b = proto::Beats::default();
     let taken = || WireError::InvalidField("beats");
     for &(group, msg) in beats {
-        let entry = match group {
-            AlgorithmKind::Bully => &mut b.bully,
-            AlgorithmKind::ImprovedBully => &mut b.improved_bully,
-            AlgorithmKind::Ring => &mut b.ring,
-            AlgorithmKind::Lcr => &mut b.lcr,
-            AlgorithmKind::Hs => &mut b.hs,
-            AlgorithmKind::Raft => &mut b.raft,
-        }
-        .get_or_insert_with(Default::default);
+        let entry = beat_slot(&mut b, group).get_or_insert_with(Default::default);
         match to_body(msg) {
             Body::Heartbeat(m) if entry.heartbeat.is_none() => entry.heartbeat = Some(m),
             Body::HeartbeatAck(m) if entry.heartbeat_ack.is_none() => entry.heartbeat_ack = Some(m),
