@@ -458,17 +458,7 @@ impl Codec {
             if env.seq != 0 || env.ack != 0 {
                 return Err(WireError::InvalidField("beats"));
             }
-            if env.algorithm != proto::Algorithm::Unspecified as i32 {
-                return Err(WireError::Algorithm);
-            }
-            let d = Datagram {
-                from: env.sender,
-                incarnation: env.incarnation,
-                seq: 0,
-                ack: 0,
-                group: None,
-                body: None,
-            };
+            let d = groupless_head(&env)?;
             let beats = self.beats_of(&d, *b)?;
             return Ok((d, header, Extra::Beats(beats)));
         }
@@ -476,17 +466,7 @@ impl Codec {
             if env.seq != 0 || env.ack != 0 || c.digest == 0 {
                 return Err(WireError::InvalidField("config"));
             }
-            if env.algorithm != proto::Algorithm::Unspecified as i32 {
-                return Err(WireError::Algorithm);
-            }
-            let d = Datagram {
-                from: env.sender,
-                incarnation: env.incarnation,
-                seq: 0,
-                ack: 0,
-                group: None,
-                body: None,
-            };
+            let d = groupless_head(&env)?;
             return Ok((d, header, Extra::Config(c.digest)));
         }
         let group = proto::Algorithm::try_from(env.algorithm)
@@ -573,6 +553,22 @@ pub fn canonical(mut env: proto::Envelope) -> Vec<u8> {
     let mut buf = Vec::with_capacity(128);
     encode_canonical(&mut env, &mut buf);
     buf
+}
+
+/// The head of a body that belongs to no group (BEATS, CONFIG): its envelope names no
+/// algorithm (else `algorithm`), and it carries no sequence number or ack.
+fn groupless_head(env: &proto::Envelope) -> Result<Datagram, WireError> {
+    if env.algorithm != proto::Algorithm::Unspecified as i32 {
+        return Err(WireError::Algorithm);
+    }
+    Ok(Datagram {
+        from: env.sender,
+        incarnation: env.incarnation,
+        seq: 0,
+        ack: 0,
+        group: None,
+        body: None,
+    })
 }
 
 #[cfg(test)]

@@ -229,6 +229,33 @@ fn check_rendering(v: &Vector) -> (Vec<u8>, NodeId, [u8; KEY_LEN], proto::Envelo
     (bytes, me, k, env)
 }
 
+/// An edited envelope signed again with `keys` and encoded canonically (the generators'
+/// bad vectors are good ones with one field changed).
+fn resign(keys: &Keyring, mut env: proto::Envelope) -> Vec<u8> {
+    env.tag.clear();
+    env.key_id = keys.primary().id;
+    let (_, t) = keys.sign(&electd::security::wire::canonical(env.clone()));
+    env.tag = t;
+    electd::security::wire::canonical(env)
+}
+
+/// The lines every generated vector starts with, in a `fence` block (docs/wire.md).
+fn print_vector_head(fence: &str, name: &str, keys: &Keyring, at: NodeId, bytes: &[u8]) {
+    println!("```{fence}");
+    println!("name: {name}");
+    println!("key: k1");
+    println!("key_id: {:#010x}", keys.primary().id);
+    println!("at: node {at}");
+    let h = hex(bytes);
+    for (i, chunk) in h.as_bytes().chunks(64).enumerate() {
+        let chunk = std::str::from_utf8(chunk).unwrap();
+        println!("{}{chunk}", if i == 0 { "hex: " } else { "     " });
+    }
+    let env = proto::Envelope::decode(bytes).unwrap();
+    println!("envelope: {}", render_envelope(&env));
+    println!("body: {}", render_body(&Schema::read(), bytes).unwrap());
+}
+
 fn gate(me: NodeId) -> Gate {
     Gate::new(GateConfig {
         me,

@@ -154,27 +154,9 @@ fn print_beats_vectors() {
             Header { to: 4, counter: 4 },
         )
         .unwrap();
-    let sign = |mut env: proto::Envelope| {
-        env.tag.clear();
-        env.key_id = k1.primary().id;
-        let (_, t) = k1.sign(&electd::security::wire::canonical(env.clone()));
-        env.tag = t;
-        electd::security::wire::canonical(env)
-    };
+    let sign = |env: proto::Envelope| resign(&k1, env);
     let print = |name: &str, at: NodeId, bytes: &[u8], expect: &str| {
-        println!("```beats-vector");
-        println!("name: {name}");
-        println!("key: k1");
-        println!("key_id: {:#010x}", k1.primary().id);
-        println!("at: node {at}");
-        let h = hex(bytes);
-        for (i, chunk) in h.as_bytes().chunks(64).enumerate() {
-            let chunk = std::str::from_utf8(chunk).unwrap();
-            println!("{}{chunk}", if i == 0 { "hex: " } else { "     " });
-        }
-        let env = proto::Envelope::decode(bytes).unwrap();
-        println!("envelope: {}", render_envelope(&env));
-        println!("body: {}", render_body(&Schema::read(), bytes).unwrap());
+        print_vector_head("beats-vector", name, &k1, at, bytes);
         if expect == "accept" {
             let (_, extra) = gate(at).open_payload(bytes, None, NOW_US).unwrap();
             println!("messages: {}", render_messages(&extra));

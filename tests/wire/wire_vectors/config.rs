@@ -75,27 +75,9 @@ fn print_config_vectors() {
     let good = codec
         .encode_config(5, INCARNATION, digest, Header { to: 1, counter: 3 })
         .unwrap();
-    let sign = |mut env: proto::Envelope| {
-        env.tag.clear();
-        env.key_id = k1.primary().id;
-        let (_, t) = k1.sign(&electd::security::wire::canonical(env.clone()));
-        env.tag = t;
-        electd::security::wire::canonical(env)
-    };
+    let sign = |env: proto::Envelope| resign(&k1, env);
     let print = |name: &str, bytes: &[u8], expect: &str, digest: Option<u64>| {
-        println!("```config-vector");
-        println!("name: {name}");
-        println!("key: k1");
-        println!("key_id: {:#010x}", k1.primary().id);
-        println!("at: node 1");
-        let h = hex(bytes);
-        for (i, chunk) in h.as_bytes().chunks(64).enumerate() {
-            let chunk = std::str::from_utf8(chunk).unwrap();
-            println!("{}{chunk}", if i == 0 { "hex: " } else { "     " });
-        }
-        let env = proto::Envelope::decode(bytes).unwrap();
-        println!("envelope: {}", render_envelope(&env));
-        println!("body: {}", render_body(&Schema::read(), bytes).unwrap());
+        print_vector_head("config-vector", name, &k1, 1, bytes);
         if let Some(d) = digest {
             println!("digest: {d:#018x}");
         }
