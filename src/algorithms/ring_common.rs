@@ -714,6 +714,22 @@ pub(crate) fn foreign_leader(a: &mut impl RingMember, from: NodeId, epoch: u64, 
             && a.lead().accepts(from, epoch)
         {
             follow(a, from, epoch, out);
+            return;
+        }
+        // A member that may not lead (stepped down for want of a quorum, drained,
+        // failing a check) cannot win the election under way, and one that stepped
+        // down cut off from the majority runs it on its own side only: its laps come
+        // back with nobody to announce, and waiting for the restart timer left the
+        // members of a healed minority without a leader for up to 2B (the nemesis
+        // run, partition [1, 4] | [2, 3, 5]). A live leader it hears, with a token it
+        // may follow, is followed at once; a newer election's result still replaces
+        // it when it comes round.
+        if a.leader().is_none()
+            && !a.cfg().eligible()
+            && on_foreign(a.cfg(), None, from, holding) == Foreign::Follow
+            && a.lead().accepts(from, epoch)
+        {
+            follow(a, from, epoch, out);
         }
         return;
     }

@@ -148,3 +148,79 @@ fn lcr_a_member_back_from_a_cut_joins_the_older_round_at_once() {
 fn hs_a_member_back_from_a_cut_joins_the_older_round_at_once() {
     check(AlgorithmKind::Hs, electd::algorithms::hs::HOPS_PER_MEMBER);
 }
+
+/// The nemesis run on the merged tree (docs/bench/nemesis/merged-2ed3d1d, +292.9 s):
+/// partition [1, 4] | [2, 3, 5] with the leader (4) on the minority side. The minority
+/// elects, and with `require_quorum` steps down: both its members may no longer lead,
+/// and their laps come back with nobody to announce. After the heal they heard the
+/// majority's leader but, taking part in an election numbered above its claim, waited
+/// for their restart timers: ring 1.9 s, LCR 1.7 s, HS over 2.2 s without a leader.
+/// Returns the time from the heal until all five follow one leader (`None`: not
+/// within 6 s), for a heal `extra` after the majority agreed on its leader.
+fn minority_heal(kind: AlgorithmKind, extra: Duration) -> Option<Duration> {
+    let mut sim = Sim::new(nemesis_config(kind)).expect("sim");
+    sim.run_ops(&[Op::StartAll, Op::Elect(1), Op::Settle { max: ms(5000) }])
+        .expect("start");
+    // As in the run: 5 drained and undrained, so 4 leads.
+    sim.drain(5, true).expect("drain");
+    sim.run_ops(&[Op::RunFor(ms(3000))]).expect("run");
+    sim.drain(5, false).expect("undrain");
+    sim.run_ops(&[
+        Op::RunFor(ms(3000)),
+        Op::Partition(vec![vec![1, 4], vec![2, 3, 5]]),
+    ])
+    .expect("cut");
+    assert_eq!(agreed(&sim, kind, &[1, 2, 3, 4, 5]), Some(4), "{kind}: 4 led");
+    let cut = sim.now();
+    while agreed(&sim, kind, &[2, 3, 5]).is_none_or(|l| l == 4) {
+        assert!(sim.now() < cut + ms(6000), "{kind}: the majority elected nobody");
+        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
+    }
+    sim.run_ops(&[Op::RunFor(extra), Op::Heal]).expect("heal");
+    let healed = sim.now();
+    while sim.now() < healed + ms(6000) {
+        if agreed(&sim, kind, &[1, 2, 3, 4, 5]).is_some() {
+            return Some(sim.now() - healed);
+        }
+        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
+    }
+    None
+}
+
+/// Once healed, the minority's members follow the majority's leader at its next
+/// heartbeat: one heartbeat period, the network's delay and the 10 ms the test checks
+/// at. Before the fix they waited for a restart timer drawn in [B, 2B].
+fn check_minority(kind: AlgorithmKind, hops_per_member: u32) {
+    let cfg = nemesis_config(kind);
+    let t = &cfg.timing;
+    let bound = t.heartbeat + cfg.net.delay_max + ms(10);
+    assert!(
+        bound < election_bound(t, 5, hops_per_member),
+        "the bound is below B"
+    );
+    // From a heal as soon as the majority agrees to one well after the minority has
+    // stepped down (a failure timeout after it elected) and started electing again.
+    for extra in (0..=4000).step_by(250) {
+        let took = minority_heal(kind, ms(extra));
+        assert!(
+            took.is_some_and(|d| d <= bound),
+            "{kind}: heal {extra} ms after the majority agreed: all five agreed \
+             {took:?} after it (bound {bound:?})"
+        );
+    }
+}
+
+#[test]
+fn ring_a_healed_minority_follows_the_majority_leader_at_once() {
+    check_minority(AlgorithmKind::Ring, electd::algorithms::ring::HOPS_PER_MEMBER);
+}
+
+#[test]
+fn lcr_a_healed_minority_follows_the_majority_leader_at_once() {
+    check_minority(AlgorithmKind::Lcr, electd::algorithms::lcr::HOPS_PER_MEMBER);
+}
+
+#[test]
+fn hs_a_healed_minority_follows_the_majority_leader_at_once() {
+    check_minority(AlgorithmKind::Hs, electd::algorithms::hs::HOPS_PER_MEMBER);
+}
