@@ -170,10 +170,17 @@ fn minority_heal(kind: AlgorithmKind, extra: Duration) -> Option<Duration> {
         Op::Partition(vec![vec![1, 4], vec![2, 3, 5]]),
     ])
     .expect("cut");
-    assert_eq!(agreed(&sim, kind, &[1, 2, 3, 4, 5]), Some(4), "{kind}: 4 led");
+    assert_eq!(
+        agreed(&sim, kind, &[1, 2, 3, 4, 5]),
+        Some(4),
+        "{kind}: 4 led"
+    );
     let cut = sim.now();
     while agreed(&sim, kind, &[2, 3, 5]).is_none_or(|l| l == 4) {
-        assert!(sim.now() < cut + ms(6000), "{kind}: the majority elected nobody");
+        assert!(
+            sim.now() < cut + ms(6000),
+            "{kind}: the majority elected nobody"
+        );
         sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
     }
     sim.run_ops(&[Op::RunFor(extra), Op::Heal]).expect("heal");
@@ -212,7 +219,10 @@ fn check_minority(kind: AlgorithmKind, hops_per_member: u32) {
 
 #[test]
 fn ring_a_healed_minority_follows_the_majority_leader_at_once() {
-    check_minority(AlgorithmKind::Ring, electd::algorithms::ring::HOPS_PER_MEMBER);
+    check_minority(
+        AlgorithmKind::Ring,
+        electd::algorithms::ring::HOPS_PER_MEMBER,
+    );
 }
 
 #[test]
