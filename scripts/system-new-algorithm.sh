@@ -5,7 +5,8 @@
 #
 #  1. its file: src/algorithms/new_bully.rs (bully.rs renamed; its INFO says who it is);
 #  2. its variant in `algorithm_kinds!` (src/contract/algorithm.rs), one line;
-#  3. its value in proto/electd.proto's `Algorithm` enum and its slot in `Beats`, a line each;
+#  3. its value in proto/electd.proto's `Algorithm` enum, one line (a BEATS entry names
+#     its group by that value: nothing to add there);
 #
 # then checks that the compiler refuses that tree and names every other place
 # (`cargo check` must fail with a "not covered" error for NewBully at the registry, the
@@ -79,9 +80,6 @@ perl -0pi -e 's/(\n    Raft,\n)(\}\n)/$1    \/\/\/ A throwaway copy of Bully.\n 
 next=$(($(sed -n 's/^  ALGORITHM_[A-Z_]* = \([0-9]*\);/\1/p' proto/electd.proto | sort -n | tail -1) + 1))
 perl -0pi -e "s/(\n  ALGORITHM_RAFT = \\d+;\n)/\$1  ALGORITHM_NEW_BULLY = $next;\n/ or die qq(no enum\n)" \
     proto/electd.proto
-# ... and its liveness slot in BEATS, the same number (docs/wire.md §12).
-perl -0pi -e "s/(\n  Beat raft = \\d+;\n)/\$1  Beat new_bully = $next;\n/ or die qq(no Beats\n)" \
-    proto/electd.proto
 
 # -- the compiler names every other place ---------------------------------------------
 # Each place is an exhaustive match; find them by what they are, wherever a file split
@@ -97,13 +95,12 @@ to_wire=$(place 'AlgorithmKind::Bully => proto::Algorithm::Bully')
 from_wire=$(place 'proto::Algorithm::Bully => Some\(AlgorithmKind::Bully\)')
 colour=$(place 'AlgorithmKind::Bully => RGBColor')
 bench=$(place 'AlgorithmKind::Bully => \(1\.')
-beats=$(place 'AlgorithmKind::Bully => &mut b.bully')
 
 log="$work/check.log"
 if nice -n 19 cargo check --all-targets >"$log" 2>&1; then
     fail "the tree builds without the registry, codec, plot and bench knowing NewBully"
 fi
-for f in "$registry" "$to_wire" "$from_wire" "$colour" "$beats"; do
+for f in "$registry" "$to_wire" "$from_wire" "$colour"; do
     grep -A3 'not covered' "$log" | grep -q -- "--> $f" \
         || { tail -40 "$log" >&2; fail "the compiler did not name $f"; }
 done
@@ -116,7 +113,6 @@ perl -pi -e 'if (/^\s*AlgorithmKind::Bully => proto::Algorithm::Bully,/) { my $c
 perl -pi -e 'if (/^\s*proto::Algorithm::Bully => Some\(AlgorithmKind::Bully\),/) { my $c = $_; $c =~ s/Bully/NewBully/g; $_ .= $c }' "$from_wire"
 perl -pi -e 'if (/^\s*AlgorithmKind::Bully => RGBColor/) { my $c = $_; $c =~ s/Bully/NewBully/; $c =~ s/RGBColor\(\d+, \d+, \d+\)/RGBColor(120, 120, 120)/; $_ .= $c }' "$colour"
 perl -pi -e 'if (/^\s*AlgorithmKind::Bully => \(1\./) { my $c = $_; $c =~ s/Bully/NewBully/; $_ .= $c }' "$bench"
-perl -pi -e 'if (/^\s*AlgorithmKind::Bully => &mut b.bully,/) { my $c = $_; $c =~ s/Bully/NewBully/; $c =~ s/b\.bully/b.new_bully/; $_ .= $c }' "$beats"
 perl -pi -e 's/^pub\(crate\) mod bully;\n/pub(crate) mod bully;\npub(crate) mod new_bully;\n/' src/algorithms/mod.rs
 grep -q '^pub(crate) mod new_bully;' src/algorithms/mod.rs || fail "no 'pub(crate) mod bully;' in src/algorithms/mod.rs"
 
@@ -144,4 +140,4 @@ if ! nice -n 19 cargo test --lib -- algorithms::registry sim::runner::tests \
     fail "the registry or simulator checks fail for NewBully"
 fi
 grep -q 'test result: ok' "$log" || fail "no test ran"
-echo "system-new-algorithm: OK (one file, the variant, the proto value and BEATS slot; the compiler named the rest)"
+echo "system-new-algorithm: OK (one file, the variant and the proto value; the compiler named the rest)"

@@ -97,7 +97,7 @@ fn render_envelope(e: &proto::Envelope) -> String {
 /// The document's rendering of a body, read from the datagram by this test's own
 /// protobuf reader and proto/electd.proto: the oneof field's name, then every field of
 /// its message in number order, defaults included (`0`, `false`, `[]`; a nested message
-/// as `{field=value …}`, `absent` when missing). A new field of the schema shows up
+/// as `{field=value …}`, `absent` when missing; a repeated message as `[{…}, {…}]`). A new field of the schema shows up
 /// here without a change to this test.
 fn render_body(schema: &Schema, envelope: &[u8]) -> Result<String, String> {
     fn message(schema: &Schema, name: &str, bytes: &[u8]) -> Result<Vec<String>, String> {
@@ -115,6 +115,22 @@ fn render_body(schema: &Schema, envelope: &[u8]) -> Result<String, String> {
                 }
                 (ty, None) if schema.is_message(ty) => "absent".into(),
                 ("bool", v) => matches!(v, Some(Value::Varint(1))).to_string(),
+                (ty, _)
+                    if ty
+                        .strip_prefix("repeated ")
+                        .is_some_and(|t| schema.is_message(t)) =>
+                {
+                    // Each element its own length-delimited field, in order.
+                    let t = &ty["repeated ".len()..];
+                    let mut shown = Vec::new();
+                    for v in &values {
+                        let Value::Bytes(b) = v else {
+                            return Err(format!("{name}.{}: not a message", f.name));
+                        };
+                        shown.push(format!("{{{}}}", message(schema, t, b)?.join(" ")));
+                    }
+                    format!("[{}]", shown.join(", "))
+                }
                 (ty, v) if ty.starts_with("repeated ") => {
                     let mut ids = Vec::new();
                     if let Some(Value::Bytes(mut b)) = v {
@@ -567,14 +583,17 @@ fn walk(schema: &Schema, name: &str, bytes: &[u8], seen: &mut Seen) -> Result<()
     let mut last = 0;
     let mut bodies = 0;
     for (number, value) in read_fields(bytes, true)? {
-        if number <= last {
-            return Err(format!("{name}: field {number} after field {last}"));
-        }
-        last = number;
         let f = fields
             .iter()
             .find(|f| f.number == number)
             .ok_or_else(|| format!("{name}: unknown field {number}"))?;
+        // A repeated message field is one field per element, one after another.
+        let ty = f.ty.strip_prefix("repeated ").unwrap_or(&f.ty);
+        let again = number == last && ty != f.ty && schema.is_message(ty);
+        if number <= last && !again {
+            return Err(format!("{name}: field {number} after field {last}"));
+        }
+        last = number;
         bodies += usize::from(f.oneof.is_some());
         seen.fields.entry(name.into()).or_default().insert(number);
         match value {
@@ -587,7 +606,7 @@ fn walk(schema: &Schema, name: &str, bytes: &[u8], seen: &mut Seen) -> Result<()
                     seen.enum_values.insert((f.ty.clone(), v));
                 }
             }
-            Value::Bytes(b) if schema.is_message(&f.ty) => walk(schema, &f.ty, b, seen)?,
+            Value::Bytes(b) if schema.is_message(ty) => walk(schema, ty, b, seen)?,
             Value::Bytes([]) => return Err(format!("{name}.{}: empty written", f.name)),
             Value::Bytes(_) => {}
         }

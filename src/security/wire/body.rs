@@ -135,24 +135,30 @@ impl Codec {
 }
 
 impl Codec {
-    /// The messages of a BEATS body from `head`'s sender (docs/wire.md §12): an entry
-    /// without a message, or a body without an entry, drops the datagram
-    /// (`invalid_field`); a message out of range (`invalid_field`) or not of its
-    /// group (`algorithm`) is dropped alone.
+    /// The messages of a BEATS body from `head`'s sender (docs/wire.md §12): a body
+    /// without an entry, an entry without a message, or entries not in strictly
+    /// ascending `algorithm` order drop the datagram (`invalid_field`); a message out of
+    /// range (`invalid_field`), not of its group, or in an entry naming no group electd
+    /// knows (`algorithm`) is dropped alone.
     pub(super) fn beats_of(
         &self,
         head: &Datagram,
         b: proto::Beats,
     ) -> Result<Vec<Result<Datagram, WireError>>, WireError> {
-        let mut b = b;
-        // In field order: `AlgorithmKind::ALL` is in wire-value order.
-        let entries: Vec<(AlgorithmKind, Option<proto::Beat>)> = AlgorithmKind::ALL
-            .iter()
-            .map(|&group| (group, beat_slot(&mut b, group).take()))
-            .collect();
+        let malformed = || WireError::InvalidField("beats");
+        // One order for one content (§3): each group once, by its wire value.
+        if b.entries.is_empty()
+            || b.entries
+                .windows(2)
+                .any(|w| w[0].algorithm >= w[1].algorithm)
+        {
+            return Err(malformed());
+        }
         let mut out = Vec::new();
-        for (group, beat) in entries {
-            let Some(beat) = beat else { continue };
+        for beat in b.entries {
+            let group = proto::Algorithm::try_from(beat.algorithm)
+                .ok()
+                .and_then(algorithm_from_proto);
             let bodies = [
                 beat.heartbeat.map(Body::Heartbeat),
                 beat.heartbeat_ack.map(Body::HeartbeatAck),
@@ -160,7 +166,8 @@ impl Codec {
             ];
             let before = out.len();
             for body in bodies.into_iter().flatten() {
-                let one = self.message_of(body).and_then(|msg| {
+                let one = group.ok_or(WireError::Algorithm).and_then(|group| {
+                    let msg = self.message_of(body)?;
                     if !group.info().carries(msg.kind()) {
                         return Err(WireError::Algorithm);
                     }
@@ -173,37 +180,36 @@ impl Codec {
                 out.push(one);
             }
             if out.len() == before {
-                return Err(WireError::InvalidField("beats"));
+                return Err(malformed());
             }
-        }
-        if out.is_empty() {
-            return Err(WireError::InvalidField("beats"));
         }
         Ok(out)
     }
 }
 
-/// The slot of `group`'s liveness messages in a BEATS body (its field number is the
-/// group's `Algorithm` value): the one place that maps them, both ways.
-fn beat_slot(b: &mut proto::Beats, group: AlgorithmKind) -> &mut Option<proto::Beat> {
-    match group {
-        AlgorithmKind::Bully => &mut b.bully,
-        AlgorithmKind::ImprovedBully => &mut b.improved_bully,
-        AlgorithmKind::Ring => &mut b.ring,
-        AlgorithmKind::Lcr => &mut b.lcr,
-        AlgorithmKind::Hs => &mut b.hs,
-        AlgorithmKind::Raft => &mut b.raft,
-    }
-}
-
-/// The BEATS body of `beats` (see [`Codec::encode_beats`]).
+/// The BEATS body of `beats` (see [`Codec::encode_beats`]): one entry per group, in
+/// ascending wire value, each with at most one message of each type.
 pub(super) fn beats_to_proto(
     beats: &[(AlgorithmKind, &Message)],
 ) -> Result<proto::Beats, WireError> {
-    let mut b = proto::Beats::default();
     let taken = || WireError::InvalidField("beats");
+    if beats.is_empty() {
+        return Err(taken());
+    }
+    let mut entries: Vec<proto::Beat> = Vec::new();
     for &(group, msg) in beats {
-        let entry = beat_slot(&mut b, group).get_or_insert_with(Default::default);
+        let algorithm = algorithm_to_proto(group) as i32;
+        let i = match entries.iter().position(|e| e.algorithm == algorithm) {
+            Some(i) => i,
+            None => {
+                entries.push(proto::Beat {
+                    algorithm,
+                    ..Default::default()
+                });
+                entries.len() - 1
+            }
+        };
+        let entry = &mut entries[i];
         match to_body(msg) {
             Body::Heartbeat(m) if entry.heartbeat.is_none() => entry.heartbeat = Some(m),
             Body::HeartbeatAck(m) if entry.heartbeat_ack.is_none() => entry.heartbeat_ack = Some(m),
@@ -211,10 +217,8 @@ pub(super) fn beats_to_proto(
             _ => return Err(taken()),
         }
     }
-    if beats.is_empty() {
-        return Err(taken());
-    }
-    Ok(b)
+    entries.sort_by_key(|e| e.algorithm);
+    Ok(proto::Beats { entries })
 }
 
 pub(super) fn tag_to_proto(t: &ElectionTag) -> Option<proto::ElectionTag> {

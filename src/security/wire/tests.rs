@@ -713,9 +713,16 @@ fn a_malformed_beat_is_dropped_alone_and_a_malformed_beats_whole() {
         Ok(other) => panic!("{other:?}"),
         Err(e) => Err(e.reason()),
     };
+    let entry = |b: &mut proto::Beats, a: proto::Algorithm| -> usize {
+        b.entries
+            .iter()
+            .position(|e| e.algorithm == a as i32)
+            .unwrap()
+    };
     // A priority under Raft (Raft does not carry it): that message alone, `algorithm`.
     let bytes = with(&|b| {
-        b.raft.as_mut().unwrap().priority = Some(proto::Priority {
+        let i = entry(b, proto::Algorithm::Raft);
+        b.entries[i].priority = Some(proto::Priority {
             term: 3,
             priority: 9,
         })
@@ -724,13 +731,47 @@ fn a_malformed_beat_is_dropped_alone_and_a_malformed_beats_whole() {
     assert_eq!(got.iter().filter(|r| r.is_ok()).count(), beat_msgs().len());
     assert_eq!(got.last(), Some(&Err("algorithm")));
     // A leader outside the roster: that heartbeat alone, `invalid_field`.
-    let bytes = with(&|b| b.hs.as_mut().unwrap().heartbeat.as_mut().unwrap().leader = 9);
+    let bytes = with(&|b| {
+        let i = entry(b, proto::Algorithm::Hs);
+        b.entries[i].heartbeat.as_mut().unwrap().leader = 9
+    });
     let got = messages(&bytes).unwrap();
     assert_eq!(got.iter().filter(|r| r.is_err()).count(), 1);
     assert!(got.contains(&Err("invalid_field")));
-    // An entry without a message, a body without an entry: the datagram.
+    // A group electd does not know (a newer node's, or none): that entry's messages
+    // alone, `algorithm`; the others are delivered.
+    for unknown in [7, 0] {
+        let bytes = with(&|b| {
+            let mut e = b.entries[0];
+            e.algorithm = unknown;
+            b.entries.push(e);
+            b.entries.sort_by_key(|e| e.algorithm);
+        });
+        let got = messages(&bytes).unwrap();
+        assert_eq!(got.iter().filter(|r| r.is_ok()).count(), beat_msgs().len());
+        assert_eq!(
+            got.iter().filter(|r| **r == Err("algorithm")).count(),
+            got.len() - beat_msgs().len(),
+            "group {unknown}"
+        );
+    }
+    // An entry without a message, a body without an entry, a group twice, groups out
+    // of order: the datagram.
+    let lcr_empty = with(&|b| {
+        let i = entry(b, proto::Algorithm::Lcr);
+        b.entries[i] = proto::Beat {
+            algorithm: proto::Algorithm::Lcr as i32,
+            ..Default::default()
+        }
+    });
+    assert_eq!(messages(&lcr_empty), Err("invalid_field"));
+    let twice = with(&|b| {
+        let e = b.entries[0];
+        b.entries.insert(0, e)
+    });
+    assert_eq!(messages(&twice), Err("invalid_field"));
     assert_eq!(
-        messages(&with(&|b| b.lcr = Some(proto::Beat::default()))),
+        messages(&with(&|b| b.entries.reverse())),
         Err("invalid_field")
     );
     assert_eq!(

@@ -165,7 +165,7 @@ fn print_beats_vectors() {
         println!("```\n");
     };
     let beats = |env: &mut proto::Envelope| match env.body.as_mut() {
-        Some(proto::envelope::Body::Beats(b)) => **b,
+        Some(proto::envelope::Body::Beats(b)) => (**b).clone(),
         _ => unreachable!(),
     };
     let with = |f: &dyn Fn(&mut proto::Beats)| {
@@ -177,17 +177,42 @@ fn print_beats_vectors() {
     };
     print("beats", 2, &good, "accept");
     print("beats-acks", 4, &acks, "accept");
+    let entry = |b: &mut proto::Beats, a: proto::Algorithm| -> usize {
+        b.entries
+            .iter()
+            .position(|e| e.algorithm == a as i32)
+            .unwrap()
+    };
     let raft_priority = with(&|b| {
-        b.raft.as_mut().unwrap().priority = Some(proto::Priority {
+        let i = entry(b, proto::Algorithm::Raft);
+        b.entries[i].priority = Some(proto::Priority {
             term: 4,
             priority: 50,
         })
     });
     print("beats-priority-under-raft", 2, &raft_priority, "accept");
-    let outsider = with(&|b| b.ring.as_mut().unwrap().heartbeat.as_mut().unwrap().leader = 9);
+    let outsider = with(&|b| {
+        let i = entry(b, proto::Algorithm::Ring);
+        b.entries[i].heartbeat.as_mut().unwrap().leader = 9
+    });
     print("beats-leader-not-in-roster", 2, &outsider, "accept");
-    let empty = with(&|b| b.lcr = Some(proto::Beat::default()));
+    // A seventh group, unknown to this receiver (a newer node's): its entry alone.
+    let newer = with(&|b| {
+        let mut e = b.entries[b.entries.len() - 1];
+        e.algorithm = 7;
+        b.entries.push(e)
+    });
+    print("beats-unknown-group", 2, &newer, "accept");
+    let empty = with(&|b| {
+        let i = entry(b, proto::Algorithm::Lcr);
+        b.entries[i] = proto::Beat {
+            algorithm: proto::Algorithm::Lcr as i32,
+            ..Default::default()
+        }
+    });
     print("beats-empty-entry", 2, &empty, "drop invalid_field");
+    let unordered = with(&|b| b.entries.swap(0, 1));
+    print("beats-out-of-order", 2, &unordered, "drop invalid_field");
     let mut env = proto::Envelope::decode(good.as_slice()).unwrap();
     env.algorithm = proto::Algorithm::Bully as i32;
     print("beats-with-algorithm", 2, &sign(env), "drop algorithm");
