@@ -64,16 +64,22 @@ fn agreed(sim: &Sim, kind: AlgorithmKind, ids: &[NodeId]) -> Option<NodeId> {
 
 /// Time from the heal until nodes 1, 2 and 3 (a majority, up all along) follow one
 /// leader; `None` if they still do not 6 s after it.
-fn leaderless_after_heal(kind: AlgorithmKind, heal_after_kill: Duration) -> Option<Duration> {
+/// Five nodes with the run's timing, settled, then 5 drained and undrained as in the
+/// run: 4 leads and 5 follows it.
+fn four_leads(kind: AlgorithmKind) -> Sim {
     let mut sim = Sim::new(nemesis_config(kind)).expect("sim");
     sim.run_ops(&[Op::StartAll, Op::Elect(1), Op::Settle { max: ms(5000) }])
         .expect("start");
-    // As in the run: 5 was drained and undrained, so 4 leads and 5 follows it.
     sim.drain(5, true).expect("drain");
     sim.run_ops(&[Op::RunFor(ms(3000))]).expect("run");
     sim.drain(5, false).expect("undrain");
+    sim.run_ops(&[Op::RunFor(ms(3000))]).expect("run");
+    sim
+}
+
+fn leaderless_after_heal(kind: AlgorithmKind, heal_after_kill: Duration) -> Option<Duration> {
+    let mut sim = four_leads(kind);
     sim.run_ops(&[
-        Op::RunFor(ms(3000)),
         Op::Partition(vec![vec![5], vec![1, 2, 3, 4]]),
         Op::RunFor(ms(2826)),
         Op::Crash(4),
@@ -158,18 +164,9 @@ fn hs_a_member_back_from_a_cut_joins_the_older_round_at_once() {
 /// Returns the time from the heal until all five follow one leader (`None`: not
 /// within 6 s), for a heal `extra` after the majority agreed on its leader.
 fn minority_heal(kind: AlgorithmKind, extra: Duration) -> Option<Duration> {
-    let mut sim = Sim::new(nemesis_config(kind)).expect("sim");
-    sim.run_ops(&[Op::StartAll, Op::Elect(1), Op::Settle { max: ms(5000) }])
-        .expect("start");
-    // As in the run: 5 drained and undrained, so 4 leads.
-    sim.drain(5, true).expect("drain");
-    sim.run_ops(&[Op::RunFor(ms(3000))]).expect("run");
-    sim.drain(5, false).expect("undrain");
-    sim.run_ops(&[
-        Op::RunFor(ms(3000)),
-        Op::Partition(vec![vec![1, 4], vec![2, 3, 5]]),
-    ])
-    .expect("cut");
+    let mut sim = four_leads(kind);
+    sim.run_ops(&[Op::Partition(vec![vec![1, 4], vec![2, 3, 5]])])
+        .expect("cut");
     assert_eq!(
         agreed(&sim, kind, &[1, 2, 3, 4, 5]),
         Some(4),
