@@ -225,8 +225,17 @@ impl RingView {
     }
 
     /// An election message from another member arrived: this node is reached again.
+    /// A node whose elections reached nobody suspects every other member because it
+    /// was itself cut off; back in touch, it trusts them all again (a member that is
+    /// really down costs its S give-ups again, as in any election). Its next round
+    /// would otherwise go round only the members it happened to hear from: in the
+    /// nemesis run, node 5 came back through the drained node 4 alone, its lap went
+    /// 5, 4, 5 with nobody eligible on it, and LCR waited 2.55 s for a restart timer.
     pub(crate) fn heard_election(&mut self) {
         self.back_in_touch = self.futile > 0;
+        if self.back_in_touch {
+            self.forget_suspects();
+        }
         self.futile = 0;
         self.deferred = false;
     }

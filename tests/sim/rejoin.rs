@@ -122,13 +122,16 @@ fn leaderless_after_heal(kind: AlgorithmKind, heal_after_kill: Duration) -> Opti
 /// After the heal, the election under way needs at most one more link give-up (the
 /// message in flight to the returning member, G), one lap of the algorithm on the
 /// live ring (hops_per_member · n hops of the network's delay, 1 ms here), one
-/// heartbeat for the followers to hear the result, and the 10 ms the test checks at.
-/// Before the fix the majority waited for a restart timer drawn in [B, 2B].
+/// heartbeat for the followers to hear the result, and the 10 ms the test checks at;
+/// plus S give-ups for the member that is down (4): back in touch, node 5 trusts every
+/// member again, 4 included, as the timing model's ring rows count (S·G per member
+/// down). Before the fix the majority waited for a restart timer drawn in [B, 2B].
 fn check(kind: AlgorithmKind, hops_per_member: u32) {
     let cfg = nemesis_config(kind);
     let t = &cfg.timing;
     let lap = cfg.net.delay_max * (hops_per_member * 5);
-    let bound = cfg.link.give_up + lap + t.heartbeat + ms(10);
+    let down = cfg.link.give_up * electd::algorithms::ring_common::STRIKES;
+    let bound = cfg.link.give_up + lap + t.heartbeat + ms(10) + down;
     assert!(
         bound < election_bound(t, 5, hops_per_member),
         "the bound is below B"
@@ -230,4 +233,74 @@ fn lcr_a_healed_minority_follows_the_majority_leader_at_once() {
 #[test]
 fn hs_a_healed_minority_follows_the_majority_leader_at_once() {
     check_minority(AlgorithmKind::Hs, electd::algorithms::hs::HOPS_PER_MEMBER);
+}
+
+/// The nemesis run at `ab19aa1` (+509.5 s): node 5 cut off alone wins its own rounds
+/// and steps down (`require_quorum`); the majority's leader, 4, is drained; the cut
+/// heals while the majority elects without 4. Node 5, cut off, suspected every other
+/// member; back in touch through 4's message, it started a round above the majority's
+/// that went to 4 (drained) and back only: nobody eligible on that lap, and LCR was
+/// 2.55 s without a leader until a restart timer. Returns the time from the heal until
+/// all five agree (`None`: not within 6 s).
+fn drained_leader_and_a_cut_healed(
+    kind: AlgorithmKind,
+    cut: Duration,
+    gap: Duration,
+) -> Option<Duration> {
+    let mut sim = four_leads(kind);
+    sim.run_ops(&[
+        Op::Partition(vec![vec![5], vec![1, 2, 3, 4]]),
+        Op::RunFor(cut),
+    ])
+    .expect("cut");
+    sim.drain(4, true).expect("drain");
+    sim.run_ops(&[Op::RunFor(gap), Op::Heal]).expect("heal");
+    let healed = sim.now();
+    while sim.now() < healed + ms(6000) {
+        if agreed(&sim, kind, &[1, 2, 3, 4, 5]).is_some() {
+            return Some(sim.now() - healed);
+        }
+        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
+    }
+    None
+}
+
+/// The heal comes before the link gives up on the election's message to node 5 (G):
+/// the election needs that message's delivery, one lap and one heartbeat, as in
+/// [`check`], nobody being down. Before the fix LCR waited for a restart timer
+/// (3.49 s).
+fn check_drained(kind: AlgorithmKind, hops_per_member: u32) {
+    let cfg = nemesis_config(kind);
+    let t = &cfg.timing;
+    let lap = cfg.net.delay_max * (hops_per_member * 5);
+    let bound = cfg.link.give_up + lap + t.heartbeat + ms(10);
+    // From before node 5 wins its own round to well after it stepped down.
+    for cut in (2000..=4000).step_by(250) {
+        for gap in (0..=300).step_by(100) {
+            let took = drained_leader_and_a_cut_healed(kind, ms(cut), ms(gap));
+            assert!(
+                took.is_some_and(|d| d <= bound),
+                "{kind}: cut {cut} ms, 4 drained, healed {gap} ms later: all five agreed \
+                 {took:?} after the heal (bound {bound:?})"
+            );
+        }
+    }
+}
+
+#[test]
+fn ring_a_member_back_from_a_cut_trusts_the_others_again() {
+    check_drained(
+        AlgorithmKind::Ring,
+        electd::algorithms::ring::HOPS_PER_MEMBER,
+    );
+}
+
+#[test]
+fn lcr_a_member_back_from_a_cut_trusts_the_others_again() {
+    check_drained(AlgorithmKind::Lcr, electd::algorithms::lcr::HOPS_PER_MEMBER);
+}
+
+#[test]
+fn hs_a_member_back_from_a_cut_trusts_the_others_again() {
+    check_drained(AlgorithmKind::Hs, electd::algorithms::hs::HOPS_PER_MEMBER);
 }
