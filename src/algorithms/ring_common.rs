@@ -119,6 +119,9 @@ pub(crate) struct RingView {
     /// The election message being handled is the first one from another member
     /// since this node's elections reached nobody (see [`RingView::back_in_touch`]).
     back_in_touch: bool,
+    /// Members suspected while this node was cut off and trusted again when it came
+    /// back (see [`RingView::heard_election`]): one give-up skips such a member.
+    doubtful: BTreeSet<NodeId>,
 }
 
 /// What to do with a message the link gave up on ([`RingView::gave_up`]).
@@ -142,6 +145,7 @@ impl RingView {
             futile: 0,
             deferred: false,
             back_in_touch: false,
+            doubtful: BTreeSet::new(),
         }
     }
 
@@ -203,6 +207,12 @@ impl RingView {
         if peer == self.me || !self.contains(peer) || self.suspected.contains(&peer) {
             return Strike::Skip;
         }
+        if self.doubtful.remove(&peer) {
+            // Suspected before, while this node was cut off, and not heard since: one
+            // give-up is enough.
+            self.suspect(peer, bound, out);
+            return Strike::Skip;
+        }
         if let Some(i) = self.resent.iter().position(|(p, m)| *p == peer && m == msg) {
             self.resent.remove(i);
             self.suspect(peer, bound, out);
@@ -226,15 +236,17 @@ impl RingView {
 
     /// An election message from another member arrived: this node is reached again.
     /// A node whose elections reached nobody suspects every other member because it
-    /// was itself cut off; back in touch, it trusts them all again (a member that is
-    /// really down costs its S give-ups again, as in any election). Its next round
-    /// would otherwise go round only the members it happened to hear from: in the
-    /// nemesis run, node 5 came back through the drained node 4 alone, its lap went
-    /// 5, 4, 5 with nobody eligible on it, and LCR waited 2.55 s for a restart timer.
+    /// was itself cut off; back in touch, it trusts them all again, on probation: a
+    /// member that is really down is skipped after one give-up (G) instead of S. Its
+    /// next round would otherwise go round only the members it happened to hear from:
+    /// in the nemesis run, node 5 came back through the drained node 4 alone, its lap
+    /// went 5, 4, 5 with nobody eligible on it, and LCR waited 2.55 s for a restart
+    /// timer.
     pub(crate) fn heard_election(&mut self) {
         self.back_in_touch = self.futile > 0;
         if self.back_in_touch {
-            self.forget_suspects();
+            self.doubtful = std::mem::take(&mut self.suspected);
+            self.resent.clear();
         }
         self.futile = 0;
         self.deferred = false;
@@ -258,12 +270,14 @@ impl RingView {
     /// The expiry timer fired: trust everybody again.
     pub(crate) fn forget_suspects(&mut self) {
         self.suspected.clear();
+        self.doubtful.clear();
         self.resent.clear();
     }
 
     /// `peer` was heard from (directly or through a message it handled).
     pub(crate) fn trust(&mut self, peer: NodeId) {
         self.suspected.remove(&peer);
+        self.doubtful.remove(&peer);
         if !self.resent.is_empty() {
             self.resent.retain(|(p, _)| *p != peer);
         }
