@@ -64,6 +64,19 @@ fn agreed(sim: &Sim, kind: AlgorithmKind, ids: &[NodeId]) -> Option<NodeId> {
 
 /// Time from the heal until nodes 1, 2 and 3 (a majority, up all along) follow one
 /// leader; `None` if they still do not 6 s after it.
+/// Time from now until all five follow one leader, checked every 10 ms; `None` if
+/// they do not within 6 s.
+fn all_five_agree(sim: &mut Sim, kind: AlgorithmKind) -> Option<Duration> {
+    let from = sim.now();
+    while sim.now() < from + ms(6000) {
+        if agreed(sim, kind, &[1, 2, 3, 4, 5]).is_some() {
+            return Some(sim.now() - from);
+        }
+        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
+    }
+    None
+}
+
 /// Five nodes with the run's timing, settled, then 5 drained and undrained as in the
 /// run: 4 leads and 5 follows it.
 fn four_leads(kind: AlgorithmKind) -> Sim {
@@ -185,14 +198,7 @@ fn minority_heal(kind: AlgorithmKind, extra: Duration) -> Option<Duration> {
         sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
     }
     sim.run_ops(&[Op::RunFor(extra), Op::Heal]).expect("heal");
-    let healed = sim.now();
-    while sim.now() < healed + ms(6000) {
-        if agreed(&sim, kind, &[1, 2, 3, 4, 5]).is_some() {
-            return Some(sim.now() - healed);
-        }
-        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
-    }
-    None
+    all_five_agree(&mut sim, kind)
 }
 
 /// Once healed, the minority's members follow the majority's leader at its next
@@ -256,14 +262,7 @@ fn drained_leader_and_a_cut_healed(
     .expect("cut");
     sim.drain(4, true).expect("drain");
     sim.run_ops(&[Op::RunFor(gap), Op::Heal]).expect("heal");
-    let healed = sim.now();
-    while sim.now() < healed + ms(6000) {
-        if agreed(&sim, kind, &[1, 2, 3, 4, 5]).is_some() {
-            return Some(sim.now() - healed);
-        }
-        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
-    }
-    None
+    all_five_agree(&mut sim, kind)
 }
 
 /// The heal comes before the link gives up on the election's message to node 5 (G):
