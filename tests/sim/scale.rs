@@ -14,20 +14,9 @@ fn timing() -> Timing {
     electd::testkit::procs::ClusterTiming::failover().timing()
 }
 
+/// A busy start whose nodes take no time to handle a datagram.
 fn run(kind: AlgorithmKind, gap: Duration, order: StartOrder) -> BusyCost {
-    let timing = timing();
-    let link = LinkConfig::for_failure_timeout(timing.failure_timeout);
-    busy_start(&BusyStart {
-        algorithm: kind,
-        nodes: N,
-        timing,
-        link,
-        gap,
-        cost: Duration::ZERO,
-        order,
-        seed: 1,
-    })
-    .expect("simulation")
+    busy(kind, gap, Duration::ZERO, order)
 }
 
 /// Booted highest first, or in id order with less than one rank step (answer timeout
