@@ -132,6 +132,16 @@ fn leaderless_after_heal(kind: AlgorithmKind, heal_after_kill: Duration) -> Opti
     None
 }
 
+/// G + one lap + H + 10 ms: the give-up of a message in flight to a member cut off
+/// (G), one lap of the algorithm on the live ring (hops_per_member · n hops of the
+/// network's delay, 1 ms here), one heartbeat for the followers to hear the result,
+/// and the 10 ms the tests check at.
+fn in_flight_lap_beat(kind: AlgorithmKind, hops_per_member: u32) -> Duration {
+    let cfg = nemesis_config(kind);
+    let lap = cfg.net.delay_max * (hops_per_member * 5);
+    cfg.link.give_up + lap + cfg.timing.heartbeat + ms(10)
+}
+
 /// After the heal, the election under way needs at most one more link give-up (the
 /// message in flight to the returning member, G), one lap of the algorithm on the
 /// live ring (hops_per_member · n hops of the network's delay, 1 ms here), one
@@ -143,9 +153,7 @@ fn leaderless_after_heal(kind: AlgorithmKind, heal_after_kill: Duration) -> Opti
 fn check(kind: AlgorithmKind, hops_per_member: u32) {
     let cfg = nemesis_config(kind);
     let t = &cfg.timing;
-    let lap = cfg.net.delay_max * (hops_per_member * 5);
-    let down = cfg.link.give_up;
-    let bound = cfg.link.give_up + lap + t.heartbeat + ms(10) + down;
+    let bound = in_flight_lap_beat(kind, hops_per_member) + cfg.link.give_up;
     assert!(
         bound < election_bound(t, 5, hops_per_member),
         "the bound is below B"
@@ -270,10 +278,7 @@ fn drained_leader_and_a_cut_healed(
 /// [`check`], nobody being down. Before the fix LCR waited for a restart timer
 /// (3.49 s).
 fn check_drained(kind: AlgorithmKind, hops_per_member: u32) {
-    let cfg = nemesis_config(kind);
-    let t = &cfg.timing;
-    let lap = cfg.net.delay_max * (hops_per_member * 5);
-    let bound = cfg.link.give_up + lap + t.heartbeat + ms(10);
+    let bound = in_flight_lap_beat(kind, hops_per_member);
     // From before node 5 wins its own round to well after it stepped down.
     for cut in (2000..=4000).step_by(250) {
         for gap in (0..=300).step_by(100) {
