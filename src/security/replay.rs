@@ -14,19 +14,21 @@
 //! - **No single datagram moves a window for good** (docs/security.md, "One
 //!   datagram"). A higher incarnation (the sender restarted) starts a fresh window at
 //!   once, and the window it displaces is kept as a *rival* (in a side table, only
-//!   while it is pending); a datagram of the current incarnation more than [`WINDOW`]
+//!   while it is pending; at most [`RIVALS`] per sender, the lowest incarnation
+//!   dropped for a third); a datagram of the current incarnation more than [`WINDOW`]
 //!   counters ahead opens a rival window of its own. Datagrams of a rival are checked
 //!   and accepted in its window (the node's link does not deliver those of a rival
 //!   incarnation, by the same rule). A rival heard twice in a row (no datagram of the
 //!   current window in between) is taken: a displaced incarnation back where it was,
-//!   the one that displaced it forgotten (it was forged: it is silent); a counter jump
-//!   (more than [`WINDOW`] datagrams lost) as the window from then on, the old window
-//!   the rival in turn. A rival is dropped when the current window is heard twice in a
-//!   row. While an incarnation is kept as the rival, a further higher one replaces the
-//!   current window but not the rival, and a counter jump is refused (`replay`). A
-//!   lower incarnation is `stale_incarnation` unless it is the rival's, or the current
-//!   window has had only its first datagram (which may be the forged one) and there is
-//!   no rival yet.
+//!   the one that displaced it and any other rival forgotten (it was forged: it is
+//!   silent); a counter jump (more than [`WINDOW`] datagrams lost) as the window from
+//!   then on, the old window the rival in turn. The rivals are dropped when the
+//!   current window is heard twice in a row. While another incarnation is a rival, a
+//!   counter jump is refused (`replay`). A lower incarnation is `stale_incarnation`
+//!   unless it is a rival's, or the current window has had only its first datagram
+//!   (which may be the forged one) and there is no rival yet, or it is above a
+//!   rival's (a sender that restarted just before a forged datagram came: its real new
+//!   incarnation opens a rival window of its own).
 //! - An incarnation more than [`MAX_FUTURE`] (10 s) ahead of the receiver's clock is
 //!   `future_incarnation` and is **not** recorded (boot times that far ahead are not
 //!   real; the rival rule above is what keeps a forged incarnation inside the bound
@@ -174,14 +176,32 @@ struct Rival {
 /// Datagrams in a row that make a rival the window, or drop it.
 const IN_A_ROW: u8 = 2;
 
+/// Rival windows kept per sender: a restart not yet confirmed and one forged datagram
+/// after it need two (the lowest incarnation is dropped for a third).
+const RIVALS: usize = 2;
+
+/// Keep `r` among `rivals`, in place of one of its incarnation (a counter-jump rival),
+/// at most [`RIVALS`]: the lowest incarnation goes first (a later life of the sender
+/// ends every earlier one).
+fn keep(rivals: &mut Vec<Rival>, r: Rival) {
+    rivals.retain(|x| x.window.incarnation != r.window.incarnation);
+    rivals.push(r);
+    if rivals.len() > RIVALS {
+        let lowest = (0..rivals.len())
+            .min_by_key(|&k| rivals[k].window.incarnation)
+            .unwrap_or(0);
+        rivals.swap_remove(lowest);
+    }
+}
+
 /// Replay windows of every sender (see the module documentation).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ReplayGuard {
     /// Keyed by (sender, multicast group space?): a sender's group datagrams count in
     /// their own sequence, apart from the ones addressed to this node.
     peers: HashMap<(NodeId, bool), Sender>,
-    /// The rival window of a sender, while one is pending.
-    rivals: HashMap<(NodeId, bool), Rival>,
+    /// The rival windows of a sender (at most [`RIVALS`]), while one is pending.
+    rivals: HashMap<(NodeId, bool), Vec<Rival>>,
 }
 
 impl ReplayGuard {
@@ -235,21 +255,25 @@ impl ReplayGuard {
             }
             s.window.mark(counter);
             s.unconfirmed = false;
-            if let Some(r) = self.rivals.get_mut(&key) {
-                r.run = 0;
-                r.current_run = r.current_run.saturating_add(1);
-                if r.current_run >= IN_A_ROW {
+            if let Some(rs) = self.rivals.get_mut(&key) {
+                for r in rs.iter_mut() {
+                    r.run = 0;
+                    r.current_run = r.current_run.saturating_add(1);
+                }
+                rs.retain(|r| r.current_run < IN_A_ROW);
+                if rs.is_empty() {
                     self.rivals.remove(&key);
                 }
             }
             return Ok(());
         }
-        if let Some(r) = self
-            .rivals
-            .get_mut(&key)
-            .filter(|r| r.window.near(incarnation, counter))
-        {
+        let rs = self.rivals.entry(key).or_default();
+        if let Some(k) = rs.iter().position(|r| r.window.near(incarnation, counter)) {
+            let r = &mut rs[k];
             if r.window.seen(counter) {
+                if rs.is_empty() {
+                    self.rivals.remove(&key);
+                }
                 return Err(ReplayError::Replay(counter));
             }
             r.window.mark(counter);
@@ -264,55 +288,59 @@ impl ReplayGuard {
                     r.run = 0;
                 } else {
                     // An incarnation taken back where it was; the one that displaced
-                    // it is forgotten.
-                    if let Some(r) = self.rivals.remove(&key) {
-                        s.window = r.window;
-                    }
+                    // it (and any other rival) is forgotten.
+                    let r = rs.swap_remove(k);
+                    s.window = r.window;
+                    self.rivals.remove(&key);
                 }
             }
             return Ok(());
         }
         let current = s.window.incarnation;
         if incarnation == current && counter <= s.window.top {
+            if rs.is_empty() {
+                self.rivals.remove(&key);
+            }
             return Err(ReplayError::Replay(counter));
         }
         let was_unconfirmed = std::mem::replace(&mut s.unconfirmed, false);
         if incarnation > current {
             // A restart (or a forged datagram): the window at once. The one it
-            // displaces is the rival, unless an incarnation is kept as the rival
-            // already (the current one was never confirmed against it).
+            // displaces is a rival (in place of a counter-jump rival of its
+            // incarnation).
             let mut window = Window::new(incarnation);
             window.mark(counter);
             let old = std::mem::replace(&mut s.window, window);
-            match self.rivals.get_mut(&key) {
-                Some(r) if r.window.incarnation != current => {
-                    r.run = 0;
-                    r.current_run = 0;
-                }
-                _ => {
-                    self.rivals.insert(
-                        key,
-                        Rival {
-                            window: old,
-                            run: 0,
-                            current_run: 0,
-                        },
-                    );
-                }
+            for r in rs.iter_mut() {
+                r.run = 0;
+                r.current_run = 0;
             }
+            keep(
+                rs,
+                Rival {
+                    window: old,
+                    run: 0,
+                    current_run: 0,
+                },
+            );
             return Ok(());
         }
-        let rival = self.rivals.get(&key);
         let open = if incarnation == current {
-            // A counter jump, unless an incarnation is kept as the rival.
-            rival.is_none_or(|r| r.window.incarnation == current)
+            // A counter jump, unless another incarnation is a rival.
+            rs.iter().all(|r| r.window.incarnation == current)
         } else {
-            // Lower than a first datagram, which may have been forged.
-            was_unconfirmed && rival.is_none()
+            // Lower: after a first datagram (which may have been forged), or a later
+            // life than a pending rival (the sender restarted, and one forged datagram
+            // came before its new life was confirmed).
+            (was_unconfirmed && rs.is_empty())
+                || rs.iter().any(|r| r.window.incarnation < incarnation)
         };
         if !open {
             // Refused: no change (the flag as it was).
             s.unconfirmed = was_unconfirmed;
+            if rs.is_empty() {
+                self.rivals.remove(&key);
+            }
             return Err(if incarnation == current {
                 ReplayError::Replay(counter)
             } else {
@@ -324,8 +352,8 @@ impl ReplayGuard {
         }
         let mut window = Window::new(incarnation);
         window.mark(counter);
-        self.rivals.insert(
-            key,
+        keep(
+            rs,
             Rival {
                 window,
                 run: 1,
@@ -343,7 +371,7 @@ impl ReplayGuard {
     #[cfg(test)]
     /// Senders with a rival window pending (a restart or a forgery not yet settled).
     pub(crate) fn rivals_pending(&self) -> usize {
-        self.rivals.len()
+        self.rivals.values().map(Vec::len).sum()
     }
 }
 
@@ -496,5 +524,46 @@ mod tests {
             g.check(3, NOW - 1, 1, NOW).map_err(|e| e.reason()),
             Err("stale_incarnation")
         );
+    }
+
+    /// A restart not yet confirmed, then one forged datagram from further ahead (the
+    /// nemesis run at fb9bbe7): the sender's real new incarnation, between its old
+    /// window (still a pending rival) and the forged one, opens a rival window of its
+    /// own and is the window at its second datagram, whether one of its datagrams came
+    /// before the forged one or none; the old incarnation is stale after that.
+    #[test]
+    fn a_restart_then_one_forged_datagram_moves_no_window_for_good() {
+        let restart = NOW + 3_000_000;
+        let forged = restart + MAX_FUTURE - 1;
+        for heard_first in [0, 1] {
+            let mut g = ReplayGuard::new();
+            for c in 1..=5 {
+                assert_eq!(g.check(2, NOW, c, NOW), Ok(()));
+            }
+            let mut c = 1;
+            for _ in 0..heard_first {
+                assert_eq!(g.check(2, restart, c, restart), Ok(()));
+                c += 1;
+            }
+            assert_eq!(g.check(2, forged, 1, restart), Ok(()));
+            assert_eq!(g.incarnation_of(2), Some(forged));
+            assert_eq!(g.check(2, restart, c, restart), Ok(()), "{heard_first}");
+            assert_eq!(g.check(2, restart, c + 1, restart), Ok(()), "{heard_first}");
+            assert_eq!(g.incarnation_of(2), Some(restart), "{heard_first}");
+            assert_eq!(g.rivals_pending(), 0);
+            assert_eq!(g.check(2, restart, c, restart), Err(ReplayError::Replay(c)));
+            assert_eq!(
+                g.check(2, NOW, 6, restart).map_err(|e| e.reason()),
+                Err("stale_incarnation")
+            );
+        }
+        // Bounded: a third pending incarnation drops the lowest.
+        let mut g = ReplayGuard::new();
+        assert_eq!(g.check(2, NOW, 1, NOW), Ok(()));
+        assert_eq!(g.check(2, NOW, 2, NOW), Ok(()));
+        for k in 1..=4 {
+            assert_eq!(g.check(2, NOW + k, 1, NOW), Ok(()));
+        }
+        assert_eq!(g.rivals_pending(), RIVALS);
     }
 }

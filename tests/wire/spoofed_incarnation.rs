@@ -256,6 +256,29 @@ impl Net {
         self.deliver();
     }
 
+    /// Restart member `id` in a new incarnation (now), its state kept as a state file
+    /// would not matter here: a fresh node and gate. Its first datagrams are left in
+    /// its output, not yet on the wire (the caller decides what the others hear first).
+    fn restart(&mut self, id: NodeId, keys: Option<Keyring>) {
+        let incarnation = self.now_us();
+        let (now, timing) = (self.now, self.timing.clone());
+        let m = self.m(id);
+        m.node = Node::new(NodeConfig {
+            id,
+            ring: IDS.into(),
+            algorithms: KINDS.to_vec(),
+            timing,
+            options: Options::default(),
+            link: LinkConfig::default(),
+            incarnation,
+            seed: u64::from(id) + 100,
+        })
+        .unwrap();
+        m.gate = gate(id, keys);
+        m.incarnation = incarnation;
+        m.node.start(now, true);
+    }
+
     /// Run until `window` after now and return how long after now the groups were
     /// last not all following one leader (`None`: they always were), and the leaders
     /// at the end.
@@ -344,6 +367,73 @@ fn a_heartbeat_from_9s_ahead_cuts_no_one_off_insecure() {
 #[test]
 fn a_heartbeat_from_9s_ahead_cuts_no_one_off_forged_by_an_insider() {
     heartbeat_from_9s_ahead(Mode::Insider);
+}
+
+/// The nemesis run at fb9bbe7: a member restarted, and before the others heard its
+/// new incarnation twice (a follower that talks to few peers), one heartbeat "from" it
+/// 9 s ahead reached one of them. The real new incarnation lay between the old one
+/// (kept as the rival) and the forged one: it was refused as stale until the member
+/// restarted again past the forged time (15 s there). Every node must follow a live
+/// leader within the bound, whether the forged datagram comes before any datagram of
+/// the new incarnation or after its first.
+fn forged_right_after_a_restart(mode: Mode) {
+    for heard_first in [0usize, 1] {
+        let mut net = Net::settled(mode);
+        let before: Vec<Option<NodeId>> = KINDS.iter().map(|&k| net.leader(k)).collect();
+        assert_eq!(KINDS[0], BULLY);
+        // The member that restarts: Bully's leader, which leads it again at once (the
+        // highest id), so a node cut off from it has no Bully leader.
+        let restarted = before[0].unwrap();
+        let victim = IDS.into_iter().find(|&id| id != restarted).unwrap();
+        net.run(Duration::from_millis(5));
+        net.restart(restarted, mode.cluster_keys());
+        // Its first `heard_first` datagrams to the victim arrive before the forged one.
+        let out: Vec<(NodeId, Datagram)> = net.m(restarted).node.drain_transmits().collect();
+        net.m(restarted).node.discard_events();
+        let mut to_victim = 0;
+        for (to, d) in out {
+            if to == victim {
+                if to_victim >= heard_first {
+                    continue; // lost
+                }
+                to_victim += 1;
+            }
+            let bytes = net.m(restarted).gate.seal(to, &d).unwrap();
+            net.wire.push_back((to, bytes, addr(restarted)));
+        }
+        net.deliver();
+        let (_, term) = net.views(BULLY)[victim as usize - 1];
+        let forged = datagram(
+            restarted,
+            net.now_us() + AHEAD_US,
+            0,
+            BULLY,
+            Message::Heartbeat {
+                term,
+                leader: restarted,
+            },
+        );
+        net.inject(victim, &forged, mode.forger_keys(), 1);
+        let what = format!("{mode:?}, {heard_first} datagram(s) of the restart first");
+        assert_recovers(&mut net, &what);
+        // And the victim hears the restarted member's real incarnation.
+        let real = net.members[restarted as usize - 1].incarnation;
+        let gate_has = net.members[victim as usize - 1]
+            .gate
+            .incarnation_of(restarted);
+        assert_eq!(gate_has, Some(real), "{what}");
+        assert_eq!(net.invalid(victim, "stale_incarnation"), 0, "{what}");
+    }
+}
+
+#[test]
+fn a_heartbeat_from_9s_ahead_of_a_member_just_restarted_cuts_no_one_off_insecure() {
+    forged_right_after_a_restart(Mode::Insecure);
+}
+
+#[test]
+fn a_heartbeat_from_9s_ahead_of_a_member_just_restarted_cuts_no_one_off_forged_by_an_insider() {
+    forged_right_after_a_restart(Mode::Insider);
 }
 
 /// One forged datagram in `mode`: `make(net)` gives (sender, receiver, group,

@@ -6,9 +6,9 @@ use super::peers::{HAS_ABOVE, UNCONFIRMED};
 use super::{Inbound, Link};
 use crate::NodeId;
 
-/// The incarnation of a peer that a higher one displaced (or, after a first datagram,
-/// a lower one), while it may still be taken back (see the link's module documentation): in
-/// [`Link::rivals`], absent otherwise.
+/// An incarnation of a peer other than the current one that may still be taken back
+/// (see the link's module documentation): one a higher one displaced, one lower than
+/// a first datagram, or a later life than a pending one; in [`Link::rivals`].
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Rival {
     pub(super) incarnation: u64,
@@ -20,9 +20,29 @@ pub(super) struct Rival {
     pub(super) current_run: u8,
 }
 
+/// The rivals of one peer (at most [`RIVALS`]).
+pub(super) type Rivals = Vec<Rival>;
+
 /// Datagrams in a row that take a rival incarnation back, or confirm the current one
 /// against it.
 pub(super) const IN_A_ROW: u8 = 2;
+
+/// Rival incarnations kept per peer: a restart not yet confirmed and one forged
+/// datagram after it need two (the lowest is dropped for a third).
+pub(super) const RIVALS: usize = 2;
+
+/// Keep `r` among `rivals` (replacing one of its incarnation), at most [`RIVALS`]: the
+/// lowest incarnation goes first (a later life of the peer ends every earlier one).
+fn keep(rivals: &mut Rivals, r: Rival) {
+    rivals.retain(|x| x.incarnation != r.incarnation);
+    rivals.push(r);
+    if rivals.len() > RIVALS {
+        let lowest = (0..rivals.len())
+            .min_by_key(|&k| rivals[k].incarnation)
+            .unwrap_or(0);
+        rivals.swap_remove(lowest);
+    }
+}
 
 impl Link {
     /// Which incarnation of the peer at position `i` (`id`) is heard, given one more
@@ -41,10 +61,13 @@ impl Link {
             if self.peers[i].has(UNCONFIRMED) {
                 self.peers[i].set(UNCONFIRMED, false);
             }
-            if let Some(r) = self.rivals.get_mut(&key) {
-                r.run = 0;
-                r.current_run = r.current_run.saturating_add(1);
-                if r.current_run >= IN_A_ROW {
+            if let Some(rs) = self.rivals.get_mut(&key) {
+                for r in rs.iter_mut() {
+                    r.run = 0;
+                    r.current_run = r.current_run.saturating_add(1);
+                }
+                rs.retain(|r| r.current_run < IN_A_ROW);
+                if rs.is_empty() {
                     self.rivals.remove(&key);
                 }
             }
@@ -57,8 +80,8 @@ impl Link {
             return None;
         }
         let own_floor = self.in_floor(i);
-        if let Some(r) = self.rivals.get_mut(&key) {
-            if r.incarnation == incarnation {
+        if let Some(rs) = self.rivals.get_mut(&key) {
+            if let Some(r) = rs.iter_mut().find(|r| r.incarnation == incarnation) {
                 r.run = r.run.saturating_add(1);
                 r.current_run = 0;
                 if r.run < IN_A_ROW {
@@ -66,7 +89,8 @@ impl Link {
                     return Some(Inbound::Provisional);
                 }
                 // Heard twice in a row while the current one was silent: taken back
-                // where it was, and the one that displaced it forgotten.
+                // where it was, and the one that displaced it (and any other rival)
+                // forgotten.
                 let floor = r.floor;
                 self.rivals.remove(&key);
                 self.stats.incarnation_changes += 1;
@@ -76,35 +100,39 @@ impl Link {
         }
         if incarnation > heard {
             // A restart (or a forged datagram): heard at once. The incarnation it
-            // displaces is kept as the rival, unless one is kept already (the current
-            // one was never confirmed against it).
-            match self.rivals.get_mut(&key) {
-                Some(r) => {
-                    r.run = 0;
-                    r.current_run = 0;
-                }
-                None => {
-                    self.rivals.insert(
-                        key,
-                        Rival {
-                            incarnation: heard,
-                            floor: own_floor,
-                            run: 0,
-                            current_run: 0,
-                        },
-                    );
-                }
+            // displaces is kept as a rival.
+            let rs = self.rivals.entry(key).or_default();
+            for r in rs.iter_mut() {
+                r.run = 0;
+                r.current_run = 0;
             }
+            keep(
+                rs,
+                Rival {
+                    incarnation: heard,
+                    floor: own_floor,
+                    run: 0,
+                    current_run: 0,
+                },
+            );
             self.peers[i].set(UNCONFIRMED, false);
             self.stats.incarnation_changes += 1;
             self.adopt(i, id, incarnation, 0);
             return None;
         }
-        if self.peers[i].has(UNCONFIRMED) && !self.rivals.contains_key(&key) {
-            // Lower than the first incarnation heard, which may have been forged.
+        // Lower than the current incarnation: a rival of its own if the current one
+        // may have been forged — it is the first one heard, or a higher one displaced
+        // an incarnation still pending below this one (the peer restarted, and one
+        // forged datagram came before its new life was confirmed).
+        let first = self.peers[i].has(UNCONFIRMED) && !self.rivals.contains_key(&key);
+        let later_life = self
+            .rivals
+            .get(&key)
+            .is_some_and(|rs| rs.iter().any(|r| r.incarnation < incarnation));
+        if first || later_life {
             self.peers[i].set(UNCONFIRMED, false);
-            self.rivals.insert(
-                key,
+            keep(
+                self.rivals.entry(key).or_default(),
                 Rival {
                     incarnation,
                     floor: 0,
@@ -179,8 +207,11 @@ mod tests {
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Duplicate);
         d.incarnation = 1 << 33;
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Deliver);
-        d.incarnation = 8;
+        d.incarnation = 6;
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Stale);
+        // 8 is a later life than 7, still pending as the rival: a rival of its own.
+        d.incarnation = 8;
+        assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Provisional);
         assert_eq!(link.in_incarnation(link.index.find(3).unwrap()), 1 << 33);
     }
 
@@ -248,5 +279,46 @@ mod tests {
         assert!(link.rivals.is_empty());
         // Once confirmed, a lower incarnation is stale.
         assert_eq!(link.receive(t, &with(boot - 1, 1)).0, Inbound::Stale);
+    }
+
+    /// A restart not yet confirmed, then one forged datagram from further ahead (the
+    /// nemesis run at fb9bbe7): the real new incarnation, between the old one (still
+    /// pending) and the forged one, is a rival of its own and taken back at its second
+    /// datagram in a row, whether the node had heard it once before the forged one or
+    /// not at all; the old life is stale after that.
+    #[test]
+    fn a_restart_then_one_forged_datagram_cuts_nothing_off() {
+        let boot = 1_700_000_000_000_000u64;
+        let restart = boot + 3_000_000;
+        let forged = restart + 9_000_000;
+        let with = |inc: u64, seq: u64| Datagram {
+            incarnation: inc,
+            ..reliable(2, seq)
+        };
+        let t = Duration::ZERO;
+        for heard_first in [0, 1] {
+            let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
+            let i = link.position(2);
+            for seq in 1..=3 {
+                assert_eq!(link.receive(t, &with(boot, seq)).0, Inbound::Deliver);
+            }
+            let mut seq = 1;
+            for _ in 0..heard_first {
+                assert_eq!(link.receive(t, &with(restart, seq)).0, Inbound::Deliver);
+                seq += 1;
+            }
+            assert_eq!(link.receive(t, &with(forged, 1)).0, Inbound::Deliver);
+            assert_eq!(link.in_incarnation(i), forged);
+            // The real new life: its first datagram held back (not acked), taken at the
+            // second, where it was.
+            let (verdict, ack, _) = link.receive(t, &with(restart, seq));
+            assert_eq!((verdict, ack), (Inbound::Provisional, None), "{heard_first}");
+            assert_eq!(link.receive(t, &with(restart, seq)).0, Inbound::Deliver);
+            assert_eq!(link.in_incarnation(i), restart, "{heard_first}");
+            assert_eq!(link.in_floor(i), seq);
+            assert!(link.rivals.is_empty(), "the forged and the old forgotten");
+            assert_eq!(link.receive(t, &with(boot, 4)).0, Inbound::Stale);
+            assert_eq!(link.receive(t, &with(restart, seq + 1)).0, Inbound::Deliver);
+        }
     }
 }

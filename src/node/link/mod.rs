@@ -40,14 +40,15 @@
 //! No single datagram cuts a peer off (docs/security.md, "One datagram"). A higher
 //! incarnation is heard at once (a restart costs nothing), but the incarnation it
 //! displaces is kept as a *rival*, with its receive floor, in a side table while it is
-//! pending: if the displaced incarnation then talks twice in a row (no datagram of the
-//! new one in between; its first datagram is not delivered nor acked), it is taken
-//! back where it was and the new one forgotten — the new one was forged, and is
-//! silent. The rival is forgotten once the new incarnation is heard twice in a row.
-//! While a rival is pending, a further higher incarnation replaces the current one but
-//! not the rival. A lower incarnation is stale unless it is the rival, or the current
-//! one was heard once only (the first datagram ever heard from a peer may be the
-//! forged one: the lower one then becomes the rival).
+//! pending (at most two per peer; a third drops the lowest): if a rival then talks
+//! twice in a row (no datagram of the current one in between; its first datagram is
+//! not delivered nor acked), it is taken back where it was and the current one (and
+//! any other rival) forgotten — the current one was forged, and is silent. The rivals
+//! are forgotten once the current incarnation is heard twice in a row. A lower
+//! incarnation is stale unless it is a rival, or the current one was heard once only
+//! (the first datagram ever heard from a peer may be the forged one: the lower one
+//! then becomes the rival), or it is above a pending rival (a peer that restarted just
+//! before a forged datagram came: its real new life becomes a rival of its own).
 //!
 //! The parts, one job each: [`Link`] and what it reports are here; the two directions
 //! of a datagram in `protocol.rs`, retransmission and the verdicts in `retransmit.rs`,
@@ -67,7 +68,7 @@ use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::message::Message;
 use crate::node::fxhash::FxHashMap;
 use crate::NodeId;
-use incarnation::Rival;
+use incarnation::Rivals;
 use peers::{PeerIndex, Peers, Wide};
 use slab::{Due, Kept, Slot, NIL};
 use std::cmp::Reverse;
@@ -176,8 +177,8 @@ pub(crate) struct Link {
     wide: FxHashMap<u32, Wide>,
     /// Incarnations past 32 bits (flag [`WIDE_INCARNATION`]), by peer position.
     wide_incarnation: FxHashMap<u32, u64>,
-    /// The rival incarnation of a peer, by position, while one is pending.
-    rivals: FxHashMap<u32, Rival>,
+    /// The rival incarnations of a peer, by position, while one is pending.
+    rivals: FxHashMap<u32, Rivals>,
     /// Per sender, the broadcast sequences delivered (incarnation kept in `peers`).
     inbound_broadcast: FxHashMap<NodeId, Window>,
     /// The latest flights (messages first sent at one instant, a fan-out) and when an
