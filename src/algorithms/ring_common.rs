@@ -536,7 +536,21 @@ pub(crate) fn timer_fired(a: &mut impl RingMember, timer: Timer, out: &mut Out) 
     }
     if timer == Timer::Retry {
         let deferred = std::mem::take(&mut a.view().deferred);
-        if a.busy() || a.leader().is_none() || deferred {
+        let me = a.me();
+        // A round that stalled while this node kept following a live leader it does
+        // not outrank (its detector still hears it; the round was another member's,
+        // started when it came back from a cut and then left for that same leader): a
+        // new round would only unseat that leader. The nemesis run's nodes 1 and 2
+        // stayed in such a round for the whole restart bound and then started one
+        // that the leader joined just before it was drained: LCR 3.85 s without a
+        // leader. The node leaves the round instead.
+        let moot = a.busy()
+            && !deferred
+            && a.leader()
+                .is_some_and(|l| l != me && !a.cfg().outranks(me, l));
+        if moot {
+            a.stand_down(0, out);
+        } else if a.busy() || a.leader().is_none() || deferred {
             a.elect_above(0, out);
         }
     }

@@ -309,3 +309,111 @@ fn lcr_a_member_back_from_a_cut_trusts_the_others_again() {
 fn hs_a_member_back_from_a_cut_trusts_the_others_again() {
     check_drained(AlgorithmKind::Hs, electd::algorithms::hs::HOPS_PER_MEMBER);
 }
+
+/// The nemesis run at `fb9bbe7` (+501.8 s to +510.5 s): node 3, cut off alone, came
+/// back with its own round; nodes 1 and 2 joined it, node 3 then followed the live
+/// leader (4) again and the round died there. Nodes 1 and 2 stayed in it, following 4,
+/// for the whole restart bound, then started a round above it that 4 joined; 4 was
+/// drained meanwhile, its id had swallowed 3's, and the round found nobody eligible:
+/// LCR 3.85 s without a leader. A member whose round stalls while it follows a live
+/// leader it does not outrank now leaves the round. Returns the term of the leader's
+/// group at every node 6 s after node 3 came back, and whether 4 led throughout.
+fn a_member_back_with_its_own_round(kind: AlgorithmKind) -> (Vec<u64>, bool) {
+    let mut sim = four_leads(kind);
+    let term = |sim: &Sim, id: NodeId| {
+        sim.node(id)
+            .and_then(|n| n.group_status(kind))
+            .map(|s| s.term)
+    };
+    let before = term(&sim, 4).expect("4 runs");
+    sim.run_ops(&[
+        Op::Partition(vec![vec![3], vec![1, 2, 4, 5]]),
+        Op::RunFor(ms(1210)),
+        Op::Heal,
+    ])
+    .expect("cut");
+    let healed = sim.now();
+    let mut led = true;
+    while sim.now() < healed + ms(6000) {
+        led &= agreed(&sim, kind, &[1, 2, 4, 5]) == Some(4);
+        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
+    }
+    let terms = (1..=5)
+        .map(|id| term(&sim, id).unwrap_or(0))
+        .collect::<Vec<_>>();
+    assert!(terms.iter().all(|&t| t >= before));
+    (terms.into_iter().map(|t| t - before).collect(), led)
+}
+
+/// Node 3's return costs the leader nothing: 4 leads throughout, with the term it had
+/// (before the fix the stale round's restart made 4 win a new term, or drained, lose).
+fn check_own_round(kind: AlgorithmKind) {
+    let (moved, led) = a_member_back_with_its_own_round(kind);
+    assert!(led, "{kind}: 4 stopped leading after node 3 came back");
+    assert_eq!(moved, vec![0; 5], "{kind}: terms moved by {moved:?}");
+}
+
+#[test]
+fn ring_a_member_back_with_its_own_round_leaves_the_leader_in_place() {
+    check_own_round(AlgorithmKind::Ring);
+}
+
+#[test]
+fn lcr_a_member_back_with_its_own_round_leaves_the_leader_in_place() {
+    check_own_round(AlgorithmKind::Lcr);
+}
+
+// (HS has no such stall: node 3's probes reach both its neighbours and every member
+// joins, the round completes within 40 ms and elects node 5, the highest.)
+
+/// The whole stretch: after node 3's return, node 5 cut off alone, the leader 4
+/// drained late in that cut, the cut healed shortly after: all five agree within G +
+/// one lap + H of the heal (before the fix LCR took up to 2.9 s here, ring 0.6 s).
+fn check_older_round_and_drain(kind: AlgorithmKind, hops_per_member: u32) {
+    let bound = in_flight_lap_beat(kind, hops_per_member);
+    for back_after in [1000u64, 1210] {
+        for wait in [720u64, 1000] {
+            for cut in [3030u64, 3250] {
+                for gap in [100u64, 220] {
+                    let mut sim = four_leads(kind);
+                    sim.run_ops(&[
+                        Op::Partition(vec![vec![3], vec![1, 2, 4, 5]]),
+                        Op::RunFor(ms(back_after)),
+                        Op::Heal,
+                        Op::RunFor(ms(wait)),
+                        Op::Partition(vec![vec![5], vec![1, 2, 3, 4]]),
+                        Op::RunFor(ms(cut)),
+                    ])
+                    .expect("faults");
+                    sim.drain(4, true).expect("drain");
+                    sim.run_ops(&[Op::RunFor(ms(gap)), Op::Heal]).expect("heal");
+                    let took = all_five_agree(&mut sim, kind);
+                    assert!(
+                        took.is_some_and(|d| d <= bound),
+                        "{kind}: 3 back after {back_after} ms, 5 cut {wait} ms later for \
+                         {cut} ms, 4 drained {gap} ms before the heal: all five agreed \
+                         {took:?} after the heal (bound {bound:?})"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn ring_an_older_round_and_a_drained_leader_cost_one_lap() {
+    check_older_round_and_drain(
+        AlgorithmKind::Ring,
+        electd::algorithms::ring::HOPS_PER_MEMBER,
+    );
+}
+
+#[test]
+fn lcr_an_older_round_and_a_drained_leader_cost_one_lap() {
+    check_older_round_and_drain(AlgorithmKind::Lcr, electd::algorithms::lcr::HOPS_PER_MEMBER);
+}
+
+#[test]
+fn hs_an_older_round_and_a_drained_leader_cost_one_lap() {
+    check_older_round_and_drain(AlgorithmKind::Hs, electd::algorithms::hs::HOPS_PER_MEMBER);
+}

@@ -312,7 +312,11 @@ mod tests {
             // The real new life: its first datagram held back (not acked), taken at the
             // second, where it was.
             let (verdict, ack, _) = link.receive(t, &with(restart, seq));
-            assert_eq!((verdict, ack), (Inbound::Provisional, None), "{heard_first}");
+            assert_eq!(
+                (verdict, ack),
+                (Inbound::Provisional, None),
+                "{heard_first}"
+            );
             assert_eq!(link.receive(t, &with(restart, seq)).0, Inbound::Deliver);
             assert_eq!(link.in_incarnation(i), restart, "{heard_first}");
             assert_eq!(link.in_floor(i), seq);
