@@ -417,3 +417,50 @@ fn lcr_an_older_round_and_a_drained_leader_cost_one_lap() {
 fn hs_an_older_round_and_a_drained_leader_cost_one_lap() {
     check_older_round_and_drain(AlgorithmKind::Hs, electd::algorithms::hs::HOPS_PER_MEMBER);
 }
+
+#[test]
+fn zz_hs_kill() {
+    use electd::trace::{Record, Recorder};
+    for kind in [AlgorithmKind::Hs, AlgorithmKind::Lcr, AlgorithmKind::Ring] {
+        let mut sim = four_leads(kind);
+        sim.run_ops(&[
+            Op::Crash(3),
+            Op::RunFor(ms(1650)),
+            Op::Partition(vec![vec![5], vec![1, 2, 3, 4]]),
+            Op::RunFor(ms(1760)),
+            Op::Restart { node: 3, elect: false },
+            Op::RunFor(ms(670)),
+            Op::Heal,
+            Op::RunFor(ms(570)),
+        ])
+        .unwrap();
+        println!("{kind} before: {:?}", (1..=5).map(|id| sim.node(id).and_then(|n| n.group_status(kind)).map(|s| (s.leader, s.term))).collect::<Vec<_>>());
+        sim.set_trace(Recorder::new(1_000_000));
+        sim.run_ops(&[Op::Crash(4)]).unwrap();
+        let from = sim.now();
+        let mut took = None;
+        while sim.now() < from + ms(6000) {
+            if agreed(&sim, kind, &[1, 2, 3, 5]).is_some_and(|l| l != 4) {
+                took = Some(sim.now() - from);
+                break;
+            }
+            sim.run_ops(&[Op::RunFor(ms(10))]).unwrap();
+        }
+        println!("{kind}: {took:?}");
+        if kind == AlgorithmKind::Hs {
+            let recs = sim.take_trace().unwrap().finish();
+            for r in &recs {
+                match r {
+                    Record::Send(m) | Record::Retransmit(m) => {
+                        if m.kind.starts_with("heartbeat") { continue; }
+                        let re = matches!(r, Record::Retransmit(_));
+                        println!("{:>6} {} #{} {}->{} {}", m.t / 1000, if re { "RETX" } else { "send" }, m.id, m.from, m.to, m.body);
+                    }
+                    Record::Timer { t, node, timer, .. } if !timer.starts_with("heartbeat") => println!("{:>6} timer n{node} {}", t / 1000, &**timer),
+                    Record::State { .. } => println!("{:?}", r),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
