@@ -14,7 +14,7 @@
 //! - **No single datagram moves a window for good** (docs/security.md, "One
 //!   datagram"). A higher incarnation (the sender restarted) starts a fresh window at
 //!   once, and the window it displaces is kept as a *rival* (in a side table, only
-//!   while it is pending; at most [`RIVALS`] per sender, the lowest incarnation
+//!   while it is pending; at most [`rivals::RIVALS`] per sender, the lowest incarnation
 //!   dropped for a third); a datagram of the current incarnation more than [`WINDOW`]
 //!   counters ahead opens a rival window of its own. Datagrams of a rival are checked
 //!   and accepted in its window (the node's link does not deliver those of a rival
@@ -43,6 +43,7 @@
 //! that restarts accepts, once each, datagrams of its peers' *current* incarnations
 //! that it had already seen before the restart.
 
+use crate::node::link::rivals::{self, keep, IN_A_ROW};
 use crate::NodeId;
 use std::collections::HashMap;
 
@@ -173,24 +174,12 @@ struct Rival {
     current_run: u8,
 }
 
-/// Datagrams in a row that make a rival the window, or drop it.
-const IN_A_ROW: u8 = 2;
-
-/// Rival windows kept per sender: a restart not yet confirmed and one forged datagram
-/// after it need two (the lowest incarnation is dropped for a third).
-const RIVALS: usize = 2;
-
-/// Keep `r` among `rivals`, in place of one of its incarnation (a counter-jump rival),
-/// at most [`RIVALS`]: the lowest incarnation goes first (a later life of the sender
-/// ends every earlier one).
-fn keep(rivals: &mut Vec<Rival>, r: Rival) {
-    rivals.retain(|x| x.window.incarnation != r.window.incarnation);
-    rivals.push(r);
-    if rivals.len() > RIVALS {
-        let lowest = (0..rivals.len())
-            .min_by_key(|&k| rivals[k].window.incarnation)
-            .unwrap_or(0);
-        rivals.swap_remove(lowest);
+impl rivals::Rival for Rival {
+    fn incarnation(&self) -> u64 {
+        self.window.incarnation
+    }
+    fn runs(&mut self) -> (&mut u8, &mut u8) {
+        (&mut self.run, &mut self.current_run)
     }
 }
 
@@ -200,7 +189,7 @@ pub(crate) struct ReplayGuard {
     /// Keyed by (sender, multicast group space?): a sender's group datagrams count in
     /// their own sequence, apart from the ones addressed to this node.
     peers: HashMap<(NodeId, bool), Sender>,
-    /// The rival windows of a sender (at most [`RIVALS`]), while one is pending.
+    /// The rival windows of a sender (at most [`rivals::RIVALS`]), while one is pending.
     rivals: HashMap<(NodeId, bool), Vec<Rival>>,
 }
 
@@ -256,11 +245,7 @@ impl ReplayGuard {
             s.window.mark(counter);
             s.unconfirmed = false;
             if let Some(rs) = self.rivals.get_mut(&key) {
-                for r in rs.iter_mut() {
-                    r.run = 0;
-                    r.current_run = r.current_run.saturating_add(1);
-                }
-                rs.retain(|r| r.current_run < IN_A_ROW);
+                rivals::heard_current(rs);
                 if rs.is_empty() {
                     self.rivals.remove(&key);
                 }
@@ -564,6 +549,6 @@ mod tests {
         for k in 1..=4 {
             assert_eq!(g.check(2, NOW + k, 1, NOW), Ok(()));
         }
-        assert_eq!(g.rivals_pending(), RIVALS);
+        assert_eq!(g.rivals_pending(), rivals::RIVALS);
     }
 }

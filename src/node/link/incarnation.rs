@@ -3,6 +3,7 @@
 //! rules are in the [link's module documentation](super)).
 
 use super::peers::{HAS_ABOVE, UNCONFIRMED};
+use super::rivals::{self, keep, IN_A_ROW};
 use super::{Inbound, Link};
 use crate::NodeId;
 
@@ -20,27 +21,15 @@ pub(super) struct Rival {
     pub(super) current_run: u8,
 }
 
-/// The rivals of one peer (at most [`RIVALS`]).
+/// The rivals of one peer (at most [`rivals::RIVALS`]).
 pub(super) type Rivals = Vec<Rival>;
 
-/// Datagrams in a row that take a rival incarnation back, or confirm the current one
-/// against it.
-pub(super) const IN_A_ROW: u8 = 2;
-
-/// Rival incarnations kept per peer: a restart not yet confirmed and one forged
-/// datagram after it need two (the lowest is dropped for a third).
-pub(super) const RIVALS: usize = 2;
-
-/// Keep `r` among `rivals` (replacing one of its incarnation), at most [`RIVALS`]: the
-/// lowest incarnation goes first (a later life of the peer ends every earlier one).
-fn keep(rivals: &mut Rivals, r: Rival) {
-    rivals.retain(|x| x.incarnation != r.incarnation);
-    rivals.push(r);
-    if rivals.len() > RIVALS {
-        let lowest = (0..rivals.len())
-            .min_by_key(|&k| rivals[k].incarnation)
-            .unwrap_or(0);
-        rivals.swap_remove(lowest);
+impl rivals::Rival for Rival {
+    fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+    fn runs(&mut self) -> (&mut u8, &mut u8) {
+        (&mut self.run, &mut self.current_run)
     }
 }
 
@@ -62,11 +51,7 @@ impl Link {
                 self.peers[i].set(UNCONFIRMED, false);
             }
             if let Some(rs) = self.rivals.get_mut(&key) {
-                for r in rs.iter_mut() {
-                    r.run = 0;
-                    r.current_run = r.current_run.saturating_add(1);
-                }
-                rs.retain(|r| r.current_run < IN_A_ROW);
+                rivals::heard_current(rs);
                 if rs.is_empty() {
                     self.rivals.remove(&key);
                 }

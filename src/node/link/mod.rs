@@ -60,6 +60,7 @@ mod incarnation;
 mod peers;
 mod protocol;
 mod retransmit;
+pub(crate) mod rivals;
 mod rtt;
 mod slab;
 mod window;
