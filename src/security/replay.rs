@@ -296,11 +296,7 @@ impl ReplayGuard {
             let mut window = Window::new(incarnation);
             window.mark(counter);
             let old = std::mem::replace(&mut s.window, window);
-            for r in rs.iter_mut() {
-                r.run = 0;
-                r.current_run = 0;
-            }
-            keep(
+            rivals::displaced(
                 rs,
                 Rival {
                     window: old,

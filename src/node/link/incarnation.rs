@@ -86,13 +86,8 @@ impl Link {
         if incarnation > heard {
             // A restart (or a forged datagram): heard at once. The incarnation it
             // displaces is kept as a rival.
-            let rs = self.rivals.entry(key).or_default();
-            for r in rs.iter_mut() {
-                r.run = 0;
-                r.current_run = 0;
-            }
-            keep(
-                rs,
+            rivals::displaced(
+                self.rivals.entry(key).or_default(),
                 Rival {
                     incarnation: heard,
                     floor: own_floor,

@@ -45,3 +45,14 @@ pub(crate) fn keep<R: Rival>(rivals: &mut Vec<R>, r: R) {
         rivals.swap_remove(lowest);
     }
 }
+
+/// A higher incarnation displaced the current one, kept as `r` (see [`keep`]): every
+/// rival's runs start over.
+pub(crate) fn displaced<R: Rival>(rivals: &mut Vec<R>, r: R) {
+    for x in rivals.iter_mut() {
+        let (run, current_run) = x.runs();
+        *run = 0;
+        *current_run = 0;
+    }
+    keep(rivals, r);
+}
