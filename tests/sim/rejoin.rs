@@ -7,6 +7,11 @@
 //! restart timers. This replays that stretch of the run in the simulator with the
 //! run's timing: node 5 cut off, the leader (4) killed, the cut healed, 4 restarted,
 //! 5 paused.
+//!
+//! The later tests replay, the same way, the other stretches of the nemesis runs where
+//! a ring-family member came back from a cut (each names its run): a healed minority,
+//! a drained leader, a dead round left open, a leader dying in a round begun around it
+//! or just after the cut healed.
 
 use electd::algorithms::ring_common::election_bound;
 use electd::contract::algorithm::{AlgorithmKind, Timing};
@@ -62,8 +67,6 @@ fn agreed(sim: &Sim, kind: AlgorithmKind, ids: &[NodeId]) -> Option<NodeId> {
     leader
 }
 
-/// Time from the heal until nodes 1, 2 and 3 (a majority, up all along) follow one
-/// leader; `None` if they still do not 6 s after it.
 /// Time from now until all five follow one leader, checked every 10 ms; `None` if
 /// they do not within 6 s.
 fn all_five_agree(sim: &mut Sim, kind: AlgorithmKind) -> Option<Duration> {
@@ -90,6 +93,8 @@ fn four_leads(kind: AlgorithmKind) -> Sim {
     sim
 }
 
+/// Time from the heal until nodes 1, 2 and 3 (a majority, up all along) follow one
+/// leader; `None` if they still do not 6 s after it.
 fn leaderless_after_heal(kind: AlgorithmKind, heal_after_kill: Duration) -> Option<Duration> {
     let mut sim = four_leads(kind);
     sim.run_ops(&[

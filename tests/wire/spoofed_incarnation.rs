@@ -103,6 +103,21 @@ fn gate(me: NodeId, keys: Option<Keyring>) -> Gate {
     })
 }
 
+/// Member `id`'s node: every group of [`KINDS`] over [`IDS`], default options and link.
+fn member_node(id: NodeId, timing: &Timing, incarnation: u64, seed: u64) -> Node {
+    Node::new(NodeConfig {
+        id,
+        ring: IDS.into(),
+        algorithms: KINDS.to_vec(),
+        timing: timing.clone(),
+        options: Options::default(),
+        link: LinkConfig::default(),
+        incarnation,
+        seed,
+    })
+    .unwrap()
+}
+
 impl Net {
     fn new(keys: Option<Keyring>) -> Net {
         let timing = Timing::default();
@@ -110,17 +125,7 @@ impl Net {
             .iter()
             .map(|&id| {
                 let incarnation = BASE_US + u64::from(id);
-                let node = Node::new(NodeConfig {
-                    id,
-                    ring: IDS.into(),
-                    algorithms: KINDS.to_vec(),
-                    timing: timing.clone(),
-                    options: Options::default(),
-                    link: LinkConfig::default(),
-                    incarnation,
-                    seed: u64::from(id),
-                })
-                .unwrap();
+                let node = member_node(id, &timing, incarnation, u64::from(id));
                 Member {
                     gate: gate(id, keys.clone()),
                     node,
@@ -256,24 +261,16 @@ impl Net {
         self.deliver();
     }
 
-    /// Restart member `id` in a new incarnation (now), its state kept as a state file
-    /// would not matter here: a fresh node and gate. Its first datagrams are left in
-    /// its output, not yet on the wire (the caller decides what the others hear first).
+    /// Restart member `id` in a new incarnation (now) as a fresh node and gate (no state
+    /// file: nothing here needs a token across the restart). Its first datagrams are
+    /// left in its output, not yet on the wire (the caller decides what the others hear
+    /// first).
     fn restart(&mut self, id: NodeId, keys: Option<Keyring>) {
         let incarnation = self.now_us();
-        let (now, timing) = (self.now, self.timing.clone());
+        let node = member_node(id, &self.timing, incarnation, u64::from(id) + 100);
+        let now = self.now;
         let m = self.m(id);
-        m.node = Node::new(NodeConfig {
-            id,
-            ring: IDS.into(),
-            algorithms: KINDS.to_vec(),
-            timing,
-            options: Options::default(),
-            link: LinkConfig::default(),
-            incarnation,
-            seed: u64::from(id) + 100,
-        })
-        .unwrap();
+        m.node = node;
         m.gate = gate(id, keys);
         m.incarnation = incarnation;
         m.node.start(now, true);
@@ -401,6 +398,10 @@ fn forged_right_after_a_restart(mode: Mode) {
             let bytes = net.m(restarted).gate.seal(to, &d).unwrap();
             net.wire.push_back((to, bytes, addr(restarted)));
         }
+        assert_eq!(
+            to_victim, heard_first,
+            "the restart sends the victim that many"
+        );
         net.deliver();
         let (_, term) = net.views(BULLY)[victim as usize - 1];
         let forged = datagram(
