@@ -150,14 +150,22 @@ impl Algorithm for Bully {
             Message::Election { tag, epoch } if self.cfg.outranks(self.me(), from) => {
                 // A leader whose epoch nobody has passed still leads unchanged.
                 let unchanged = self.state == State::Leader && epoch <= self.lead.epoch();
-                // Holding back, listening for a leader (restarted) or behind a live
-                // leader that outranks the caller (which answers the cascade): answer
-                // OK but call no cascade; this node does not take over. (A listening
-                // node calls its own election when its watchdog fires.)
+                // Holding back behind a live leader that outranks the caller (which
+                // answers the cascade): answer OK but call no cascade; this node does
+                // not take over. Holding back with no leader known (after a restart),
+                // it takes the cascade over as the textbook does, the caller having no
+                // leader either, once it has listened two heartbeat periods (a live
+                // leader's heartbeat would have come: an ELECTION retransmitted from
+                // before the restart must not unseat that leader). Until then it
+                // answers OK and calls its election when the listening ends, unless a
+                // leader shows up. (Otherwise the caller would wait T' for a
+                // COORDINATOR nobody sends until this node's watchdog fires.)
                 let held = self.holding()
-                    && self.lead.leader.is_none_or(|l| {
+                    && self.lead.leader.is_some_and(|l| {
                         self.cfg.outranks(self.me(), l) && self.cfg.outranks(l, from)
                     });
+                let listening =
+                    self.holding() && self.lead.leader.is_none() && self.hold.listening();
                 self.lead.observe(epoch);
                 out.send(
                     from,
@@ -173,6 +181,9 @@ impl Algorithm for Bully {
                     }
                 } else if held {
                     self.joined.join(tag);
+                } else if listening {
+                    self.joined.join(tag);
+                    self.hold.ask();
                 } else if self.joined.join(tag) && !self.electing() {
                     self.elect(Some(tag), out);
                 }
@@ -204,6 +215,14 @@ impl Algorithm for Bully {
             (Timer::Coordinator, State::AwaitingCoordinator) => self.elect(None, out),
             (Timer::Retry, State::Follower) if self.lead.leader.is_none() => self.elect(None, out),
             (Timer::Preempt, State::Follower) => self.preempt_fired(out),
+            // Listened two heartbeat periods after a restart, asked to take over an
+            // election meanwhile, and still no leader: call it now.
+            (Timer::Listen, _) => {
+                let asked = self.hold.listened();
+                if asked && self.state == State::Follower && self.lead.leader.is_none() {
+                    self.elect(None, out);
+                }
+            }
             _ => {}
         }
     }

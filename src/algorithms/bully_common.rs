@@ -345,6 +345,10 @@ pub(crate) struct Holdback {
     after: Option<Duration>,
     /// The delay passed: take over from now on (until this node leads or restarts).
     ready: bool,
+    /// (Re)started and still listening for a leader ([`Timer::Listen`] not fired yet).
+    listening: bool,
+    /// A lower node's ELECTION came while listening with no leader known.
+    asked: bool,
 }
 
 impl Default for Holdback {
@@ -353,6 +357,8 @@ impl Default for Holdback {
         Holdback {
             after: Some(Duration::ZERO),
             ready: false,
+            listening: false,
+            asked: false,
         }
     }
 }
@@ -362,6 +368,8 @@ impl Holdback {
         Holdback {
             after: cfg.options.policy.preempt_for(kind).after(),
             ready: false,
+            listening: false,
+            asked: false,
         }
     }
 
@@ -388,6 +396,32 @@ impl Holdback {
                 out.set_timer_exact(Timer::Preempt, d);
             }
         }
+    }
+
+    /// A (re)started node holding back starts listening for a leader: for two
+    /// heartbeat periods ([`Timer::Listen`]) a live leader's heartbeat may still come.
+    pub(crate) fn start_listening(&mut self, t: &Timing, out: &mut Out) {
+        self.listening = true;
+        self.asked = false;
+        out.set_timer_exact(Timer::Listen, t.heartbeat * 2);
+    }
+
+    /// Still within those two heartbeat periods.
+    pub(crate) fn listening(&self) -> bool {
+        self.listening
+    }
+
+    /// A lower node's ELECTION came while listening with no leader known: answer it
+    /// when the listening ends ([`Holdback::listened`]).
+    pub(crate) fn ask(&mut self) {
+        self.asked = true;
+    }
+
+    /// [`Timer::Listen`] fired: the listening is over. Returns whether an ELECTION
+    /// came meanwhile.
+    pub(crate) fn listened(&mut self) -> bool {
+        self.listening = false;
+        std::mem::take(&mut self.asked)
     }
 
     /// [`Timer::Preempt`] fired: take over from now on. Returns whether to call an
@@ -480,6 +514,7 @@ macro_rules! shared_algorithm_methods {
                     // follower waits for a silent leader ([F, 2F]): a live leader heard
                     // meanwhile is followed.
                     common::arm_watchdog(&self.cfg.timing, out);
+                    self.hold.start_listening(&self.cfg.timing, out);
                 } else if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
                     self.elect(None, out);
                 }

@@ -227,6 +227,11 @@ impl Algorithm for ImprovedBully {
             (Timer::Coordinator, State::Handing | State::Flagged) => self.elect(None, out),
             (Timer::Retry, State::Follower) if self.lead.leader.is_none() => self.elect(None, out),
             (Timer::Preempt, State::Follower) => self.preempt_fired(out),
+            // A caller that finds no leader hands its election over (YOU_ARE_COORDINATOR):
+            // the end of a restarted node's listening changes nothing here.
+            (Timer::Listen, _) => {
+                self.hold.listened();
+            }
             _ => {}
         }
     }

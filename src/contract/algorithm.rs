@@ -75,6 +75,9 @@ pub enum Timer {
     /// Policy: a node following a lower-ranked leader takes over when this fires
     /// (`[policy] preempt_delay`).
     Preempt,
+    /// Bully family without preemption: a (re)started node has listened two heartbeat
+    /// periods, time enough to hear a live leader's heartbeat.
+    Listen,
 }
 
 /// Why the driver says the leader is gone.

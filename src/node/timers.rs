@@ -146,6 +146,7 @@ impl Node {
                     Slot::Algo(Timer::Quorum) => "quorum",
                     Slot::Algo(Timer::Suspicion) => "suspicion",
                     Slot::Algo(Timer::Preempt) => "preempt",
+                    Slot::Algo(Timer::Listen) => "listen",
                     Slot::Heartbeat => "heartbeat",
                     Slot::Detector => "failure_detector",
                 };

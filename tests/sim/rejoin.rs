@@ -552,3 +552,70 @@ fn lcr_a_member_back_from_a_cut_keeps_its_lost_leader_suspected() {
 fn hs_a_member_back_from_a_cut_keeps_its_lost_leader_suspected() {
     check_lost_leader_stays_suspected(AlgorithmKind::Hs, electd::algorithms::hs::HOPS_PER_MEMBER);
 }
+
+/// The d220db6 run, +65.76 s: the Bully leader (5) lost while node 4 (the next id)
+/// was just back from a wiped restart, in its listen-first hold with no leader known.
+/// The survivors' ELECTION reached 4 within its hold; 4 answered OK but called no
+/// election until its hold ended, so they waited for a COORDINATOR nobody sent (1,000
+/// ms against the bound of 941). Node 4 is restarted `back` after the kill of 5, on a
+/// network delaying 1–6 ms (from `seed`); returns the time from the kill until all
+/// four live nodes follow one leader (`None`: not within 6 s).
+fn leader_killed_while_the_next_restarts(seed: u64, back: Duration) -> Option<Duration> {
+    let kind = AlgorithmKind::Bully;
+    let mut cfg = nemesis_config(kind);
+    cfg.seed = seed;
+    cfg.net.delay_min = ms(1);
+    cfg.net.delay_max = ms(6);
+    let mut sim = Sim::new(cfg).expect("sim");
+    sim.run_ops(&[
+        Op::StartAll,
+        Op::Elect(1),
+        Op::Settle { max: ms(5000) },
+        Op::Crash(4),
+        Op::RunFor(ms(1000 + seed * 7 % 500)),
+    ])
+    .expect("start");
+    assert_eq!(
+        agreed(&sim, kind, &[1, 2, 3, 5]),
+        Some(5),
+        "seed {seed}: 5 leads"
+    );
+    sim.run_ops(&[Op::Crash(5), Op::RunFor(back)])
+        .expect("kill");
+    let from = sim.now() - back;
+    sim.run_ops(&[Op::Restart {
+        node: 4,
+        elect: true,
+    }])
+    .expect("restart");
+    while sim.now() < from + ms(6000) {
+        if agreed(&sim, kind, &[1, 2, 3, 4]).is_some() {
+            return Some(sim.now() - from);
+        }
+        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
+    }
+    None
+}
+
+/// A restarted Bully node holding back with no leader known takes over an ELECTION
+/// from below (the caller has no leader either): the survivors elect within the
+/// checker's bound for a killed leader whose successor is one turn away (F + T + 3d +
+/// (T + 2H) + H, with d the longest delay of 6 ms, plus the 10 ms the test checks at).
+#[test]
+fn bully_a_member_restarted_when_the_leader_dies_takes_the_election_over() {
+    let t = nemesis_config(AlgorithmKind::Bully).timing;
+    let bound = t.failure_timeout
+        + t.answer_timeout
+        + ms(3 * 6)
+        + (t.answer_timeout + t.heartbeat * 2)
+        + t.heartbeat
+        + ms(10);
+    for seed in 1..=40 {
+        let back = ms(100 + seed * 13 % 300);
+        let took = leader_killed_while_the_next_restarts(seed, back);
+        assert!(
+            took.is_some_and(|d| d <= bound),
+            "seed {seed}, 4 back {back:?} after the kill: a leader {took:?} after it (bound {bound:?})"
+        );
+    }
+}
