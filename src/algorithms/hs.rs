@@ -102,7 +102,7 @@ impl Hs {
     pub(crate) fn new(cfg: GroupConfig) -> Self {
         let hold = crate::algorithms::bully_common::Holdback::new(&cfg, AlgorithmKind::Hs);
         Hs {
-            view: RingView::new(&cfg),
+            view: RingView::new(&cfg).handing_back(),
             bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),
             cfg,
             lead: Leadership::with_hold(hold),

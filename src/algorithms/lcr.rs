@@ -91,7 +91,7 @@ impl Lcr {
     pub(crate) fn new(cfg: GroupConfig) -> Self {
         let hold = crate::algorithms::bully_common::Holdback::new(&cfg, AlgorithmKind::Lcr);
         Lcr {
-            view: RingView::new(&cfg),
+            view: RingView::new(&cfg).handing_back(),
             bound: election_bound(&cfg.timing, cfg.ring.len(), HOPS_PER_MEMBER),
             cfg,
             lead: Leadership::with_hold(hold),

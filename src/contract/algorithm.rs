@@ -130,6 +130,11 @@ pub enum Effect {
     },
     /// This node started (or joined as a candidate) an election.
     ElectionStarted,
+    /// This node now routes past `peer`, a member it suspects dead: every message of
+    /// this group still waiting for `peer`'s acknowledgement comes back at once, as
+    /// if the link gave up on it ([`Algorithm::on_peer_unreachable`]), instead of
+    /// each at its own give-up.
+    Suspected(NodeId),
 }
 
 /// Collects the effects of one input; the driver drains it after every call.
@@ -143,6 +148,10 @@ impl Out {
     /// An empty buffer.
     pub fn new() -> Self {
         Self::default()
+    }
+    /// [`Effect::Suspected`].
+    pub(crate) fn suspected(&mut self, peer: NodeId) {
+        self.effects.push(Effect::Suspected(peer));
     }
     /// [`Effect::Send`].
     pub(crate) fn send(&mut self, to: NodeId, msg: Message) {

@@ -109,6 +109,7 @@ impl Node {
     /// Apply the effects the algorithm of group `g` just produced.
     pub(super) fn apply(&mut self, g: usize, now: Time) {
         let mut out = std::mem::take(&mut self.out);
+        let mut suspected = Vec::new();
         for effect in out.drain() {
             match effect {
                 Effect::Send { to, msg } => self.send(g, now, to, msg),
@@ -139,11 +140,17 @@ impl Node {
                     });
                 }
                 Effect::LeaderChanged { leader, term } => self.leader_changed(g, now, leader, term),
+                Effect::Suspected(peer) => suspected.push(peer),
             }
         }
         // Keep the buffer for the next call unless a burst made it large.
         if out.capacity() <= OUT_KEEP_CAPACITY {
             self.out = out;
+        }
+        // Messages still pending to a member just suspected come back now, to be
+        // routed past it (the algorithm skips a suspected member: this ends).
+        for peer in suspected {
+            self.abandon(g, Some(peer), now);
         }
     }
 

@@ -619,3 +619,81 @@ fn bully_a_member_restarted_when_the_leader_dies_takes_the_election_over() {
         );
     }
 }
+
+/// The d220db6 run, +219.66 s: a partition cut the leader off together with one other
+/// member (just back from a SIGSTOP). The three left must skip both: the lost leader at
+/// once (their detectors lost it), the other member after S give-ups, at each of its
+/// two neighbours. In HS a neighbour handled a reply a moment before its second strike
+/// on that member and sent it there: it waited a give-up of its own (up to 1.64 s in
+/// the simulator). Returns the time from the cut until the three follow one new leader
+/// (`None`: not within 6 s), on a network delaying 1–6 ms (from `seed`).
+fn leader_cut_off_with_one(kind: AlgorithmKind, seed: u64) -> Option<Duration> {
+    let mut cfg = nemesis_config(kind);
+    cfg.seed = seed;
+    cfg.net.delay_min = ms(1);
+    cfg.net.delay_max = ms(6);
+    let mut sim = Sim::new(cfg).expect("sim");
+    sim.run_ops(&[
+        Op::StartAll,
+        Op::Elect(1),
+        Op::Settle { max: ms(5000) },
+        Op::RunFor(ms(1000 + seed * 7 % 500)),
+    ])
+    .expect("start");
+    let leader = agreed(&sim, kind, &[1, 2, 3, 4, 5]).expect("settled");
+    let other = if leader == 1 { 2 } else { 1 };
+    let rest: Vec<NodeId> = (1..=5).filter(|&i| i != leader && i != other).collect();
+    sim.run_ops(&[
+        Op::Pause {
+            node: other,
+            for_: ms(800),
+        },
+        Op::RunFor(ms(940)),
+        Op::Partition(vec![vec![leader, other], rest.clone()]),
+    ])
+    .expect("faults");
+    let from = sim.now();
+    while sim.now() < from + ms(6000) {
+        if agreed(&sim, kind, &rest).is_some_and(|l| l != leader) {
+            return Some(sim.now() - from);
+        }
+        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
+    }
+    None
+}
+
+/// The checker's bound for a killed leader with one other member cut off: detection
+/// (F, one heartbeat more for the last one heard), S give-ups for the other member, one
+/// election of `hops_per_member` · n hops of the longest delay (6 ms), and the 10 ms
+/// the test checks at. Before pending messages came back at the suspicion, HS went
+/// past it in 5 of 60 seeds.
+fn check_leader_cut_off_with_one(kind: AlgorithmKind, hops_per_member: u32) {
+    let link = nemesis_config(kind).link;
+    let bound = killed_bound(kind, hops_per_member)
+        + link.give_up * electd::algorithms::ring_common::STRIKES;
+    for seed in 1..=100 {
+        let took = leader_cut_off_with_one(kind, seed);
+        assert!(
+            took.is_some_and(|d| d <= bound),
+            "{kind} seed {seed}: a new leader {took:?} after the cut (bound {bound:?})"
+        );
+    }
+}
+
+#[test]
+fn ring_a_leader_cut_off_with_one_member_costs_its_strikes_once() {
+    check_leader_cut_off_with_one(
+        AlgorithmKind::Ring,
+        electd::algorithms::ring::HOPS_PER_MEMBER,
+    );
+}
+
+#[test]
+fn lcr_a_leader_cut_off_with_one_member_costs_its_strikes_once() {
+    check_leader_cut_off_with_one(AlgorithmKind::Lcr, electd::algorithms::lcr::HOPS_PER_MEMBER);
+}
+
+#[test]
+fn hs_a_leader_cut_off_with_one_member_costs_its_strikes_once() {
+    check_leader_cut_off_with_one(AlgorithmKind::Hs, electd::algorithms::hs::HOPS_PER_MEMBER);
+}
