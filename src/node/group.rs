@@ -54,7 +54,7 @@ pub(super) struct Group {
     pub(super) transfer: Option<(NodeId, Time)>,
     /// The target of the last transfer, when it refused it (it may not lead); taken by
     /// [`Node::take_transfer_refusals`].
-    pub(super) transfer_refused: Option<NodeId>,
+    pub(super) transfer_refused: Option<(NodeId, super::transfer::Refusal)>,
     /// The last peer heard with a term more than [`MAX_TERM_AHEAD`] below this node's
     /// (peer, its term): that peer drops this node's datagrams as `future_epoch`. Cleared
     /// when a peer is heard within reach again. See [`Node::terms_out_of_reach`].

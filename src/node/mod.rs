@@ -61,7 +61,7 @@ use std::time::Duration;
 #[cfg(test)]
 use timers::heartbeat_grid;
 use timers::Slot;
-pub use transfer::TransferError;
+pub use transfer::{Refusal, TransferError};
 
 /// The `reason` labels of `electd_invalid_datagrams_total` the node itself counts, for
 /// a datagram the gate passed (docs/wire.md §8): a sender that is this node or off the

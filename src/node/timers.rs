@@ -45,6 +45,7 @@ impl Node {
                 self.unreachable.push(u.peer);
             }
             if let Some(g) = self.group_index(u.group) {
+                self.transfer_unreachable(g, u.peer, &u.msg, now);
                 self.groups[g]
                     .algo
                     .on_peer_unreachable(u.peer, u.msg, &mut self.out);

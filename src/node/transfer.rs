@@ -55,6 +55,17 @@ pub enum TransferError {
     },
 }
 
+/// Why a transfer under way ended without the target leading
+/// ([`Node::take_transfer_refusals`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The target handed the leadership back: it may not lead now (drained, failing a
+    /// health check).
+    MayNotLead,
+    /// The link gave up on the hand-over message: the target is down or cut off.
+    Unreachable,
+}
+
 impl Node {
     /// Hand the leadership of `kind`'s group to `to` (`POST /admin/transfer`). Raft
     /// sends TimeoutNow (thesis §3.10): the target campaigns at once and the voters
@@ -63,7 +74,10 @@ impl Node {
     /// a token above this leadership's, and this node stops heartbeating meanwhile
     /// (its heartbeats would be a higher-ranked claim to the target). This node is
     /// ineligible ([`Ineligible::Transfer`]) until the target leads or the returned
-    /// bound passes, so that it is not re-elected meanwhile; if the target never
+    /// bound passes, so that it is not re-elected meanwhile. A target that hands the
+    /// leadership back (it may not lead), or that the link gives up on (down or cut
+    /// off: the hand-over message went unacknowledged for `give_up`), ends the
+    /// transfer and this node leads on; if the target got the message but never
     /// announces itself the followers' failure detectors elect another node.
     ///
     /// Refused, with the reason: a group this node does not run or does not lead, a
@@ -133,23 +147,40 @@ impl Node {
             && grp.transfer.is_some_and(|(to, _)| to == from)
     }
 
-    /// The target `by` refused group `g`'s transfer: it is over, this node leads on
-    /// (eligible again, heartbeating again) and the refusal waits to be taken.
-    pub(super) fn transfer_refused(&mut self, g: usize, by: NodeId, now: Time) {
+    /// The target `by` refused group `g`'s transfer (or cannot be reached): it is
+    /// over, this node leads on (eligible again, heartbeating again) and the refusal
+    /// waits to be taken.
+    pub(super) fn transfer_refused(&mut self, g: usize, by: NodeId, now: Time, why: Refusal) {
         self.groups[g].transfer = None;
-        self.groups[g].transfer_refused = Some(by);
+        self.groups[g].transfer_refused = Some((by, why));
         let kind = self.groups[g].kind;
         self.set_ineligible(now, Some(kind), Ineligible::Transfer, false);
     }
 
-    /// The transfers refused by their target since the last call, as (group, target):
-    /// the target may not lead (drained, failing a health check), and this node leads
-    /// on.
-    pub(crate) fn take_transfer_refusals(&mut self) -> Vec<(AlgorithmKind, NodeId)> {
+    /// The transfers refused by their target, or ended because the link gave up on
+    /// it, since the last call, as (group, target, why); this node leads on.
+    pub(crate) fn take_transfer_refusals(&mut self) -> Vec<(AlgorithmKind, NodeId, Refusal)> {
         self.groups
             .iter_mut()
-            .filter_map(|g| g.transfer_refused.take().map(|by| (g.kind, by)))
+            .filter_map(|g| g.transfer_refused.take().map(|(by, why)| (g.kind, by, why)))
             .collect()
+    }
+
+    /// The link gave up on `msg` to `peer` in group `g`: if it was the hand-over of
+    /// the transfer under way to `peer`, the target is down or cut off, and waiting
+    /// for it would only leave the group silent until the followers' failure
+    /// detectors fire. The transfer ends; this node leads on.
+    pub(super) fn transfer_unreachable(
+        &mut self,
+        g: usize,
+        peer: NodeId,
+        msg: &Message,
+        now: Time,
+    ) {
+        let handover = matches!(msg, Message::Handoff { .. } | Message::TimeoutNow { .. });
+        if handover && self.groups[g].transfer.is_some_and(|(to, _)| to == peer) {
+            self.transfer_refused(g, peer, now, Refusal::Unreachable);
+        }
     }
 
     /// End the transfers whose target leads now, or whose time is up.
@@ -179,7 +210,7 @@ impl Node {
                 self.send(g, now, from, Message::Handoff { epoch, to: from });
             }
         } else if to == self.id && self.is_refusal(g, from, epoch) {
-            self.transfer_refused(g, from, now);
+            self.transfer_refused(g, from, now, Refusal::MayNotLead);
         }
     }
 
@@ -189,7 +220,7 @@ impl Node {
         let grp = &self.groups[g];
         let may_not_lead = !grp.ineligible.is_empty();
         if self.is_refusal(g, from, term) {
-            self.transfer_refused(g, from, now);
+            self.transfer_refused(g, from, now, Refusal::MayNotLead);
         } else if grp.leader == Some(from) && term == grp.term && may_not_lead {
             self.send(g, now, from, Message::TimeoutNow { term });
         } else {

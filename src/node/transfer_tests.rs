@@ -203,3 +203,55 @@ fn a_transfer_to_a_node_that_may_not_lead_is_refused_and_the_leader_leads_on() {
         }
     }
 }
+
+/// The nemesis run (seed 2, +422.3 s): a transfer of Improved Bully to node 4 while 4
+/// was down. The leader fell silent for the whole transfer bound, the followers lost
+/// it after a failure timeout and elected again (700 ms without a leader). Now the
+/// link's give-up on the hand-over ends the transfer: the leader leads on before any
+/// follower's failure detector fires, with the same token.
+#[test]
+fn a_transfer_to_a_node_that_is_down_ends_at_the_give_up_and_the_leader_leads_on() {
+    for kind in AlgorithmKind::available() {
+        for seed in 1..=5 {
+            let mut sim = started(kind, seed, kind.info().leads_by_majority());
+            let old = sim.agreement(kind).expect("a leader");
+            let to = (1..=N).find(|&i| i != old).expect("another node");
+            sim.crash(to).expect("crash");
+            let live: Vec<NodeId> = (1..=N).filter(|&i| i != to).collect();
+            let leadership = |sim: &Sim| sim.node(old).and_then(|n| n.leadership(kind));
+            let before = leadership(&sim);
+            let bound = sim
+                .transfer(old, kind, to)
+                .expect("sim")
+                .unwrap_or_else(|e| panic!("{kind} seed {seed}: refused at once: {e}"));
+            let give_up = sim.config().link.give_up_after();
+            let start = sim.now();
+            let mut ended = None;
+            for _ in 0..(bound * 2).as_millis() {
+                sim.run_for(Duration::from_millis(1));
+                let standing = sim.node(old).and_then(|n| n.ineligible(kind));
+                if ended.is_none() && standing == Some(vec![]) {
+                    ended = Some(sim.now() - start);
+                }
+                for &id in &live {
+                    let leader = sim.node(id).and_then(|n| n.leader(kind));
+                    assert_eq!(
+                        leader,
+                        Some(old),
+                        "{kind} seed {seed}: node {id} follows {leader:?}, not {old}"
+                    );
+                }
+            }
+            let ended = ended.unwrap_or_else(|| {
+                panic!("{kind} seed {seed}: {old} is still handing over after {bound:?}")
+            });
+            // The link gives up `give_up` after the first send, at its next
+            // retransmission deadline at the latest.
+            assert!(
+                ended <= give_up + sim.config().link.rto_max,
+                "{kind} seed {seed}: the transfer ended after {ended:?} (give-up {give_up:?})"
+            );
+            assert_eq!(leadership(&sim), before, "{kind} seed {seed}: same token");
+        }
+    }
+}

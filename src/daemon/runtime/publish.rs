@@ -3,6 +3,7 @@
 //! configuration digests.
 
 use super::*;
+use crate::node::Refusal;
 
 impl Driver {
     /// A CONFIG from `peer` (docs/wire.md §11): record it, answer the first of the
@@ -47,13 +48,19 @@ impl Driver {
     /// Tell the requests waiting on a transfer that its target refused it; forget the
     /// waiters of transfers that are over.
     pub(super) fn settle_transfer_waiters(&mut self) {
-        for (kind, by) in self.node.take_transfer_refusals() {
-            let why = format!(
-                "node {by} refused the hand-over: it may not lead {kind} now (drained, or \
-                 failing a health check; its /status lists why under `ineligible`); this \
-                 node leads on"
-            );
-            tracing::warn!(node = self.cfg.id, algorithm = %kind, to = by, "leadership transfer refused by its target");
+        for (kind, by, refusal) in self.node.take_transfer_refusals() {
+            let why = match refusal {
+                Refusal::MayNotLead => format!(
+                    "node {by} refused the hand-over: it may not lead {kind} now (drained, or \
+                     failing a health check; its /status lists why under `ineligible`); this \
+                     node leads on"
+                ),
+                Refusal::Unreachable => format!(
+                    "node {by} did not acknowledge the hand-over within transport.give_up: \
+                     it is down or cut off; this node leads on"
+                ),
+            };
+            tracing::warn!(node = self.cfg.id, algorithm = %kind, to = by, reason = ?refusal, "leadership transfer refused or its target unreachable");
             if let Some(i) = self
                 .transfer_waiters
                 .iter()
