@@ -52,7 +52,8 @@ pub(super) struct Group {
     pub(super) ineligible: std::collections::BTreeSet<Ineligible>,
     /// A leadership transfer under way from this node: (target, give up at).
     pub(super) transfer: Option<(NodeId, Time)>,
-    /// The target of the last transfer, when it refused it (it may not lead); taken by
+    /// The target of the last transfer and why it ended without it leading (it refused:
+    /// it may not lead; or the link gave up on it); taken by
     /// [`Node::take_transfer_refusals`].
     pub(super) transfer_refused: Option<(NodeId, super::transfer::Refusal)>,
     /// The last peer heard with a term more than [`MAX_TERM_AHEAD`] below this node's

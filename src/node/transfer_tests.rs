@@ -32,15 +32,21 @@ fn term(sim: &Sim, id: NodeId, kind: AlgorithmKind) -> u64 {
         .map_or(0, |s| s.term)
 }
 
+/// A settled cluster of `kind` without preemption (Raft never preempts: the only
+/// setting in which a transfer away from the highest-ranked node can last), its
+/// leader and another node to hand the leadership to.
+fn leader_and_target(kind: AlgorithmKind, seed: u64) -> (Sim, NodeId, NodeId) {
+    let sim = started(kind, seed, kind.info().leads_by_majority());
+    let old = sim.agreement(kind).expect("a leader");
+    let to = (1..=N).find(|&i| i != old).expect("another node");
+    (sim, old, to)
+}
+
 #[test]
 fn the_target_leads_with_a_higher_token_and_the_old_leader_stays_out() {
     for kind in AlgorithmKind::available() {
         for seed in 1..=5 {
-            // Without preemption (Raft never preempts): the only setting in which a
-            // transfer away from the highest-ranked node can last.
-            let mut sim = started(kind, seed, kind.info().leads_by_majority());
-            let old = sim.agreement(kind).expect("a leader");
-            let to = (1..=N).find(|&i| i != old).expect("another node");
+            let (mut sim, old, to) = leader_and_target(kind, seed);
             let before = term(&sim, old, kind);
             let bound = sim
                 .transfer(old, kind, to)
@@ -161,9 +167,7 @@ fn a_transfer_to_a_node_that_may_not_lead_is_refused_and_the_leader_leads_on() {
     use crate::contract::policy::Ineligible;
     for kind in AlgorithmKind::available() {
         for seed in 1..=5 {
-            let mut sim = started(kind, seed, kind.info().leads_by_majority());
-            let old = sim.agreement(kind).expect("a leader");
-            let to = (1..=N).find(|&i| i != old).expect("another node");
+            let (mut sim, old, to) = leader_and_target(kind, seed);
             sim.set_ineligible(to, Some(kind), Ineligible::Drained, true)
                 .expect("sim");
             sim.run_for(Duration::from_millis(5));
@@ -213,9 +217,7 @@ fn a_transfer_to_a_node_that_may_not_lead_is_refused_and_the_leader_leads_on() {
 fn a_transfer_to_a_node_that_is_down_ends_at_the_give_up_and_the_leader_leads_on() {
     for kind in AlgorithmKind::available() {
         for seed in 1..=5 {
-            let mut sim = started(kind, seed, kind.info().leads_by_majority());
-            let old = sim.agreement(kind).expect("a leader");
-            let to = (1..=N).find(|&i| i != old).expect("another node");
+            let (mut sim, old, to) = leader_and_target(kind, seed);
             sim.crash(to).expect("crash");
             let live: Vec<NodeId> = (1..=N).filter(|&i| i != to).collect();
             let leadership = |sim: &Sim| sim.node(old).and_then(|n| n.leadership(kind));
