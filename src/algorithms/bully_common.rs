@@ -508,18 +508,17 @@ macro_rules! shared_algorithm_methods {
             self.state = State::Follower;
             self.lead.leader = None;
             self.hold.reset();
-            if call_election {
-                if !self.hold.textbook() {
-                    // Without preemption even the top node listens first, for as long as a
-                    // follower waits for a silent leader ([F, 2F]): a live leader heard
-                    // meanwhile is followed.
-                    common::arm_watchdog(&self.cfg.timing, out);
-                    self.hold.start_listening(&self.cfg.timing, out);
-                } else if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
-                    self.elect(None, out);
-                }
-            } else {
+            if !self.hold.textbook() {
+                // Without preemption even the top node listens first, for as long as a
+                // follower waits for a silent leader ([F, 2F]): a live leader heard
+                // meanwhile is followed. Started passive or not, it listens: an ELECTION
+                // from before its start must not make it unseat a leader not yet heard.
                 common::arm_watchdog(&self.cfg.timing, out);
+                self.hold.start_listening(&self.cfg.timing, out);
+            } else if !call_election {
+                common::arm_watchdog(&self.cfg.timing, out);
+            } else if common::listen_before_electing(&self.higher, &self.cfg.timing, out) {
+                self.elect(None, out);
             }
         }
 
