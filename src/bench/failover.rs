@@ -148,7 +148,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<FailoverRe
     })
 }
 
-fn measure(
+pub(super) fn measure(
     c: &mut ProcCluster,
     w: &Watchers,
     kind: AlgorithmKind,

@@ -19,6 +19,7 @@
 pub mod codec;
 pub mod coldstart;
 pub mod cost;
+pub mod detect;
 pub mod failover;
 pub mod inproc;
 pub mod keepalived;
@@ -61,10 +62,14 @@ pub struct BenchOptions {
     pub cold_tries: usize,
     /// `scale-cold`: every N as separate processes, above 64 too (`--processes`).
     pub all_processes: bool,
+    /// `detect`: the candidate failure timeouts (ms; empty: the section's own).
+    pub detect_timeouts: Vec<u64>,
+    /// `detect`: how long each candidate is watched (`None`: 10 minutes, quick 5 s).
+    pub detect_window: Option<Duration>,
 }
 
 /// The sections of a run, in order.
-pub const SECTIONS: [&str; 9] = [
+pub const SECTIONS: [&str; 10] = [
     "codec",
     "sim",
     "messages",
@@ -74,6 +79,7 @@ pub const SECTIONS: [&str; 9] = [
     "scale-cold",
     "etcd",
     "keepalived",
+    "detect",
 ];
 
 impl BenchOptions {
@@ -207,6 +213,8 @@ pub struct Results {
     pub keepalived: keepalived::VersusKeepalived,
     /// Cold start and failover at scale.
     pub cold: coldstart::ColdResults,
+    /// The smallest safe failure timeout on a busy machine (only with `--only detect`).
+    pub detect: detect::Detect,
     pub targets: Vec<Target>,
 }
 
@@ -293,6 +301,15 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
         log("a virtual IP beside keepalived (network namespaces)");
         keepalived = keepalived::run(opts, log)?;
     }
+    let mut detect = detect::Detect {
+        skipped: Some(report::NOT_SELECTED.into()),
+        ..Default::default()
+    };
+    // Never in the default run (ten minutes per candidate): only by name.
+    if opts.only.iter().any(|x| x == "detect") {
+        log("the smallest safe failure timeout on a busy machine, beside etcd");
+        detect = detect::run(opts, log)?;
+    }
     let mut cold = coldstart::ColdResults::default();
     if opts.wants("scale-cold") {
         log("scale-cold: cold start and failover at scale");
@@ -335,6 +352,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
         etcd,
         keepalived,
         cold,
+        detect,
         targets: Vec::new(),
     };
     results.targets = report::targets(&results);

@@ -77,6 +77,9 @@ pub fn markdown(r: &Results) -> String {
     failover::failover(&mut s, r);
     failover::etcd_section(&mut s, &r.etcd);
     failover::keepalived_section(&mut s, r);
+    if r.detect.skipped.as_deref() != Some(NOT_SELECTED) {
+        super::detect::markdown(&mut s, &r.detect);
+    }
     sections::messages(&mut s, r);
     sections::scale_simulator(&mut s, r);
     sections::scale_udp(&mut s, r);

@@ -44,6 +44,36 @@ pub const ELECTION_MS: u64 = 100;
 /// The heartbeat both systems are given (ms).
 pub const HEARTBEAT_MS: u64 = 10;
 
+/// The heartbeat and election timeout E both systems run with (ms).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Interval {
+    pub heartbeat_ms: u64,
+    pub election_ms: u64,
+}
+
+/// This section's interval: heartbeat [`HEARTBEAT_MS`], E = [`ELECTION_MS`].
+pub const SECTION: Interval = Interval {
+    heartbeat_ms: HEARTBEAT_MS,
+    election_ms: ELECTION_MS,
+};
+
+impl Interval {
+    /// The electd cluster timing for it: `failure_timeout = E` for the detector's
+    /// algorithms, Raft's election timeout E..2E as etcd draws it.
+    pub fn electd_timing(&self) -> ClusterTiming {
+        let (h, e) = (self.heartbeat_ms, self.election_ms);
+        ClusterTiming {
+            heartbeat_ms: h,
+            failure_ms: e,
+            answer_ms: h,
+            coordinator_ms: e / 2,
+            election_min_ms: e,
+            election_max_ms: 2 * e,
+            ..ClusterTiming::failover()
+        }
+    }
+}
+
 /// One system's rounds.
 #[derive(Clone, Debug, Serialize)]
 pub struct PollRun {
@@ -86,14 +116,14 @@ impl VersusEtcd {
 
 /// What one member says: its own id, the leader it names, its term.
 #[derive(Clone, Debug, PartialEq)]
-struct View {
-    me: String,
-    leader: Option<String>,
-    term: u64,
+pub(super) struct View {
+    pub(super) me: String,
+    pub(super) leader: Option<String>,
+    pub(super) term: u64,
 }
 
 /// A cluster the driver can poll, kill and restart.
-trait Polled {
+pub(super) trait Polled {
     fn members(&self) -> usize;
     fn view(&self, i: usize) -> Option<View>;
     fn kill(&mut self, i: usize);
@@ -113,7 +143,7 @@ trait Polled {
 }
 
 /// Every member of `of` answers and names the same leader, which names itself.
-fn agreement(c: &dyn Polled, of: &[usize]) -> Option<(usize, u64)> {
+pub(super) fn agreement(c: &dyn Polled, of: &[usize]) -> Option<(usize, u64)> {
     let views: Vec<View> = of.iter().map(|&i| c.view(i)).collect::<Option<_>>()?;
     let leader = views.first()?.leader.clone()?;
     if views.iter().any(|v| v.leader.as_ref() != Some(&leader)) {
@@ -127,7 +157,11 @@ fn agreement(c: &dyn Polled, of: &[usize]) -> Option<(usize, u64)> {
     Some((at, views.iter().map(|v| v.term).max().unwrap_or(0)))
 }
 
-fn wait_agreement(c: &dyn Polled, of: &[usize], deadline: Instant) -> Option<(usize, u64)> {
+pub(super) fn wait_agreement(
+    c: &dyn Polled,
+    of: &[usize],
+    deadline: Instant,
+) -> Option<(usize, u64)> {
     loop {
         if let Some(a) = agreement(c, of) {
             return Some(a);
@@ -147,31 +181,33 @@ fn wait_agreement(c: &dyn Polled, of: &[usize], deadline: Instant) -> Option<(us
 /// randomized timeout (at least E / tick of them), so the first tick may come just after
 /// the heartbeat and the follower campaigns E − tick after it: E − 2 × heartbeat after
 /// the kill.
-pub fn detection_limit_ms(system: &str) -> (f64, &'static str) {
+pub fn detection_limit_ms(system: &str, iv: Interval) -> (f64, &'static str) {
+    let (e, h) = (iv.election_ms, iv.heartbeat_ms);
     if system == "etcd" {
         (
-            (ELECTION_MS - 2 * HEARTBEAT_MS) as f64,
+            e.saturating_sub(2 * h) as f64,
             "E − 2 × heartbeat: etcd counts E in ticks of the heartbeat interval from the first \
              tick after the last heartbeat",
         )
     } else {
         (
-            (ELECTION_MS - HEARTBEAT_MS) as f64,
+            e.saturating_sub(h) as f64,
             "E − heartbeat: the last heartbeat left at most one interval before the kill",
         )
     }
 }
 
-fn measure(
+pub(super) fn measure(
     system: &str,
     c: &mut dyn Polled,
+    iv: Interval,
     rounds: usize,
     rng: &mut Rng,
     log: &dyn Fn(&str),
 ) -> anyhow::Result<PollRun> {
     let all: Vec<usize> = (0..c.members()).collect();
-    let hb = Duration::from_millis(HEARTBEAT_MS);
-    let (limit_ms, why) = detection_limit_ms(system);
+    let hb = Duration::from_millis(iv.heartbeat_ms);
+    let (limit_ms, why) = detection_limit_ms(system, iv);
     let (mut samples, mut below) = (Vec::new(), Vec::new());
     let (mut timeouts, mut split_votes, mut done, mut unsettled) = (0, 0u64, 0, 0);
     let mut settle_ms = Vec::new();
@@ -252,7 +288,7 @@ fn measure(
     let stats = Stats::of(&samples);
     Ok(PollRun {
         system: system.to_string(),
-        ratio: stats.scaled(ELECTION_MS as f64),
+        ratio: stats.scaled(iv.election_ms as f64),
         stats,
         samples_ms: samples,
         timeouts,
@@ -314,8 +350,9 @@ const ELECTION_CLOCK_LINES: [&str; 7] = [
 ];
 
 /// A five-member etcd cluster on 127.0.0.1; every process is killed by PID on drop.
-struct Etcd {
+pub(super) struct Etcd {
     exe: PathBuf,
+    iv: Interval,
     dir: PathBuf,
     initial: String,
     peers: Vec<SocketAddr>,
@@ -328,7 +365,7 @@ fn free_port() -> std::io::Result<SocketAddr> {
 }
 
 impl Etcd {
-    fn new(exe: PathBuf, tag: &str) -> anyhow::Result<Etcd> {
+    pub(super) fn new(exe: PathBuf, tag: &str, iv: Interval) -> anyhow::Result<Etcd> {
         let dir =
             std::env::temp_dir().join(format!("electd-bench-etcd-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -347,6 +384,7 @@ impl Etcd {
             .join(",");
         let mut e = Etcd {
             exe,
+            iv,
             dir,
             initial,
             peers,
@@ -373,8 +411,8 @@ impl Etcd {
             .args(["--initial-cluster", &self.initial])
             .args(["--initial-cluster-state", "new"])
             .args(["--initial-cluster-token", "electd-bench"])
-            .args(["--heartbeat-interval", &HEARTBEAT_MS.to_string()])
-            .args(["--election-timeout", &ELECTION_MS.to_string()])
+            .args(["--heartbeat-interval", &self.iv.heartbeat_ms.to_string()])
+            .args(["--election-timeout", &self.iv.election_ms.to_string()])
             // Info level, as JSON: the boot's tick advance and every campaign are
             // logged with millisecond timestamps (see `settled` and `evidence`).
             .args(["--logger", "zap", "--log-outputs", "stderr"])
@@ -439,7 +477,7 @@ impl Polled for Etcd {
     fn evidence(&self, members: &[usize], kill_unix_ms: u64, until_unix_ms: u64) -> Vec<String> {
         // From two heartbeats before the kill: what happened to a clock earlier was
         // undone by the leader's heartbeats since (zap's stamps have 1 ms grain).
-        let from_unix_ms = kill_unix_ms.saturating_sub(2 * HEARTBEAT_MS);
+        let from_unix_ms = kill_unix_ms.saturating_sub(2 * self.iv.heartbeat_ms);
         let mut seen = Vec::new();
         for &i in members {
             let text =
@@ -476,9 +514,9 @@ impl Drop for Etcd {
 }
 
 /// An electd cluster of one algorithm, seen through `/status`.
-struct Electd {
-    cluster: ProcCluster,
-    kind: AlgorithmKind,
+pub(super) struct Electd {
+    pub(super) cluster: ProcCluster,
+    pub(super) kind: AlgorithmKind,
 }
 
 impl Electd {
@@ -519,7 +557,7 @@ impl Polled for Electd {
 }
 
 /// `etcd` on PATH (or `ELECTD_BENCH_ETCD`), and its version line.
-fn find_etcd() -> Option<(PathBuf, String)> {
+pub(super) fn find_etcd() -> Option<(PathBuf, String)> {
     let exe = std::env::var_os("ELECTD_BENCH_ETCD")
         .map(PathBuf::from)
         .or_else(|| {
@@ -575,18 +613,10 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusEtcd
     let mut runs = Vec::new();
     {
         log(&format!("  etcd ({etcd_version}), {rounds} rounds"));
-        let mut e = Etcd::new(etcd_exe, "poll")?;
-        runs.push(measure("etcd", &mut e, rounds, &mut rng, log)?);
+        let mut e = Etcd::new(etcd_exe, "poll", SECTION)?;
+        runs.push(measure("etcd", &mut e, SECTION, rounds, &mut rng, log)?);
     }
-    let timing = ClusterTiming {
-        heartbeat_ms: HEARTBEAT_MS,
-        failure_ms: ELECTION_MS,
-        answer_ms: HEARTBEAT_MS,
-        coordinator_ms: ELECTION_MS / 2,
-        election_min_ms: ELECTION_MS,
-        election_max_ms: 2 * ELECTION_MS,
-        ..ClusterTiming::failover()
-    };
+    let timing = SECTION.electd_timing();
     for kind in electd_systems() {
         log(&format!("  electd {kind}, {rounds} rounds"));
         let mut cluster = ProcCluster::new(
@@ -599,7 +629,14 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusEtcd
         )?;
         cluster.start_all()?;
         let mut c = Electd { cluster, kind };
-        runs.push(measure(kind.as_str(), &mut c, rounds, &mut rng, log)?);
+        runs.push(measure(
+            kind.as_str(),
+            &mut c,
+            SECTION,
+            rounds,
+            &mut rng,
+            log,
+        )?);
     }
     for r in &runs {
         log(&format!(
@@ -711,6 +748,7 @@ mod tests {
         std::fs::write(dir.join("m2.log"), log).expect("log");
         let e = Etcd {
             exe: PathBuf::from("etcd"),
+            iv: SECTION,
             dir: dir.clone(),
             initial: String::new(),
             peers: Vec::new(),

@@ -18,7 +18,9 @@ pub struct BenchArgs {
     /// Run only these sections (comma-separated): codec, sim, messages, udp, cost,
     /// failover, scale-cold, etcd (failover beside etcd; needs an `etcd` binary),
     /// keepalived (a virtual IP beside keepalived in network namespaces; needs root and
-    /// `keepalived`, and runs only when named here). Default: all but keepalived.
+    /// `keepalived`, and runs only when named here), detect (the smallest failure timeout
+    /// without a spurious election on a busy machine, beside etcd; ten minutes per
+    /// candidate, and runs only when named here). Default: all but keepalived and detect.
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(bench::SECTIONS))]
     pub only: Vec<String>,
     /// Failover section: leader take-downs per algorithm and mode (default 50, quick 2).
@@ -49,6 +51,14 @@ pub struct BenchArgs {
     /// this bench measures (docs/bench/idle/README.md).
     #[arg(long)]
     pub node_exe: Option<PathBuf>,
+    /// detect: the candidate failure timeouts in ms, comma-separated, each 10..=60000
+    /// (default 50,30,20,15,10; quick 50). Tried largest first.
+    #[arg(long, value_delimiter = ',')]
+    pub detect_timeouts: Vec<u64>,
+    /// detect: how long each candidate is watched, e.g. 600s or 10m (default 10 minutes;
+    /// quick 5 s).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub detect_window: Option<std::time::Duration>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -57,6 +67,24 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         std::env::set_var("ELECTD_LOG", "warn");
     }
     super::init_tracing();
+    if !args.detect_timeouts.is_empty() || args.detect_window.is_some() {
+        if !args.only.iter().any(|s| s == "detect") {
+            anyhow::bail!(
+                "--detect-timeouts and --detect-window belong to the detect section, which runs \
+                 only when named: add --only detect"
+            );
+        }
+        // Checked before any section runs, so a typo costs no measurement.
+        let candidates = if args.detect_timeouts.is_empty() {
+            bench::detect::CANDIDATES_MS.to_vec()
+        } else {
+            args.detect_timeouts.clone()
+        };
+        bench::detect::check_options(
+            &candidates,
+            args.detect_window.unwrap_or(bench::detect::WINDOW),
+        )?;
+    }
     let exe = match args.node_exe {
         Some(exe) => exe,
         None => std::env::current_exe()
@@ -74,6 +102,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         algorithms: args.algorithms,
         cold_tries: args.tries as usize,
         all_processes: args.processes,
+        detect_timeouts: args.detect_timeouts,
+        detect_window: args.detect_window,
     };
     let started = std::time::Instant::now();
     let log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());

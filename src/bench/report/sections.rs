@@ -363,6 +363,7 @@ pub(super) fn reproduce(s: &mut String) {
         s,
         "\n## Reproduce\n\n```sh\ncargo build --release\n./target/release/electd bench --out docs/bench\n\
          ./target/release/electd bench --quick --out /tmp/bench   # seconds; smoke test\n\
-         cargo bench --bench codec\n```"
+         cargo bench --bench codec\n\
+         ./target/release/electd bench --only detect --out /tmp/detect   # about 10 min per candidate, beside etcd\n```"
     );
 }

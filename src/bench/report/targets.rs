@@ -127,6 +127,7 @@ pub fn targets(r: &Results) -> Vec<Target> {
     out.extend(sim_targets(&r.scale.sim));
     out.extend(etcd_targets(&r.etcd));
     out.extend(crate::bench::keepalived::targets(&r.keepalived));
+    out.extend(crate::bench::detect::targets(&r.detect));
     out.extend(cost_targets(&r.cost));
     out.extend(crate::bench::coldstart::targets(&r.cold));
     out

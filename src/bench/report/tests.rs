@@ -196,6 +196,7 @@ fn fixture() -> Results {
             ],
         },
         keepalived: Default::default(),
+        detect: Default::default(),
         cold: Default::default(),
         targets: Vec::new(),
     };

@@ -1,0 +1,958 @@
+//! `electd bench --only detect`: the smallest failure timeout at which each algorithm
+//! keeps its leader on a busy machine, beside the smallest election timeout at which
+//! etcd keeps its own, and the failover time at that value (issue 30, section 3).
+//!
+//! # Method
+//! - **The busy machine** is made by the bench, as the issue measured by hand: three
+//!   CPU hogs (`sh -c 'while :; do :; done'`) and a writer that forces its data to disk
+//!   over and over (`dd bs=1M count=64 conv=fsync`, in a loop), each started in a
+//!   process group of its own and stopped by its PID at the end, however the section
+//!   ends.
+//! - **The search** tries the candidate timeouts F from the largest down. At each, one
+//!   five-node electd cluster runs every algorithm still searching as a group of its
+//!   own (the `algorithms = [...]` of one config, so a stalled process stalls every
+//!   group at once, and each group's leader has the others' traffic beside it), with
+//!   heartbeat F / 5 and the other timeouts derived from F by [`timing_for`]; beside it
+//!   in the same window a five-member etcd cluster with E = F and heartbeat E / 5.
+//!   Each system must agree on a leader within [`AGREE_WITHIN`]; then it is watched for
+//!   the window (10 minutes unless `--detect-window` says otherwise). Nobody is killed,
+//!   so every election in the window is spurious: a rise of a group's term (electd: the
+//!   fencing token's term, raised by every election) or of etcd's raft term (etcd 3.4
+//!   runs without pre-vote, so every campaign raises it). A system with no election
+//!   passes the value and goes on to the next smaller one; the first value it fails
+//!   ends its search, and its smallest safe timeout is the last value it passed.
+//! - **Failover at that value**: each system with a safe value then runs alone at it
+//!   (five members, one algorithm), and its leader is SIGKILLed
+//!   [`versus_etcd::rounds`] times by the etcd section's poll driver, the machine
+//!   still busy.
+//!
+//! Never part of the default run (it takes about ten minutes per candidate): only
+//! `--only detect` runs it.
+
+use super::sse::Watchers;
+use super::versus_etcd::{self, Interval, Polled, View};
+use super::{ms, BenchOptions, Flagged, Stats, Target};
+use anyhow::Context;
+use electd::contract::algorithm::AlgorithmKind;
+use electd::contract::rng::Rng;
+use electd::http::client::http_request;
+use electd::testkit::procs::{ClusterTiming, ProcCluster};
+use electd::NodeId;
+use serde::Serialize;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Members of every cluster of the section.
+pub const MEMBERS: usize = 5;
+/// The candidates of the full run (ms), largest first.
+pub const CANDIDATES_MS: [u64; 5] = [50, 30, 20, 15, 10];
+/// The window of the full run: the issue's 10 minutes.
+pub const WINDOW: Duration = Duration::from_secs(600);
+/// The quick run (tests, CI): one candidate, a few seconds.
+pub const QUICK_CANDIDATES_MS: [u64; 1] = [50];
+pub const QUICK_WINDOW: Duration = Duration::from_secs(5);
+/// How long a freshly started cluster may take to agree on a leader (the busy
+/// machine's processes start slowly).
+pub const AGREE_WITHIN: Duration = Duration::from_secs(20);
+/// The watch polls every member this often.
+const POLL_EVERY: Duration = Duration::from_millis(200);
+/// The least candidate the timing rules below can express (1 ms retransmissions).
+pub const MIN_CANDIDATE_MS: u64 = 10;
+
+/// The cluster timing for failure timeout `f_ms`: heartbeat F / 5 (the issue's
+/// rule), answer F / 10 (at least 2 ms), coordinator F / 2 (at least what
+/// `Timing::validate` asks above 2 × answer + retransmit), Raft F..2F, and the first
+/// retransmission F / 20 (1..5 ms; the link's other defaults follow F).
+pub fn timing_for(f_ms: u64) -> ClusterTiming {
+    let retransmit = (f_ms / 20).clamp(1, 5);
+    let answer = (f_ms / 10).max(2).max(retransmit + 1);
+    let coordinator = (f_ms / 2).max(2 * answer + retransmit + 1);
+    ClusterTiming {
+        heartbeat_ms: (f_ms / 5).max(1),
+        failure_ms: f_ms,
+        answer_ms: answer,
+        coordinator_ms: coordinator,
+        election_min_ms: f_ms,
+        election_max_ms: 2 * f_ms,
+        retransmit_ms: retransmit,
+        ..ClusterTiming::failover()
+    }
+}
+
+/// etcd's interval for E = `f_ms`: heartbeat E / 5 (etcd accepts E ≥ 5 × heartbeat).
+pub fn etcd_interval(f_ms: u64) -> Interval {
+    Interval {
+        heartbeat_ms: (f_ms / 5).max(1),
+        election_ms: f_ms,
+    }
+}
+
+/// One system watched at one candidate.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Watch {
+    /// `etcd` or the algorithm's name.
+    pub system: String,
+    /// Agreed on a leader within [`AGREE_WITHIN`] (else it was not watched).
+    pub agreed: bool,
+    /// Elections during the window: the rise of the highest term any member reports.
+    pub elections: u64,
+    /// Changes of the leader every member named, between polls.
+    pub leader_changes: u64,
+    /// Polls at which the members did not all name one leader that names itself.
+    pub unagreed_polls: usize,
+    pub polls: usize,
+    /// Seconds into the window of the first poll that saw the term risen.
+    pub first_election_s: Option<f64>,
+}
+
+impl Watch {
+    pub fn safe(&self) -> bool {
+        self.agreed && self.elections == 0
+    }
+}
+
+/// One candidate: every system still searching, watched over the same window.
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    pub timeout_ms: u64,
+    pub heartbeat_ms: u64,
+    pub window_s: f64,
+    /// 1-minute load average at the start and the end of the window.
+    pub load_start: f64,
+    pub load_end: f64,
+    pub watches: Vec<Watch>,
+}
+
+/// What the search found for one system, and its failover at that value.
+#[derive(Clone, Debug, Serialize)]
+pub struct Found {
+    pub system: String,
+    /// The smallest candidate passed with every larger one (`None`: failed the first).
+    pub safe_ms: Option<u64>,
+    /// The candidate that ended the search, with its elections (`None`: passed all).
+    pub failed_ms: Option<u64>,
+    pub failed_elections: u64,
+    pub failover: Option<Failover>,
+}
+
+/// Failover after SIGKILL of the leader at a system's smallest safe value.
+#[derive(Clone, Debug, Serialize)]
+pub struct Failover {
+    /// How the time was taken: electd from the survivors' `/watch` events (the bench's
+    /// failover section), etcd by polling its members' status (the etcd section's
+    /// driver, which adds up to one round of polls).
+    pub method: String,
+    pub stats: Stats,
+    /// `stats` ÷ F.
+    pub ratio: Stats,
+    pub timeouts: usize,
+    pub flagged: Vec<Flagged>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Detect {
+    /// Why the section did not run (or what it left out, e.g. etcd).
+    pub skipped: Option<String>,
+    pub etcd_missing: Option<String>,
+    pub etcd_version: String,
+    pub candidates_ms: Vec<u64>,
+    pub window_s: f64,
+    pub load: String,
+    pub steps: Vec<Step>,
+    pub found: Vec<Found>,
+}
+
+impl Detect {
+    pub fn found(&self, system: &str) -> Option<&Found> {
+        self.found.iter().find(|f| f.system == system)
+    }
+}
+
+/// Where each system's search ended, from the steps in order (a system's search ends
+/// at the first candidate it fails; candidates are tried largest first).
+pub fn conclude(systems: &[String], steps: &[Step]) -> Vec<Found> {
+    systems
+        .iter()
+        .map(|sys| {
+            let mut found = Found {
+                system: sys.clone(),
+                safe_ms: None,
+                failed_ms: None,
+                failed_elections: 0,
+                failover: None,
+            };
+            for step in steps {
+                let Some(w) = step.watches.iter().find(|w| &w.system == sys) else {
+                    continue;
+                };
+                if w.safe() {
+                    found.safe_ms = Some(step.timeout_ms);
+                } else {
+                    found.failed_ms = Some(step.timeout_ms);
+                    found.failed_elections = w.elections;
+                    break;
+                }
+            }
+            found
+        })
+        .collect()
+}
+
+/// The hogs and the writer of the busy machine; every process is killed by the PID
+/// of its group on drop.
+struct Busy {
+    children: Vec<Child>,
+    file: std::path::PathBuf,
+}
+
+impl Busy {
+    const DESCRIPTION: &'static str = "three CPU hogs (`sh -c 'while :; do :; done'`) and a \
+        writer (`dd if=/dev/zero bs=1M count=64 conv=fsync`, in a loop)";
+
+    fn start(dir: &std::path::Path) -> anyhow::Result<Busy> {
+        use std::os::unix::process::CommandExt;
+        let file = dir.join(format!("electd-bench-detect-{}.dd", std::process::id()));
+        let mut busy = Busy {
+            children: Vec::new(),
+            file: file.clone(),
+        };
+        let spawn = |script: &str, arg: &str| {
+            Command::new("sh")
+                .args(["-c", script, "sh", arg])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(0)
+                .spawn()
+                .context("spawn sh for the busy machine")
+        };
+        for _ in 0..3 {
+            busy.children.push(spawn("while :; do :; done", "")?);
+        }
+        busy.children.push(spawn(
+            "while :; do dd if=/dev/zero of=\"$1\" bs=1M count=64 conv=fsync status=none; done",
+            &file.to_string_lossy(),
+        )?);
+        Ok(busy)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            // SAFETY: kill(2) of the process group this bench created with the child
+            // (process_group(0): its id is the child's PID), not yet reaped.
+            unsafe {
+                libc::kill(-(c.id() as libc::pid_t), libc::SIGKILL);
+            }
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// Every member of `views` names one leader that names itself: that leader's index.
+fn agreed(views: &[Option<View>]) -> Option<String> {
+    let leader = views.first()?.as_ref()?.leader.clone()?;
+    let all_name_it = views.iter().all(|v| {
+        v.as_ref()
+            .is_some_and(|v| v.leader.as_ref() == Some(&leader))
+    });
+    let it_names_itself = views.iter().flatten().any(|v| v.me == leader);
+    (all_name_it && it_names_itself).then_some(leader)
+}
+
+fn max_term(views: &[Option<View>]) -> Option<u64> {
+    views.iter().flatten().map(|v| v.term).max()
+}
+
+/// The views of every system of one poll: the electd groups from one `/status` per
+/// node, etcd from its members.
+fn poll(
+    cluster: Option<&ProcCluster>,
+    kinds: &[AlgorithmKind],
+    etcd: Option<&versus_etcd::Etcd>,
+) -> Vec<(String, Vec<Option<View>>)> {
+    let mut out: Vec<(String, Vec<Option<View>>)> = kinds
+        .iter()
+        .map(|k| (k.as_str().to_string(), vec![None; MEMBERS]))
+        .collect();
+    if let Some(c) = cluster {
+        for (i, id) in (1..=MEMBERS as NodeId).enumerate() {
+            let Some(addr) = c.http(id) else { continue };
+            let Some((200, body)) = http_request(addr, "GET", "/status", None) else {
+                continue;
+            };
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&body) else {
+                continue;
+            };
+            for g in v["groups"].as_array().into_iter().flatten() {
+                let Some(slot) = out.iter_mut().find(|(s, _)| g["algorithm"] == s.as_str()) else {
+                    continue;
+                };
+                slot.1[i] = Some(View {
+                    me: id.to_string(),
+                    leader: g["leader"].as_u64().map(|l| l.to_string()),
+                    term: g["term"].as_u64().unwrap_or(0),
+                });
+            }
+        }
+    }
+    if let Some(e) = etcd {
+        out.push((
+            "etcd".into(),
+            (0..MEMBERS).map(|i| Polled::view(e, i)).collect(),
+        ));
+    }
+    out
+}
+
+/// Watch one candidate: start the clusters, wait for agreement, watch the window.
+fn watch_step(
+    opts: &BenchOptions,
+    f_ms: u64,
+    kinds: &[AlgorithmKind],
+    etcd_exe: Option<&std::path::Path>,
+    window: Duration,
+    log: &dyn Fn(&str),
+) -> anyhow::Result<Step> {
+    let t = timing_for(f_ms);
+    let mut cluster = None;
+    if !kinds.is_empty() {
+        let mut c = ProcCluster::new(
+            &opts.exe,
+            &std::env::temp_dir(),
+            &format!("detect-{f_ms}"),
+            MEMBERS as NodeId,
+            kinds,
+            &t,
+        )?;
+        c.start_all()?;
+        cluster = Some(c);
+    }
+    let etcd = match etcd_exe {
+        Some(exe) => Some(versus_etcd::Etcd::new(
+            exe.to_path_buf(),
+            &format!("detect-{f_ms}"),
+            etcd_interval(f_ms),
+        )?),
+        None => None,
+    };
+    let systems: Vec<String> = poll(cluster.as_ref(), kinds, etcd.as_ref())
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    // Agreement of every system, each on its own, within the deadline.
+    let deadline = Instant::now() + AGREE_WITHIN;
+    let mut agreed_at: Vec<Option<u64>> = vec![None; systems.len()];
+    loop {
+        for (k, (_, views)) in poll(cluster.as_ref(), kinds, etcd.as_ref())
+            .into_iter()
+            .enumerate()
+        {
+            if agreed_at[k].is_none() && agreed(&views).is_some() {
+                agreed_at[k] = max_term(&views);
+            }
+        }
+        if agreed_at.iter().all(Option::is_some) || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(POLL_EVERY);
+    }
+    // Terms and leaders from the start of the window.
+    let first = poll(cluster.as_ref(), kinds, etcd.as_ref());
+    let mut base: Vec<Option<u64>> = first.iter().map(|(_, v)| max_term(v)).collect();
+    let mut last_leader: Vec<Option<String>> = first.iter().map(|(_, v)| agreed(v)).collect();
+    let mut watches: Vec<Watch> = systems
+        .iter()
+        .zip(&agreed_at)
+        .map(|(s, a)| Watch {
+            system: s.clone(),
+            agreed: a.is_some(),
+            elections: 0,
+            leader_changes: 0,
+            unagreed_polls: 0,
+            polls: 0,
+            first_election_s: None,
+        })
+        .collect();
+    for (w, a) in watches.iter().zip(&agreed_at) {
+        if a.is_none() {
+            log(&format!(
+                "    {}: no agreement within {:?} at {f_ms} ms: fails this value",
+                w.system, AGREE_WITHIN
+            ));
+        }
+    }
+    let load_start = super::load_average();
+    let started = Instant::now();
+    let report_every = (window / 10).max(Duration::from_secs(5));
+    let mut next_report = started + report_every;
+    while started.elapsed() < window {
+        std::thread::sleep(POLL_EVERY.min(window.saturating_sub(started.elapsed())));
+        let views = poll(cluster.as_ref(), kinds, etcd.as_ref());
+        for (k, (_, v)) in views.iter().enumerate() {
+            let w = &mut watches[k];
+            w.polls += 1;
+            let now_leader = agreed(v);
+            match (&now_leader, &last_leader[k]) {
+                (Some(l), Some(p)) if l != p => w.leader_changes += 1,
+                (None, _) => w.unagreed_polls += 1,
+                _ => {}
+            }
+            if now_leader.is_some() {
+                last_leader[k] = now_leader;
+            }
+            if let Some(term) = max_term(v) {
+                match base[k] {
+                    None => base[k] = Some(term),
+                    Some(b) if term > b => {
+                        w.elections += term - b;
+                        base[k] = Some(term);
+                        w.first_election_s
+                            .get_or_insert(started.elapsed().as_secs_f64());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if Instant::now() >= next_report {
+            next_report += report_every;
+            let so_far: Vec<String> = watches
+                .iter()
+                .map(|w| format!("{} {}", w.system, w.elections))
+                .collect();
+            log(&format!(
+                "    {f_ms} ms: {:.0}/{:.0} s, elections so far: {} (load {:.1})",
+                started.elapsed().as_secs_f64(),
+                window.as_secs_f64(),
+                so_far.join(", "),
+                super::load_average()
+            ));
+        }
+    }
+    Ok(Step {
+        timeout_ms: f_ms,
+        heartbeat_ms: t.heartbeat_ms,
+        window_s: ms(started.elapsed()) / 1e3,
+        load_start,
+        load_end: super::load_average(),
+        watches,
+    })
+}
+
+/// Check the section's options; the error names the option and the value.
+pub fn check_options(candidates_ms: &[u64], window: Duration) -> anyhow::Result<()> {
+    if candidates_ms.is_empty() {
+        anyhow::bail!("--detect-timeouts: no candidate given");
+    }
+    for &c in candidates_ms {
+        if !(MIN_CANDIDATE_MS..=60_000).contains(&c) {
+            anyhow::bail!(
+                "--detect-timeouts: {c} ms is outside {MIN_CANDIDATE_MS}..=60000 ms (the \
+                 heartbeat is a fifth of it, in whole milliseconds)"
+            );
+        }
+    }
+    let mut sorted = candidates_ms.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != candidates_ms.len() {
+        anyhow::bail!("--detect-timeouts: a candidate is given twice");
+    }
+    if window < Duration::from_secs(1) || window > Duration::from_secs(24 * 3600) {
+        anyhow::bail!("--detect-window: {window:?} is outside 1 s ..= 24 h");
+    }
+    Ok(())
+}
+
+pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
+    let mut candidates = if opts.detect_timeouts.is_empty() {
+        if opts.quick {
+            QUICK_CANDIDATES_MS.to_vec()
+        } else {
+            CANDIDATES_MS.to_vec()
+        }
+    } else {
+        opts.detect_timeouts.clone()
+    };
+    let window = opts
+        .detect_window
+        .unwrap_or(if opts.quick { QUICK_WINDOW } else { WINDOW });
+    check_options(&candidates, window)?;
+    candidates.sort_unstable_by(|a, b| b.cmp(a));
+    let etcd = versus_etcd::find_etcd();
+    let etcd_missing = etcd.is_none().then(|| {
+        let why = "no etcd binary on PATH (install Debian's etcd-server, or set \
+                   ELECTD_BENCH_ETCD): etcd's smallest safe timeout was NOT measured, and \
+                   no algorithm's is judged against it"
+            .to_string();
+        log(&format!("!!! {why}"));
+        why
+    });
+    let mut searching: Vec<AlgorithmKind> = AlgorithmKind::ALL.to_vec();
+    let mut etcd_searching = etcd.is_some();
+    let mut systems: Vec<String> = searching.iter().map(|k| k.as_str().to_string()).collect();
+    if etcd.is_some() {
+        systems.push("etcd".into());
+    }
+    let busy = Busy::start(&std::env::temp_dir())?;
+    log(&format!(
+        "  busy machine: {} (pids {:?})",
+        Busy::DESCRIPTION,
+        busy.children.iter().map(Child::id).collect::<Vec<_>>()
+    ));
+    let mut steps = Vec::new();
+    for &f in &candidates {
+        if searching.is_empty() && !etcd_searching {
+            break;
+        }
+        log(&format!(
+            "  {f} ms (heartbeat {} ms), {:.0} s: {}{}",
+            timing_for(f).heartbeat_ms,
+            window.as_secs_f64(),
+            searching
+                .iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if etcd_searching { ", etcd" } else { "" }
+        ));
+        let exe = etcd
+            .as_ref()
+            .filter(|_| etcd_searching)
+            .map(|(p, _)| p.as_path());
+        let step = watch_step(opts, f, &searching, exe, window, log)?;
+        for w in &step.watches {
+            let verdict = if w.safe() { "safe" } else { "FAILED" };
+            log(&format!(
+                "    {}: {verdict} at {f} ms ({} elections, {} leader changes)",
+                w.system, w.elections, w.leader_changes
+            ));
+            if !w.safe() {
+                if w.system == "etcd" {
+                    etcd_searching = false;
+                } else {
+                    searching.retain(|k| k.as_str() != w.system);
+                }
+            }
+        }
+        steps.push(step);
+    }
+    let mut found = conclude(&systems, &steps);
+    let mut rng = Rng::new(opts.seed ^ 0xDE7E);
+    let rounds = versus_etcd::rounds(opts.quick);
+    for fd in &mut found {
+        let Some(f) = fd.safe_ms else { continue };
+        log(&format!(
+            "  failover of {} at {f} ms, {rounds} rounds",
+            fd.system
+        ));
+        let run = if fd.system == "etcd" {
+            let Some((exe, _)) = &etcd else { continue };
+            let mut e = versus_etcd::Etcd::new(exe.clone(), "detect-failover", etcd_interval(f))?;
+            let r = versus_etcd::measure("etcd", &mut e, etcd_interval(f), rounds, &mut rng, log)?;
+            Failover {
+                method: "polls of every member's status".into(),
+                stats: r.stats,
+                ratio: r.ratio,
+                timeouts: r.timeouts,
+                flagged: r.flagged,
+            }
+        } else {
+            let Some(kind) = AlgorithmKind::ALL
+                .iter()
+                .copied()
+                .find(|k| k.as_str() == fd.system)
+            else {
+                continue;
+            };
+            let t = timing_for(f);
+            let mut cluster = ProcCluster::new(
+                &opts.exe,
+                &std::env::temp_dir(),
+                &format!("detect-failover-{kind}"),
+                MEMBERS as NodeId,
+                &[kind],
+                &t,
+            )?;
+            cluster.start_all()?;
+            let w = Watchers::new(kind);
+            for id in cluster.ids() {
+                if let Some(addr) = cluster.http(id) {
+                    w.connect(id, addr, Duration::from_secs(10));
+                }
+            }
+            if w.wait_agreement(&cluster.ids(), Instant::now() + AGREE_WITHIN)
+                .is_none()
+            {
+                log(&format!(
+                    "    {kind}: no agreement within {AGREE_WITHIN:?}: failover not measured"
+                ));
+                continue;
+            }
+            let r =
+                super::failover::measure(&mut cluster, &w, kind, "sigkill", rounds, &t, &mut rng)?;
+            Failover {
+                method: "the survivors' /watch events".into(),
+                stats: r.stats,
+                ratio: r.ratio,
+                timeouts: r.timeouts,
+                flagged: r.flagged,
+            }
+        };
+        log(&format!(
+            "    {}: median {:.2} × F, p90 {:.2} × F, timeouts {}, flagged {}",
+            fd.system,
+            run.ratio.median,
+            run.ratio.p90,
+            run.timeouts,
+            run.flagged.len()
+        ));
+        fd.failover = Some(run);
+    }
+    drop(busy);
+    Ok(Detect {
+        skipped: None,
+        etcd_missing,
+        etcd_version: etcd.map(|(_, v)| v).unwrap_or_default(),
+        candidates_ms: candidates,
+        window_s: window.as_secs_f64(),
+        load: Busy::DESCRIPTION.to_string(),
+        steps,
+        found,
+    })
+}
+
+/// The issue's targets: every algorithm's smallest safe failure timeout ≤ etcd's
+/// smallest safe E, and its failover median at that value ≤ 1.2 × it.
+pub fn targets(d: &Detect) -> Vec<Target> {
+    let mut out = Vec::new();
+    if d.skipped.is_some() {
+        return out;
+    }
+    let etcd = d.found("etcd");
+    let smallest = d.candidates_ms.iter().min().copied().unwrap_or(0);
+    let describe = |f: &Found| match (f.safe_ms, f.failed_ms) {
+        (Some(s), Some(x)) => format!("{s} ms ({} elections at {x} ms)", f.failed_elections),
+        (Some(s), None) if s == smallest => format!("{s} ms (the smallest candidate)"),
+        (Some(s), None) => format!("{s} ms"),
+        (None, Some(x)) => format!("none: {} elections at {x} ms", f.failed_elections),
+        (None, None) => "not watched".into(),
+    };
+    for kind in AlgorithmKind::ALL {
+        let Some(f) = d.found(kind.as_str()) else {
+            continue;
+        };
+        let (goal, met, note) = match etcd {
+            Some(e) => (
+                match e.safe_ms {
+                    Some(x) => format!("≤ etcd's smallest safe E ({x} ms)"),
+                    None => "≤ etcd's smallest safe E (none found)".into(),
+                },
+                matches!((f.safe_ms, e.safe_ms), (Some(a), Some(b)) if a <= b),
+                format!("etcd: {}", describe(e)),
+            ),
+            None => (
+                "≤ etcd's smallest safe E".into(),
+                false,
+                d.etcd_missing.clone().unwrap_or_default(),
+            ),
+        };
+        out.push(Target {
+            name: format!(
+                "smallest safe failure_timeout, {kind} (busy machine, {:.0} s without an election)",
+                d.window_s
+            ),
+            target: goal,
+            measured: describe(f),
+            met,
+            note,
+        });
+        let Some(safe) = f.safe_ms else { continue };
+        let (measured, met) = match &f.failover {
+            Some(r) => (
+                format!(
+                    "median {:.1} ms = {:.2} × (n={}, timeouts {})",
+                    r.stats.median, r.ratio.median, r.stats.n, r.timeouts
+                ),
+                r.stats.n > 0 && r.timeouts == 0 && r.ratio.median <= 1.2,
+            ),
+            None => ("not measured".into(), false),
+        };
+        out.push(Target {
+            name: format!("failover median at {safe} ms, {kind} (busy machine)"),
+            target: "≤ 1.2 × that failure_timeout".into(),
+            measured,
+            met,
+            note: String::new(),
+        });
+    }
+    out
+}
+
+/// The section of report.md.
+pub fn markdown(s: &mut String, d: &Detect) {
+    use std::fmt::Write;
+    let _ = writeln!(s, "\n## The smallest safe failure timeout\n");
+    if let Some(why) = &d.skipped {
+        let _ = writeln!(s, "Not run: {why}.\n");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "The machine made busy by the bench: {}. Candidates {} ms, largest first; at each, \
+         one {MEMBERS}-node electd cluster runs every algorithm still searching as a group of \
+         its own (heartbeat F / 5, answer F / 10, coordinator F / 2, Raft F..2F), and beside \
+         it in the same window {MEMBERS} etcd members ({}) with E = F and heartbeat E / 5. \
+         Nobody is killed, so every election in the {:.0} s window is spurious (a rise of the \
+         term). A system's search ends at the first candidate with an election; its smallest \
+         safe timeout is the last it passed. Then each runs alone at that value and its \
+         leader is SIGKILLed, the machine still busy: electd timed from the survivors' \
+         `/watch` events as in the failover section, etcd by the etcd section's polls of \
+         its members (which add up to one round of polls). Reproduce: `electd bench --only \
+         detect` (about ten minutes per candidate; `--detect-timeouts`, `--detect-window`).\n",
+        d.load,
+        d.candidates_ms
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        if d.etcd_version.is_empty() {
+            "not run: no etcd"
+        } else {
+            &d.etcd_version
+        },
+        d.window_s
+    );
+    if let Some(why) = &d.etcd_missing {
+        let _ = writeln!(s, "**{why}.**\n");
+    }
+    super::report::header(
+        s,
+        &[
+            "F ms",
+            "heartbeat ms",
+            "system",
+            "agreed",
+            "elections",
+            "first at s",
+            "leader changes",
+            "polls without agreement",
+            "load",
+        ],
+    );
+    for st in &d.steps {
+        for w in &st.watches {
+            let elections = if w.elections > 0 {
+                format!("**{}**", w.elections)
+            } else {
+                "0".into()
+            };
+            super::report::row(
+                s,
+                &[
+                    st.timeout_ms.to_string(),
+                    st.heartbeat_ms.to_string(),
+                    w.system.clone(),
+                    if w.agreed { "yes" } else { "**no**" }.into(),
+                    elections,
+                    w.first_election_s.map_or("—".into(), |x| format!("{x:.0}")),
+                    w.leader_changes.to_string(),
+                    format!("{} of {}", w.unagreed_polls, w.polls),
+                    format!("{:.1} → {:.1}", st.load_start, st.load_end),
+                ],
+            );
+        }
+    }
+    let _ = writeln!(s);
+    super::report::header(
+        s,
+        &[
+            "system",
+            "smallest safe ms",
+            "failed at ms",
+            "failover median / p90 / max ms",
+            "× F",
+            "rounds, timeouts, flagged",
+            "timed by",
+        ],
+    );
+    for f in &d.found {
+        let (times, ratio, rounds, method) = match &f.failover {
+            Some(r) => (
+                format!(
+                    "{:.1} / {:.1} / {:.1}",
+                    r.stats.median, r.stats.p90, r.stats.max
+                ),
+                format!("{:.2}", r.ratio.median),
+                format!("{}, {}, {}", r.stats.n, r.timeouts, r.flagged.len()),
+                r.method.clone(),
+            ),
+            None => ("—".into(), "—".into(), "—".into(), "—".into()),
+        };
+        super::report::row(
+            s,
+            &[
+                f.system.clone(),
+                f.safe_ms.map_or("**none**".into(), |x| x.to_string()),
+                f.failed_ms.map_or("—".into(), |x| {
+                    format!("{x} ({} elections)", f.failed_elections)
+                }),
+                times,
+                ratio,
+                rounds,
+                method,
+            ],
+        );
+    }
+    let _ = writeln!(s);
+    for f in &d.found {
+        for x in f.failover.iter().flat_map(|r| &r.flagged) {
+            let _ = writeln!(s, "- {} flagged: {}", f.system, x.describe());
+        }
+    }
+    let _ = writeln!(s);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use electd::node::link::LinkConfig;
+
+    #[test]
+    fn every_candidate_the_section_accepts_makes_a_valid_timing() {
+        for f in MIN_CANDIDATE_MS..=2_000 {
+            let t = timing_for(f);
+            let link = LinkConfig::for_failure_timeout(Duration::from_millis(f));
+            let r = Duration::from_millis(t.retransmit_ms);
+            t.timing()
+                .validate(r, link.give_up)
+                .unwrap_or_else(|e| panic!("F = {f} ms: {} {}", e.key, e.message));
+            assert_eq!(t.heartbeat_ms, f / 5, "F = {f}");
+            let e = etcd_interval(f);
+            assert!(
+                e.election_ms >= 5 * e.heartbeat_ms,
+                "etcd needs E ≥ 5 heartbeats"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_options_are_named() {
+        let w = Duration::from_secs(60);
+        assert!(check_options(&[50, 20], w).is_ok());
+        let err = |c: &[u64], w| check_options(c, w).unwrap_err().to_string();
+        assert!(err(&[], w).contains("--detect-timeouts"));
+        assert!(err(&[9], w).contains("9 ms is outside"));
+        assert!(err(&[20, 20], w).contains("twice"));
+        assert!(err(&[20], Duration::from_millis(500)).contains("--detect-window"));
+    }
+
+    fn watch(system: &str, agreed: bool, elections: u64) -> Watch {
+        Watch {
+            system: system.into(),
+            agreed,
+            elections,
+            leader_changes: 0,
+            unagreed_polls: 0,
+            polls: 10,
+            first_election_s: None,
+        }
+    }
+
+    fn step(f: u64, watches: Vec<Watch>) -> Step {
+        Step {
+            timeout_ms: f,
+            heartbeat_ms: f / 5,
+            window_s: 1.0,
+            load_start: 0.0,
+            load_end: 0.0,
+            watches,
+        }
+    }
+
+    #[test]
+    fn a_search_ends_at_the_first_value_failed() {
+        let systems: Vec<String> = ["bully", "raft", "etcd"].map(String::from).to_vec();
+        let steps = vec![
+            step(
+                50,
+                vec![
+                    watch("bully", true, 0),
+                    watch("raft", true, 0),
+                    watch("etcd", true, 0),
+                ],
+            ),
+            // raft fails at 30; bully and etcd go on.
+            step(
+                30,
+                vec![
+                    watch("bully", true, 0),
+                    watch("raft", true, 2),
+                    watch("etcd", true, 0),
+                ],
+            ),
+            // etcd never agreed at 20: that fails it too.
+            step(20, vec![watch("bully", true, 0), watch("etcd", false, 0)]),
+        ];
+        let found = conclude(&systems, &steps);
+        let get = |s: &str| found.iter().find(|f| f.system == s).expect(s);
+        assert_eq!(
+            (get("bully").safe_ms, get("bully").failed_ms),
+            (Some(20), None)
+        );
+        assert_eq!(
+            (get("raft").safe_ms, get("raft").failed_ms),
+            (Some(50), Some(30))
+        );
+        assert_eq!(get("raft").failed_elections, 2);
+        assert_eq!(
+            (get("etcd").safe_ms, get("etcd").failed_ms),
+            (Some(30), Some(20))
+        );
+        // Failing the first candidate finds nothing.
+        let found = conclude(&systems[..1], &[step(50, vec![watch("bully", true, 1)])]);
+        assert_eq!((found[0].safe_ms, found[0].failed_ms), (None, Some(50)));
+        // The verdicts: bully's 20 ≤ etcd's 30 is met; raft's 50 is not.
+        let d = Detect {
+            candidates_ms: vec![50, 30, 20],
+            window_s: 1.0,
+            steps: steps.clone(),
+            found: conclude(&systems, &steps),
+            ..Detect::default()
+        };
+        let t = targets(&d);
+        let verdict = |name: &str| {
+            t.iter()
+                .find(|x| x.name.starts_with(name))
+                .unwrap_or_else(|| panic!("{name}"))
+                .met
+        };
+        assert!(verdict("smallest safe failure_timeout, bully"));
+        assert!(!verdict("smallest safe failure_timeout, raft"));
+        // No failover measured: its target is missed, not skipped.
+        assert!(!verdict("failover median at 20 ms, bully"));
+    }
+
+    #[test]
+    fn agreement_is_one_leader_named_by_every_member_and_by_itself() {
+        let v = |me: &str, l: Option<&str>, term| {
+            Some(View {
+                me: me.into(),
+                leader: l.map(String::from),
+                term,
+            })
+        };
+        assert_eq!(
+            agreed(&[v("1", Some("2"), 3), v("2", Some("2"), 4)]),
+            Some("2".into())
+        );
+        assert_eq!(agreed(&[v("1", Some("3"), 3), v("2", Some("3"), 3)]), None);
+        assert_eq!(agreed(&[v("1", Some("2"), 3), None]), None);
+        assert_eq!(
+            max_term(&[v("1", Some("2"), 3), None, v("2", None, 7)]),
+            Some(7)
+        );
+    }
+}
