@@ -182,7 +182,7 @@ pub(super) fn raw_config<'a>(
     }
 }
 
-const SECTIONS: [(&str, &[&str]); 8] = [
+pub(super) const SECTIONS: [(&str, &[&str]); 8] = [
     (
         "timing",
         &[
@@ -301,16 +301,18 @@ fn env_value(key: &str, value: &str) -> Result<toml::Value, String> {
             .map(toml::Value::Integer)
             .map_err(|_| format!("{:?} is not an integer", value.trim()))?,
         "insecure" | "check_source" | "pre_vote" | "check_quorum" | "ranked_timeouts"
-        | "ephemeral" | "require_quorum" => match value.trim().to_ascii_lowercase().as_str() {
-            "true" | "1" | "yes" | "on" => toml::Value::Boolean(true),
-            "false" | "0" | "no" | "off" => toml::Value::Boolean(false),
-            _ => {
-                return Err(format!(
-                    "{:?} is not a boolean (true/false, yes/no, on/off, 1/0)",
-                    value.trim()
-                ))
+        | "ephemeral" | "require_quorum" | "batch_heartbeats" => {
+            match value.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => toml::Value::Boolean(true),
+                "false" | "0" | "no" | "off" => toml::Value::Boolean(false),
+                _ => {
+                    return Err(format!(
+                        "{:?} is not a boolean (true/false, yes/no, on/off, 1/0)",
+                        value.trim()
+                    ))
+                }
             }
-        },
+        }
         "algorithms" => toml::Value::Array(
             value
                 .split(',')

@@ -435,6 +435,33 @@ fn environment_errors_blame_the_variable() {
     );
 }
 
+/// Every `ELECTD_<SECTION>_<KEY>` takes its value in the key's own type: a boolean key
+/// given `true` or an integer key given `3` is never refused as a string of the wrong
+/// type (`ELECTD_TRANSPORT_BATCH_HEARTBEATS=false` was, while the docs list it).
+#[test]
+fn every_override_is_read_in_its_keys_type() {
+    for (section, keys) in super::raw::SECTIONS {
+        for key in keys {
+            let var = format!("ELECTD_{}_{}", section, key).to_ascii_uppercase();
+            for value in ["true", "3"] {
+                if let Err(e) = parse_env(&head(""), &[(var.as_str(), value)], None) {
+                    assert!(
+                        !e.message.contains("invalid type: string"),
+                        "{var}={value}: {e}"
+                    );
+                }
+            }
+        }
+    }
+    let c = parse_env(
+        &head(""),
+        &[("ELECTD_TRANSPORT_BATCH_HEARTBEATS", "off")],
+        None,
+    )
+    .expect("a boolean override");
+    assert!(!c.batch_heartbeats);
+}
+
 #[test]
 fn toml_syntax_errors_name_line_and_column() {
     let e = parse("cluster = \"x\"\n\nfoo = = 3\n").unwrap_err();
