@@ -496,7 +496,8 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
     if etcd.is_some() {
         systems.push("etcd".into());
     }
-    let busy = Busy::start(&std::env::temp_dir())?;
+    // The writer's file on the disk of /var/tmp (not a tmpfs /tmp): the load is the disk.
+    let busy = Busy::start(std::path::Path::new("/var/tmp"))?;
     log(&format!(
         "  busy machine: {} (pids {:?})",
         Busy::DESCRIPTION,
@@ -551,9 +552,17 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
         let run = if fd.system == "etcd" {
             let Some((exe, _)) = &etcd else { continue };
             let mut e = versus_etcd::Etcd::new(exe.clone(), "detect-failover", etcd_interval(f))?;
-            let r = versus_etcd::measure("etcd", &mut e, etcd_interval(f), rounds, &mut rng, log)?;
+            let r = versus_etcd::measure(
+                "etcd",
+                &mut e,
+                etcd_interval(f),
+                rounds,
+                &mut rng,
+                log,
+                versus_etcd::Clock::Logs,
+            )?;
             Failover {
-                method: "polls of every member's status".into(),
+                method: "the survivors' own log lines naming the new leader (ms grain)".into(),
                 stats: r.stats,
                 ratio: r.ratio,
                 timeouts: r.timeouts,
@@ -591,10 +600,18 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
                 ));
                 continue;
             }
-            let r =
-                super::failover::measure(&mut cluster, &w, kind, "sigkill", rounds, &t, &mut rng)?;
+            let r = super::failover::measure(
+                &mut cluster,
+                &w,
+                kind,
+                "sigkill",
+                rounds,
+                &t,
+                &mut rng,
+                super::failover::Clock::Stamp,
+            )?;
             Failover {
-                method: "the survivors' /watch events".into(),
+                method: "the survivors' own stamps of the adoption (`at_us`)".into(),
                 stats: r.stats,
                 ratio: r.ratio,
                 timeouts: r.timeouts,

@@ -140,6 +140,28 @@ pub(super) trait Polled {
     fn evidence(&self, _members: &[usize], _kill_unix_ms: u64, _until_unix_ms: u64) -> Vec<String> {
         Vec::new()
     }
+    /// When the last of `members` logged that it follows `leader` (its member id), by
+    /// its own clock (Unix ms), at or after `from_unix_ms`; `None` when a member did
+    /// not log it or the system keeps no such log.
+    fn adopted_unix_ms(
+        &self,
+        _members: &[usize],
+        _leader: &str,
+        _from_unix_ms: u64,
+    ) -> Option<u64> {
+        None
+    }
+}
+
+/// How [`measure`] times the end of a failover.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// The poll at which every survivor named the new leader (this section: one driver
+    /// for both systems).
+    Polls,
+    /// The survivors' own log stamps ([`Polled::adopted_unix_ms`]), falling back to
+    /// the poll where a stamp is missing: on a busy machine the polls wait for a core.
+    Logs,
 }
 
 /// Every member of `of` answers and names the same leader, which names itself.
@@ -204,6 +226,7 @@ pub(super) fn measure(
     rounds: usize,
     rng: &mut Rng,
     log: &dyn Fn(&str),
+    clock: Clock,
 ) -> anyhow::Result<PollRun> {
     let all: Vec<usize> = (0..c.members()).collect();
     let hb = Duration::from_millis(iv.heartbeat_ms);
@@ -237,7 +260,15 @@ pub(super) fn measure(
         // is on a new leader.
         let outcome = loop {
             match agreement(c, &survivors) {
-                Some((_, term)) => break Some((t0.elapsed(), term)),
+                Some((at, term)) => {
+                    let polled = t0.elapsed();
+                    let stamped = (clock == Clock::Logs)
+                        .then(|| c.view(at))
+                        .flatten()
+                        .and_then(|v| c.adopted_unix_ms(&survivors, &v.me, t0_unix_ms))
+                        .map(|end| Duration::from_millis(end.saturating_sub(t0_unix_ms)));
+                    break Some((stamped.unwrap_or(polled), term));
+                }
                 None if Instant::now() > deadline => break None,
                 _ => std::thread::sleep(Duration::from_micros(500)),
             }
@@ -336,6 +367,25 @@ fn parse_zap_ts(ts: &str) -> Option<u64> {
         .ok()?
         .checked_mul(1000)?
         .checked_add(ms as u64)
+}
+
+/// The first time (Unix ms) at or after `from_unix_ms` that an etcd member's zap log
+/// says it follows `leader_hex` ("raft.node: … elected leader L at term T", or
+/// "changed leader from K to L at term T").
+fn adoption_in_log(text: &str, leader_hex: &str, from_unix_ms: u64) -> Option<u64> {
+    let elected = format!("elected leader {leader_hex} at term");
+    let changed = format!(" to {leader_hex} at term");
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|v| {
+            let msg = v["msg"].as_str()?;
+            let ours = msg.starts_with("raft.node: ")
+                && (msg.contains(&elected)
+                    || (msg.contains("changed leader from") && msg.contains(&changed)));
+            let at = parse_zap_ts(v["ts"].as_str()?)?;
+            (ours && at >= from_unix_ms).then_some(at)
+        })
+        .min()
 }
 
 /// What etcd logs about a member's election clock and campaigns (zap, info level).
@@ -473,6 +523,17 @@ impl Polled for Etcd {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+    fn adopted_unix_ms(&self, members: &[usize], leader: &str, from_unix_ms: u64) -> Option<u64> {
+        // The status API names members in decimal, raft's log lines in hex.
+        let hex = format!("{:x}", leader.parse::<u64>().ok()?);
+        let mut last = None;
+        for &i in members {
+            let text = std::fs::read_to_string(self.dir.join(format!("m{i}.log"))).ok()?;
+            let at = adoption_in_log(&text, &hex, from_unix_ms)?;
+            last = Some(last.map_or(at, |l: u64| l.max(at)));
+        }
+        last
     }
     fn evidence(&self, members: &[usize], kill_unix_ms: u64, until_unix_ms: u64) -> Vec<String> {
         // From two heartbeats before the kill: what happened to a clock earlier was
@@ -614,7 +675,15 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusEtcd
     {
         log(&format!("  etcd ({etcd_version}), {rounds} rounds"));
         let mut e = Etcd::new(etcd_exe, "poll", SECTION)?;
-        runs.push(measure("etcd", &mut e, SECTION, rounds, &mut rng, log)?);
+        runs.push(measure(
+            "etcd",
+            &mut e,
+            SECTION,
+            rounds,
+            &mut rng,
+            log,
+            Clock::Polls,
+        )?);
     }
     let timing = SECTION.electd_timing();
     for kind in electd_systems() {
@@ -636,6 +705,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusEtcd
             rounds,
             &mut rng,
             log,
+            Clock::Polls,
         )?);
     }
     for r in &runs {
@@ -768,6 +838,42 @@ mod tests {
                 "m2 at +39 ms: a1 is starting a new election at term 18".to_string(),
             ]
         );
+    }
+
+    #[test]
+    fn a_members_adoption_is_its_first_log_line_naming_the_leader_after_the_kill() {
+        let line = |ts: &str, msg: &str| {
+            format!("{{\"level\":\"info\",\"ts\":\"{ts}\",\"msg\":\"{msg}\"}}\n")
+        };
+        let log = [
+            line(
+                "2026-11-24T16:07:23.100Z",
+                "raft.node: a1 elected leader b2 at term 3",
+            ),
+            line(
+                "2026-11-24T16:07:23.350Z",
+                "raft.node: a1 lost leader b2 at term 4",
+            ),
+            line(
+                "2026-11-24T16:07:23.380Z",
+                "raft.node: a1 elected leader c3f at term 4",
+            ),
+            line(
+                "2026-11-24T16:07:23.390Z",
+                "raft.node: a1 elected leader c3 at term 4",
+            ),
+            line(
+                "2026-11-24T16:07:23.500Z",
+                "raft.node: a1 changed leader from c3 to b2 at term 5",
+            ),
+        ]
+        .concat();
+        let kill = parse_zap_ts("2026-11-24T16:07:23.300Z").expect("ts");
+        // c3f is another member: its line is not c3's.
+        assert_eq!(adoption_in_log(&log, "c3", kill), Some(kill + 90));
+        // Before the kill b2 was adopted too; only the change after it counts.
+        assert_eq!(adoption_in_log(&log, "b2", kill), Some(kill + 200));
+        assert_eq!(adoption_in_log(&log, "d4", kill), None);
     }
 
     fn v(me: &str, leader: Option<&str>, term: u64) -> Option<View> {
