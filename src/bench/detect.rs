@@ -604,11 +604,13 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
                 &mut cluster,
                 &w,
                 kind,
-                "sigkill",
-                rounds,
+                super::failover::Actions {
+                    mode: "sigkill",
+                    count: rounds,
+                    clock: super::failover::Clock::Stamp,
+                },
                 &t,
                 &mut rng,
-                super::failover::Clock::Stamp,
             )?;
             Failover {
                 method: "the survivors' own stamps of the adoption (`at_us`)".into(),

@@ -136,11 +136,13 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<FailoverRe
                 &mut c,
                 &w,
                 kind,
-                mode,
-                per_mode,
+                Actions {
+                    mode,
+                    count: per_mode,
+                    clock: Clock::Arrival,
+                },
                 &timing,
                 &mut rng,
-                Clock::Arrival,
             )?;
             log(&format!(
                 "  {kind:<15} {mode:<8} n={} median {:.1} ms ({:.2}×) p99 {:.1} ms ({:.2}×) timeouts {}",
@@ -168,16 +170,22 @@ pub(super) enum Clock {
     Stamp,
 }
 
+/// What [`measure`] does: `count` take-downs of `mode`, timed by `clock`.
+pub(super) struct Actions {
+    pub(super) mode: &'static str,
+    pub(super) count: usize,
+    pub(super) clock: Clock,
+}
+
 pub(super) fn measure(
     c: &mut ProcCluster,
     w: &Watchers,
     kind: AlgorithmKind,
-    mode: &'static str,
-    count: usize,
+    actions: Actions,
     t: &ClusterTiming,
     rng: &mut Rng,
-    clock: Clock,
 ) -> anyhow::Result<FailoverRun> {
+    let Actions { mode, count, clock } = actions;
     let all = c.ids();
     let hb = Duration::from_millis(t.heartbeat_ms);
     let mut samples = Vec::with_capacity(count);

@@ -440,7 +440,7 @@ fn environment_errors_blame_the_variable() {
 /// type (`ELECTD_TRANSPORT_BATCH_HEARTBEATS=false` was, while the docs list it).
 #[test]
 fn every_override_is_read_in_its_keys_type() {
-    for (section, keys) in super::raw::SECTIONS {
+    for (section, keys) in raw::SECTIONS {
         for key in keys {
             let var = format!("ELECTD_{}_{}", section, key).to_ascii_uppercase();
             for value in ["true", "3"] {
