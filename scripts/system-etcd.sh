@@ -43,3 +43,43 @@ assert "electd ÷ etcd, per percentile" in report, "report lacks the ratio table
 print("system-etcd: etcd and electd measured under one driver;",
       ", ".join(f"{k} median {v['ratio']['median']:.2f}×E" for k, v in systems.items()))
 PY
+
+# The smallest safe failure timeout beside etcd (`--only detect`), short: one
+# candidate watched 5 s on the busy machine the bench makes (three CPU hogs and an
+# fsync writer), then 3 SIGKILL failovers per system at it. Checks that every system
+# was watched, that the search's verdict follows from the watch, that the bench's
+# load is gone afterwards, and that the report holds the section and its targets.
+timeout 300 "$ELECTD" bench --quick --only detect --out "$OUT" 2>&1 | sed 's/^/  /'
+python3 - "$OUT/results.json" "$OUT/report.md" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+d = r["detect"]
+report = open(sys.argv[2]).read()
+assert d["skipped"] is None, f"detect skipped: {d['skipped']}"
+assert d["etcd_missing"] is None, d["etcd_missing"]
+systems = ["bully", "improved-bully", "ring", "lcr", "hs", "raft", "etcd"]
+(step,) = d["steps"]
+watched = {w["system"]: w for w in step["watches"]}
+assert sorted(watched) == sorted(systems), f"watched {sorted(watched)}"
+for s in systems:
+    w = watched[s]
+    assert w["polls"] > 0, f"{s}: never polled"
+    f = next(x for x in d["found"] if x["system"] == s)
+    safe = w["agreed"] and w["elections"] == 0
+    # The verdict is the watch's: safe at the candidate, or failed there.
+    assert (f["safe_ms"] == step["timeout_ms"]) == safe, (s, w, f)
+    assert (f["failed_ms"] == step["timeout_ms"]) == (not safe), (s, w, f)
+    if safe:
+        fo = f["failover"]
+        assert fo and fo["stats"]["n"] + len(fo["flagged"]) == 3, (s, fo)
+assert "## The smallest safe failure timeout" in report
+names = [t["name"] for t in r["targets"]]
+assert any(n.startswith("smallest safe failure_timeout, raft") for n in names), names
+print("system-etcd: detect watched", ", ".join(f"{s} {watched[s]['elections']}" for s in systems))
+PY
+# The bench's hogs and writer are stopped by PID when it ends.
+if pgrep -f 'while :; do :; done' >/dev/null || pgrep -f 'of=.*electd-bench-detect-.*\.dd' >/dev/null; then
+    echo "system-etcd: the detect section left its load running" >&2
+    exit 1
+fi
+echo "system-etcd: ok"

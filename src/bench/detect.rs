@@ -5,15 +5,15 @@
 //! # Method
 //! - **The busy machine** is made by the bench, as the issue measured by hand: three
 //!   CPU hogs (`sh -c 'while :; do :; done'`) and a writer that forces its data to disk
-//!   over and over (`dd bs=1M count=64 conv=fsync`, in a loop), each started in a
-//!   process group of its own and stopped by its PID at the end, however the section
-//!   ends.
+//!   over and over (`dd bs=1M count=64 conv=fsync`, one after the other, on the disk
+//!   of /var/tmp), children of the bench that die with it and are stopped by their PID
+//!   at the end.
 //! - **The search** tries the candidate timeouts F from the largest down. At each, one
-//!   five-node electd cluster runs every algorithm still searching as a group of its
-//!   own (the `algorithms = [...]` of one config, so a stalled process stalls every
-//!   group at once, and each group's leader has the others' traffic beside it), with
-//!   heartbeat F / 5 and the other timeouts derived from F by [`timing_for`]; beside it
-//!   in the same window a five-member etcd cluster with E = F and heartbeat E / 5.
+//!   five-node electd cluster per algorithm still searching (or, with
+//!   `--detect-one-cluster`, one cluster running them all as groups of its own, so a
+//!   stalled process stalls every group), with heartbeat F / 5 and the other timeouts
+//!   derived from F by [`timing_for`]; beside them in the same window a five-member
+//!   etcd cluster with E = F and heartbeat E / 5.
 //!   Each system must agree on a leader within [`AGREE_WITHIN`]; then it is watched for
 //!   the window (10 minutes unless `--detect-window` says otherwise). Nobody is killed,
 //!   so every election in the window is spurious: a rise of a group's term (electd: the
@@ -23,8 +23,9 @@
 //!   ends its search, and its smallest safe timeout is the last value it passed.
 //! - **Failover at that value**: each system with a safe value then runs alone at it
 //!   (five members, one algorithm), and its leader is SIGKILLed
-//!   [`versus_etcd::rounds`] times by the etcd section's poll driver, the machine
-//!   still busy.
+//!   [`versus_etcd::rounds`] times, the machine still busy. A failover ends at the last
+//!   survivor's own stamp of its adoption of the new leader (electd: `at_us` of its
+//!   `/watch` event; etcd: its raft log line), not when the busy bench got to read it.
 //!
 //! Never part of the default run (it takes about ten minutes per candidate): only
 //! `--only detect` runs it.
@@ -157,6 +158,9 @@ pub struct Detect {
     pub etcd_version: String,
     pub candidates_ms: Vec<u64>,
     pub window_s: f64,
+    /// Every algorithm as a group of one cluster (`--detect-one-cluster`), instead of
+    /// one cluster each.
+    pub one_cluster: bool,
     pub load: String,
     pub steps: Vec<Step>,
     pub found: Vec<Found>,
@@ -198,54 +202,118 @@ pub fn conclude(systems: &[String], steps: &[Step]) -> Vec<Found> {
         .collect()
 }
 
-/// The hogs and the writer of the busy machine; every process is killed by the PID
-/// of its group on drop.
+/// The hogs and the writer of the busy machine. Each process is this bench's child, in
+/// its process group (a Ctrl-C reaches them with the rest), dies with it
+/// (`PR_SET_PDEATHSIG`), and is killed by its PID on drop; the writer is a thread that
+/// starts one `dd` after the other, so no shell loop can outlive the bench.
 struct Busy {
-    children: Vec<Child>,
+    hogs: Vec<Child>,
+    writer: Option<std::thread::JoinHandle<()>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    dd: std::sync::Arc<std::sync::Mutex<Option<Child>>>,
     file: std::path::PathBuf,
+}
+
+/// `cmd`, dying with the bench.
+fn child_of_bench(mut cmd: Command) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: prctl(2) is async-signal-safe; it runs in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
 }
 
 impl Busy {
     const DESCRIPTION: &'static str = "three CPU hogs (`sh -c 'while :; do :; done'`) and a \
-        writer (`dd if=/dev/zero bs=1M count=64 conv=fsync`, in a loop)";
+        writer (`dd if=/dev/zero bs=1M count=64 conv=fsync`, one after the other)";
 
     fn start(dir: &std::path::Path) -> anyhow::Result<Busy> {
-        use std::os::unix::process::CommandExt;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
         let file = dir.join(format!("electd-bench-detect-{}.dd", std::process::id()));
         let mut busy = Busy {
-            children: Vec::new(),
+            hogs: Vec::new(),
+            writer: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            dd: Arc::new(Mutex::new(None)),
             file: file.clone(),
         };
-        let spawn = |script: &str, arg: &str| {
-            Command::new("sh")
-                .args(["-c", script, "sh", arg])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .process_group(0)
-                .spawn()
-                .context("spawn sh for the busy machine")
-        };
         for _ in 0..3 {
-            busy.children.push(spawn("while :; do :; done", "")?);
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", "while :; do :; done"]);
+            busy.hogs
+                .push(child_of_bench(cmd).context("spawn a CPU hog (sh)")?);
         }
-        busy.children.push(spawn(
-            "while :; do dd if=/dev/zero of=\"$1\" bs=1M count=64 conv=fsync status=none; done",
-            &file.to_string_lossy(),
-        )?);
+        let (stop, dd) = (busy.stop.clone(), busy.dd.clone());
+        let of = format!("of={}", file.display());
+        busy.writer = Some(std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let mut cmd = Command::new("dd");
+                cmd.args([
+                    "if=/dev/zero",
+                    &of,
+                    "bs=1M",
+                    "count=64",
+                    "conv=fsync",
+                    "status=none",
+                ]);
+                let Ok(child) = child_of_bench(cmd) else {
+                    return;
+                };
+                let mut slot = dd.lock().unwrap_or_else(|e| e.into_inner());
+                if stop.load(Ordering::SeqCst) {
+                    let mut c = child;
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    return;
+                }
+                *slot = Some(child);
+                drop(slot);
+                // Wait for this dd without holding the lock (drop may kill it meanwhile).
+                loop {
+                    let mut slot = dd.lock().unwrap_or_else(|e| e.into_inner());
+                    match slot.as_mut().map(Child::try_wait) {
+                        Some(Ok(None)) => {}
+                        _ => {
+                            *slot = None;
+                            break;
+                        }
+                    }
+                    drop(slot);
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }));
         Ok(busy)
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        self.hogs.iter().map(Child::id).collect()
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        for c in &mut self.children {
-            // SAFETY: kill(2) of the process group this bench created with the child
-            // (process_group(0): its id is the child's PID), not yet reaped.
-            unsafe {
-                libc::kill(-(c.id() as libc::pid_t), libc::SIGKILL);
-            }
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        for c in &mut self.hogs {
+            let _ = c.kill(); // SIGKILL by PID
             let _ = c.wait();
+        }
+        if let Some(mut c) = self.dd.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
         }
         let _ = std::fs::remove_file(&self.file);
     }
@@ -269,7 +337,7 @@ fn max_term(views: &[Option<View>]) -> Option<u64> {
 /// The views of every system of one poll: the electd groups from one `/status` per
 /// node, etcd from its members.
 fn poll(
-    cluster: Option<&ProcCluster>,
+    clusters: &[ProcCluster],
     kinds: &[AlgorithmKind],
     etcd: Option<&versus_etcd::Etcd>,
 ) -> Vec<(String, Vec<Option<View>>)> {
@@ -277,7 +345,7 @@ fn poll(
         .iter()
         .map(|k| (k.as_str().to_string(), vec![None; MEMBERS]))
         .collect();
-    if let Some(c) = cluster {
+    for c in clusters {
         for (i, id) in (1..=MEMBERS as NodeId).enumerate() {
             let Some(addr) = c.http(id) else { continue };
             let Some((200, body)) = http_request(addr, "GET", "/status", None) else {
@@ -317,18 +385,29 @@ fn watch_step(
     log: &dyn Fn(&str),
 ) -> anyhow::Result<Step> {
     let t = timing_for(f_ms);
-    let mut cluster = None;
-    if !kinds.is_empty() {
+    // One cluster per algorithm (the issue's question), or every algorithm as a group
+    // of one cluster (`--detect-one-cluster`).
+    let layouts: Vec<Vec<AlgorithmKind>> = if opts.detect_one_cluster {
+        vec![kinds.to_vec()]
+    } else {
+        kinds.iter().map(|&k| vec![k]).collect()
+    };
+    let mut clusters = Vec::new();
+    for algos in layouts.iter().filter(|a| !a.is_empty()) {
+        let name = match algos.as_slice() {
+            [one] => format!("detect-{f_ms}-{one}"),
+            _ => format!("detect-{f_ms}"),
+        };
         let mut c = ProcCluster::new(
             &opts.exe,
             &std::env::temp_dir(),
-            &format!("detect-{f_ms}"),
+            &name,
             MEMBERS as NodeId,
-            kinds,
+            algos,
             &t,
         )?;
         c.start_all()?;
-        cluster = Some(c);
+        clusters.push(c);
     }
     let etcd = match etcd_exe {
         Some(exe) => Some(versus_etcd::Etcd::new(
@@ -338,7 +417,7 @@ fn watch_step(
         )?),
         None => None,
     };
-    let systems: Vec<String> = poll(cluster.as_ref(), kinds, etcd.as_ref())
+    let systems: Vec<String> = poll(&clusters, kinds, etcd.as_ref())
         .into_iter()
         .map(|(s, _)| s)
         .collect();
@@ -346,7 +425,7 @@ fn watch_step(
     let deadline = Instant::now() + AGREE_WITHIN;
     let mut agreed_at: Vec<Option<u64>> = vec![None; systems.len()];
     loop {
-        for (k, (_, views)) in poll(cluster.as_ref(), kinds, etcd.as_ref())
+        for (k, (_, views)) in poll(&clusters, kinds, etcd.as_ref())
             .into_iter()
             .enumerate()
         {
@@ -360,7 +439,7 @@ fn watch_step(
         std::thread::sleep(POLL_EVERY);
     }
     // Terms and leaders from the start of the window.
-    let first = poll(cluster.as_ref(), kinds, etcd.as_ref());
+    let first = poll(&clusters, kinds, etcd.as_ref());
     let mut base: Vec<Option<u64>> = first.iter().map(|(_, v)| max_term(v)).collect();
     let mut last_leader: Vec<Option<String>> = first.iter().map(|(_, v)| agreed(v)).collect();
     let mut watches: Vec<Watch> = systems
@@ -390,7 +469,7 @@ fn watch_step(
     let mut next_report = started + report_every;
     while started.elapsed() < window {
         std::thread::sleep(POLL_EVERY.min(window.saturating_sub(started.elapsed())));
-        let views = poll(cluster.as_ref(), kinds, etcd.as_ref());
+        let views = poll(&clusters, kinds, etcd.as_ref());
         for (k, (_, v)) in views.iter().enumerate() {
             let w = &mut watches[k];
             w.polls += 1;
@@ -499,9 +578,9 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
     // The writer's file on the disk of /var/tmp (not a tmpfs /tmp): the load is the disk.
     let busy = Busy::start(std::path::Path::new("/var/tmp"))?;
     log(&format!(
-        "  busy machine: {} (pids {:?})",
+        "  busy machine: {} (hog pids {:?})",
         Busy::DESCRIPTION,
-        busy.children.iter().map(Child::id).collect::<Vec<_>>()
+        busy.pids()
     ));
     let mut steps = Vec::new();
     for &f in &candidates {
@@ -637,6 +716,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
         etcd_version: etcd.map(|(_, v)| v).unwrap_or_default(),
         candidates_ms: candidates,
         window_s: window.as_secs_f64(),
+        one_cluster: opts.detect_one_cluster,
         load: Busy::DESCRIPTION.to_string(),
         steps,
         found,
@@ -721,22 +801,30 @@ pub fn markdown(s: &mut String, d: &Detect) {
     let _ = writeln!(
         s,
         "The machine made busy by the bench: {}. Candidates {} ms, largest first; at each, \
-         one {MEMBERS}-node electd cluster runs every algorithm still searching as a group of \
-         its own (heartbeat F / 5, answer F / 10, coordinator F / 2, Raft F..2F), and beside \
-         it in the same window {MEMBERS} etcd members ({}) with E = F and heartbeat E / 5. \
-         Nobody is killed, so every election in the {:.0} s window is spurious (a rise of the \
-         term). A system's search ends at the first candidate with an election; its smallest \
-         safe timeout is the last it passed. Then each runs alone at that value and its \
-         leader is SIGKILLed, the machine still busy: electd timed from the survivors' \
-         `/watch` events as in the failover section, etcd by the etcd section's polls of \
-         its members (which add up to one round of polls). Reproduce: `electd bench --only \
-         detect` (about ten minutes per candidate; `--detect-timeouts`, `--detect-window`).\n",
+         {}, each node with its state file in the bench's temporary directory, with \
+         heartbeat F / 5, answer F / 10, coordinator F / 2, Raft F..2F; beside them in the \
+         same window {MEMBERS} etcd members ({}) with E = F and heartbeat E / 5. Nobody is \
+         killed, so every election in the {:.0} s window is spurious (a rise of the term). \
+         A system's search ends at the first candidate with an election; its smallest safe \
+         timeout is the last it passed. Then each runs alone at that value and its leader \
+         is SIGKILLed, the machine still busy; each failover ends at the last survivor's \
+         own stamp of its adoption (electd: `at_us` of its `/watch` event; etcd: its raft \
+         log line, 1 ms grain). Reproduce: `electd bench --only detect` (about ten minutes \
+         per candidate; `--detect-timeouts`, `--detect-window`, `--detect-one-cluster`).\n",
         d.load,
         d.candidates_ms
             .iter()
             .map(u64::to_string)
             .collect::<Vec<_>>()
             .join(", "),
+        if d.one_cluster {
+            format!(
+                "one {MEMBERS}-node electd cluster runs every algorithm still searching as a \
+                 group of its own (`--detect-one-cluster`: a stalled node stalls every group)"
+            )
+        } else {
+            format!("one {MEMBERS}-node electd cluster per algorithm still searching")
+        },
         if d.etcd_version.is_empty() {
             "not run: no etcd"
         } else {
@@ -855,6 +943,34 @@ mod tests {
                 "etcd needs E ≥ 5 heartbeats"
             );
         }
+    }
+
+    #[test]
+    fn the_busy_machine_stops_with_its_owner() {
+        let dir = std::env::temp_dir();
+        let busy = Busy::start(&dir).expect("start the load");
+        let alive = |pid: u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| !s.contains(") Z "))
+                .unwrap_or(false)
+        };
+        let mut pids = busy.pids();
+        assert_eq!(pids.len(), 3);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let dd = loop {
+            let pid = busy.dd.lock().expect("lock").as_ref().map(Child::id);
+            match pid {
+                Some(pid) => break pid,
+                None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+                None => panic!("no dd within 10 s"),
+            }
+        };
+        pids.push(dd);
+        assert!(pids.iter().all(|&p| alive(p)), "{pids:?}");
+        let file = busy.file.clone();
+        drop(busy);
+        assert!(pids.iter().all(|&p| !alive(p)), "still running: {pids:?}");
+        assert!(!file.exists(), "{} left behind", file.display());
     }
 
     #[test]

@@ -66,6 +66,8 @@ pub struct BenchOptions {
     pub detect_timeouts: Vec<u64>,
     /// `detect`: how long each candidate is watched (`None`: 10 minutes, quick 5 s).
     pub detect_window: Option<Duration>,
+    /// `detect`: every algorithm as a group of one cluster instead of one cluster each.
+    pub detect_one_cluster: bool,
 }
 
 /// The sections of a run, in order.

@@ -59,6 +59,10 @@ pub struct BenchArgs {
     /// quick 5 s).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub detect_window: Option<std::time::Duration>,
+    /// detect: run the algorithms as the groups of one five-node cluster (a stalled
+    /// process stalls every group) instead of one five-node cluster each.
+    #[arg(long)]
+    pub detect_one_cluster: bool,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -67,10 +71,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         std::env::set_var("ELECTD_LOG", "warn");
     }
     super::init_tracing();
-    if !args.detect_timeouts.is_empty() || args.detect_window.is_some() {
+    if !args.detect_timeouts.is_empty() || args.detect_window.is_some() || args.detect_one_cluster {
         if !args.only.iter().any(|s| s == "detect") {
             anyhow::bail!(
-                "--detect-timeouts and --detect-window belong to the detect section, which runs \
+                "--detect-timeouts, --detect-window and --detect-one-cluster belong to the detect section, which runs \
                  only when named: add --only detect"
             );
         }
@@ -104,6 +108,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         all_processes: args.processes,
         detect_timeouts: args.detect_timeouts,
         detect_window: args.detect_window,
+        detect_one_cluster: args.detect_one_cluster,
     };
     let started = std::time::Instant::now();
     let log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());
