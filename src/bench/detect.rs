@@ -14,7 +14,8 @@
 //!   stalled process stalls every group), with heartbeat F / 5 and the other timeouts
 //!   derived from F by [`timing_for`]; beside them in the same window a five-member
 //!   etcd cluster with E = F and heartbeat E / 5.
-//!   Each system must agree on a leader within [`AGREE_WITHIN`]; then it is watched for
+//!   Each system must agree on a leader, unchanged for [`SETTLED_FOR`], within
+//!   [`AGREE_WITHIN`]; then it is watched for
 //!   the window (10 minutes unless `--detect-window` says otherwise). Nobody is killed,
 //!   so every election in the window is spurious: a rise of a group's term (electd: the
 //!   fencing token's term, raised by every election) or of etcd's raft term (etcd 3.4
@@ -55,6 +56,8 @@ pub const QUICK_WINDOW: Duration = Duration::from_secs(5);
 /// How long a freshly started cluster may take to agree on a leader (the busy
 /// machine's processes start slowly).
 pub const AGREE_WITHIN: Duration = Duration::from_secs(20);
+/// How long a new cluster's agreement (leader and term) must hold before its window.
+pub const SETTLED_FOR: Duration = Duration::from_secs(1);
 /// The watch polls every member this often.
 const POLL_EVERY: Duration = Duration::from_millis(200);
 /// The least candidate the timing rules below can express (1 ms retransmissions).
@@ -93,7 +96,8 @@ pub fn etcd_interval(f_ms: u64) -> Interval {
 pub struct Watch {
     /// `etcd` or the algorithm's name.
     pub system: String,
-    /// Agreed on a leader within [`AGREE_WITHIN`] (else it was not watched).
+    /// Agreed on a leader, unchanged for [`SETTLED_FOR`], within [`AGREE_WITHIN`] (else
+    /// it fails the candidate, its window counted all the same).
     pub agreed: bool,
     /// Elections during the window: the rise of the highest term any member reports.
     pub elections: u64,
@@ -421,16 +425,30 @@ fn watch_step(
         .into_iter()
         .map(|(s, _)| s)
         .collect();
-    // Agreement of every system, each on its own, within the deadline.
+    // Agreement of every system, each on its own, held unchanged (leader and term) for
+    // [`SETTLED_FOR`], within the deadline: the window watches a settled cluster, not
+    // the tail of its cold start.
     let deadline = Instant::now() + AGREE_WITHIN;
     let mut agreed_at: Vec<Option<u64>> = vec![None; systems.len()];
+    let mut since: Vec<Option<(Instant, String, Option<u64>)>> = vec![None; systems.len()];
     loop {
+        let now = Instant::now();
         for (k, (_, views)) in poll(&clusters, kinds, etcd.as_ref())
             .into_iter()
             .enumerate()
         {
-            if agreed_at[k].is_none() && agreed(&views).is_some() {
-                agreed_at[k] = max_term(&views);
+            let seen = agreed(&views).map(|l| (l, max_term(&views)));
+            since[k] = match (seen, since[k].take()) {
+                (None, _) => None,
+                (Some((l, t)), Some((at, l0, t0))) if l == l0 && t == t0 => Some((at, l0, t0)),
+                (Some((l, t)), _) => Some((now, l, t)),
+            };
+            if agreed_at[k].is_none() {
+                if let Some((at, _, t)) = &since[k] {
+                    if now.duration_since(*at) >= SETTLED_FOR {
+                        agreed_at[k] = Some(t.unwrap_or(0));
+                    }
+                }
             }
         }
         if agreed_at.iter().all(Option::is_some) || Instant::now() > deadline {
@@ -587,16 +605,15 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
         if searching.is_empty() && !etcd_searching {
             break;
         }
+        let mut names: Vec<&str> = searching.iter().map(|k| k.as_str()).collect();
+        if etcd_searching {
+            names.push("etcd");
+        }
         log(&format!(
-            "  {f} ms (heartbeat {} ms), {:.0} s: {}{}",
+            "  {f} ms (heartbeat {} ms), {:.0} s: {}",
             timing_for(f).heartbeat_ms,
             window.as_secs_f64(),
-            searching
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            if etcd_searching { ", etcd" } else { "" }
+            names.join(", ")
         ));
         let exe = etcd
             .as_ref()
@@ -803,8 +820,9 @@ pub fn markdown(s: &mut String, d: &Detect) {
         "The machine made busy by the bench: {}. Candidates {} ms, largest first; at each, \
          {}, each node with its state file in the bench's temporary directory, with \
          heartbeat F / 5, answer F / 10, coordinator F / 2, Raft F..2F; beside them in the \
-         same window {MEMBERS} etcd members ({}) with E = F and heartbeat E / 5. Nobody is \
-         killed, so every election in the {:.0} s window is spurious (a rise of the term). \
+         same window {MEMBERS} etcd members ({}) with E = F and heartbeat E / 5. Each window \
+         starts once every system's leader and term have held for 1 s. Nobody is killed, so \
+         every election in the {:.0} s window is spurious (a rise of the term). \
          A system's search ends at the first candidate with an election; its smallest safe \
          timeout is the last it passed. Then each runs alone at that value and its leader \
          is SIGKILLed, the machine still busy; each failover ends at the last survivor's \

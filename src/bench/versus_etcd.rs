@@ -165,7 +165,7 @@ pub enum Clock {
 }
 
 /// Every member of `of` answers and names the same leader, which names itself.
-pub(super) fn agreement(c: &dyn Polled, of: &[usize]) -> Option<(usize, u64)> {
+fn agreement(c: &dyn Polled, of: &[usize]) -> Option<(usize, u64)> {
     let views: Vec<View> = of.iter().map(|&i| c.view(i)).collect::<Option<_>>()?;
     let leader = views.first()?.leader.clone()?;
     if views.iter().any(|v| v.leader.as_ref() != Some(&leader)) {
@@ -179,11 +179,7 @@ pub(super) fn agreement(c: &dyn Polled, of: &[usize]) -> Option<(usize, u64)> {
     Some((at, views.iter().map(|v| v.term).max().unwrap_or(0)))
 }
 
-pub(super) fn wait_agreement(
-    c: &dyn Polled,
-    of: &[usize],
-    deadline: Instant,
-) -> Option<(usize, u64)> {
+fn wait_agreement(c: &dyn Polled, of: &[usize], deadline: Instant) -> Option<(usize, u64)> {
     loop {
         if let Some(a) = agreement(c, of) {
             return Some(a);
@@ -786,13 +782,16 @@ mod tests {
         }
     }
 
+    /// One line of etcd's zap log at info level.
+    fn zap_line(ts: &str, msg: &str) -> String {
+        format!("{{\"level\":\"info\",\"ts\":\"{ts}\",\"caller\":\"raft/raft.go:1\",\"msg\":\"{msg}\"}}\n")
+    }
+
     #[test]
     fn evidence_lists_the_election_clock_lines_in_the_window() {
         let dir = std::env::temp_dir().join(format!("electd-etcd-evidence-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
-        let line = |ts: &str, msg: &str| {
-            format!("{{\"level\":\"info\",\"ts\":\"{ts}\",\"caller\":\"raft/raft.go:1\",\"msg\":\"{msg}\"}}\n")
-        };
+        let line = zap_line;
         let log = [
             line(
                 "2026-11-24T16:07:23.100Z",
@@ -842,9 +841,7 @@ mod tests {
 
     #[test]
     fn a_members_adoption_is_its_first_log_line_naming_the_leader_after_the_kill() {
-        let line = |ts: &str, msg: &str| {
-            format!("{{\"level\":\"info\",\"ts\":\"{ts}\",\"msg\":\"{msg}\"}}\n")
-        };
+        let line = zap_line;
         let log = [
             line(
                 "2026-11-24T16:07:23.100Z",
