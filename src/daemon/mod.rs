@@ -13,3 +13,4 @@ pub mod runtime;
 pub mod shared;
 pub mod socket;
 pub mod timer;
+pub(crate) mod writer;

@@ -86,6 +86,7 @@ use crate::daemon::heartbeats::{self, arrival, HeartbeatSocket, Pattern};
 use crate::daemon::shared::{Control, GroupView, LeaderEvent, Lease, Shared, TransferStarted};
 use crate::daemon::socket::{send_error_kind, Transport};
 use crate::daemon::timer::Deadline;
+use crate::daemon::writer::Writer;
 use crate::node::link::LinkConfig;
 use crate::node::{Datagram, Event, Node, NodeConfig, Packet, StatusKey, Time};
 use crate::security::droplog::{DropLog, Verdict};
@@ -152,7 +153,7 @@ pub async fn run_with<T: Transport>(
     let beats = net.heartbeats.take();
     let v4_only = socket.local_addr().map(|a| a.is_ipv4()).unwrap_or(false);
     let (resolved_tx, mut resolved_rx) = mpsc::channel(64);
-    let mut d = Driver::new(cfg, shared)?;
+    let mut d = Driver::new(cfg, shared, socket.wall_clock())?;
     d.multicast = net.multicast.as_ref().map(|m| m.0);
     d.node.set_multicast(d.multicast.is_some());
     d.gate.set_group(d.multicast.is_some());
@@ -203,6 +204,9 @@ pub async fn run_with<T: Transport>(
                 d.drain_pending(&socket, &mut buf);
                 d.timeout();
             }
+            // A write of the state file made on the writer's thread: what it held
+            // back goes out, what waited for it is reported (at the flush below).
+            Some(w) = written(d.writer.as_mut()) => d.written(w),
             r = socket.recv_from(&mut buf) => {
                 read_beats(&mut d);
                 d.received(r, &buf);
@@ -237,6 +241,14 @@ pub async fn run_with<T: Transport>(
     }
     d.leave(&socket, &mut buf).await;
     Ok(())
+}
+
+/// The next write the state file's writer reports, or never when there is none.
+async fn written(w: Option<&mut Writer>) -> Option<crate::daemon::writer::Written> {
+    match w {
+        Some(w) => w.written().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Receive from the group socket, or never when there is none.
@@ -276,16 +288,30 @@ struct Driver {
     transfer_waiters: Vec<(AlgorithmKind, NodeId, tokio::sync::oneshot::Sender<String>)>,
     /// The `term` health check fails (see [`Driver::check_terms`]).
     term_unhealthy: bool,
-    /// The open state file (`[state] file`), if any.
-    state_file: Option<durable::StateFile>,
-    /// Some input (a datagram, timer firings, a command) since the last flush left
-    /// the durable state holding more than adoptions (see [`Driver::adoptions_only`]).
-    claimed: bool,
-    /// A state holding more than adoptions (a vote, a claim, or a batch of several
-    /// inputs) failed to be written and its datagrams are held back: until a write
-    /// succeeds, nothing takes the adoption fast path, which would let them leave with
-    /// the link's retransmissions.
-    claim_unwritten: bool,
+    /// The writer of the state file (`[state] file`), if any.
+    writer: Option<Writer>,
+    /// Groups that held a claim after some input since the last flush (see
+    /// [`Driver::note_input`]).
+    claimed: Vec<AlgorithmKind>,
+    /// Groups whose datagrams wait for the write under way (or for a write that
+    /// succeeds, after one failed), and those datagrams ([`Driver::hold`]).
+    holding: Vec<AlgorithmKind>,
+    held: Vec<(NodeId, Datagram)>,
+    held_multicast: Vec<Datagram>,
+    /// Writes submitted and reported (numbers of the latest), the state last submitted,
+    /// whether the latest write failed, and whether the datagrams held may go.
+    submitted: u64,
+    reported: u64,
+    wanted: Vec<(AlgorithmKind, Durable)>,
+    write_failed: bool,
+    /// When a failed write may be tried again.
+    retry_at: Instant,
+    /// Drains answered at the next report (the status shows them then), with the
+    /// hand-over bound to answer.
+    drain_replies: Vec<(tokio::sync::oneshot::Sender<Duration>, Duration)>,
+    release: bool,
+    /// Since when the write under way has been (see [`Driver::check_write_time`]).
+    write_since: Option<Instant>,
     /// What the status snapshot last published showed (see [`Driver::publish`]).
     published: Vec<StatusKey>,
     /// Whether the node was paused, and held a lease, at that publish.
@@ -319,11 +345,17 @@ struct Driver {
 }
 
 impl Driver {
-    fn new(cfg: RuntimeConfig, shared: Arc<Shared>) -> Result<Driver, RuntimeError> {
+    /// `threaded`: the state file is written on a thread of its own (on a real clock;
+    /// inline on a simulated one, see [`crate::daemon::writer`]).
+    fn new(
+        cfg: RuntimeConfig,
+        shared: Arc<Shared>,
+        threaded: bool,
+    ) -> Result<Driver, RuntimeError> {
         let mut node = Node::new(cfg.node_config(cfg.incarnation))?;
         // Fails at start, not at the first election, if the file cannot be written
         // (a missing or read-only directory).
-        let (state_file, saved) = match &cfg.state_file {
+        let (file, saved) = match &cfg.state_file {
             Some(path) => {
                 let (f, saved) = durable::StateFile::open(path)?;
                 (Some(f), saved)
@@ -342,7 +374,10 @@ impl Driver {
                  the group until `electd undrain`"
             );
         }
+        let writer =
+            file.map(|f| Writer::new(f, saved.groups.clone(), saved.drained.clone(), threaded));
         let stored = saved.groups;
+        let wanted = stored.clone();
         let stored_drained = saved.drained;
         let drift = shared.config_digest().map(|mine| {
             let peers: Vec<NodeId> = cfg
@@ -378,9 +413,19 @@ impl Driver {
             stored_drained,
             transfer_waiters: Vec::new(),
             term_unhealthy: false,
-            state_file,
-            claimed: false,
-            claim_unwritten: false,
+            writer,
+            claimed: Vec::new(),
+            holding: Vec::new(),
+            held: Vec::new(),
+            held_multicast: Vec::new(),
+            submitted: 0,
+            reported: 0,
+            wanted,
+            write_failed: false,
+            retry_at: Instant::now(),
+            drain_replies: Vec::new(),
+            release: false,
+            write_since: None,
             published: Vec::new(),
             published_as: None,
             shared,

@@ -51,8 +51,13 @@ pub(crate) const SEND_ERROR_KINDS: [&str; 11] = [
 ];
 
 /// Every `class` of `electd_errors_total` (the runtime's `metrics.error` calls).
-pub(crate) const ERROR_CLASSES: [&str; 4] =
-    ["resolve", "receive", "heartbeat_select", "state_write"];
+pub(crate) const ERROR_CLASSES: [&str; 5] = [
+    "resolve",
+    "receive",
+    "heartbeat_select",
+    "state_write",
+    "state_held",
+];
 
 /// Every `result` of `electd_key_reloads_total`.
 pub(crate) const KEY_RELOAD_RESULTS: [&str; 3] = ["ok", "failed", "insecure"];

@@ -45,6 +45,7 @@ impl Driver {
         self.node.discard_events();
         let _ = self.node.drain_transmits().count();
         let _ = self.node.drain_multicasts().count();
+        self.forget_held();
         self.paused = true;
         self.shared.set_paused(true);
         for s in self.node.status() {
@@ -141,9 +142,19 @@ impl Driver {
             if on { "drained" } else { "undrained" }
         );
         let t = &self.cfg.timing;
-        let _ = reply.send(
-            t.failure_timeout + t.election_timeout_max + t.answer_timeout + t.coordinator_timeout,
-        );
+        let bound =
+            t.failure_timeout + t.election_timeout_max + t.answer_timeout + t.coordinator_timeout;
+        // Answered once the status shows the change (the caller reads it next): now if
+        // everything the status would show is on disk, else when the node reports
+        // again, after the write (an undrained node may have claimed at once).
+        let on_disk =
+            self.writer.is_none() || (!self.writing() && self.node.durable() == self.stored);
+        if !on_disk {
+            self.drain_replies.push((reply, bound));
+        } else {
+            self.publish();
+            let _ = reply.send(bound);
+        }
     }
 
     /// [`Control::Fault`]: a health check put this node in FAULT, or took it out;

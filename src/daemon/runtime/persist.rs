@@ -1,96 +1,221 @@
 //! Durable state on disk before the datagrams that depend on it: which changes are
-//! claims, the write, and the drained groups.
+//! claims, handing the state to the writer ([`crate::daemon::writer`]), what its
+//! reports release, and the drained groups.
+//!
+//! The write is made on a thread of its own: while it runs, only the groups whose new
+//! state is a claim not on disk yet keep their datagrams back (in [`Driver::held`],
+//! sent when the write is reported done); the other groups' datagrams, heartbeats
+//! above all, leave as they are made. What the node reports (status, `/watch`, hooks,
+//! metrics) waits until no write is under way, so that nothing is reported that is not
+//! on disk yet.
 
 use super::*;
+use crate::daemon::writer::Written;
+
+/// The most datagrams held back for a write under way; beyond it the oldest are
+/// dropped and counted (`electd_errors_total{class="state_held"}`): a disk that
+/// does not answer must not grow the node without bound. Reliable messages among them
+/// go out again with the link's retransmissions.
+pub(super) const HELD_MAX: usize = 4096;
+
+/// The least time between a failed write and the next try of the same state.
+pub(super) const WRITE_RETRY: Duration = Duration::from_millis(20);
+
+/// How long a write may take before the `persist` health check fails.
+pub(super) const WRITE_STUCK: Duration = Duration::from_secs(1);
+
+/// Datagrams held back for a write: unicast (to whom) and multicast.
+pub(super) type Held = (Vec<(NodeId, Datagram)>, Vec<Datagram>);
 
 impl Driver {
-    /// Whether every change of the durable state since the last write is a follower
-    /// adopting another node's leadership outside Raft (its token, `voted_for` naming
-    /// that leader): a record of what it was told, not a promise of its own, which its
-    /// datagrams (acks, a ring's forwarded announcement) do not depend on. Raft's term
-    /// and vote, and a node's own claim (`voted_for` itself, or a term without a
-    /// leader: an election it numbers), are written before anything leaves. A crash
-    /// between the send and the write is the crash before the datagram arrived, as far
-    /// as the token goes: it was reported nowhere yet. At 64 processes on two cores
-    /// the followers' writes before their acks were most of the time a COORDINATOR
-    /// took to reach everyone, and on a ring each hop's write delayed the next hop.
-    /// A batch may hold several inputs, and a claim made by one and replaced by an
-    /// adoption in the next would look like an adoption at the end of it: so every
-    /// input is looked at ([`Driver::note_input`]). A claim whose write failed, and
-    /// whose datagrams wait for retransmission, blocks this until a write succeeds; an
-    /// adoption whose write failed holds nothing back (a ring member with a broken
-    /// disk still forwards the next announcement).
-    pub(super) fn adoptions_only(&self, now: &[(AlgorithmKind, Durable)]) -> bool {
-        !self.claimed
-            && !self.claim_unwritten
-            && now.iter().all(|(kind, d)| !self.is_claim(*kind, d))
-    }
-
     /// Whether `d`, group `kind`'s durable state, changed since the last write into
-    /// something other than a follower's adoption of another node (see
-    /// [`Driver::adoptions_only`]).
+    /// something other than a follower's adoption of another node outside Raft (its
+    /// token, `voted_for` naming that leader): a record of what it was told, not a
+    /// promise of its own, which its datagrams (acks, a ring's forwarded announcement)
+    /// do not depend on. Raft's term and vote, and a node's own claim (`voted_for`
+    /// itself, or a term without a leader: an election it numbers), are on disk before
+    /// any datagram of the group leaves. A crash between an adoption's send and its
+    /// write is the crash before the datagram arrived, as far as the token goes: it was
+    /// reported nowhere yet. At 64 processes on two cores the followers' writes before
+    /// their acks were most of the time a COORDINATOR took to reach everyone, and on a
+    /// ring each hop's write delayed the next hop.
     pub(super) fn is_claim(&self, kind: AlgorithmKind, d: &Durable) -> bool {
         let adoption = !kind.info().durable_vote && d.voted_for.is_some_and(|l| l != self.cfg.id);
         !adoption && !self.stored.iter().any(|s| s.0 == kind && s.1 == *d)
     }
 
-    /// After each input: remember whether it left a claim in the durable state.
+    /// After each input: remember the groups it left a claim in. A batch may hold
+    /// several inputs, and a claim made by one and replaced by an adoption in the next
+    /// would look like an adoption at the end of it, while the claim's datagrams are
+    /// among those the batch sends.
     pub(super) fn note_input(&mut self) {
-        if self.state_file.is_none() || self.claimed {
+        if self.writer.is_none() {
             return;
         }
-        let mut claimed = false;
-        self.node
-            .each_durable(|kind, d| claimed |= self.is_claim(kind, &d));
-        self.claimed = claimed;
+        let mut claims = Vec::new();
+        self.node.each_durable(|kind, d| {
+            if self.is_claim(kind, &d) {
+                claims.push(kind);
+            }
+        });
+        for kind in claims {
+            if !self.claimed.contains(&kind) {
+                self.claimed.push(kind);
+            }
+        }
     }
 
-    /// Write `now`, the node's durable state, if it changed since the last write. If it
-    /// could not be written, the caller sends nothing of the affected groups (a vote
-    /// must be on disk before it is sent); their reliable messages go out later with
-    /// the link's retransmissions, after the next successful write.
-    /// Returns the groups whose new state is not on disk (empty when all is written).
-    pub(super) fn persist(&mut self, now: Vec<(AlgorithmKind, Durable)>) -> Vec<AlgorithmKind> {
-        if self.state_file.is_none() {
+    /// The groups whose datagrams wait for the write of `now`, the node's durable state:
+    /// those holding a claim not on disk, or that held one in this batch, or whose
+    /// datagrams already wait. None when `now` is on disk (a claim replaced within the
+    /// batch by a state already written is covered by it: terms only rise).
+    pub(super) fn holding(&mut self, now: &[(AlgorithmKind, Durable)]) -> Vec<AlgorithmKind> {
+        let claimed = std::mem::take(&mut self.claimed);
+        if now == self.stored.as_slice() {
             return Vec::new();
         }
-        let drained = self.drained_now();
-        let Some(file) = &mut self.state_file else {
-            return Vec::new();
+        let mut hold = std::mem::take(&mut self.holding);
+        for kind in claimed.into_iter().chain(
+            now.iter()
+                .filter(|(k, d)| self.is_claim(*k, d))
+                .map(|(k, _)| *k),
+        ) {
+            if !hold.contains(&kind) {
+                hold.push(kind);
+            }
+        }
+        hold
+    }
+
+    /// Hand `now` to the writer if it is neither on disk nor already on its way (or the
+    /// last write failed: try again). A writer that writes inline reports at once.
+    pub(super) fn submit(&mut self, now: Vec<(AlgorithmKind, Durable)>) {
+        let Some(w) = &self.writer else {
+            return;
         };
-        if now == self.stored && drained == self.stored_drained {
-            self.claim_unwritten = false;
-            return Vec::new();
+        if now == self.stored || (now == self.wanted && !self.write_failed) {
+            return;
         }
-        match file.store(&now, &drained) {
+        if self.write_failed && now == self.wanted && Instant::now() < self.retry_at {
+            // Not at once again: the flush after a failed write's report would retry
+            // it, and its report call the next flush, around and around.
+            return;
+        }
+        self.submitted += 1;
+        self.write_failed = false;
+        self.wanted = now.clone();
+        if let Some(done) = w.submit(self.submitted, now) {
+            self.written(done);
+        }
+    }
+
+    /// Whether a write is under way (submitted and not reported).
+    pub(super) fn writing(&self) -> bool {
+        self.submitted > self.reported
+    }
+
+    /// A write under way for longer than [`WRITE_STUCK`] is a problem (`persist`) the
+    /// health checks show; the next write that succeeds clears it.
+    pub(super) fn check_write_time(&mut self) {
+        if !self.writing() {
+            self.write_since = None;
+            return;
+        }
+        let since = *self.write_since.get_or_insert_with(Instant::now);
+        let took = since.elapsed();
+        if took >= WRITE_STUCK && !self.shared.problems().iter().any(|p| p.0 == "persist") {
+            self.shared.set_problem(
+                "persist",
+                Some(format!(
+                    "a write of the state file has not returned for {:.1} s (the disk does \
+                     not answer); the datagrams of {:?} wait for it",
+                    took.as_secs_f64(),
+                    self.holding
+                )),
+            );
+        }
+    }
+
+    /// A write was made: on success the state it stored is on disk, and once the
+    /// latest state submitted is, the datagrams held back for it go out at the next
+    /// flush ([`Driver::release`]). A failed write drops them (reliable ones go out
+    /// again with the link's retransmissions, after a write that succeeds: the groups
+    /// stay held until then) and is reported as a problem; the next flush tries again.
+    pub(super) fn written(&mut self, w: Written) {
+        self.reported = self.reported.max(w.seq);
+        let latest = w.seq == self.submitted;
+        match w.result {
             Ok(()) => {
-                self.claim_unwritten = false;
-                self.stored = now;
-                self.stored_drained = drained;
+                self.stored = w.groups;
+                if latest {
+                    self.release = true;
+                }
                 if self.shared.problems().iter().any(|p| p.0 == "persist") {
                     tracing::info!(node = self.cfg.id, "durable state written again");
                     self.shared.set_problem("persist", None);
                 }
-                Vec::new()
             }
             Err(e) => {
                 self.shared.metrics.error("state_write");
                 self.shared
                     .set_problem("persist", Some(format!("cannot write the state file: {e}")));
-                let changed: Vec<AlgorithmKind> = now
-                    .iter()
-                    .filter(|n| !self.stored.contains(n))
-                    .map(|n| n.0)
-                    .collect();
-                self.log_error(
-                    "state_write",
-                    &format!(
-                        "durable state not written, holding back the datagrams of {changed:?}: {e}"
-                    ),
-                );
-                changed
+                if latest {
+                    self.write_failed = true;
+                    self.retry_at = Instant::now() + WRITE_RETRY;
+                    let dropped = self.held.len() + self.held_multicast.len();
+                    self.held.clear();
+                    self.held_multicast.clear();
+                    let what = if self.holding.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            ", holding back the datagrams of {:?} ({dropped} dropped)",
+                            self.holding
+                        )
+                    };
+                    self.log_error(
+                        "state_write",
+                        &format!("durable state not written{what}: {e}"),
+                    );
+                }
             }
         }
+    }
+
+    /// Keep `dgs`, datagrams of groups held for a write, for [`Driver::release`].
+    pub(super) fn hold(&mut self, dgs: Vec<(NodeId, Datagram)>, multicasts: Vec<Datagram>) {
+        self.held.extend(dgs);
+        self.held_multicast.extend(multicasts);
+        let over = (self.held.len() + self.held_multicast.len()).saturating_sub(HELD_MAX);
+        if over > 0 {
+            let from_unicast = over.min(self.held.len());
+            self.held.drain(..from_unicast);
+            self.held_multicast.drain(..over - from_unicast);
+            for _ in 0..over {
+                self.shared.metrics.error("state_held");
+            }
+        }
+    }
+
+    /// The datagrams held back, if the write they waited for is done (else none).
+    pub(super) fn release(&mut self) -> Option<Held> {
+        if !std::mem::take(&mut self.release) || self.writing() {
+            return None;
+        }
+        self.holding.clear();
+        Some((
+            std::mem::take(&mut self.held),
+            std::mem::take(&mut self.held_multicast),
+        ))
+    }
+
+    /// A crash as far as the held datagrams go (pause): they never leave. The write
+    /// under way goes on, as a write the crash came after would have.
+    pub(super) fn forget_held(&mut self) {
+        self.held.clear();
+        self.held_multicast.clear();
+        self.holding.clear();
+        self.claimed.clear();
     }
 
     /// The groups this node is drained in now.
@@ -106,7 +231,7 @@ impl Driver {
         if drained == self.stored_drained {
             return;
         }
-        let Some(file) = &mut self.state_file else {
+        let Some(w) = &self.writer else {
             if !drained.is_empty() {
                 tracing::warn!(
                     node = self.cfg.id,
@@ -117,7 +242,7 @@ impl Driver {
             self.stored_drained = drained;
             return;
         };
-        match file.store(&self.stored, &drained) {
+        match w.store_drained(&drained) {
             Ok(()) => self.stored_drained = drained,
             Err(e) => {
                 self.shared.metrics.error("state_write");

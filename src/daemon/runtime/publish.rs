@@ -98,6 +98,9 @@ impl Driver {
         }
         self.shared.metrics.sync_at(&self.node, now);
         self.publish();
+        for (reply, bound) in self.drain_replies.drain(..) {
+            let _ = reply.send(bound);
+        }
         let metrics = &self.shared.metrics;
         for e in &events {
             metrics.observe(e);

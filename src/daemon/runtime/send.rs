@@ -7,45 +7,44 @@ use super::*;
 impl Driver {
     pub(super) async fn flush<T: Transport>(&mut self, socket: &T) {
         self.send_configs(socket).await;
-        let now = if self.state_file.is_some() {
-            self.node.durable()
-        } else {
-            Vec::new()
-        };
-        let fast = now == self.stored || self.adoptions_only(&now);
-        self.claimed = false;
-        if fast {
-            // Nothing to write, or nothing this node promises (see `adoptions_only`):
-            // the datagrams leave at once, the write (if any) follows, and only then do
-            // status, /watch, hooks and metrics report the token (a failed write holds
-            // nothing back: the next successful one catches up, and the problem is
-            // reported meanwhile).
+        if self.writer.is_none() {
             let transmits: Vec<(NodeId, Datagram)> = self.node.drain_transmits().collect();
             let multicasts: Vec<Datagram> = self.node.drain_multicasts().collect();
             self.send_all(socket, transmits, multicasts).await;
-            self.persist(now);
             self.after_send();
             return;
         }
-        let held = self.persist(now);
-        if !held.is_empty() {
-            self.claim_unwritten = true;
-            // A vote must be on disk before it is sent: nothing of these groups leaves
-            // (reliable messages go out later with the link's retransmissions).
-            let mine = |d: &Datagram| d.group.is_some_and(|g| held.contains(&g));
-            let keep: Vec<(NodeId, Datagram)> = self
-                .node
-                .drain_transmits()
-                .filter(|(_, d)| !mine(d))
-                .collect();
-            let keep_m: Vec<Datagram> = self.node.drain_multicasts().filter(|d| !mine(d)).collect();
-            self.send_all(socket, keep, keep_m).await;
-        } else {
+        if self.drained_now() != self.stored_drained {
+            self.persist_drains();
+        }
+        let now = self.node.durable();
+        // A vote or a claim must be on disk before it is sent: the datagrams of the
+        // groups holding one not written yet wait for the writer (`persist`); the
+        // others leave now, adoptions included (their write follows).
+        let holding = self.holding(&now);
+        if holding.is_empty() {
             let transmits: Vec<(NodeId, Datagram)> = self.node.drain_transmits().collect();
             let multicasts: Vec<Datagram> = self.node.drain_multicasts().collect();
             self.send_all(socket, transmits, multicasts).await;
+        } else {
+            let mine = |d: &Datagram| d.group.is_some_and(|g| holding.contains(&g));
+            let (wait, go): (Vec<_>, Vec<_>) =
+                self.node.drain_transmits().partition(|(_, d)| mine(d));
+            let (wait_m, go_m): (Vec<_>, Vec<_>) = self.node.drain_multicasts().partition(mine);
+            self.send_all(socket, go, go_m).await;
+            self.hold(wait, wait_m);
         }
-        self.after_send();
+        self.holding = holding;
+        self.submit(now);
+        self.check_write_time();
+        if let Some((transmits, multicasts)) = self.release() {
+            self.send_all(socket, transmits, multicasts).await;
+        }
+        // Reported once on disk: status, /watch, hooks and metrics never show a token
+        // this node would not hold after a crash now.
+        if !self.writing() {
+            self.after_send();
+        }
     }
 
     /// Send this node's CONFIG to the peers queued for it.
@@ -222,6 +221,18 @@ impl Driver {
     pub(super) async fn leave<T: Transport>(&mut self, socket: &T, buf: &mut [u8]) {
         if self.paused {
             return;
+        }
+        // The write under way first (bounded): the datagrams it holds back go out, and
+        // the state a restart starts from is on disk.
+        let until = Instant::now() + Duration::from_secs(5);
+        while self.writing() {
+            match tokio::time::timeout_at(until, written(self.writer.as_mut())).await {
+                Ok(Some(w)) => self.written(w),
+                _ => break,
+            }
+        }
+        if let Some((transmits, multicasts)) = self.release() {
+            self.send_all(socket, transmits, multicasts).await;
         }
         let now = self.now();
         let led: Vec<_> = self

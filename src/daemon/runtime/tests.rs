@@ -70,7 +70,7 @@ fn driver(cfg: RuntimeConfig) -> Driver {
         metrics,
         None,
     );
-    let mut d = Driver::new(cfg, Arc::new(shared)).expect("the driver starts");
+    let mut d = Driver::new(cfg, Arc::new(shared), false).expect("the driver starts");
     d.boot();
     d
 }
@@ -478,4 +478,144 @@ fn a_shared_datagrams_bytes_add_up_over_its_messages() {
         let (lo, hi) = (s.iter().min().unwrap(), s.iter().max().unwrap());
         assert!(hi - lo <= 1, "{s:?}");
     }
+}
+
+// --- the state file's writer thread ---
+
+/// Bytes this node sent for `kind`'s group (`electd_group_bytes_sent_total`).
+fn bytes_sent(d: &Driver, kind: AlgorithmKind) -> u64 {
+    let label = format!("algorithm=\"{kind}\"");
+    d.shared
+        .metrics
+        .encode()
+        .lines()
+        .find(|l| l.starts_with("electd_group_bytes_sent_total") && l.contains(&label))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Take the writer's reports and flush after each, until no write is under way.
+async fn settle(d: &mut Driver, socket: &tokio::net::UdpSocket) {
+    let until = Instant::now() + Duration::from_secs(20);
+    for _ in 0..1000 {
+        if !d.writing() {
+            return;
+        }
+        let w = tokio::time::timeout_at(until, written(d.writer.as_mut()))
+            .await
+            .expect("the writer reports within 20 s")
+            .expect("the writer runs");
+        d.written(w);
+        d.flush(socket).await;
+    }
+    panic!("writes kept coming");
+}
+
+#[tokio::test]
+async fn a_write_under_way_holds_back_its_groups_datagrams_not_the_others() {
+    let dir = std::env::temp_dir().join(format!("electd-rt-writer-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("2.state");
+    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let peer1 = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    // Node 2 of two: the top node, Bully's leader once its claim is written.
+    let mut cfg = runtime_config();
+    cfg.peers = vec![
+        (1, peer1.local_addr().unwrap()),
+        (2, socket.local_addr().unwrap()),
+    ];
+    cfg.algorithms = vec![Bully, Raft];
+    // Without pre-vote, Raft's election takes a new term and votes at once.
+    cfg.options.pre_vote = false;
+    cfg.state_file = Some(path.clone());
+    let metrics = Metrics::new(cfg.id, &cfg.algorithms).expect("metrics");
+    let (shared, _rx) = Shared::new(
+        cfg.id,
+        cfg.cluster.clone(),
+        cfg.algorithms.clone(),
+        metrics,
+        None,
+    );
+    let mut d = Driver::new(cfg, Arc::new(shared), true).expect("the driver starts");
+    assert!(d.writer.as_ref().is_some_and(|w| w.threaded()));
+    d.boot();
+    d.note_input();
+    d.flush(&socket).await;
+    settle(&mut d, &socket).await;
+    let leader = |d: &Driver, kind| {
+        d.node
+            .status()
+            .into_iter()
+            .find(|s| s.algorithm == kind)
+            .and_then(|s| s.leader)
+    };
+    assert_eq!(leader(&d, Bully), Some(2), "node 2 leads Bully");
+    let on_disk = |kind| {
+        durable::load_saved(&path)
+            .unwrap()
+            .groups
+            .into_iter()
+            .find(|g| g.0 == kind)
+            .map(|g| g.1)
+    };
+    let bully_token = on_disk(Bully);
+    assert!(bully_token.is_some_and(|t| t.voted_for == Some(2)));
+
+    // The disk stalls; Raft calls an election (its term and vote: a claim).
+    let go = d.writer.as_ref().unwrap().stall();
+    let raft_before = bytes_sent(&d, Raft);
+    let raft_disk = on_disk(Raft);
+    let (tx, rx) = oneshot::channel();
+    d.control(Control::Elect(Raft, tx));
+    d.note_input();
+    assert_eq!(rx.await.ok(), Some(true), "Raft calls an election");
+    d.flush(&socket).await;
+    assert!(d.writing(), "the write is under way");
+    assert_eq!(d.holding, vec![Raft], "only Raft waits for it");
+    assert!(!d.held.is_empty(), "its RequestVote is held");
+    assert_eq!(bytes_sent(&d, Raft), raft_before, "nothing of Raft left");
+
+    // Bully's heartbeats go on meanwhile (waiting on the node's own deadlines, a
+    // bounded number of them).
+    let bully_before = bytes_sent(&d, Bully);
+    for _ in 0..200 {
+        if bytes_sent(&d, Bully) > bully_before {
+            break;
+        }
+        tokio::time::sleep_until(d.deadline().min(Instant::now() + Duration::from_millis(50)))
+            .await;
+        d.timeout();
+        d.flush(&socket).await;
+    }
+    assert!(
+        bytes_sent(&d, Bully) > bully_before,
+        "Bully's heartbeats leave while Raft's write is under way"
+    );
+    assert_eq!(bytes_sent(&d, Raft), raft_before, "Raft's still wait");
+    assert_eq!(
+        on_disk(Raft),
+        raft_disk,
+        "Raft's new term is not on disk yet"
+    );
+    assert_eq!(on_disk(Bully), bully_token);
+
+    // The disk answers: the vote is on disk, then the RequestVote leaves.
+    drop(go);
+    settle(&mut d, &socket).await;
+    let raft_now = d
+        .node
+        .durable()
+        .into_iter()
+        .find(|g| g.0 == Raft)
+        .map(|g| g.1);
+    assert_eq!(on_disk(Raft), raft_now, "Raft's term and vote are on disk");
+    assert!(raft_now.is_some_and(|r| r.voted_for == Some(2)));
+    assert!(
+        bytes_sent(&d, Raft) > raft_before,
+        "and its RequestVote left"
+    );
+    assert!(d.held.is_empty() && d.holding.is_empty());
+    drop(d);
+    let _ = std::fs::remove_dir_all(&dir);
 }
