@@ -108,6 +108,15 @@ pub struct Watch {
     pub polls: usize,
     /// Seconds into the window of the first poll that saw the term risen.
     pub first_election_s: Option<f64>,
+    /// electd: the largest gap between two heartbeats in a row any follower heard in
+    /// the window, as the bound of its `electd_heartbeat_gap_seconds` bucket (ms;
+    /// infinite: above the largest bucket). `None`: not read (etcd, or no sample).
+    #[serde(default)]
+    pub largest_gap_ms: Option<f64>,
+    /// electd: the latest any member's runtime woke for a deadline in the window, as the
+    /// bound of its `electd_timer_lateness_seconds` bucket (ms).
+    #[serde(default)]
+    pub latest_wakeup_ms: Option<f64>,
 }
 
 impl Watch {
@@ -471,6 +480,8 @@ fn watch_step(
             unagreed_polls: 0,
             polls: 0,
             first_election_s: None,
+            largest_gap_ms: None,
+            latest_wakeup_ms: None,
         })
         .collect();
     for (w, a) in watches.iter().zip(&agreed_at) {
@@ -481,6 +492,7 @@ fn watch_step(
             ));
         }
     }
+    let hist_start = histograms(&clusters);
     let load_start = super::load_average();
     let started = Instant::now();
     let report_every = (window / 10).max(Duration::from_secs(5));
@@ -528,6 +540,24 @@ fn watch_step(
             ));
         }
     }
+    // What the members measured over the window: the heartbeats' gaps at the
+    // followers, the runtime's lateness at every member.
+    let hist_end = histograms(&clusters);
+    for w in watches.iter_mut().filter(|w| w.system != "etcd") {
+        let gap = |h: &[NodeHists]| -> Vec<Vec<(f64, u64)>> {
+            h.iter()
+                .filter_map(|n| n.gaps.iter().find(|g| g.0 == w.system).map(|g| g.1.clone()))
+                .collect()
+        };
+        w.largest_gap_ms = largest(&gap(&hist_start), &gap(&hist_end)).map(|x| x * 1e3);
+        let hosts = |h: &[NodeHists]| -> Vec<Vec<(f64, u64)>> {
+            h.iter()
+                .filter(|n| n.gaps.iter().any(|g| g.0 == w.system))
+                .map(|n| n.lateness.clone())
+                .collect()
+        };
+        w.latest_wakeup_ms = largest(&hosts(&hist_start), &hosts(&hist_end)).map(|x| x * 1e3);
+    }
     Ok(Step {
         timeout_ms: f_ms,
         heartbeat_ms: t.heartbeat_ms,
@@ -536,6 +566,89 @@ fn watch_step(
         load_end: super::load_average(),
         watches,
     })
+}
+
+/// One member's histograms: per algorithm its heartbeat gaps, and its runtime's
+/// lateness; each as cumulative (bucket bound in s, count) pairs, `+Inf` last.
+#[derive(Clone, Debug, Default)]
+struct NodeHists {
+    gaps: Vec<(String, Vec<(f64, u64)>)>,
+    lateness: Vec<(f64, u64)>,
+}
+
+/// Every member's histograms, in a fixed order (cluster, then node); a member that
+/// did not answer has none.
+fn histograms(clusters: &[ProcCluster]) -> Vec<NodeHists> {
+    let mut out = Vec::new();
+    for c in clusters {
+        for id in 1..=MEMBERS as NodeId {
+            out.push(c.metrics(id).map(|t| parse_hists(&t)).unwrap_or_default());
+        }
+    }
+    out
+}
+
+/// The bucket lines of `electd_heartbeat_gap_seconds` and `electd_timer_lateness_seconds`.
+fn parse_hists(text: &str) -> NodeHists {
+    let mut h = NodeHists::default();
+    for line in text.lines() {
+        let Some((series, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let Ok(count) = value.parse::<f64>() else {
+            continue;
+        };
+        let label = |name: &str| -> Option<&str> {
+            let at = series.find(&format!("{name}=\""))? + name.len() + 2;
+            series[at..].split('"').next()
+        };
+        let Some(le) = label("le").and_then(|l| l.parse::<f64>().ok()) else {
+            continue;
+        };
+        let count = count as u64;
+        if series.starts_with("electd_heartbeat_gap_seconds_bucket") {
+            let Some(a) = label("algorithm") else {
+                continue;
+            };
+            match h.gaps.iter_mut().find(|g| g.0 == a) {
+                Some(g) => g.1.push((le, count)),
+                None => h.gaps.push((a.to_string(), vec![(le, count)])),
+            }
+        } else if series.starts_with("electd_timer_lateness_seconds_bucket") {
+            h.lateness.push((le, count));
+        }
+    }
+    h
+}
+
+/// The largest sample between two readings of the same members' histograms, as the
+/// bound of its bucket (s; infinite above the largest finite bucket); `None` without
+/// a sample. A member missing from either reading is left out.
+fn largest(start: &[Vec<(f64, u64)>], end: &[Vec<(f64, u64)>]) -> Option<f64> {
+    let mut top: Option<f64> = None;
+    for (a, b) in start.iter().zip(end) {
+        if b.is_empty() {
+            continue;
+        }
+        let before = |le: f64| a.iter().find(|x| x.0 == le).map_or(0, |x| x.1);
+        let delta: Vec<(f64, u64)> = b
+            .iter()
+            .map(|&(le, n)| (le, n.saturating_sub(before(le))))
+            .collect();
+        let total = delta.iter().map(|x| x.1).max().unwrap_or(0);
+        if total == 0 {
+            continue;
+        }
+        // Cumulative counts: the first bound holding every sample.
+        let mut sorted = delta;
+        sorted.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let bound = sorted
+            .iter()
+            .find(|x| x.1 == total)
+            .map_or(f64::INFINITY, |x| x.0);
+        top = Some(top.map_or(bound, |t: f64| t.max(bound)));
+    }
+    top
 }
 
 /// Check the section's options; the error names the option and the value.
@@ -808,6 +921,22 @@ pub fn targets(d: &Detect) -> Vec<Target> {
 }
 
 /// The section of report.md.
+/// `x` with at most three decimals and no trailing zeros.
+fn trim(x: f64) -> String {
+    let t = format!("{x:.3}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// A bucket bound in ms as the report shows it: `≤ 12`, `> 1000` above the last
+/// finite bucket, `—` unread.
+fn bucket(ms: Option<f64>) -> String {
+    match ms {
+        None => "—".into(),
+        Some(x) if x.is_infinite() => "> largest bucket".into(),
+        Some(x) => format!("≤ {}", trim(x)),
+    }
+}
+
 pub fn markdown(s: &mut String, d: &Detect) {
     use std::fmt::Write;
     let _ = writeln!(s, "\n## The smallest safe failure timeout\n");
@@ -864,6 +993,8 @@ pub fn markdown(s: &mut String, d: &Detect) {
             "first at s",
             "leader changes",
             "polls without agreement",
+            "largest heartbeat gap ms",
+            "latest wakeup ms",
             "load",
         ],
     );
@@ -885,6 +1016,8 @@ pub fn markdown(s: &mut String, d: &Detect) {
                     w.first_election_s.map_or("—".into(), |x| format!("{x:.0}")),
                     w.leader_changes.to_string(),
                     format!("{} of {}", w.unagreed_polls, w.polls),
+                    bucket(w.largest_gap_ms),
+                    bucket(w.latest_wakeup_ms),
                     format!("{:.1} → {:.1}", st.load_start, st.load_end),
                 ],
             );
@@ -1011,6 +1144,8 @@ mod tests {
             unagreed_polls: 0,
             polls: 10,
             first_election_s: None,
+            largest_gap_ms: None,
+            latest_wakeup_ms: None,
         }
     }
 
@@ -1107,5 +1242,52 @@ mod tests {
             max_term(&[v("1", Some("2"), 3), None, v("2", None, 7)]),
             Some(7)
         );
+    }
+
+    #[test]
+    fn the_largest_sample_of_a_window_is_read_from_the_bucket_deltas() {
+        let text = |gap: [u64; 4], late: [u64; 3]| {
+            format!(
+                "# HELP x\n\
+                 electd_heartbeat_gap_seconds_bucket{{algorithm=\"bully\",node=\"1\",le=\"0.006\"}} {}\n\
+                 electd_heartbeat_gap_seconds_bucket{{algorithm=\"bully\",node=\"1\",le=\"0.012\"}} {}\n\
+                 electd_heartbeat_gap_seconds_bucket{{algorithm=\"bully\",node=\"1\",le=\"0.03\"}} {}\n\
+                 electd_heartbeat_gap_seconds_bucket{{algorithm=\"bully\",node=\"1\",le=\"+Inf\"}} {}\n\
+                 electd_heartbeat_gap_seconds_sum{{algorithm=\"bully\",node=\"1\"}} 9\n\
+                 electd_timer_lateness_seconds_bucket{{node=\"1\",le=\"0.001\"}} {}\n\
+                 electd_timer_lateness_seconds_bucket{{node=\"1\",le=\"0.02\"}} {}\n\
+                 electd_timer_lateness_seconds_bucket{{node=\"1\",le=\"+Inf\"}} {}\n",
+                gap[0], gap[1], gap[2], gap[3], late[0], late[1], late[2]
+            )
+        };
+        // Before the window: one gap of up to 30 ms (the cold start), none late.
+        let a = parse_hists(&text([5, 5, 6, 6], [9, 9, 9]));
+        // In it: gaps up to 12 ms only, one wakeup late by up to 20 ms.
+        let b = parse_hists(&text([50, 60, 61, 61], [99, 100, 100]));
+        assert_eq!(a.gaps.len(), 1);
+        assert_eq!(a.gaps[0].0, "bully");
+        let g = |h: &NodeHists| vec![h.gaps[0].1.clone()];
+        assert_eq!(
+            largest(&g(&a), &g(&b)),
+            Some(0.012),
+            "the window's, not the cold start's"
+        );
+        assert_eq!(
+            largest(
+                std::slice::from_ref(&a.lateness),
+                std::slice::from_ref(&b.lateness)
+            ),
+            Some(0.02)
+        );
+        // A sample above the largest finite bucket; a window without samples.
+        let c = parse_hists(&text([50, 60, 61, 62], [99, 100, 101]));
+        assert_eq!(largest(&g(&b), &g(&c)), Some(f64::INFINITY));
+        assert_eq!(largest(&g(&c), &g(&c)), None);
+        assert_eq!(bucket(Some(12.0)), "≤ 12");
+        assert_eq!(bucket(Some(0.25)), "≤ 0.25");
+        assert_eq!(bucket(Some(f64::INFINITY)), "> largest bucket");
+        assert_eq!(bucket(None), "—");
+        // A member that did not answer is left out.
+        assert_eq!(largest(&[vec![]], &[vec![]]), None);
     }
 }

@@ -76,6 +76,8 @@ pub struct Metrics {
     failover: HistogramVec,
     failover_detection: HistogramVec,
     failover_election: HistogramVec,
+    heartbeat_gap: HistogramVec,
+    timer_lateness: prometheus::Histogram,
     leaderless: CounterVec,
     group_bytes_sent: IntCounterVec,
     group_retransmissions: IntCounterVec,
@@ -98,6 +100,11 @@ impl std::fmt::Debug for Metrics {
         f.debug_struct("Metrics").field("node", &self.node).finish()
     }
 }
+
+/// Buckets of `electd_timer_lateness_seconds`: 100 µs to 1 s.
+const TIMER_LATENESS_BUCKETS: [f64; 12] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0,
+];
 
 impl Metrics {
     /// [`Metrics::for_cluster`] without a `cluster` label and with the default failure
@@ -268,6 +275,18 @@ impl Metrics {
             "failover_election_seconds",
             "Election phase of a failover: this node declaring the old leader lost to adopting the next one.",
         )?;
+        let heartbeat_gap = histogram(
+            "heartbeat_gap_seconds",
+            "At a follower: time between two heartbeats in a row from the leader it follows, by arrival (the failure timeout's margin is failure_timeout minus the largest).",
+        )?;
+        let timer_lateness = prometheus::Histogram::with_opts(
+            HistogramOpts::from(opts(
+                "timer_lateness_seconds",
+                "How late the runtime woke for its next deadline (a heartbeat to send, a detector deadline, a retransmission): the time the process waited for a CPU, mostly.",
+            ))
+            .buckets(TIMER_LATENESS_BUCKETS.to_vec()),
+        )?;
+        registry.register(Box::new(timer_lateness.clone()))?;
         let leaderless = CounterVec::new(
             opts(
                 "leaderless_seconds_total",
@@ -383,6 +402,8 @@ impl Metrics {
             failover,
             failover_detection,
             failover_election,
+            heartbeat_gap,
+            timer_lateness,
             leaderless,
             group_bytes_sent,
             group_retransmissions,

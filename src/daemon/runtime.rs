@@ -174,7 +174,8 @@ pub async fn run_with<T: Transport>(
             d.drain_heartbeats(b, &mut hbuf);
         }
     };
-    let mut timer = Deadline::new(d.deadline(), socket.wall_clock());
+    let mut due = d.deadline();
+    let mut timer = Deadline::new(due, socket.wall_clock());
     if socket.wall_clock() && !timer.is_precise() {
         tracing::warn!("no kernel timer (timerfd): deadlines fire about 1 ms late on average");
     }
@@ -197,6 +198,7 @@ pub async fn run_with<T: Transport>(
             // Due timers first: a leader's heartbeats go out on time however full
             // the socket is.
             _ = timer.wait(), if !d.paused => {
+                d.shared.metrics.timer_late(Instant::now().saturating_duration_since(due));
                 // What already waits in the sockets is read first (one batch at most):
                 // an answer that arrived before its timeout must not lose to it, and
                 // the followed leader's heartbeats move the detector's deadline.
@@ -237,7 +239,8 @@ pub async fn run_with<T: Transport>(
         if let Some(b) = &beats {
             d.select_heartbeats(b);
         }
-        timer.set(d.deadline());
+        due = d.deadline();
+        timer.set(due);
     }
     d.leave(&socket, &mut buf).await;
     Ok(())

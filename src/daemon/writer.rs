@@ -26,7 +26,9 @@
 
 use crate::contract::algorithm::AlgorithmKind;
 use crate::daemon::durable::{DurableError, StateFile, States};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// One write made: the state it stored and whether that worked.
@@ -48,14 +50,14 @@ struct Inner {
     on_disk: States,
     /// The next state to write, with its number.
     next: Option<(u64, States)>,
-    /// The writer is dropped: the thread ends after the write under way.
-    quit: bool,
     /// Tests: the next write waits until this channel's sender says go (or is dropped).
     #[cfg(test)]
     gate: Option<std::sync::mpsc::Receiver<()>>,
 }
 
-type Slot = Arc<(Mutex<Inner>, Condvar)>;
+/// The state shared with the thread, the thread's wakeup, and whether the writer was
+/// dropped (outside the lock: a drop must not wait for a write under way).
+type Slot = Arc<(Mutex<Inner>, Condvar, AtomicBool)>;
 
 fn lock(slot: &Slot) -> MutexGuard<'_, Inner> {
     // A panic on the writer thread poisons the lock; the state behind it is whole (a
@@ -68,7 +70,6 @@ pub(crate) struct Writer {
     slot: Slot,
     /// Reports of the thread; `None` when writing inline.
     reports: Option<mpsc::UnboundedReceiver<Written>>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Writer {
@@ -86,16 +87,15 @@ impl Writer {
                 drained,
                 on_disk: groups,
                 next: None,
-                quit: false,
                 #[cfg(test)]
                 gate: None,
             }),
             Condvar::new(),
+            AtomicBool::new(false),
         ));
         let mut w = Writer {
             slot,
             reports: None,
-            thread: None,
         };
         if !threaded {
             return w;
@@ -106,10 +106,8 @@ impl Writer {
             .name("electd-state".into())
             .spawn(move || write_loop(&slot, &tx))
         {
-            Ok(h) => {
-                w.thread = Some(h);
-                w.reports = Some(rx);
-            }
+            // Not joined (see `Drop`).
+            Ok(_) => w.reports = Some(rx),
             Err(e) => tracing::warn!(
                 "cannot start the state file's writer thread ({e}): writing on the \
                  runtime's task instead"
@@ -172,13 +170,13 @@ impl Writer {
 }
 
 impl Drop for Writer {
-    /// The thread finishes the write under way and the one queued, then ends.
+    /// The thread finishes the write under way and the one queued, then ends. It is
+    /// not waited for: a disk that does not answer must not keep the process from
+    /// stopping (the runtime waits a bounded time for the write under way before it
+    /// leaves; a record torn by the exit is the crash the two slots are for).
     fn drop(&mut self) {
-        lock(&self.slot).quit = true;
+        self.slot.2.store(true, Ordering::Release);
         self.slot.1.notify_one();
-        if let Some(h) = self.thread.take() {
-            let _ = h.join();
-        }
     }
 }
 
@@ -211,10 +209,14 @@ fn write_loop(slot: &Slot, reports: &mpsc::UnboundedSender<Written>) {
             }
             continue;
         }
-        if inner.quit {
+        if slot.2.load(Ordering::Acquire) {
             return;
         }
-        inner = slot.1.wait(inner).unwrap_or_else(|e| e.into_inner());
+        // Bounded: a drop's wakeup may come between the check above and the wait.
+        inner = slot
+            .1
+            .wait_timeout(inner, Duration::from_secs(1))
+            .map_or_else(|e| e.into_inner().0, |(g, _)| g);
     }
 }
 

@@ -35,6 +35,8 @@ pub(super) struct Group {
     pub(super) followed: Option<NodeId>,
     /// Last datagram heard from `followed` (or when it was adopted).
     pub(super) heard: Time,
+    /// The last heartbeat of the leader followed: (that leader, when).
+    pub(super) beat: Option<(NodeId, Time)>,
     /// While leaderless after losing `followed`: (last heard from it then, loss time).
     pub(super) lost: Option<(Time, Time)>,
     /// Since when the node has had no leader (`None` while it has one, or before start).

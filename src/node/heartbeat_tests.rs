@@ -63,3 +63,63 @@ fn the_grid_is_the_next_multiple_after_t() {
         Duration::from_millis(40)
     );
 }
+
+/// Node `id` of five running Bully alone.
+fn bully_node(id: NodeId) -> Node {
+    Node::new(NodeConfig {
+        id,
+        ring: (1..=5).collect(),
+        algorithms: vec![AlgorithmKind::Bully],
+        timing: Timing::default(),
+        options: Options::default(),
+        link: LinkConfig::default(),
+        incarnation: 1,
+        seed: 7,
+    })
+    .unwrap()
+}
+
+/// Hand `to` (node `id`) what `from` sends it, as arrived at `now`; the rest is dropped.
+fn deliver(from: &mut Node, to: &mut Node, id: NodeId, now: Time) {
+    let dgs: Vec<Datagram> = from
+        .drain_transmits()
+        .filter(|(dst, _)| *dst == id)
+        .map(|(_, d)| d)
+        .collect();
+    for d in dgs {
+        to.handle_datagram(now, d);
+    }
+}
+
+#[test]
+fn a_follower_measures_the_gaps_between_its_leaders_heartbeats_as_they_arrive() {
+    let hb = Timing::default().heartbeat;
+    let (mut leader, mut follower) = (bully_node(5), bully_node(1));
+    leader.start(Duration::ZERO, true);
+    follower.start(Duration::ZERO, false);
+    deliver(&mut leader, &mut follower, 1, Duration::ZERO);
+    let _ = follower.drain_transmits().count();
+    assert_eq!(follower.leader(AlgorithmKind::Bully), Some(5));
+    assert_eq!(follower.drain_gaps().count(), 0, "no heartbeat yet");
+    // Heartbeats sent on the schedule, arriving with delays of 0, 3, 1 and 7 ms.
+    let delays = [0u64, 3, 1, 7].map(Duration::from_millis);
+    let mut arrivals = Vec::new();
+    for delay in delays {
+        let at = beats(&leader)[0].expect("the next heartbeat is armed");
+        leader.handle_timeout(at);
+        deliver(&mut leader, &mut follower, 1, at + delay);
+        arrivals.push(at + delay);
+    }
+    let gaps: Vec<(AlgorithmKind, Duration)> = follower.drain_gaps().collect();
+    let expected: Vec<(AlgorithmKind, Duration)> = arrivals
+        .windows(2)
+        .map(|w| (AlgorithmKind::Bully, w[1] - w[0]))
+        .collect();
+    assert_eq!(gaps, expected, "one gap per heartbeat after the first");
+    assert!(
+        gaps.iter().any(|g| g.1 != hb),
+        "the gaps are the arrivals', not the schedule's"
+    );
+    assert_eq!(follower.drain_gaps().count(), 0, "drained");
+    assert_eq!(leader.drain_gaps().count(), 0, "a leader follows nobody");
+}

@@ -73,6 +73,11 @@ pub(crate) const NODE_DROP_REASONS: [&str; 4] = [
     "future_epoch",
 ];
 
+/// The most heartbeat gaps kept between two drains ([`Node::drain_gaps`]): a driver
+/// drains them at every flush; beyond this (a flush held back for long) further samples
+/// are not taken.
+pub(crate) const MAX_GAPS: usize = 4096;
+
 /// Driver time: a duration since the driver's origin.
 pub(crate) type Time = Duration;
 
@@ -277,6 +282,9 @@ pub struct Node {
     multicasts: Vec<Datagram>,
     /// Peers the link declared unreachable since the last drain.
     unreachable: Vec<NodeId>,
+    /// Gaps between heartbeats in a row of the leaders followed, not yet drained
+    /// ([`Node::drain_gaps`]; at most [`MAX_GAPS`]).
+    gaps: Vec<(AlgorithmKind, Duration)>,
     events: Vec<Event>,
     out: Out,
     invalid: BTreeMap<&'static str, u64>,
@@ -310,6 +318,7 @@ impl Node {
                 stats: GroupStats::default(),
                 followed: None,
                 heard: Duration::ZERO,
+                beat: None,
                 lost: None,
                 leaderless_since: None,
                 stale_answered: BTreeMap::new(),
@@ -344,6 +353,7 @@ impl Node {
             multicast: false,
             multicasts: Vec::new(),
             unreachable: Vec::new(),
+            gaps: Vec::new(),
             events: Vec::new(),
             out: Out::new(),
             invalid: BTreeMap::new(),
@@ -422,6 +432,12 @@ impl Node {
     /// e.g. for the driver to look their address up again.
     pub(crate) fn drain_unreachable(&mut self) -> std::vec::Drain<'_, NodeId> {
         self.unreachable.drain(..)
+    }
+
+    /// The gaps between heartbeats heard in a row from the leader each group follows
+    /// (by arrival time) since the last call: `electd_heartbeat_gap_seconds`.
+    pub(crate) fn drain_gaps(&mut self) -> std::vec::Drain<'_, (AlgorithmKind, Duration)> {
+        self.gaps.drain(..)
     }
 
     /// Datagrams to put on the wire: (destination id, datagram).

@@ -2,7 +2,7 @@
 //! link, then the group's term bounds, then the handler of its message.
 
 use super::link::Inbound;
-use super::{Datagram, Node, Time};
+use super::{Datagram, Node, Time, MAX_GAPS};
 use crate::contract::algorithm::MAX_TERM_AHEAD;
 use crate::contract::message::Message;
 use crate::NodeId;
@@ -54,8 +54,26 @@ impl Node {
             return;
         }
         self.groups[g].stats.received[msg.kind() as usize] += 1;
+        if let Message::Heartbeat { leader, .. } = msg {
+            self.note_beat(g, now, from, leader);
+        }
         self.note_lease_contact(g, now, from, &msg);
         self.dispatch(g, now, from, msg);
+    }
+
+    /// A heartbeat of `from` naming `leader`: if this node follows it, the gap since its
+    /// previous one is a sample of `electd_heartbeat_gap_seconds` ([`Node::drain_gaps`]).
+    fn note_beat(&mut self, g: usize, now: Time, from: NodeId, leader: NodeId) {
+        let grp = &mut self.groups[g];
+        if from != leader || grp.leader != Some(from) {
+            return;
+        }
+        if let Some((prev_from, prev)) = grp.beat {
+            if prev_from == from && self.gaps.len() < MAX_GAPS {
+                self.gaps.push((grp.kind, now.saturating_sub(prev)));
+            }
+        }
+        grp.beat = Some((from, now));
     }
 
     /// Note the time for every group that follows (or lost) `from`.

@@ -15,6 +15,18 @@ impl Metrics {
         self.heartbeats_batched.inc();
     }
 
+    /// A gap between two heartbeats in a row of the leader `group` follows.
+    pub(crate) fn heartbeat_gap(&self, group: AlgorithmKind, gap: std::time::Duration) {
+        self.heartbeat_gap
+            .with_label_values(&[group.as_str()])
+            .observe(gap.as_secs_f64());
+    }
+
+    /// The runtime woke `late` after its deadline.
+    pub(crate) fn timer_late(&self, late: std::time::Duration) {
+        self.timer_lateness.observe(late.as_secs_f64());
+    }
+
     /// A datagram of `bytes` carrying a message of `group` went on the wire (counted
     /// in addition to [`Metrics::datagram_sent`]).
     pub(crate) fn group_datagram_sent(&self, group: AlgorithmKind, bytes: usize) {

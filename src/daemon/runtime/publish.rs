@@ -91,6 +91,9 @@ impl Driver {
                 self.resolver.lookup(id);
             }
         }
+        for (group, gap) in self.node.drain_gaps() {
+            self.shared.metrics.heartbeat_gap(group, gap);
+        }
         let events: Vec<Event> = self.node.drain_events().collect();
         let now = self.now();
         if let Some(t) = self.shared.tracer() {
