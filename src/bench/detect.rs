@@ -541,8 +541,16 @@ fn watch_step(
         }
     }
     // What the members measured over the window: the heartbeats' gaps at the
-    // followers, the runtime's lateness at every member.
+    // followers, the runtime's lateness at every member, and the gaps each logged as
+    // leaving less than a beat of margin.
     let hist_end = histograms(&clusters);
+    for c in &clusters {
+        for id in 1..=MEMBERS as NodeId {
+            for line in c.log(id).lines().filter(|l| l.contains("heartbeat gap of")) {
+                log(&format!("    node {id}: {line}"));
+            }
+        }
+    }
     for w in watches.iter_mut().filter(|w| w.system != "etcd") {
         let gap = |h: &[NodeHists]| -> Vec<Vec<(f64, u64)>> {
             h.iter()

@@ -91,8 +91,35 @@ impl Driver {
                 self.resolver.lookup(id);
             }
         }
-        for (group, gap) in self.node.drain_gaps() {
+        // A gap above failure_timeout − heartbeat left the detector less than one beat
+        // of margin: said in the log (at a bounded rate), with the leader.
+        let t = &self.cfg.timing;
+        let margin = t.failure_timeout.saturating_sub(t.heartbeat);
+        let gaps: Vec<(AlgorithmKind, Duration)> = self.node.drain_gaps().collect();
+        for (group, gap) in gaps {
             self.shared.metrics.heartbeat_gap(group, gap);
+            if gap > margin {
+                let leader = self.node.leader(group);
+                let line = format!(
+                    "heartbeat gap of {:.1} ms from leader {leader:?} (failure_timeout {} ms, \
+                     heartbeat {} ms): less than one heartbeat of margin was left",
+                    gap.as_secs_f64() * 1e3,
+                    self.cfg.timing.failure_timeout.as_millis(),
+                    self.cfg.timing.heartbeat.as_millis()
+                );
+                let now = self.now();
+                match self.errlog.record("heartbeat_gap", now) {
+                    Verdict::Quiet => {}
+                    Verdict::Log => {
+                        tracing::warn!(node = self.cfg.id, algorithm = %group, "{line}")
+                    }
+                    Verdict::Summary(n) => tracing::warn!(
+                        node = self.cfg.id,
+                        algorithm = %group,
+                        "{line} ({n} more like it since the last report)"
+                    ),
+                }
+            }
         }
         let events: Vec<Event> = self.node.drain_events().collect();
         let now = self.now();
