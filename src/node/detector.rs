@@ -43,6 +43,7 @@ impl Node {
             }
             let deadline = now + self.timing.failure_timeout;
             self.arm(g, Slot::Detector, deadline);
+            self.groups[g].detector_grace = false;
             if term > self.groups[g].term {
                 self.groups[g]
                     .algo

@@ -35,6 +35,10 @@ pub(super) struct Group {
     pub(super) followed: Option<NodeId>,
     /// Last datagram heard from `followed` (or when it was adopted).
     pub(super) heard: Time,
+    /// The failure detector's deadline was postponed once, by a heartbeat period,
+    /// because this node handled it a period or more late (see `Slot::Detector` in
+    /// [`Node::handle_timeout`]); cleared by the next heartbeat of the leader.
+    pub(super) detector_grace: bool,
     /// The last heartbeat of the leader followed: (that leader, when).
     pub(super) beat: Option<(NodeId, Time)>,
     /// While leaderless after losing `followed`: (last heard from it then, loss time).
@@ -306,6 +310,7 @@ impl Node {
             Some(_) => {
                 self.disarm(g, Slot::Heartbeat);
                 self.arm(g, Slot::Detector, now + self.timing.failure_timeout);
+                self.groups[g].detector_grace = false;
             }
             None => {
                 self.disarm(g, Slot::Heartbeat);

@@ -123,3 +123,77 @@ fn a_follower_measures_the_gaps_between_its_leaders_heartbeats_as_they_arrive() 
     assert_eq!(follower.drain_gaps().count(), 0, "drained");
     assert_eq!(leader.drain_gaps().count(), 0, "a leader follows nobody");
 }
+
+#[test]
+fn a_follower_that_wakes_a_period_late_gives_its_leader_one_more_period() {
+    let t = Timing::default();
+    let (mut leader, mut follower) = (bully_node(5), bully_node(1));
+    leader.start(Duration::ZERO, true);
+    follower.start(Duration::ZERO, false);
+    deliver(&mut leader, &mut follower, 1, Duration::ZERO);
+    let _ = follower.drain_transmits().count();
+    let at = beats(&leader)[0].expect("the first heartbeat is armed");
+    leader.handle_timeout(at);
+    deliver(&mut leader, &mut follower, 1, at);
+    assert_eq!(follower.leader(AlgorithmKind::Bully), Some(5));
+    let due = at + t.failure_timeout;
+    assert_eq!(
+        follower.poll_timeout(),
+        Some(due),
+        "the detector's deadline"
+    );
+
+    // The whole machine stalled: the follower runs again three periods after its
+    // deadline, the leader's overdue heartbeat not read yet. One more period.
+    let woke = due + t.heartbeat * 3;
+    follower.handle_timeout(woke);
+    assert_eq!(
+        follower.leader(AlgorithmKind::Bully),
+        Some(5),
+        "not lost yet"
+    );
+    assert_eq!(follower.poll_timeout(), Some(woke + t.heartbeat));
+    // The leader, stalled alike, sends the heartbeat it owes: followed as before.
+    leader.handle_timeout(woke);
+    deliver(&mut leader, &mut follower, 1, woke + t.heartbeat / 2);
+    assert_eq!(follower.leader(AlgorithmKind::Bully), Some(5));
+    assert_eq!(
+        follower
+            .group_stats(AlgorithmKind::Bully)
+            .unwrap()
+            .elections_started,
+        0,
+        "no election"
+    );
+    let _ = follower.drain_transmits().count();
+
+    // The leader is gone now. A late deadline gets the grace once more (it came back
+    // with the heartbeat above); the second late deadline of the same silence does not.
+    let due = woke + t.heartbeat / 2 + t.failure_timeout;
+    follower.handle_timeout(due + t.heartbeat * 2);
+    assert_eq!(
+        follower.leader(AlgorithmKind::Bully),
+        Some(5),
+        "one grace per silence"
+    );
+    let next = follower.poll_timeout().expect("postponed");
+    follower.handle_timeout(next + t.heartbeat * 2);
+    assert_ne!(
+        follower.leader(AlgorithmKind::Bully),
+        Some(5),
+        "the second late deadline of one silence declares the leader lost"
+    );
+
+    // Handled on time (the simulator, a node not stalled): no grace at all.
+    let (mut leader, mut follower) = (bully_node(5), bully_node(1));
+    leader.start(Duration::ZERO, true);
+    follower.start(Duration::ZERO, false);
+    deliver(&mut leader, &mut follower, 1, Duration::ZERO);
+    let due = follower.poll_timeout().expect("the detector's deadline");
+    follower.handle_timeout(due + t.heartbeat / 2);
+    assert_ne!(
+        follower.leader(AlgorithmKind::Bully),
+        Some(5),
+        "lost at once"
+    );
+}

@@ -318,6 +318,7 @@ impl Node {
                 stats: GroupStats::default(),
                 followed: None,
                 heard: Duration::ZERO,
+                detector_grace: false,
                 beat: None,
                 lost: None,
                 leaderless_since: None,

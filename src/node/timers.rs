@@ -119,6 +119,18 @@ impl Node {
                     }
                 }
                 Slot::Detector => {
+                    // Handled a heartbeat period or more after it fell due: this node
+                    // was not running (a stalled process, or the whole machine), and
+                    // the leader, stalled alike, may be sending the heartbeat it owes
+                    // just now. Its silence is then this node's as much as the
+                    // leader's: one more period, once per silence (a leader really
+                    // gone costs one period more, and only after such a stall).
+                    let late = now.saturating_sub(deadline);
+                    if late >= self.timing.heartbeat && !self.groups[g].detector_grace {
+                        self.groups[g].detector_grace = true;
+                        self.arm(g, Slot::Detector, now + self.timing.heartbeat);
+                        continue;
+                    }
                     let old = self.groups[g].leader;
                     self.groups[g]
                         .algo
