@@ -312,6 +312,9 @@ struct Driver {
     /// Drains answered at the next report (the status shows them then), with the
     /// hand-over bound to answer.
     drain_replies: Vec<(tokio::sync::oneshot::Sender<Duration>, Duration)>,
+    /// Events to `/watch` and the hooks made while a token they name was not on disk
+    /// yet: emitted with the next report.
+    deferred: Vec<LeaderEvent>,
     release: bool,
     /// Since when the write under way has been (see [`Driver::check_write_time`]).
     write_since: Option<Instant>,
@@ -427,6 +430,7 @@ impl Driver {
             write_failed: false,
             retry_at: Instant::now(),
             drain_replies: Vec::new(),
+            deferred: Vec::new(),
             release: false,
             write_since: None,
             published: Vec::new(),

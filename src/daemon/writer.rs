@@ -42,32 +42,41 @@ pub(crate) struct Written {
     pub(crate) result: Result<(), DurableError>,
 }
 
-struct Inner {
-    file: StateFile,
+/// What the runtime and the thread share besides the file: the next state to write and
+/// what is on disk.
+struct Queue {
     /// The drained groups, written with every record.
     drained: Vec<AlgorithmKind>,
     /// The groups' state as last written (what a drain is written with).
     on_disk: States,
     /// The next state to write, with its number.
     next: Option<(u64, States)>,
-    /// Tests: the next write waits until this channel's sender says go (or is dropped).
+    /// Tests: the next write waits (holding the file's lock) until this channel's
+    /// sender says go, or is dropped.
     #[cfg(test)]
     gate: Option<std::sync::mpsc::Receiver<()>>,
 }
 
-/// The state shared with the thread, the thread's wakeup, and whether the writer was
-/// dropped (outside the lock: a drop must not wait for a write under way).
-type Slot = Arc<(Mutex<Inner>, Condvar, AtomicBool)>;
+/// The file under a lock of its own, held for a whole write (the queue's is not: a
+/// state submitted while a write runs never waits for the disk), the queue, the
+/// thread's wakeup, and whether the writer was dropped (outside the locks: a drop must
+/// not wait for a write under way). Lock order: the file, then the queue.
+struct Slot {
+    file: Mutex<StateFile>,
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    quit: AtomicBool,
+}
 
-fn lock(slot: &Slot) -> MutexGuard<'_, Inner> {
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic on the writer thread poisons the lock; the state behind it is whole (a
     // write either happened or not), so go on with it.
-    slot.0.lock().unwrap_or_else(|e| e.into_inner())
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The writer of one state file (see the module documentation).
 pub(crate) struct Writer {
-    slot: Slot,
+    slot: Arc<Slot>,
     /// Reports of the thread; `None` when writing inline.
     reports: Option<mpsc::UnboundedReceiver<Written>>,
 }
@@ -81,18 +90,18 @@ impl Writer {
         drained: Vec<AlgorithmKind>,
         threaded: bool,
     ) -> Writer {
-        let slot: Slot = Arc::new((
-            Mutex::new(Inner {
-                file,
+        let slot = Arc::new(Slot {
+            file: Mutex::new(file),
+            queue: Mutex::new(Queue {
                 drained,
                 on_disk: groups,
                 next: None,
                 #[cfg(test)]
                 gate: None,
             }),
-            Condvar::new(),
-            AtomicBool::new(false),
-        ));
+            wake: Condvar::new(),
+            quit: AtomicBool::new(false),
+        });
         let mut w = Writer {
             slot,
             reports: None,
@@ -123,15 +132,15 @@ impl Writer {
 
     /// Store `groups` as write number `seq`. On a thread: queued, replacing a state
     /// submitted earlier and not started yet, and reported later by
-    /// [`Writer::written`]; inline: written now and reported here.
+    /// [`Writer::written`] (this never waits for a write under way); inline: written
+    /// now and reported here.
     pub(crate) fn submit(&self, seq: u64, groups: States) -> Option<Written> {
-        let mut inner = lock(&self.slot);
         if self.threaded() {
-            inner.next = Some((seq, groups));
-            self.slot.1.notify_one();
+            lock(&self.slot.queue).next = Some((seq, groups));
+            self.slot.wake.notify_one();
             return None;
         }
-        Some(write(&mut inner, seq, groups))
+        Some(write(&self.slot, seq, groups))
     }
 
     /// The next report of a write made on the thread; never, when writing inline.
@@ -145,26 +154,21 @@ impl Writer {
     /// Write `drained` now, with the groups' state as last written (after the write
     /// under way, if any); every later write carries it too.
     pub(crate) fn store_drained(&self, drained: &[AlgorithmKind]) -> Result<(), DurableError> {
-        let mut inner = lock(&self.slot);
-        let Inner {
-            file,
-            on_disk,
-            drained: kept,
-            ..
-        } = &mut *inner;
-        file.store(on_disk, drained)?;
-        *kept = drained.to_vec();
+        let mut file = lock(&self.slot.file);
+        let on_disk = lock(&self.slot.queue).on_disk.clone();
+        file.store(&on_disk, drained)?;
+        lock(&self.slot.queue).drained = drained.to_vec();
         Ok(())
     }
 }
 
 #[cfg(test)]
 impl Writer {
-    /// A slow disk: the next write on the thread waits until the returned sender sends
-    /// or is dropped.
+    /// A slow disk: the next write waits, holding the file's lock, until the returned
+    /// sender sends or is dropped.
     pub(crate) fn stall(&self) -> std::sync::mpsc::Sender<()> {
         let (tx, rx) = std::sync::mpsc::channel();
-        lock(&self.slot).gate = Some(rx);
+        lock(&self.slot.queue).gate = Some(rx);
         tx
     }
 }
@@ -175,15 +179,27 @@ impl Drop for Writer {
     /// stopping (the runtime waits a bounded time for the write under way before it
     /// leaves; a record torn by the exit is the crash the two slots are for).
     fn drop(&mut self) {
-        self.slot.2.store(true, Ordering::Release);
-        self.slot.1.notify_one();
+        self.slot.quit.store(true, Ordering::Release);
+        self.slot.wake.notify_one();
     }
 }
 
-fn write(inner: &mut Inner, seq: u64, groups: States) -> Written {
-    let result = inner.file.store(&groups, &inner.drained);
+/// Write `groups` (number `seq`) with the drained groups as they are now, holding the
+/// file's lock for the whole write and the queue's only to read and note.
+fn write(slot: &Slot, seq: u64, groups: States) -> Written {
+    let mut file = lock(&slot.file);
+    #[cfg(test)]
+    {
+        // A slow disk (`Writer::stall`): the write waits holding the file's lock.
+        let gate = lock(&slot.queue).gate.take();
+        if let Some(gate) = gate {
+            let _ = gate.recv();
+        }
+    }
+    let drained = lock(&slot.queue).drained.clone();
+    let result = file.store(&groups, &drained);
     if result.is_ok() {
-        inner.on_disk = groups.clone();
+        lock(&slot.queue).on_disk = groups.clone();
     }
     Written {
         seq,
@@ -193,30 +209,29 @@ fn write(inner: &mut Inner, seq: u64, groups: States) -> Written {
 }
 
 fn write_loop(slot: &Slot, reports: &mpsc::UnboundedSender<Written>) {
-    let mut inner = lock(slot);
     loop {
-        if let Some((seq, groups)) = inner.next.take() {
-            #[cfg(test)]
-            if let Some(gate) = inner.gate.take() {
-                drop(inner);
-                let _ = gate.recv();
-                inner = lock(slot);
+        let job = {
+            let mut q = lock(&slot.queue);
+            loop {
+                if let Some(job) = q.next.take() {
+                    break Some(job);
+                }
+                if slot.quit.load(Ordering::Acquire) {
+                    break None;
+                }
+                // Bounded: a drop's wakeup may come between the check above and the wait.
+                q = slot
+                    .wake
+                    .wait_timeout(q, Duration::from_secs(1))
+                    .map_or_else(|e| e.into_inner().0, |(g, _)| g);
             }
-            // Under the lock: a drain's write waits for this one and follows it.
-            let done = write(&mut inner, seq, groups);
-            if reports.send(done).is_err() {
-                return;
-            }
-            continue;
-        }
-        if slot.2.load(Ordering::Acquire) {
+        };
+        let Some((seq, groups)) = job else {
+            return;
+        };
+        if reports.send(write(slot, seq, groups)).is_err() {
             return;
         }
-        // Bounded: a drop's wakeup may come between the check above and the wait.
-        inner = slot
-            .1
-            .wait_timeout(inner, Duration::from_secs(1))
-            .map_or_else(|e| e.into_inner().0, |(g, _)| g);
     }
 }
 
@@ -280,6 +295,42 @@ mod tests {
             (raft(51), vec![AlgorithmKind::Bully])
         );
         drop(w);
+        let _ = std::fs::remove_dir_all(p.parent().unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_state_submitted_during_a_slow_write_does_not_wait_for_the_disk() {
+        let p = path("slow");
+        let (file, saved) = StateFile::open(&p).unwrap();
+        let mut w = Writer::new(file, saved.groups, saved.drained, true);
+        let go = w.stall();
+        w.submit(1, raft(1));
+        // The thread is in the write, holding the file (bounded wait for it to get there).
+        for _ in 0..10_000 {
+            if w.slot.file.try_lock().is_err() {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        assert!(w.slot.file.try_lock().is_err(), "the write is under way");
+        // Submitting the next state returns while that write waits for the disk.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                w.submit(2, raft(2));
+                let _ = tx.send(());
+            });
+            let returned = rx.recv_timeout(Duration::from_secs(10));
+            drop(go);
+            assert!(returned.is_ok(), "submit waited for the write under way");
+        });
+        let mut last = 0;
+        while last < 2 {
+            let r = w.written().await.expect("a report");
+            r.result.expect("written");
+            last = r.seq;
+        }
+        assert_eq!(load_saved(&p).unwrap().groups, raft(2));
         let _ = std::fs::remove_dir_all(p.parent().unwrap());
     }
 

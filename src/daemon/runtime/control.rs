@@ -190,7 +190,13 @@ impl Driver {
             if let Some(s) = self.node.group_status(kind) {
                 let mut ev = LeaderEvent::new(self.cfg.id, kind, s.leader, s.term);
                 ev.fault = is;
-                self.shared.emit(ev);
+                // The token it names is reported once it is on disk (with the next
+                // report, after the write under way).
+                if self.writer.is_some() && (self.writing() || self.node.durable() != self.stored) {
+                    self.deferred.push(ev);
+                } else {
+                    self.shared.emit(ev);
+                }
             }
         }
     }

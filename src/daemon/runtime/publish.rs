@@ -131,6 +131,9 @@ impl Driver {
         for (reply, bound) in self.drain_replies.drain(..) {
             let _ = reply.send(bound);
         }
+        for ev in std::mem::take(&mut self.deferred) {
+            self.shared.emit(ev);
+        }
         let metrics = &self.shared.metrics;
         for e in &events {
             metrics.observe(e);
