@@ -113,8 +113,9 @@ pub struct Watch {
     /// infinite: above the largest bucket). `None`: not read (etcd, or no sample).
     #[serde(default)]
     pub largest_gap_ms: Option<f64>,
-    /// electd: the latest any member's runtime woke for a deadline in the window, as the
-    /// bound of its `electd_timer_lateness_seconds` bucket (ms).
+    /// electd: the latest any member running the group (its leader too) woke for a
+    /// deadline in the window, as the bound of its `electd_timer_lateness_seconds`
+    /// bucket (ms).
     #[serde(default)]
     pub latest_wakeup_ms: Option<f64>,
 }
@@ -406,6 +407,8 @@ fn watch_step(
         kinds.iter().map(|&k| vec![k]).collect()
     };
     let mut clusters = Vec::new();
+    // The algorithms each cluster runs, in the same order.
+    let mut hosted: Vec<Vec<String>> = Vec::new();
     for algos in layouts.iter().filter(|a| !a.is_empty()) {
         let name = match algos.as_slice() {
             [one] => format!("detect-{f_ms}-{one}"),
@@ -421,6 +424,7 @@ fn watch_step(
         )?;
         c.start_all()?;
         clusters.push(c);
+        hosted.push(algos.iter().map(|a| a.as_str().to_string()).collect());
     }
     let etcd = match etcd_exe {
         Some(exe) => Some(versus_etcd::Etcd::new(
@@ -492,7 +496,7 @@ fn watch_step(
             ));
         }
     }
-    let hist_start = histograms(&clusters);
+    let hist_start = histograms(&clusters, &hosted);
     let load_start = super::load_average();
     let started = Instant::now();
     let report_every = (window / 10).max(Duration::from_secs(5));
@@ -543,7 +547,7 @@ fn watch_step(
     // What the members measured over the window: the heartbeats' gaps at the
     // followers, the runtime's lateness at every member, and the gaps each logged as
     // leaving less than a beat of margin.
-    let hist_end = histograms(&clusters);
+    let hist_end = histograms(&clusters, &hosted);
     for c in &clusters {
         for id in 1..=MEMBERS as NodeId {
             for line in c.log(id).lines().filter(|l| l.contains("heartbeat gap of")) {
@@ -552,19 +556,9 @@ fn watch_step(
         }
     }
     for w in watches.iter_mut().filter(|w| w.system != "etcd") {
-        let gap = |h: &[NodeHists]| -> Vec<Vec<(f64, u64)>> {
-            h.iter()
-                .filter_map(|n| n.gaps.iter().find(|g| g.0 == w.system).map(|g| g.1.clone()))
-                .collect()
-        };
-        w.largest_gap_ms = largest(&gap(&hist_start), &gap(&hist_end)).map(|x| x * 1e3);
-        let hosts = |h: &[NodeHists]| -> Vec<Vec<(f64, u64)>> {
-            h.iter()
-                .filter(|n| n.gaps.iter().any(|g| g.0 == w.system))
-                .map(|n| n.lateness.clone())
-                .collect()
-        };
-        w.latest_wakeup_ms = largest(&hosts(&hist_start), &hosts(&hist_end)).map(|x| x * 1e3);
+        let (gaps, late) = member_pairs(&hist_start, &hist_end, &w.system);
+        w.largest_gap_ms = largest(&gaps.0, &gaps.1).map(|x| x * 1e3);
+        w.latest_wakeup_ms = largest(&late.0, &late.1).map(|x| x * 1e3);
     }
     Ok(Step {
         timeout_ms: f_ms,
@@ -580,20 +574,50 @@ fn watch_step(
 /// lateness; each as cumulative (bucket bound in s, count) pairs, `+Inf` last.
 #[derive(Clone, Debug, Default)]
 struct NodeHists {
+    /// The algorithms the member runs (its cluster's).
+    algorithms: Vec<String>,
     gaps: Vec<(String, Vec<(f64, u64)>)>,
     lateness: Vec<(f64, u64)>,
 }
 
 /// Every member's histograms, in a fixed order (cluster, then node); a member that
 /// did not answer has none.
-fn histograms(clusters: &[ProcCluster]) -> Vec<NodeHists> {
+fn histograms(clusters: &[ProcCluster], hosted: &[Vec<String>]) -> Vec<NodeHists> {
     let mut out = Vec::new();
-    for c in clusters {
+    for (c, algorithms) in clusters.iter().zip(hosted) {
         for id in 1..=MEMBERS as NodeId {
-            out.push(c.metrics(id).map(|t| parse_hists(&t)).unwrap_or_default());
+            let mut h = c.metrics(id).map(|t| parse_hists(&t)).unwrap_or_default();
+            h.algorithms = algorithms.clone();
+            out.push(h);
         }
     }
     out
+}
+
+/// For `system`, member by member (the same member at the same place in each list):
+/// its heartbeat-gap histogram at `start` and `end`, and its lateness histogram at
+/// both, over the members that run `system` (its leader included: a leader has no gap
+/// samples of its own, but its lateness is the one that silences the group).
+type Pairs = (Vec<Vec<(f64, u64)>>, Vec<Vec<(f64, u64)>>);
+fn member_pairs(start: &[NodeHists], end: &[NodeHists], system: &str) -> (Pairs, Pairs) {
+    let gap = |h: &NodeHists| -> Vec<(f64, u64)> {
+        h.gaps
+            .iter()
+            .find(|g| g.0 == system)
+            .map(|g| g.1.clone())
+            .unwrap_or_default()
+    };
+    let (mut gaps, mut late) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
+    for (a, b) in start.iter().zip(end) {
+        if !b.algorithms.iter().any(|x| x == system) {
+            continue;
+        }
+        gaps.0.push(gap(a));
+        gaps.1.push(gap(b));
+        late.0.push(a.lateness.clone());
+        late.1.push(b.lateness.clone());
+    }
+    (gaps, late)
 }
 
 /// The bucket lines of `electd_heartbeat_gap_seconds` and `electd_timer_lateness_seconds`.
@@ -887,7 +911,13 @@ pub fn targets(d: &Detect) -> Vec<Target> {
                     Some(x) => format!("≤ etcd's smallest safe E ({x} ms)"),
                     None => "≤ etcd's smallest safe E (none found)".into(),
                 },
-                matches!((f.safe_ms, e.safe_ms), (Some(a), Some(b)) if a <= b),
+                // etcd held at no candidate (it failed at the largest): its smallest
+                // safe E is above every candidate, so any value found is below it.
+                match (f.safe_ms, e.safe_ms) {
+                    (Some(a), Some(b)) => a <= b,
+                    (Some(_), None) => e.failed_ms.is_some(),
+                    _ => false,
+                },
                 format!("etcd: {}", describe(e)),
             ),
             None => (
@@ -1229,6 +1259,27 @@ mod tests {
         assert!(!verdict("smallest safe failure_timeout, raft"));
         // No failover measured: its target is missed, not skipped.
         assert!(!verdict("failover median at 20 ms, bully"));
+        // etcd failed at every candidate: a value found is below its smallest safe E;
+        // a system that found none is not.
+        let steps = vec![step(
+            30,
+            vec![
+                watch("bully", true, 0),
+                watch("raft", true, 4),
+                watch("etcd", true, 2),
+            ],
+        )];
+        let d = Detect {
+            candidates_ms: vec![30],
+            window_s: 1.0,
+            steps: steps.clone(),
+            found: conclude(&systems, &steps),
+            ..Detect::default()
+        };
+        let t = targets(&d);
+        let verdict = |name: &str| t.iter().find(|x| x.name.starts_with(name)).unwrap().met;
+        assert!(verdict("smallest safe failure_timeout, bully"));
+        assert!(!verdict("smallest safe failure_timeout, raft"));
     }
 
     #[test]
@@ -1297,5 +1348,47 @@ mod tests {
         assert_eq!(bucket(None), "—");
         // A member that did not answer is left out.
         assert_eq!(largest(&[vec![]], &[vec![]]), None);
+    }
+
+    #[test]
+    fn the_leaders_lateness_counts_and_members_stay_paired() {
+        let node = |algos: &[&str], gap: Option<u64>, late: u64| NodeHists {
+            algorithms: algos.iter().map(|a| a.to_string()).collect(),
+            gaps: gap
+                .map(|n| vec![("bully".to_string(), vec![(0.01, n), (f64::INFINITY, n)])])
+                .unwrap_or_default(),
+            lateness: vec![(0.001, 5), (0.05, 5 + late), (f64::INFINITY, 5 + late)],
+        };
+        // Member 1 follows (no sample yet at the start), member 2 leads (never a gap
+        // sample, late by up to 50 ms in the window), member 3 runs only Raft.
+        let start = [
+            node(&["bully"], None, 0),
+            node(&["bully"], None, 0),
+            node(&["raft"], None, 0),
+        ];
+        let end = [
+            node(&["bully"], Some(4), 0),
+            node(&["bully"], None, 1),
+            node(&["raft"], None, 9),
+        ];
+        let (gaps, late) = member_pairs(&start, &end, "bully");
+        assert_eq!(
+            gaps.0.len(),
+            2,
+            "the members that run Bully, the leader too"
+        );
+        assert_eq!(
+            gaps.0[0],
+            vec![],
+            "no sample at the start: paired with its end"
+        );
+        assert_eq!(largest(&gaps.0, &gaps.1), Some(0.01));
+        assert_eq!(
+            largest(&late.0, &late.1),
+            Some(0.05),
+            "the leader's lateness, though it has no gap samples"
+        );
+        let (_, raft) = member_pairs(&start, &end, "raft");
+        assert_eq!(raft.0.len(), 1);
     }
 }
