@@ -3,10 +3,15 @@
 use super::*;
 
 fn leader_of_two_groups() -> Node {
+    node_of(5, vec![AlgorithmKind::Bully, AlgorithmKind::ImprovedBully])
+}
+
+/// Node `id` of five running `algorithms`.
+fn node_of(id: NodeId, algorithms: Vec<AlgorithmKind>) -> Node {
     Node::new(NodeConfig {
-        id: 5,
+        id,
         ring: (1..=5).collect(),
-        algorithms: vec![AlgorithmKind::Bully, AlgorithmKind::ImprovedBully],
+        algorithms,
         timing: Timing::default(),
         options: Options::default(),
         link: LinkConfig::default(),
@@ -66,17 +71,7 @@ fn the_grid_is_the_next_multiple_after_t() {
 
 /// Node `id` of five running Bully alone.
 fn bully_node(id: NodeId) -> Node {
-    Node::new(NodeConfig {
-        id,
-        ring: (1..=5).collect(),
-        algorithms: vec![AlgorithmKind::Bully],
-        timing: Timing::default(),
-        options: Options::default(),
-        link: LinkConfig::default(),
-        incarnation: 1,
-        seed: 7,
-    })
-    .unwrap()
+    node_of(id, vec![AlgorithmKind::Bully])
 }
 
 /// Hand `to` (node `id`) what `from` sends it, as arrived at `now`; the rest is dropped.

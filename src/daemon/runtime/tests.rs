@@ -62,6 +62,13 @@ fn runtime_config() -> RuntimeConfig {
 }
 
 fn driver(cfg: RuntimeConfig) -> Driver {
+    let mut d = new_driver(cfg, false);
+    d.boot();
+    d
+}
+
+/// A driver of `cfg`, not booted; its state file written on a thread if `threaded`.
+fn new_driver(cfg: RuntimeConfig, threaded: bool) -> Driver {
     let metrics = Metrics::new(cfg.id, &cfg.algorithms).expect("metrics");
     let (shared, _rx) = Shared::new(
         cfg.id,
@@ -70,9 +77,7 @@ fn driver(cfg: RuntimeConfig) -> Driver {
         metrics,
         None,
     );
-    let mut d = Driver::new(cfg, Arc::new(shared), false).expect("the driver starts");
-    d.boot();
-    d
+    Driver::new(cfg, Arc::new(shared), threaded).expect("the driver starts")
 }
 
 // --- config conversion ---
@@ -529,15 +534,7 @@ async fn a_write_under_way_holds_back_its_groups_datagrams_not_the_others() {
     // Without pre-vote, Raft's election takes a new term and votes at once.
     cfg.options.pre_vote = false;
     cfg.state_file = Some(path.clone());
-    let metrics = Metrics::new(cfg.id, &cfg.algorithms).expect("metrics");
-    let (shared, _rx) = Shared::new(
-        cfg.id,
-        cfg.cluster.clone(),
-        cfg.algorithms.clone(),
-        metrics,
-        None,
-    );
-    let mut d = Driver::new(cfg, Arc::new(shared), true).expect("the driver starts");
+    let mut d = new_driver(cfg, true);
     assert!(d.writer.as_ref().is_some_and(|w| w.threaded()));
     d.boot();
     d.note_input();
