@@ -91,6 +91,38 @@ pub fn etcd_interval(f_ms: u64) -> Interval {
     }
 }
 
+/// Start every node of `c`, in `SCHED_RR` at `realtime` when it is set.
+fn start_nodes(c: &mut ProcCluster, realtime: Option<u8>) -> anyhow::Result<()> {
+    let prio = realtime.map(|p| p.to_string());
+    let env: Vec<(&str, &str)> = prio
+        .iter()
+        .map(|p| ("ELECTD_PROCESS_REALTIME_PRIORITY", p.as_str()))
+        .collect();
+    for id in c.ids() {
+        c.start_with_env(id, &env)?;
+    }
+    Ok(())
+}
+
+/// Copy the node logs of `c` into `to`; says where they are, or why they are not.
+fn keep_logs(c: &ProcCluster, to: &std::path::Path) -> String {
+    let copy = || -> std::io::Result<()> {
+        std::fs::create_dir_all(to)?;
+        for id in c.ids() {
+            std::fs::write(to.join(format!("node{id}.log")), c.log(id))?;
+        }
+        std::fs::copy(c.dir.join("electd.toml"), to.join("electd.toml"))?;
+        Ok(())
+    };
+    match copy() {
+        Ok(()) => format!("the nodes' logs are in {}", to.display()),
+        Err(e) => format!(
+            "the nodes' logs could not be kept in {} ({e})",
+            to.display()
+        ),
+    }
+}
+
 /// One system watched at one candidate.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Watch {
@@ -148,6 +180,8 @@ pub struct Found {
     pub failed_ms: Option<u64>,
     pub failed_elections: u64,
     pub failover: Option<Failover>,
+    /// Why the failover at `safe_ms` was not measured, when it was not.
+    pub not_measured: Option<String>,
 }
 
 /// Failover after SIGKILL of the leader at a system's smallest safe value.
@@ -175,6 +209,9 @@ pub struct Detect {
     /// Every algorithm as a group of one cluster (`--detect-one-cluster`), instead of
     /// one cluster each.
     pub one_cluster: bool,
+    /// electd's nodes and etcd's members in `SCHED_RR` at this priority
+    /// (`--detect-realtime`); `None`: the normal class, as the load.
+    pub realtime: Option<u8>,
     pub load: String,
     pub steps: Vec<Step>,
     pub found: Vec<Found>,
@@ -198,6 +235,7 @@ pub fn conclude(systems: &[String], steps: &[Step]) -> Vec<Found> {
                 failed_ms: None,
                 failed_elections: 0,
                 failover: None,
+                not_measured: None,
             };
             for step in steps {
                 let Some(w) = step.watches.iter().find(|w| &w.system == sys) else {
@@ -422,15 +460,16 @@ fn watch_step(
             algos,
             &t,
         )?;
-        c.start_all()?;
+        start_nodes(&mut c, opts.detect_realtime)?;
         clusters.push(c);
         hosted.push(algos.iter().map(|a| a.as_str().to_string()).collect());
     }
     let etcd = match etcd_exe {
-        Some(exe) => Some(versus_etcd::Etcd::new(
+        Some(exe) => Some(versus_etcd::Etcd::new_in_class(
             exe.to_path_buf(),
             &format!("detect-{f_ms}"),
             etcd_interval(f_ms),
+            opts.detect_realtime,
         )?),
         None => None,
     };
@@ -792,7 +831,12 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
         ));
         let run = if fd.system == "etcd" {
             let Some((exe, _)) = &etcd else { continue };
-            let mut e = versus_etcd::Etcd::new(exe.clone(), "detect-failover", etcd_interval(f))?;
+            let mut e = versus_etcd::Etcd::new_in_class(
+                exe.clone(),
+                "detect-failover",
+                etcd_interval(f),
+                opts.detect_realtime,
+            )?;
             let r = versus_etcd::measure(
                 "etcd",
                 &mut e,
@@ -826,7 +870,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
                 &[kind],
                 &t,
             )?;
-            cluster.start_all()?;
+            start_nodes(&mut cluster, opts.detect_realtime)?;
             let w = Watchers::new(kind);
             for id in cluster.ids() {
                 if let Some(addr) = cluster.http(id) {
@@ -836,9 +880,26 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
             if w.wait_agreement(&cluster.ids(), Instant::now() + AGREE_WITHIN)
                 .is_none()
             {
-                log(&format!(
-                    "    {kind}: no agreement within {AGREE_WITHIN:?}: failover not measured"
-                ));
+                // What each node said last, and its log kept beside the report: a row
+                // that failed says why.
+                let views = cluster
+                    .ids()
+                    .into_iter()
+                    .map(|id| match w.leader_of(id) {
+                        None => format!("node {id}: no /watch stream"),
+                        Some(None) => format!("node {id}: no leader"),
+                        Some(Some(l)) => format!("node {id}: follows {l}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let kept = opts.out.join(format!("detect-failover-{kind}-logs"));
+                let copied = keep_logs(&cluster, &kept);
+                let why = format!(
+                    "no agreement within {AGREE_WITHIN:?} of the cold start of its own cluster \
+                     ({views}); {copied}"
+                );
+                log(&format!("    {kind}: failover not measured: {why}"));
+                fd.not_measured = Some(why);
                 continue;
             }
             let r = super::failover::measure(
@@ -879,6 +940,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
         candidates_ms: candidates,
         window_s: window.as_secs_f64(),
         one_cluster: opts.detect_one_cluster,
+        realtime: opts.detect_realtime,
         load: Busy::DESCRIPTION.to_string(),
         steps,
         found,
@@ -995,7 +1057,8 @@ pub fn markdown(s: &mut String, d: &Detect) {
          is SIGKILLed, the machine still busy; each failover ends at the last survivor's \
          own stamp of its adoption (electd: `at_us` of its `/watch` event; etcd: its raft \
          log line, 1 ms grain). Reproduce: `electd bench --only detect` (about ten minutes \
-         per candidate; `--detect-timeouts`, `--detect-window`, `--detect-one-cluster`).\n",
+         per candidate; `--detect-timeouts`, `--detect-window`, `--detect-one-cluster`, \
+         `--detect-realtime`).{}\n",
         d.load,
         d.candidates_ms
             .iter()
@@ -1015,7 +1078,15 @@ pub fn markdown(s: &mut String, d: &Detect) {
         } else {
             &d.etcd_version
         },
-        d.window_s
+        d.window_s,
+        match d.realtime {
+            Some(p) => format!(
+                " **electd's nodes (`[process] realtime_priority = {p}`) and etcd's members \
+                 ran in the real-time class, SCHED_RR at priority {p}** \
+                 (`--detect-realtime {p}`); the load ran in the normal class."
+            ),
+            None => String::new(),
+        }
     );
     if let Some(why) = &d.etcd_missing {
         let _ = writeln!(s, "**{why}.**\n");
@@ -1106,6 +1177,9 @@ pub fn markdown(s: &mut String, d: &Detect) {
     for f in &d.found {
         for x in f.failover.iter().flat_map(|r| &r.flagged) {
             let _ = writeln!(s, "- {} flagged: {}", f.system, x.describe());
+        }
+        if let Some(why) = &f.not_measured {
+            let _ = writeln!(s, "- **{}: failover not measured**: {why}", f.system);
         }
     }
     let _ = writeln!(s);

@@ -68,6 +68,9 @@ pub struct BenchOptions {
     pub detect_window: Option<Duration>,
     /// `detect`: every algorithm as a group of one cluster instead of one cluster each.
     pub detect_one_cluster: bool,
+    /// `detect`: electd's nodes (`[process] realtime_priority`) and etcd's members in
+    /// `SCHED_RR` at this priority; `None`: the normal class.
+    pub detect_realtime: Option<u8>,
 }
 
 /// The sections of a run, in order.

@@ -404,6 +404,9 @@ pub(super) struct Etcd {
     peers: Vec<SocketAddr>,
     clients: Vec<SocketAddr>,
     children: Vec<Option<Child>>,
+    /// Members started in `SCHED_RR` at this priority (`bench --detect-realtime`);
+    /// `None`: the normal class.
+    realtime: Option<u8>,
 }
 
 fn free_port() -> std::io::Result<SocketAddr> {
@@ -412,6 +415,17 @@ fn free_port() -> std::io::Result<SocketAddr> {
 
 impl Etcd {
     pub(super) fn new(exe: PathBuf, tag: &str, iv: Interval) -> anyhow::Result<Etcd> {
+        Etcd::new_in_class(exe, tag, iv, None)
+    }
+
+    /// [`Etcd::new`], every member in `SCHED_RR` at `realtime` when it is set (all its
+    /// threads: the class is set before the exec and inherited).
+    pub(super) fn new_in_class(
+        exe: PathBuf,
+        tag: &str,
+        iv: Interval,
+        realtime: Option<u8>,
+    ) -> anyhow::Result<Etcd> {
         let dir =
             std::env::temp_dir().join(format!("electd-bench-etcd-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -436,6 +450,7 @@ impl Etcd {
             peers,
             clients,
             children: (0..MEMBERS).map(|_| None).collect(),
+            realtime,
         };
         for i in 0..MEMBERS {
             e.start(i)?;
@@ -446,7 +461,25 @@ impl Etcd {
     fn start(&mut self, i: usize) -> anyhow::Result<()> {
         let log = std::fs::File::create(self.dir.join(format!("m{i}.log")))?;
         let (p, c) = (self.peers[i], self.clients[i]);
-        let child = Command::new(&self.exe)
+        let mut cmd = Command::new(&self.exe);
+        if let Some(prio) = self.realtime {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: sched_setscheduler(2) is async-signal-safe; it runs in the child
+            // between fork and exec, on the child alone.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let param = libc::sched_param {
+                        sched_priority: i32::from(prio),
+                    };
+                    if libc::sched_setscheduler(0, libc::SCHED_RR, &param) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
+        let child = cmd
             .args(["--name", &format!("m{i}")])
             .arg("--data-dir")
             .arg(self.dir.join(format!("m{i}.etcd")))
@@ -823,6 +856,7 @@ mod tests {
             peers: Vec::new(),
             clients: Vec::new(),
             children: (0..MEMBERS).map(|_| None).collect(),
+            realtime: None,
         };
         // The kill at .300: the window runs from two heartbeats (20 ms) before it to
         // 200 ms after it (the advance at .210 was undone by the heartbeats since); m1 has

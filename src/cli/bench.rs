@@ -63,6 +63,10 @@ pub struct BenchArgs {
     /// process stalls every group) instead of one five-node cluster each.
     #[arg(long)]
     pub detect_one_cluster: bool,
+    /// detect: run electd's nodes (`[process] realtime_priority`) and etcd's members in
+    /// the real-time class, SCHED_RR at this priority (1..=99); the load stays normal.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub detect_realtime: Option<u8>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -71,11 +75,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         std::env::set_var("ELECTD_LOG", "warn");
     }
     super::init_tracing();
-    if !args.detect_timeouts.is_empty() || args.detect_window.is_some() || args.detect_one_cluster {
+    if !args.detect_timeouts.is_empty()
+        || args.detect_window.is_some()
+        || args.detect_one_cluster
+        || args.detect_realtime.is_some()
+    {
         if !args.only.iter().any(|s| s == "detect") {
             anyhow::bail!(
-                "--detect-timeouts, --detect-window and --detect-one-cluster belong to the detect section, which runs \
-                 only when named: add --only detect"
+                "--detect-timeouts, --detect-window, --detect-one-cluster and --detect-realtime belong to the \
+                 detect section, which runs only when named: add --only detect"
             );
         }
         // Checked before any section runs, so a typo costs no measurement.
@@ -109,6 +117,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         detect_timeouts: args.detect_timeouts,
         detect_window: args.detect_window,
         detect_one_cluster: args.detect_one_cluster,
+        detect_realtime: args.detect_realtime,
     };
     let started = std::time::Instant::now();
     let log = |line: &str| eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());

@@ -61,9 +61,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         node_id: args.node_id,
         running: cfg.clone(),
     };
+    // The real-time class before any thread starts: a refusal stops the start here,
+    // with nothing bound, and the runtime's threads enter it as they start.
+    if let Some(p) = cfg.realtime_priority {
+        electd::daemon::sched::enter(p)
+            .map_err(|e| anyhow::anyhow!("{e} ({})", cfg.file.display()))?;
+        tracing::info!(
+            "the daemon's threads run in SCHED_RR at priority {p} ([process] realtime_priority)"
+        );
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
+        .on_thread_start(electd::daemon::sched::enter_here)
         .build()
         .context("cannot start the tokio runtime")?;
     // The daemon runs as a task on the workers, not on this thread: the worker that

@@ -52,6 +52,10 @@
 //! #                                   # older spelling)
 //! # ephemeral = true                  # or: run without, knowingly
 //!
+//! [process]
+//! # realtime_priority = 10            # SCHED_RR for the daemon's threads (1..99);
+//! #                                   # 0 = normal class (default)
+//!
 //! [[peer]]
 //! id = 1
 //! addr = "10.0.0.1:5740"              # UDP address (or "host:port") of the node (it binds it…)
@@ -65,7 +69,8 @@
 //! `ELECTD_ALGORITHMS=bully,raft` (comma-separated), `ELECTD_TIMING_HEARTBEAT=20ms`,
 //! `ELECTD_TRANSPORT_MAX_ATTEMPTS=6`, `ELECTD_SECURITY_KEY_FILE=/run/key`,
 //! `ELECTD_SECURITY_INSECURE=true`, `ELECTD_SECURITY_CHECK_SOURCE=false`, `ELECTD_HOOKS_ON_LEADER_CHANGE=…`,
-//! `ELECTD_ADMIN_TOKEN_FILE=…`, `ELECTD_RAFT_PRE_VOTE=false`, `ELECTD_STATE_FILE=…`. The roster (`[[peer]]`)
+//! `ELECTD_ADMIN_TOKEN_FILE=…`, `ELECTD_RAFT_PRE_VOTE=false`, `ELECTD_STATE_FILE=…`,
+//! `ELECTD_PROCESS_REALTIME_PRIORITY=10`. The roster (`[[peer]]`)
 //! has no overrides. `--node-id` beats the environment, which beats the file.
 //! Booleans take `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0` in any case; a variable
 //! set to the empty string is an error (unset it instead); an error in a value from the
@@ -86,6 +91,7 @@ pub(crate) mod digest;
 mod lease;
 mod peers;
 mod policy;
+pub(crate) mod process;
 mod raw;
 pub mod reload;
 mod security;
@@ -253,6 +259,10 @@ pub struct Config {
     pub peers: Vec<Peer>,
     /// `[[check]]`: health checks, in file order.
     pub checks: Vec<checks::Check>,
+    /// `[process] realtime_priority`: the daemon's threads run in `SCHED_RR` at this
+    /// priority (1..=99); `None` (0, the default): the normal class
+    /// (`config::process`, applied by `daemon::sched`).
+    pub realtime_priority: Option<u8>,
 }
 
 impl Config {

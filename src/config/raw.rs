@@ -29,6 +29,8 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub(super) state: RawState,
     #[serde(default)]
+    pub(super) process: RawProcess,
+    #[serde(default)]
     pub(super) peer: Vec<RawPeer>,
     #[serde(default)]
     pub(super) check: Vec<RawCheck>,
@@ -56,6 +58,13 @@ pub(super) struct RawCheck {
 pub(super) struct RawState {
     pub(super) file: Option<String>,
     pub(super) ephemeral: Option<bool>,
+}
+
+/// `[process]`: how this machine runs the daemon (see `daemon::sched`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawProcess {
+    pub(super) realtime_priority: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -182,7 +191,7 @@ pub(super) fn raw_config<'a>(
     }
 }
 
-pub(super) const SECTIONS: [(&str, &[&str]); 8] = [
+pub(super) const SECTIONS: [(&str, &[&str]); 9] = [
     (
         "timing",
         &[
@@ -215,6 +224,7 @@ pub(super) const SECTIONS: [(&str, &[&str]); 8] = [
     ),
     ("state", &["file", "ephemeral"]),
     ("lease", &["require_quorum", "clock_drift"]),
+    ("process", &["realtime_priority"]),
 ];
 const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
 const NOT_CONFIG: [&str; 3] = ["ELECTD_LOG", "ELECTD_LOG_FORMAT", "ELECTD_CONFIG"];
@@ -295,7 +305,7 @@ fn apply_env(
 /// in any case.
 fn env_value(key: &str, value: &str) -> Result<toml::Value, String> {
     Ok(match key {
-        "node_id" | "max_attempts" => value
+        "node_id" | "max_attempts" | "realtime_priority" => value
             .trim()
             .parse::<i64>()
             .map(toml::Value::Integer)

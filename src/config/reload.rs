@@ -126,6 +126,11 @@ impl Config {
             format!("{:?} {}", self.raft_state_file, self.ephemeral),
             format!("{:?} {}", disk.raft_state_file, disk.ephemeral),
         );
+        cmp(
+            "process.realtime_priority",
+            format!("{:?}", self.realtime_priority),
+            format!("{:?}", disk.realtime_priority),
+        );
         let roster = |c: &Config| c.peers.iter().map(peer_as_written).collect::<Vec<_>>();
         let (a, b) = (roster(self), roster(disk));
         if a.len() != b.len() {

@@ -85,6 +85,81 @@ fn a_complete_file_parses_with_defaults_filled_in() {
     assert_eq!(c.link, LinkConfig::default());
 }
 
+/// `[process] realtime_priority`: 1..99, 0 or absent for the normal class, from the
+/// file or the environment; anything else names the key and the range. Whether the
+/// kernel allows the class is this machine's fact: an error where the node runs, a
+/// note from elsewhere; the test asks the kernel first which of the two to expect.
+#[test]
+fn realtime_priority() {
+    assert_eq!(parse(&head("")).unwrap().realtime_priority, None);
+    let off = parse_env(
+        &head("[process]\nrealtime_priority = 10"),
+        &[("ELECTD_PROCESS_REALTIME_PRIORITY", "0")],
+        None,
+    );
+    assert_eq!(off.unwrap().realtime_priority, None);
+    let allowed = process::probe(10).is_ok() && process::probe(99).is_ok();
+    let elsewhere = |text: &str, env: &[(&str, &str)]| {
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Config::parse_elsewhere(
+            text,
+            Path::new("electd.toml"),
+            Path::new("/nonexistent"),
+            env,
+            None,
+        )
+    };
+    for (text, env, p) in [
+        (head("[process]\nrealtime_priority = 10"), vec![], 10),
+        (
+            head(""),
+            vec![("ELECTD_PROCESS_REALTIME_PRIORITY", "99")],
+            99,
+        ),
+    ] {
+        let (c, notes) = elsewhere(&text, &env).expect("from elsewhere: never an error");
+        assert_eq!(c.realtime_priority, Some(p));
+        let here = parse_env(&text, &env, None);
+        if allowed {
+            assert!(notes.is_empty(), "{notes:?}");
+            assert_eq!(here.unwrap().realtime_priority, Some(p));
+        } else {
+            eprintln!("NOTE: this process may not use SCHED_RR: checking the refusal");
+            assert!(
+                notes.iter().any(|n| n.contains("RLIMIT_RTPRIO")),
+                "{notes:?}"
+            );
+            fails(here, "process.realtime_priority", "RLIMIT_RTPRIO");
+        }
+    }
+    for bad in ["100", "-1", "256"] {
+        fails(
+            parse(&head(&format!("[process]\nrealtime_priority = {bad}"))),
+            "process.realtime_priority",
+            "1..99",
+        );
+    }
+    fails(
+        parse_env(
+            &head(""),
+            &[("ELECTD_PROCESS_REALTIME_PRIORITY", "high")],
+            None,
+        ),
+        "ELECTD_PROCESS_REALTIME_PRIORITY",
+        "not an integer",
+    );
+    fails(
+        parse(&head("[process]\nrealtime_priority = \"10\"")),
+        "process.realtime_priority",
+        "expected i64",
+    );
+    fails(
+        parse(&head("[process]\nnice = 5")),
+        "process.nice",
+        "expected `realtime_priority`",
+    );
+}
+
 #[test]
 fn election_timeout_range() {
     let c = parse(&head("[timing]\nelection_timeout = \"120ms..400ms\"")).unwrap();

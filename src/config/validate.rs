@@ -144,6 +144,7 @@ impl Validator<'_> {
             lease: self.lease(&raw.lease, &algorithms, &transport.timing, check_quorum)?,
         };
         let checks = self.checks(&raw.check, &algorithms, node_id)?;
+        let realtime_priority = self.process(&raw)?;
         Ok(Config {
             file: self.file.to_path_buf(),
             cluster,
@@ -166,6 +167,7 @@ impl Validator<'_> {
             state_dir_to_create,
             peers,
             checks,
+            realtime_priority,
         })
     }
 }

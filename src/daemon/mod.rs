@@ -10,6 +10,7 @@ pub mod metrics;
 #[cfg(target_os = "linux")]
 pub(crate) mod process_metrics;
 pub mod runtime;
+pub mod sched;
 pub mod shared;
 pub mod socket;
 pub mod timer;

@@ -113,8 +113,10 @@ impl Writer {
         let slot = w.slot.clone();
         match std::thread::Builder::new()
             .name("electd-state".into())
-            .spawn(move || write_loop(&slot, &tx))
-        {
+            .spawn(move || {
+                super::sched::enter_here();
+                write_loop(&slot, &tx)
+            }) {
             // Not joined (see `Drop`).
             Ok(_) => w.reports = Some(rx),
             Err(e) => tracing::warn!(

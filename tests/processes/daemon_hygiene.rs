@@ -123,3 +123,88 @@ fn health_check_children_end_with_each_run_and_with_the_daemon() {
         wait_for("every forked child to be gone", || dead(pid).then_some(()));
     }
 }
+
+/// The scheduling policy (field 41 of `/proc/<pid>/task/<tid>/stat`, or of any `stat`
+/// file) of every thread of `pid`: 0 is the normal class, 2 is `SCHED_RR`.
+fn thread_policies(pid: u32) -> Vec<(String, i64)> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the daemon's /proc") {
+        let path = task.expect("a task entry").path();
+        let (Ok(comm), Ok(stat)) = (
+            std::fs::read_to_string(path.join("comm")),
+            std::fs::read_to_string(path.join("stat")),
+        ) else {
+            continue; // a thread that ended between the listing and the read
+        };
+        out.push((comm.trim().to_string(), policy_in_stat(&stat)));
+    }
+    out
+}
+
+/// Field 41 of a `stat` line; the fields after the command's closing parenthesis start
+/// at field 3.
+fn policy_in_stat(stat: &str) -> i64 {
+    let after = &stat[stat.rfind(')').expect("a stat line") + 1..];
+    after
+        .split_whitespace()
+        .nth(41 - 3)
+        .and_then(|f| f.parse().ok())
+        .unwrap_or_else(|| panic!("no policy field in {stat:?}"))
+}
+
+/// `[process] realtime_priority`: every thread of the daemon runs in `SCHED_RR`, and
+/// the hook it starts in the normal class. Where the kernel refuses the class (no
+/// CAP_SYS_NICE, no RLIMIT_RTPRIO), the start fails with an error that names the
+/// setting and how to allow it. Which of the two this machine does is asked of the
+/// kernel first, on a thread of the test.
+#[test]
+fn realtime_priority_puts_the_daemon_in_sched_rr_but_not_its_hook() {
+    let permitted = std::thread::spawn(|| {
+        let param = libc::sched_param { sched_priority: 3 };
+        // SAFETY: sched_setscheduler(2) on this short-lived thread only.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_RR, &param) == 0 }
+    })
+    .join()
+    .expect("the probe thread");
+    let mut c = Cluster::new("realtime", 1, &[Bully], &Timing::LOOPBACK);
+    let out = c.dir.join("hook.policy");
+    // The hook's own program (awk) reports its policy; written whole, then renamed.
+    let hook = format!(
+        "awk '{{print $41}}' /proc/self/stat > {0}.tmp && mv {0}.tmp {0}",
+        out.display()
+    );
+    c.start_with_env(
+        1,
+        &[
+            ("ELECTD_PROCESS_REALTIME_PRIORITY", "3"),
+            ("ELECTD_HOOKS_ON_LEADER_CHANGE", hook.as_str()),
+        ],
+    );
+    if !permitted {
+        eprintln!(
+            "NOTE: this user may not use SCHED_RR (not root, no CAP_SYS_NICE or \
+             RLIMIT_RTPRIO): checking the refusal instead of the class"
+        );
+        let status = c.wait_exit(1, DEADLINE).expect("refused, so it exits");
+        assert!(!status.success());
+        let log = c.log(1);
+        assert!(
+            log.contains("process.realtime_priority") && log.contains("RLIMIT_RTPRIO"),
+            "{log}"
+        );
+        return;
+    }
+    let policy = wait_for("the hook's report", || std::fs::read_to_string(&out).ok());
+    assert_eq!(policy.trim(), "0", "the hook runs in the normal class");
+    let pid = c.pid(1).expect("running");
+    let threads = thread_policies(pid);
+    assert!(
+        threads.iter().any(|(comm, _)| comm == "electd-state"),
+        "the state file's writer is one of them: {threads:?}"
+    );
+    assert!(
+        threads.len() >= 3 && threads.iter().all(|(_, p)| *p == 2),
+        "every thread in SCHED_RR: {threads:?}"
+    );
+    assert_eq!(c.terminate(1, DEADLINE), Some(0), "{}", c.log(1));
+}
