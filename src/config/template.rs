@@ -254,7 +254,10 @@ impl Template {
              # creates a missing directory (mode 0700; systemd: StateDirectory=electd);\n\
              # {{node}} becomes the node id, so one file serves every node:\n\
              file = \"/var/lib/electd/{{node}}.state\"\n\
-             # ephemeral = true             # or run without it, knowingly (raft may vote twice)\n"
+             # ephemeral = true             # or run without it, knowingly (raft may vote twice)\n\n\
+             [process]\n\
+             # realtime_priority = 10       # SCHED_RR for the daemon's threads (needs CAP_SYS_NICE\n\
+             #                              # or RLIMIT_RTPRIO); heartbeats on time on a busy machine\n"
         );
         let _ = writeln!(
             w,
