@@ -30,14 +30,24 @@ fn parse_env(
     env: &[(&str, &str)],
     node: Option<NodeId>,
 ) -> Result<Config, ConfigError> {
+    parse_env_elsewhere(text, env, node, false).map(|(c, _)| c)
+}
+
+/// [`parse_env`], or as `config check` loads every node from one machine
+/// (`elsewhere`: this machine's facts are notes, returned beside the config).
+fn parse_env_elsewhere(
+    text: &str,
+    env: &[(&str, &str)],
+    node: Option<NodeId>,
+    elsewhere: bool,
+) -> Result<(Config, Vec<String>), ConfigError> {
     let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
-    Config::parse(
-        text,
-        Path::new("electd.toml"),
-        Path::new("/nonexistent"),
-        env,
-        node,
-    )
+    let (file, base) = (Path::new("electd.toml"), Path::new("/nonexistent"));
+    if elsewhere {
+        Config::parse_elsewhere(text, file, base, env, node)
+    } else {
+        Config::parse(text, file, base, env, node).map(|c| (c, Vec::new()))
+    }
 }
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
@@ -99,16 +109,6 @@ fn realtime_priority() {
     );
     assert_eq!(off.unwrap().realtime_priority, None);
     let allowed = process::probe(10).is_ok() && process::probe(99).is_ok();
-    let elsewhere = |text: &str, env: &[(&str, &str)]| {
-        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
-        Config::parse_elsewhere(
-            text,
-            Path::new("electd.toml"),
-            Path::new("/nonexistent"),
-            env,
-            None,
-        )
-    };
     for (text, env, p) in [
         (head("[process]\nrealtime_priority = 10"), vec![], 10),
         (
@@ -117,7 +117,8 @@ fn realtime_priority() {
             99,
         ),
     ] {
-        let (c, notes) = elsewhere(&text, &env).expect("from elsewhere: never an error");
+        let (c, notes) =
+            parse_env_elsewhere(&text, &env, None, true).expect("from elsewhere: never an error");
         assert_eq!(c.realtime_priority, Some(p));
         let here = parse_env(&text, &env, None);
         if allowed {

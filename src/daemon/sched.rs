@@ -5,8 +5,12 @@
 //! a core; a leader that waits that long sends no heartbeat, and its followers, which
 //! ran, rightly call it lost (docs/bench/detect/README.md, "The grace"). A real-time
 //! thread runs before every normal one, so the heartbeats leave on time whatever the
-//! rest of the machine does. The kernel still keeps 5 % of each second for normal tasks
-//! (`/proc/sys/kernel/sched_rt_runtime_us`), and electd's threads mostly sleep.
+//! rest of the machine does. The kernel still keeps a share of each second for normal
+//! tasks (`/proc/sys/kernel/sched_rt_runtime_us`, 5 % by default; since Linux 6.12 its
+//! fair server, 50 ms per second by default), and electd's threads mostly sleep. It is
+//! meant for one daemon per machine: 35 real-time processes on two cores were seen to
+//! stall together where ten did not (docs/bench/detect/README.md, "The real-time
+//! class").
 //!
 //! Every thread of the daemon enters the class: the runtime's workers and blocking
 //! threads (tokio's `on_thread_start`) and the state file's writer ([`enter_here`]).
