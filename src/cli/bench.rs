@@ -87,6 +87,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             );
         }
         // Checked before any section runs, so a typo costs no measurement.
+        if let Some(p) = args.detect_realtime {
+            electd::daemon::sched::check(p)
+                .map_err(|e| anyhow::anyhow!("--detect-realtime {p}: {e}"))?;
+        }
         let candidates = if args.detect_timeouts.is_empty() {
             bench::detect::CANDIDATES_MS.to_vec()
         } else {

@@ -19,7 +19,7 @@
 //! daemon does not enter itself start in the normal class. Whether the kernel allows
 //! the class is checked when the configuration is validated (`config::process`).
 
-use crate::config::process::{refusal, set_thread_realtime};
+use crate::config::process::{probe, refusal, set_thread_realtime};
 use std::sync::OnceLock;
 
 /// The priority the daemon's threads run at; set once by [`enter`].
@@ -46,4 +46,10 @@ pub fn enter_here() {
             );
         }
     }
+}
+
+/// Whether this process may use `SCHED_RR` at `priority`, asked on a thread of its
+/// own (this thread's class is left as it is); the error says how to allow it.
+pub fn check(priority: u8) -> Result<(), String> {
+    probe(priority)
 }

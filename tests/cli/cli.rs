@@ -294,3 +294,65 @@ fn chaos_and_simulate_refuse_what_cannot_run() {
     assert!(out.status.success());
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 }
+
+/// The detect section's options are checked before anything runs: out of range, or
+/// without `--only detect`, is a clear error, and so is a class this user may not use.
+#[test]
+fn bench_detect_options_are_checked_before_anything_runs() {
+    let dir = scratch("bench-detect-options");
+    let out = dir.join("out");
+    let out = out.to_str().expect("a UTF-8 path");
+    assert_clean_error(
+        &[
+            "bench",
+            "--only",
+            "detect",
+            "--detect-realtime",
+            "0",
+            "--out",
+            out,
+        ],
+        "not in 1..=99",
+    );
+    assert_clean_error(
+        &[
+            "bench",
+            "--only",
+            "detect",
+            "--detect-realtime",
+            "100",
+            "--out",
+            out,
+        ],
+        "not in 1..=99",
+    );
+    assert_clean_error(
+        &["bench", "--detect-realtime", "10", "--out", out],
+        "add --only detect",
+    );
+    let param = libc::sched_param { sched_priority: 10 };
+    // SAFETY: sched_setscheduler(2) on a thread of the test that ends here.
+    let allowed = std::thread::spawn(move || unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_RR, &param) == 0
+    })
+    .join()
+    .expect("the probe thread");
+    if !allowed {
+        assert_clean_error(
+            &[
+                "bench",
+                "--only",
+                "detect",
+                "--detect-realtime",
+                "10",
+                "--out",
+                out,
+            ],
+            "RLIMIT_RTPRIO",
+        );
+    }
+    assert!(
+        !dir.join("out").exists(),
+        "nothing ran, nothing was written"
+    );
+}
