@@ -127,6 +127,7 @@ impl Hs {
     fn join(&mut self, r: u64, out: &mut Out) {
         self.round = r;
         self.active = true;
+        self.lead.new_round();
         self.phase = 0;
         out.election_started();
         arm_restart(self.bound, out);
@@ -226,6 +227,7 @@ impl Hs {
         if !self.enter_round(round, out) {
             return;
         }
+        self.lead.heard_in_round(candidate);
         if candidate == self.me() {
             // The probe went all the way round: no larger id anywhere — unless this
             // node left the round to follow a live higher leader, which the probe
@@ -274,6 +276,7 @@ impl Hs {
         if !self.enter_round(round, out) {
             return;
         }
+        self.lead.heard_in_round(candidate);
         if candidate != self.me() {
             let msg = Message::Reply {
                 candidate,

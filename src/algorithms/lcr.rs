@@ -115,6 +115,7 @@ impl Lcr {
     fn join(&mut self, r: u64, out: &mut Out) {
         self.round = r;
         self.active = true;
+        self.lead.new_round();
         out.election_started();
         arm_restart(self.bound, out);
         let msg = Message::LcrElection {
@@ -184,6 +185,7 @@ impl Lcr {
         if round > self.round {
             self.join(round, out);
         }
+        self.lead.heard_in_round(candidate);
         if candidate == self.me() {
             // Not if this node left the round to follow a live higher leader: the id
             // came back past it.

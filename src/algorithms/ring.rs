@@ -103,6 +103,9 @@ impl Ring {
     /// Start a new election with this node as initiator.
     fn elect(&mut self, out: &mut Out) {
         out.election_started();
+        if !self.participant {
+            self.lead.new_round();
+        }
         self.participant = true;
         self.initiated = true;
         arm_restart(self.bound, out);
@@ -173,6 +176,12 @@ impl Ring {
             // Started before the token this node follows: completing it would only
             // name the same leader with a higher term (ring_common, "Dead laps").
             return;
+        }
+        if !self.participant {
+            self.lead.new_round();
+        }
+        for &x in ids.iter().chain([&initiator]) {
+            self.lead.heard_in_round(x);
         }
         if ids.contains(&self.me()) {
             self.lap_complete(&ids, epoch, out);

@@ -441,6 +441,23 @@ impl Node {
         self.gaps.drain(..)
     }
 
+    /// The driver holds back the reliable datagram `seq` to `to` (a broadcast
+    /// sequence: to every member) instead of sending it: not retransmitted, its clocks
+    /// stopped, until [`Node::departed`] (see [`link`]).
+    pub(crate) fn held(&mut self, to: NodeId, seq: u64) {
+        if seq != 0 {
+            self.link.held(to, seq);
+        }
+    }
+
+    /// The held datagram `seq` to `to` left at `now` (or was dropped: retransmitted
+    /// then as if lost).
+    pub(crate) fn departed(&mut self, now: Time, to: NodeId, seq: u64) {
+        if seq != 0 {
+            self.link.departed(now, to, seq);
+        }
+    }
+
     /// Datagrams to put on the wire: (destination id, datagram).
     pub fn drain_transmits(&mut self) -> std::vec::Drain<'_, (NodeId, Datagram)> {
         self.transmits.drain(..)

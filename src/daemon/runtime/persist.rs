@@ -163,8 +163,9 @@ impl Driver {
                     self.write_failed = true;
                     self.retry_at = Instant::now() + WRITE_RETRY;
                     let dropped = self.held.len() + self.held_multicast.len();
-                    self.held.clear();
-                    self.held_multicast.clear();
+                    let held = std::mem::take(&mut self.held);
+                    let held_multicast = std::mem::take(&mut self.held_multicast);
+                    self.let_go(&held, &held_multicast);
                     let what = if self.holding.is_empty() {
                         String::new()
                     } else {
@@ -183,17 +184,38 @@ impl Driver {
     }
 
     /// Keep `dgs`, datagrams of groups held for a write, for [`Driver::release`].
+    /// The link stops their clocks until they leave ([`Driver::let_go`]): a message
+    /// that waits for the disk is not retransmitted before its first copy is sent.
     pub(super) fn hold(&mut self, dgs: Vec<(NodeId, Datagram)>, multicasts: Vec<Datagram>) {
+        for (to, d) in &dgs {
+            self.node.held(*to, d.seq);
+        }
+        for d in &multicasts {
+            self.node.held(0, d.seq);
+        }
         self.held.extend(dgs);
         self.held_multicast.extend(multicasts);
         let over = (self.held.len() + self.held_multicast.len()).saturating_sub(HELD_MAX);
         if over > 0 {
             let from_unicast = over.min(self.held.len());
-            self.held.drain(..from_unicast);
-            self.held_multicast.drain(..over - from_unicast);
+            let gone: Vec<_> = self.held.drain(..from_unicast).collect();
+            let gone_m: Vec<_> = self.held_multicast.drain(..over - from_unicast).collect();
+            self.let_go(&gone, &gone_m);
             for _ in 0..over {
                 self.shared.metrics.error("state_held");
             }
+        }
+    }
+
+    /// Held datagrams that left now, or were dropped (then retransmitted as if lost):
+    /// their clocks in the link start now.
+    pub(super) fn let_go(&mut self, dgs: &[(NodeId, Datagram)], multicasts: &[Datagram]) {
+        let now = self.now();
+        for (to, d) in dgs {
+            self.node.departed(now, *to, d.seq);
+        }
+        for d in multicasts {
+            self.node.departed(now, 0, d.seq);
         }
     }
 
@@ -212,8 +234,9 @@ impl Driver {
     /// A crash as far as the held datagrams go (pause): they never leave. The write
     /// under way goes on, as a write the crash came after would have.
     pub(super) fn forget_held(&mut self) {
-        self.held.clear();
-        self.held_multicast.clear();
+        let held = std::mem::take(&mut self.held);
+        let held_multicast = std::mem::take(&mut self.held_multicast);
+        self.let_go(&held, &held_multicast);
         self.holding.clear();
         self.claimed.clear();
     }

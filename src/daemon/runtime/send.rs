@@ -37,13 +37,29 @@ impl Driver {
         self.holding = holding;
         self.submit(now);
         self.check_write_time();
-        if let Some((transmits, multicasts)) = self.release() {
-            self.send_all(socket, transmits, multicasts).await;
-        }
+        self.send_released(socket).await;
         // Reported once on disk: status, /watch, hooks and metrics never show a token
         // this node would not hold after a crash now.
         if !self.writing() {
             self.after_send();
+        }
+    }
+
+    /// Send what a finished write released; the link's clocks of those messages start
+    /// when they have left.
+    async fn send_released<T: Transport>(&mut self, socket: &T) {
+        let Some((transmits, multicasts)) = self.release() else {
+            return;
+        };
+        let sent: Vec<(NodeId, u64)> = transmits
+            .iter()
+            .map(|(to, d)| (*to, d.seq))
+            .chain(multicasts.iter().map(|d| (0, d.seq)))
+            .collect();
+        self.send_all(socket, transmits, multicasts).await;
+        let now = self.now();
+        for (to, seq) in sent {
+            self.node.departed(now, to, seq);
         }
     }
 
@@ -231,9 +247,7 @@ impl Driver {
                 _ => break,
             }
         }
-        if let Some((transmits, multicasts)) = self.release() {
-            self.send_all(socket, transmits, multicasts).await;
-        }
+        self.send_released(socket).await;
         let now = self.now();
         let led: Vec<_> = self
             .node

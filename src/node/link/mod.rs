@@ -21,8 +21,16 @@
 //! RTO learned on single round trips. As TCP restarts its timer on every ack of new
 //! data (RFC 6298 §5.3), every ack of a flight restarts the timers of its unacknowledged
 //! messages: they are sent again one RTO after the latest ack of their flight, not one
-//! RTO after the send — but no later than the RTO ceiling after the send, so that a
-//! message lost in a large flight is not left waiting while the other acks trickle in.
+//! RTO after the send — but no later than the flight's ceiling after the send
+//! (`max(rto_max, give_up / 2)`, within `give_up`), so that a message lost in a large
+//! flight is not left waiting while the other acks trickle in. A flight to 8
+//! (`LARGE_FLIGHT`) peers or more waits for its first ack
+//! until that ceiling: its receivers answer one after another, and on a host shared by
+//! hundreds of processes the first answer can come long after one round trip.
+//!
+//! Held messages: the daemon holds a claim's datagrams until the state file has it
+//! ([`Link::held`]); their clocks start when they leave ([`Link::departed`]), so none
+//! is copied before its first copy is on the wire.
 //!
 //! Broadcast sequences (multicast): a reliable message sent once to a multicast group
 //! carries a sequence from the sender-wide broadcast space, marked by the top bit
@@ -182,15 +190,32 @@ pub(crate) struct Link {
     rivals: FxHashMap<u32, Rivals>,
     /// Per sender, the broadcast sequences delivered (incarnation kept in `peers`).
     inbound_broadcast: FxHashMap<NodeId, Window>,
-    /// The latest flights (messages first sent at one instant, a fan-out) and when an
-    /// ack of each last came back, as nanoseconds of [`Time`]: `(first_sent, last_ack)`.
-    flights: [(u64, u64); FLIGHTS],
+    /// The latest flights (messages first sent at one instant, a fan-out): their size,
+    /// and when an ack of each last came back.
+    flights: [Flight; FLIGHTS],
     /// What the link has done so far (exported as metrics).
     pub(crate) stats: LinkStats,
 }
 
 /// Flights whose acks restart the timers of the rest (see [`Link::on_timeout`]).
 const FLIGHTS: usize = 4;
+
+/// Messages first sent at one instant (a fan-out), as nanoseconds of [`Time`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Flight {
+    pub(super) first_sent: u64,
+    /// When an ack of one of them last came back (0: none yet).
+    pub(super) last_ack: u64,
+    /// How many were sent (0: not known, the flight was met through an ack only).
+    pub(super) size: u32,
+}
+
+impl Flight {
+    /// An entry in use (not the empty one the table starts with).
+    pub(super) fn known(&self) -> bool {
+        self.size != 0 || self.last_ack != 0
+    }
+}
 
 /// Counters of the link (acks and retransmissions are counted apart from messages).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -252,7 +277,7 @@ impl Link {
             wide_incarnation: FxHashMap::default(),
             rivals: FxHashMap::default(),
             inbound_broadcast: FxHashMap::default(),
-            flights: [(0, 0); FLIGHTS],
+            flights: [Flight::default(); FLIGHTS],
             stats: LinkStats::default(),
         }
     }

@@ -105,7 +105,7 @@ impl Link {
         if d.ack != 0 && self.full_seq(i, key) == Some(d.ack) {
             if let Some(p) = self.take_pending(i, key) {
                 // Karn's rule: only a message sent once times a round trip.
-                if p.attempts == 1 {
+                if p.attempts == 1 || p.attempts == u32::from(super::slab::LEFT) {
                     let mut rtt = self.peers[i].rtt();
                     rtt.sample(now.saturating_sub(p.first_sent()));
                     self.peers[i].set_rtt(rtt);

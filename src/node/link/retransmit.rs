@@ -3,8 +3,8 @@
 //! `give_up`, and abandoning what was pending to a peer declared lost.
 
 use super::peers::{GIVEN_UP, LOST};
-use super::slab::{due, heap_ns, undue, KEEP_SLOTS};
-use super::{Link, Undeliverable};
+use super::slab::{due, heap_ns, seq_key, undue, HELD, HELD_UNARMED, KEEP_SLOTS, LEFT};
+use super::{Flight, Link, Undeliverable, BROADCAST_SEQ};
 use crate::contract::algorithm::AlgorithmKind;
 use crate::node::{Datagram, Time};
 use crate::NodeId;
@@ -12,33 +12,138 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
+/// A fan-out to this many peers or more is a large flight: before its first ack, its
+/// messages wait for the flight's ceiling ([`Link::flight_ceiling`]), not one RTO.
+pub(super) const LARGE_FLIGHT: u32 = 8;
+
 impl Link {
+    /// How long after its send a flight's acks may keep restarting the timers of the
+    /// rest: the RTO ceiling, or half the give-up time if that is longer (a fan-out
+    /// to a few hundred peers on a busy host takes tens of milliseconds to answer),
+    /// never past the give-up time.
+    pub(super) fn flight_ceiling(&self) -> Duration {
+        self.cfg
+            .rto_max
+            .max(self.cfg.give_up / 2)
+            .min(self.cfg.give_up)
+    }
+
     /// When a message first sent at `first_sent` and (re)sent `now` is due next: one
     /// RTO later, or at its give-up time if that comes first.
     pub(super) fn next_try(&self, peer: NodeId, first_sent: Time, now: Time) -> Time {
         (now + self.rto(peer)).min(first_sent + self.cfg.give_up)
     }
 
+    /// A message was first sent at `first_sent`: one more in the flight of that instant
+    /// (the oldest remembered flight makes room).
+    pub(super) fn flight_sent(&mut self, first_sent: u64) {
+        if let Some(f) = self.flight_mut(first_sent) {
+            f.size = f.size.saturating_add(1);
+            return;
+        }
+        self.remember_flight(Flight {
+            first_sent,
+            last_ack: 0,
+            size: 1,
+        });
+    }
+
     /// An ack of a message first sent at `first_sent` came back at `at`: remember it
     /// for the flight of that instant (the oldest remembered flight makes room).
     pub(super) fn flight_acked(&mut self, first_sent: u64, at: u64) {
-        if let Some(f) = self.flights.iter_mut().find(|f| f.0 == first_sent) {
-            f.1 = f.1.max(at);
+        if let Some(f) = self.flight_mut(first_sent) {
+            f.last_ack = f.last_ack.max(at);
             return;
         }
-        if let Some(oldest) = self.flights.iter_mut().min_by_key(|f| f.0) {
-            if oldest.0 < first_sent {
-                *oldest = (first_sent, at);
+        self.remember_flight(Flight {
+            first_sent,
+            last_ack: at,
+            size: 0,
+        });
+    }
+
+    fn flight_mut(&mut self, first_sent: u64) -> Option<&mut Flight> {
+        self.flights
+            .iter_mut()
+            .find(|f| f.first_sent == first_sent && f.known())
+    }
+
+    /// Put `f` in place of an empty entry or of the oldest flight, if that is older.
+    fn remember_flight(&mut self, f: Flight) {
+        if let Some(slot) = self
+            .flights
+            .iter_mut()
+            .min_by_key(|g| (g.known(), g.first_sent))
+        {
+            if !slot.known() || slot.first_sent < f.first_sent {
+                *slot = f;
             }
         }
     }
 
-    /// When the last ack of the flight first sent at `first_sent` came back, if any did.
-    pub(super) fn flight_last_ack(&self, first_sent: u64) -> Option<u64> {
+    /// The flight first sent at `first_sent`, if it is remembered.
+    pub(super) fn flight(&self, first_sent: u64) -> Option<Flight> {
         self.flights
             .iter()
-            .find(|f| f.0 == first_sent && f.1 != 0)
-            .map(|f| f.1)
+            .find(|f| f.first_sent == first_sent && f.known())
+            .copied()
+    }
+
+    /// The slots holding the message `seq` (a broadcast sequence: every recipient's
+    /// copy) to `peer`.
+    fn slots_of(&self, peer: NodeId, seq: u64) -> Vec<(usize, u32)> {
+        let key = seq_key(seq);
+        let positions: Vec<usize> = if seq & BROADCAST_SEQ != 0 {
+            (0..self.index.len as usize).collect()
+        } else {
+            self.index.find(peer).into_iter().collect()
+        };
+        positions
+            .into_iter()
+            .filter(|&i| self.full_seq(i, key) == Some(seq))
+            .filter_map(|i| self.find_pending(i, key).map(|(_, s)| (i, s)))
+            .collect()
+    }
+
+    /// The daemon holds back the first copy of `seq` to `peer` (a claim waiting for the
+    /// disk, docs/architecture.md "Durable state"): until [`Link::departed`] says it
+    /// left, it is not retransmitted, and its retransmission and give-up clocks have
+    /// not started. A message sent before (a retransmission held back) is untouched.
+    pub(crate) fn held(&mut self, peer: NodeId, seq: u64) {
+        for (_, s) in self.slots_of(peer, seq) {
+            let p = &mut self.slots[s as usize];
+            if p.attempts == 1 {
+                p.attempts = HELD;
+            }
+        }
+    }
+
+    /// The held message `seq` to `peer` left `now` (or was dropped unsent: it is then
+    /// retransmitted as if lost): its clocks start now.
+    pub(crate) fn departed(&mut self, now: Time, peer: NodeId, seq: u64) {
+        let at_ns = heap_ns(now);
+        for (i, s) in self.slots_of(peer, seq) {
+            let attempts = self.slots[s as usize].attempts;
+            if attempts != HELD && attempts != HELD_UNARMED {
+                continue;
+            }
+            self.flight_sent(at_ns);
+            let p = &mut self.slots[s as usize];
+            p.first_sent_ns = at_ns;
+            if attempts == HELD {
+                // Its deadline is still in the heap: that entry arms it again.
+                p.attempts = LEFT;
+                continue;
+            }
+            p.attempts = 1;
+            let key = p.key();
+            let Some(id) = self.index.id(i) else {
+                continue;
+            };
+            let at = self.next_try(id, now, now);
+            self.live_top = None;
+            self.retx.push(Reverse(due(heap_ns(at), i, key)));
+        }
     }
 
     /// Earliest retransmission deadline, if any message is unacknowledged.
@@ -81,6 +186,27 @@ impl Link {
             let Some(peer) = self.index.id(i) else {
                 continue;
             };
+            // One heap entry per message, always: a held message's entry is dropped
+            // (`departed` pushes a new one), and the entry of one that left while it
+            // was still in the heap is moved to one RTO after the departure.
+            match self.slots[s as usize].attempts {
+                HELD => {
+                    self.slots[s as usize].attempts = HELD_UNARMED;
+                    continue;
+                }
+                HELD_UNARMED => continue,
+                LEFT => {
+                    let p = &mut self.slots[s as usize];
+                    p.attempts = 1;
+                    let first = p.first_sent();
+                    let at = self.next_try(peer, first, first);
+                    if at > now {
+                        self.retx.push(Reverse(due(heap_ns(at), i, key)));
+                        continue;
+                    }
+                }
+                _ => {}
+            }
             let p = &self.slots[s as usize];
             let out_of_time = now >= p.first_sent() + self.cfg.give_up;
             let out_of_tries = self
@@ -105,14 +231,22 @@ impl Link {
             // coming, the timers of the others restart from the latest one, as TCP
             // restarts its timer on every ack of new data (RFC 6298 §5.3), instead of
             // all of them firing one RTO after the send.
-            // A flight's acks stretch the wait for the rest only up to the RTO ceiling
-            // after the send: a message lost in a large flight (on a lossy network)
-            // is not left waiting while its flight's other acks trickle in.
-            let latest = p.first_sent() + self.cfg.rto_max.min(self.cfg.give_up);
-            let restart = self
-                .flight_last_ack(p.first_sent_ns)
-                .map(|ack| (Duration::from_nanos(ack) + self.rto(peer)).min(latest))
-                .filter(|&at| at > now);
+            // A flight's acks stretch the wait for the rest only up to its ceiling
+            // after the send (see [`Link::flight_ceiling`]): a message lost in a large
+            // flight (on a lossy network) is not left waiting while its flight's other
+            // acks trickle in. A large fan-out with no ack yet waits for its ceiling:
+            // its receivers share the machine (or the sender's core) and answer one
+            // after another, so the first ack can come long after one round trip.
+            let flight = self.flight(p.first_sent_ns);
+            let latest = p.first_sent() + self.flight_ceiling();
+            let restart = match flight {
+                Some(f) if f.last_ack != 0 => {
+                    Some((Duration::from_nanos(f.last_ack) + self.rto(peer)).min(latest))
+                }
+                Some(f) if f.size >= LARGE_FLIGHT => Some(latest),
+                _ => None,
+            }
+            .filter(|&at| at > now);
             if let Some(at) = restart {
                 self.retx.push(Reverse(due(heap_ns(at), i, key)));
                 continue;
@@ -293,6 +427,152 @@ mod tests {
         let mut lone = Link::new(1, 1, ROSTER, cfg.clone());
         lone.send(ms(100), 2, AlgorithmKind::Bully, election(1));
         assert_eq!(lone.next_deadline(), Some(ms(100) + cfg.retransmit));
+    }
+
+    /// A large fan-out (8 peers or more) on a busy host: before its first ack it waits
+    /// for its ceiling, not one RTO; a smaller one goes again one RTO after the send.
+    /// With a give-up time of 300 ms the ceiling is 150 ms (half of it), not the RTO
+    /// ceiling of 50 ms: acks of 40 receivers trickling in 3 ms apart from 20 ms on
+    /// (140 ms in all) leave nothing retransmitted but the copy to the one receiver
+    /// that never acks, at the flight's ceiling.
+    #[test]
+    fn a_large_fan_out_waits_for_its_ceiling_before_its_first_ack() {
+        let cfg = LinkConfig {
+            retransmit: ms(5),
+            rto_min: ms(5),
+            rto_max: ms(50),
+            give_up: ms(300),
+            max_attempts: None,
+        };
+        let ceiling = ms(150);
+        for (fan_out, first_retry) in [(LARGE_FLIGHT - 1, cfg.retransmit), (LARGE_FLIGHT, ceiling)]
+        {
+            let mut l = Link::new(1, 1, ROSTER, cfg.clone());
+            for p in 2..2 + fan_out as NodeId {
+                l.send(ms(0), p, AlgorithmKind::Bully, election(1));
+            }
+            let (mut tx, mut failed) = (Vec::new(), Vec::new());
+            let mut at = None;
+            while let Some(d) = l.next_deadline() {
+                l.on_timeout(d, &mut tx, &mut failed);
+                if !tx.is_empty() {
+                    at = Some(d);
+                    break;
+                }
+            }
+            assert_eq!(at, Some(first_retry), "fan-out to {fan_out}");
+            assert_eq!(tx.len(), fan_out as usize, "every copy once");
+        }
+        let mut l = Link::new(1, 1, ROSTER, cfg.clone());
+        let peers: Vec<NodeId> = (2..=42).collect();
+        let seqs: Vec<u64> = peers
+            .iter()
+            .map(|&p| l.send(ms(0), p, AlgorithmKind::Bully, election(1)).seq)
+            .collect();
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        for (k, (&peer, &seq)) in peers.iter().zip(&seqs).take(40).enumerate() {
+            let at = ms(20 + 3 * k as u64);
+            while let Some(d) = l.next_deadline().filter(|&d| d < at) {
+                l.on_timeout(d, &mut tx, &mut failed);
+            }
+            l.receive(at, &ack_from(peer, seq));
+        }
+        while let Some(d) = l.next_deadline().filter(|&d| d <= ceiling) {
+            l.on_timeout(d, &mut tx, &mut failed);
+        }
+        let to: Vec<NodeId> = tx.iter().map(|(p, _)| *p).collect();
+        assert_eq!(
+            to,
+            vec![42],
+            "only the silent receiver's copy, at the ceiling"
+        );
+    }
+
+    /// A message the daemon holds back (a claim waiting for the disk) is not
+    /// retransmitted before it has left, and its clocks start when it leaves: held for
+    /// 30 ms, a fan-out of 8 goes out once, an ack 2 ms after its departure times a
+    /// 2 ms round trip, and a receiver that never acks gets its copy again one RTO
+    /// after the departure and is given up `give_up` after it, not after the build.
+    /// A retransmission held back is only delayed, and a broadcast is held for every
+    /// recipient at once.
+    #[test]
+    fn a_held_message_is_not_retransmitted_before_it_leaves() {
+        let cfg = LinkConfig {
+            retransmit: ms(5),
+            rto_min: ms(1),
+            rto_max: ms(40),
+            give_up: ms(75),
+            max_attempts: None,
+        };
+        let mut l = Link::new(1, 1, ROSTER, cfg.clone());
+        let peers: Vec<NodeId> = (2..=9).collect();
+        let seqs: Vec<u64> = peers
+            .iter()
+            .map(|&p| l.send(ms(0), p, AlgorithmKind::Bully, election(1)).seq)
+            .collect();
+        for (&p, &seq) in peers.iter().zip(&seqs) {
+            l.held(p, seq);
+        }
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        while let Some(d) = l.next_deadline().filter(|&d| d < ms(30)) {
+            l.on_timeout(d, &mut tx, &mut failed);
+        }
+        assert!(tx.is_empty() && failed.is_empty(), "{tx:?} {failed:?}");
+        assert_eq!(l.stats.retransmissions, 0);
+        assert_eq!(l.next_deadline(), None, "no wakeup for what has not left");
+        for (&p, &seq) in peers.iter().zip(&seqs) {
+            l.departed(ms(30), p, seq);
+        }
+        assert_eq!(l.next_deadline(), Some(ms(30) + cfg.retransmit));
+        // Peer 2 acks 2 ms after the departure: a sample of 2 ms, not 32.
+        l.receive(ms(32), &ack_from(2, seqs[0]));
+        assert_eq!(l.rto(2), ms(6), "SRTT 2 ms + 4 × RTTVAR 1 ms");
+        // Peers 3..=8 ack one after another; 9 never does.
+        for (k, (&p, &seq)) in peers.iter().zip(&seqs).enumerate().skip(1).take(6) {
+            l.receive(ms(32 + k as u64), &ack_from(p, seq));
+        }
+        let mut first_retry = None;
+        let mut now = ms(38);
+        for _ in 0..50 {
+            let Some(d) = l.next_deadline() else { break };
+            now = d;
+            l.on_timeout(now, &mut tx, &mut failed);
+            if !tx.is_empty() && first_retry.is_none() {
+                first_retry = Some(now);
+            }
+        }
+        assert_eq!(
+            first_retry,
+            Some(ms(38) + cfg.retransmit),
+            "one RTO after the last ack of its flight"
+        );
+        assert!(tx.iter().all(|(p, _)| *p == 9), "{tx:?}");
+        assert_eq!(failed.len(), 1);
+        assert_eq!(now, ms(30) + cfg.give_up, "given up give_up after it left");
+
+        // A retransmission held back: the message left before, its clocks run on.
+        let mut l = Link::new(1, 1, ROSTER, cfg.clone());
+        let seq = l.send(ms(0), 2, AlgorithmKind::Bully, election(1)).seq;
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        l.on_timeout(ms(5), &mut tx, &mut failed);
+        assert_eq!(tx.len(), 1);
+        l.held(2, seq);
+        assert!(l.next_deadline().is_some(), "still armed");
+        l.departed(ms(6), 2, seq);
+        l.on_timeout(ms(75), &mut tx, &mut failed);
+        assert_eq!(failed.len(), 1, "given up 75 ms after its first send");
+
+        // A broadcast: every recipient's copy is held and leaves together.
+        let mut l = Link::new(1, 1, ROSTER, cfg.clone());
+        let d = l.send_to_all(ms(0), &[2, 3, 4], AlgorithmKind::Bully, election(1));
+        l.held(0, d.seq);
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        l.on_timeout(ms(20), &mut tx, &mut failed);
+        assert!(tx.is_empty());
+        l.departed(ms(20), 0, d.seq);
+        assert_eq!(l.next_deadline(), Some(ms(25)));
+        l.on_timeout(ms(25), &mut tx, &mut failed);
+        assert_eq!(tx.len(), 3, "each recipient's copy again, by unicast");
     }
 
     /// The verdict is a time: a message unacked for `give_up` is undeliverable, however

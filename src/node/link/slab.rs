@@ -33,7 +33,8 @@ pub(super) struct Slot {
     pub(super) msg: u32,
     pub(super) next: u32,
     /// Sends so far, the first one included (saturating: `give_up` ends the retries
-    /// long before 65535 of them at any RTO floor above 12 µs).
+    /// long before 65534 of them at any RTO floor above 12 µs), or one of [`HELD`],
+    /// [`HELD_UNARMED`], [`LEFT`].
     pub(super) attempts: u16,
     pub(super) group: AlgorithmKind,
     /// A broadcast sequence ([`BROADCAST_SEQ`]).
@@ -41,6 +42,15 @@ pub(super) struct Slot {
 }
 
 const _: () = assert!(size_of::<Slot>() == 24);
+
+/// [`Slot::attempts`] of a message whose first copy the daemon holds back (not sent
+/// yet, see [`Link::held`]); its deadline is still in the heap.
+pub(super) const HELD: u16 = 0;
+/// Held, and its deadline has left the heap ([`Link::departed`] pushes a new one).
+pub(super) const HELD_UNARMED: u16 = u16::MAX;
+/// Sent once, at `first_sent`, after a hold, while its old deadline was still in the
+/// heap: that entry re-arms it one RTO after `first_sent`.
+pub(super) const LEFT: u16 = u16::MAX - 1;
 
 /// A pending sequence as the link keeps it: the broadcast bit at bit 32, the low 32
 /// bits of the sequence below it. Two sequences pending to one peer never share a
@@ -190,6 +200,7 @@ impl Link {
         msg: Message,
         first_sent_ns: u64,
     ) {
+        self.flight_sent(first_sent_ns);
         let slot = Slot {
             first_sent_ns,
             seq: seq as u32,
@@ -367,16 +378,36 @@ mod tests {
                 Some(seq)
             );
         }
-        // The first retransmission round resends exactly the unacked ones, ordered by
-        // (deadline, peer position, sequence) as the heap orders them: roster members
-        // by id, then the others (5, then 9) in the order they were first met.
+        // Retransmission rounds (the first one RTO after the flight's last ack) resend
+        // exactly the unacked ones, each round ordered by (deadline, peer position,
+        // sequence) as the heap orders them: roster members by id, then the others
+        // (5, then 9) in the order they were first met. A peer's first copy sent again
+        // backs its RTO off, so its later ones follow a round later.
         let (mut tx, mut failed) = (Vec::new(), Vec::new());
-        let due = l.next_deadline().unwrap();
-        l.on_timeout(due, &mut tx, &mut failed);
+        let mut once = BTreeSet::new();
+        let mut first_round = None;
+        for _ in 0..40 {
+            let Some(due) = l.next_deadline() else { break };
+            let mut round = Vec::new();
+            l.on_timeout(due, &mut round, &mut failed);
+            if round.is_empty() {
+                continue;
+            }
+            first_round.get_or_insert(due);
+            let got: Vec<(NodeId, u64)> = round.iter().map(|(p, d)| (*p, d.seq)).collect();
+            let mut sorted = got.clone();
+            sorted.sort_unstable();
+            assert_eq!(got, sorted, "heap order");
+            once.extend(got);
+            tx.extend(round);
+            if once.len() >= left.len() {
+                break;
+            }
+        }
+        assert_eq!(first_round, Some(ms(1) + LinkConfig::default().retransmit));
         let mut want = left.clone();
         want.sort_unstable();
-        let got: Vec<(NodeId, u64)> = tx.iter().map(|(p, d)| (*p, d.seq)).collect();
-        assert_eq!(got, want);
+        assert_eq!(once.into_iter().collect::<Vec<_>>(), want);
         for (peer, d) in &tx {
             let k = sent
                 .iter()
