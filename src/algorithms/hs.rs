@@ -60,7 +60,7 @@
 //!   the claim's epoch so that every member joins it.
 
 use crate::algorithms::ring_common::{
-    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
+    self, arm_restart, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
 use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
@@ -334,13 +334,7 @@ impl Algorithm for Hs {
         self.lead.leader = None;
         self.active = false;
         self.lead.hold.reset();
-        // Holding back (no preemption, or a delay), a (re)started node listens first
-        // under the watchdog: a live leader heard meanwhile is followed.
-        if (call_election && self.lead.hold.textbook()) || self.view.len() == 1 {
-            self.elect(out);
-        } else {
-            arm_watchdog(&self.cfg.timing, out);
-        }
+        ring_common::start(self, call_election, out);
     }
 
     fn on_message(&mut self, _from: NodeId, msg: Message, out: &mut Out) {

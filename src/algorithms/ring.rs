@@ -55,7 +55,7 @@
 //!   (the election it waits for finished without it).
 
 use crate::algorithms::ring_common::{
-    self, arm_restart, arm_watchdog, election_bound, Hop, Leadership, RingMember, RingView, Strike,
+    self, arm_restart, election_bound, Hop, Leadership, RingMember, RingView, Strike,
 };
 use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::algorithm::{Algorithm, Durable, GroupConfig, LeaderLoss, Out, Timer};
@@ -282,13 +282,7 @@ impl Algorithm for Ring {
         self.participant = false;
         self.initiated = false;
         self.lead.hold.reset();
-        // Holding back (no preemption, or a delay), a (re)started node listens first
-        // under the watchdog: a live leader heard meanwhile is followed.
-        if (call_election && self.lead.hold.textbook()) || self.view.len() == 1 {
-            self.elect(out);
-        } else {
-            arm_watchdog(&self.cfg.timing, out);
-        }
+        ring_common::start(self, call_election, out);
     }
 
     fn on_message(&mut self, _from: NodeId, msg: Message, out: &mut Out) {

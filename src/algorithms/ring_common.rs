@@ -587,6 +587,28 @@ pub(crate) trait RingMember {
     fn stand_down(&mut self, epoch: u64, out: &mut Out);
 }
 
+/// A (re)started member: alone, it leads; called to elect (a cold start, the
+/// textbook's policy), it listens first for one rank wait per member ranked above it
+/// (`bully_common::listen_before_electing`, the Bully family's rule), so that the top
+/// member's lap goes first and the others join it instead of sending laps of their
+/// own towards successors still booting (64 processes started one after another:
+/// the first lap reached a successor not bound yet at every hop, 63 retransmissions in
+/// the simulator; 256: 510); the top member elects at once. Holding back (no
+/// preemption, or a delay), it listens under the watchdog: a live leader heard
+/// meanwhile is followed.
+pub(crate) fn start(a: &mut impl RingMember, call_election: bool, out: &mut Out) {
+    if a.view().len() == 1 {
+        a.elect_above(0, out);
+    } else if call_election && a.lead().hold.textbook() {
+        let (higher, timing) = (a.cfg().higher(), a.cfg().timing.clone());
+        if crate::algorithms::bully_common::listen_before_electing(&higher, &timing, out) {
+            a.elect_above(0, out);
+        }
+    } else {
+        arm_watchdog(&a.cfg().timing, out);
+    }
+}
+
 /// The timers every ring-family algorithm arms: a suspicion expires; an election that
 /// did not finish in time (or a watchdog without a leader) calls a new one.
 pub(crate) fn timer_fired(a: &mut impl RingMember, timer: Timer, out: &mut Out) {
