@@ -24,7 +24,7 @@
 //! acks so far, if longer) after the latest ack of their flight, not one
 //! RTO after the send — but no later than the flight's ceiling after the send
 //! (`max(rto_max, give_up / 2)`, within `give_up`), so that a message lost in a large
-//! flight is not left waiting while the other acks trickle in. A flight to 8
+//! flight is not left waiting while the other acks trickle in. A flight to 128
 //! (`LARGE_FLIGHT`) peers or more waits for its first ack
 //! until that ceiling: its receivers answer one after another, and on a host shared by
 //! hundreds of processes the first answer can come long after one round trip.
