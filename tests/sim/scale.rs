@@ -59,6 +59,45 @@ fn a_busy_start_within_the_rank_step_costs_one_announcement() {
     }
 }
 
+/// The ring family waits its rank too (`ring_common::start`): booted in id order less
+/// than a rank step apart, the top member's lap goes first and finds every member up,
+/// the others join it instead of sending laps of their own towards successors still
+/// booting. The ring algorithm's count is then the literature's one-initiator 2N (an
+/// ELECTION lap and a COORDINATOR lap), plus one message for each member whose wait
+/// ends before the top's lap reaches it (its own lap is swallowed at the next member
+/// above, which stands too): the member j places below the top waits j steps less
+/// j gaps plus at least H after the top boots, and the lap reaches it after N − j
+/// hops of the simulator's 1 ms. LCR's count is 3N − 1 either way (every member joins
+/// with its own candidacy, swallowed by its higher successor after one hop; the top's
+/// travels N hops and the ELECTED lap N more). Nothing is retransmitted (before: one
+/// retransmission per hop of the first lap, 63 at N = 64).
+#[test]
+fn a_ring_family_busy_start_in_id_order_is_one_lap_of_the_top_member() {
+    let t = timing();
+    let gap = t.answer_timeout + t.heartbeat / 2;
+    let (step, hop) = (t.answer_timeout + t.heartbeat, Duration::from_millis(1));
+    let early = (1..N as u32)
+        .filter(|&j| (step - gap) * j + t.heartbeat < hop * (N as u32 - j))
+        .count() as u64;
+    let n = N as u64;
+    for (kind, count) in [
+        (AlgorithmKind::Ring, Some(2 * n..=2 * n + early)),
+        (AlgorithmKind::Lcr, Some(3 * n - 1..=3 * n - 1)),
+        (AlgorithmKind::Hs, None),
+    ] {
+        let c = run(kind, gap, StartOrder::Ascending);
+        assert_eq!(c.leader, Some(N as u32), "{kind}: {c:?}");
+        if let Some(count) = count {
+            assert!(
+                count.contains(&c.election_messages),
+                "{kind} {count:?}: {c:?}"
+            );
+        }
+        assert_eq!(c.retransmissions, 0, "{kind}: {c:?}");
+        assert_eq!(c.delivery_failures, 0, "{kind}: {c:?}");
+    }
+}
+
 /// The limit of the rank wait, and the crowd effect the 64 processes showed
 /// (docs/bench/ANALYSIS.md, round 8): booted in id order with more than a rank step
 /// between two boots, every Bully node's wait runs out before the nodes above it
