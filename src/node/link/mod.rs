@@ -20,8 +20,7 @@
 //! woken and scheduled in turn, so on a busy machine the last ones arrive well after an
 //! RTO learned on single round trips. As TCP restarts its timer on every ack of new
 //! data (RFC 6298 §5.3), every ack of a flight restarts the timers of its unacknowledged
-//! messages: they are sent again one RTO (or twice the mean interval of the flight's
-//! acks so far, if longer) after the latest ack of their flight, not one
+//! messages: they are sent again one RTO after the latest ack of their flight, not one
 //! RTO after the send — but no later than the flight's ceiling after the send
 //! (`max(rto_max, give_up / 2)`, within `give_up`), so that a message lost in a large
 //! flight is not left waiting while the other acks trickle in. A flight to 128
@@ -209,20 +208,12 @@ pub(super) struct Flight {
     pub(super) last_ack: u64,
     /// How many were sent (0: not known, the flight was met through an ack only).
     pub(super) size: u32,
-    /// How many of them were acked.
-    pub(super) acked: u32,
 }
 
 impl Flight {
     /// An entry in use (not the empty one the table starts with).
     pub(super) fn known(&self) -> bool {
         self.size != 0 || self.last_ack != 0
-    }
-
-    /// Twice the mean interval of its acks so far, from the send to the latest.
-    pub(super) fn pace(&self) -> Duration {
-        let span = self.last_ack.saturating_sub(self.first_sent);
-        Duration::from_nanos(span / u64::from(self.acked.max(1))) * 2
     }
 }
 

@@ -50,7 +50,6 @@ impl Link {
             first_sent,
             last_ack: 0,
             size: 1,
-            acked: 0,
         });
     }
 
@@ -59,14 +58,12 @@ impl Link {
     pub(super) fn flight_acked(&mut self, first_sent: u64, at: u64) {
         if let Some(f) = self.flight_mut(first_sent) {
             f.last_ack = f.last_ack.max(at);
-            f.acked = f.acked.saturating_add(1);
             return;
         }
         self.remember_flight(Flight {
             first_sent,
             last_ack: at,
             size: 0,
-            acked: 1,
         });
     }
 
@@ -239,8 +236,6 @@ impl Link {
             // coming, the timers of the others restart from the latest one, as TCP
             // restarts its timer on every ack of new data (RFC 6298 §5.3), instead of
             // all of them firing one RTO after the send.
-            // While they keep coming, the wait after the latest is at least twice
-            // their mean interval so far (the pace the receivers are scheduled at).
             // A flight's acks stretch the wait for the rest only up to its ceiling
             // after the send (see [`Link::flight_ceiling`]): a message lost in a large
             // flight (on a lossy network) is not left waiting while its flight's other
@@ -250,9 +245,9 @@ impl Link {
             let flight = self.flight(p.first_sent_ns);
             let latest = p.first_sent() + self.flight_ceiling();
             let restart = match flight {
-                Some(f) if f.last_ack != 0 => Some(
-                    (Duration::from_nanos(f.last_ack) + self.rto(peer).max(f.pace())).min(latest),
-                ),
+                Some(f) if f.last_ack != 0 => {
+                    Some((Duration::from_nanos(f.last_ack) + self.rto(peer)).min(latest))
+                }
                 Some(f) if f.size >= LARGE_FLIGHT => Some(latest),
                 _ => None,
             }
@@ -366,10 +361,8 @@ mod tests {
 
     /// A fan-out's acks restart the timers of the rest of its flight (RFC 6298 §5.3):
     /// receivers acking one after another, each within an RTO of the previous ack, get
-    /// nothing twice; a receiver that never acks gets its copy again after the
-    /// flight's last ack, once twice the acks' mean interval (8 ms here, more than the
-    /// 5 ms RTO) has passed, and gives up at the usual time; a lone message is
-    /// untouched.
+    /// nothing twice; a receiver that never acks gets its copy again one RTO after the
+    /// flight's last ack, and gives up at the usual time; a lone message is untouched.
     #[test]
     fn acks_of_a_fan_out_restart_the_timers_of_the_rest() {
         let cfg = LinkConfig {
@@ -396,10 +389,8 @@ mod tests {
             l.receive(at, &ack_from(peer, seq));
         }
         assert_eq!(l.stats.retransmissions, 0, "{tx:?}");
-        // Peer 9: again twice the mean interval (7 acks in 28 ms) after the last ack
-        // (28 ms), then backed off, then given up.
-        let (last_ack, pace) = (ms(28), ms(8));
-        assert!(l.rto(9) < pace);
+        // Peer 9: again one RTO after the last ack (28 ms), then backed off, then given up.
+        let (last_ack, rto) = (ms(28), l.rto(9));
         let mut first_retry = None;
         let mut now = ms(28);
         for _ in 0..20 {
@@ -410,7 +401,7 @@ mod tests {
                 first_retry = Some(now);
             }
         }
-        assert_eq!(first_retry, Some(last_ack + pace));
+        assert_eq!(first_retry, Some(last_ack + rto));
         assert_eq!(tx.len() as u64, l.stats.retransmissions);
         assert!(tx.iter().all(|(p, _)| *p == 9), "{tx:?}");
         assert_eq!(failed.len(), 1);
