@@ -359,6 +359,14 @@ mod tests {
             .all(|(_, d)| d.body != Some(election(1)) && d.body != Some(election(3))));
     }
 
+    /// One ELECTION to each of `peers` at time 0 (a flight); their sequences.
+    fn fan_out(l: &mut Link, peers: &[NodeId]) -> Vec<u64> {
+        peers
+            .iter()
+            .map(|&p| l.send(ms(0), p, AlgorithmKind::Bully, election(1)).seq)
+            .collect()
+    }
+
     /// A fan-out's acks restart the timers of the rest of its flight (RFC 6298 §5.3):
     /// receivers acking one after another, each within an RTO of the previous ack, get
     /// nothing twice; a receiver that never acks gets its copy again one RTO after the
@@ -374,10 +382,7 @@ mod tests {
         };
         let mut l = Link::new(1, 1, ROSTER, cfg.clone());
         let peers: Vec<NodeId> = (2..=9).collect();
-        let seqs: Vec<u64> = peers
-            .iter()
-            .map(|&p| l.send(ms(0), p, AlgorithmKind::Bully, election(1)).seq)
-            .collect();
+        let seqs = fan_out(&mut l, &peers);
         let (mut tx, mut failed) = (Vec::new(), Vec::new());
         // Peers 2..=8 ack 4 ms apart (each past the 5 ms RTO of the send); 9 never does.
         for (i, (&peer, &seq)) in peers.iter().zip(&seqs).take(7).enumerate() {
@@ -470,10 +475,7 @@ mod tests {
         }
         let mut l = Link::new(1, 1, ROSTER, cfg.clone());
         let peers: Vec<NodeId> = (2..=201).collect();
-        let seqs: Vec<u64> = peers
-            .iter()
-            .map(|&p| l.send(ms(0), p, AlgorithmKind::Bully, election(1)).seq)
-            .collect();
+        let seqs = fan_out(&mut l, &peers);
         let (mut tx, mut failed) = (Vec::new(), Vec::new());
         for (k, (&peer, &seq)) in peers.iter().zip(&seqs).take(199).enumerate() {
             let at = ms(20) + Duration::from_micros(500 * k as u64);
@@ -511,10 +513,7 @@ mod tests {
         };
         let mut l = Link::new(1, 1, ROSTER, cfg.clone());
         let peers: Vec<NodeId> = (2..=9).collect();
-        let seqs: Vec<u64> = peers
-            .iter()
-            .map(|&p| l.send(ms(0), p, AlgorithmKind::Bully, election(1)).seq)
-            .collect();
+        let seqs = fan_out(&mut l, &peers);
         for (&p, &seq) in peers.iter().zip(&seqs) {
             l.held(p, seq);
         }
