@@ -78,6 +78,7 @@ pub struct Metrics {
     failover_election: HistogramVec,
     heartbeat_gap: HistogramVec,
     timer_lateness: prometheus::Histogram,
+    state_write: prometheus::Histogram,
     leaderless: CounterVec,
     group_bytes_sent: IntCounterVec,
     group_retransmissions: IntCounterVec,
@@ -101,7 +102,8 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
-/// Buckets of `electd_timer_lateness_seconds`: 100 µs to 1 s.
+/// Buckets of `electd_timer_lateness_seconds` and `electd_state_write_seconds`: 100 µs
+/// to 1 s.
 const TIMER_LATENESS_BUCKETS: [f64; 12] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0,
 ];
@@ -287,6 +289,14 @@ impl Metrics {
             .buckets(TIMER_LATENESS_BUCKETS.to_vec()),
         )?;
         registry.register(Box::new(timer_lateness.clone()))?;
+        let state_write = prometheus::Histogram::with_opts(
+            HistogramOpts::from(opts(
+                "state_write_seconds",
+                "How long a write of the state file took (its fdatasync included): a claim's datagrams wait for it before they leave.",
+            ))
+            .buckets(TIMER_LATENESS_BUCKETS.to_vec()),
+        )?;
+        registry.register(Box::new(state_write.clone()))?;
         let leaderless = CounterVec::new(
             opts(
                 "leaderless_seconds_total",
@@ -404,6 +414,7 @@ impl Metrics {
             failover_election,
             heartbeat_gap,
             timer_lateness,
+            state_write,
             leaderless,
             group_bytes_sent,
             group_retransmissions,

@@ -40,6 +40,9 @@ pub(crate) struct Written {
     pub(crate) groups: States,
     /// Whether it is on disk.
     pub(crate) result: Result<(), DurableError>,
+    /// How long the write took, the file's lock awaited included (the datagrams held
+    /// for the state waited that long for the disk).
+    pub(crate) took: Duration,
 }
 
 /// What the runtime and the thread share besides the file: the next state to write and
@@ -189,6 +192,7 @@ impl Drop for Writer {
 /// Write `groups` (number `seq`) with the drained groups as they are now, holding the
 /// file's lock for the whole write and the queue's only to read and note.
 fn write(slot: &Slot, seq: u64, groups: States) -> Written {
+    let start = std::time::Instant::now();
     let mut file = lock(&slot.file);
     #[cfg(test)]
     {
@@ -207,6 +211,7 @@ fn write(slot: &Slot, seq: u64, groups: States) -> Written {
         seq,
         groups,
         result,
+        took: start.elapsed(),
     }
 }
 

@@ -22,6 +22,11 @@ impl Metrics {
             .observe(gap.as_secs_f64());
     }
 
+    /// A write of the state file took `took`.
+    pub(crate) fn state_written(&self, took: std::time::Duration) {
+        self.state_write.observe(took.as_secs_f64());
+    }
+
     /// The runtime woke `late` after its deadline.
     pub(crate) fn timer_late(&self, late: std::time::Duration) {
         self.timer_lateness.observe(late.as_secs_f64());

@@ -24,6 +24,10 @@ pub(super) const WRITE_RETRY: Duration = Duration::from_millis(20);
 /// How long a write may take before the `persist` health check fails.
 pub(super) const WRITE_STUCK: Duration = Duration::from_secs(1);
 
+/// A write that takes this long is logged (every write is in
+/// `electd_state_write_seconds`): a claim held for it left that much later.
+pub(super) const SLOW_WRITE: Duration = Duration::from_millis(100);
+
 /// Datagrams held back for a write: unicast (to whom) and multicast.
 pub(super) type Held = (Vec<(NodeId, Datagram)>, Vec<Datagram>);
 
@@ -143,6 +147,14 @@ impl Driver {
     /// stay held until then) and is reported as a problem; the next flush tries again.
     pub(super) fn written(&mut self, w: Written) {
         self.reported = self.reported.max(w.seq);
+        self.shared.metrics.state_written(w.took);
+        if w.took >= SLOW_WRITE {
+            tracing::info!(
+                node = self.cfg.id,
+                took_ms = w.took.as_millis() as u64,
+                "a write of the state file was slow; the datagrams held for it waited"
+            );
+        }
         let latest = w.seq == self.submitted;
         match w.result {
             Ok(()) => {
