@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# System test: 64 `electd run` processes on 127.0.0.1, Bully, all started at once
-# (heartbeat 10 ms, failure_timeout 100 ms): every node must agree on node 64, then
-# after SIGKILL of the leader the 63 survivors must agree on node 63; the simulator's busy
+# System test: 64 `electd run` processes on 127.0.0.1, all started at once (heartbeat
+# 10 ms, failure_timeout 100 ms), one cluster per algorithm, all six in turn: every node
+# must agree on node 64 (Raft: on one node), then after SIGKILL of the leader the 63
+# survivors must agree on node 63 (Raft: on one survivor); the simulator's busy
 # start with the same start spread (`electd::sim::crowd`, in the bench's results) must
 # agree with the processes on messages and retransmissions within the tolerance below. Runs the bench's
-# scale-cold section for that one row (`electd bench --only scale-cold --nodes 64
-# --algorithms bully`), which starts and kills its processes by PID, and checks its
+# scale-cold section for those rows (`electd bench --only scale-cold --nodes 64`,
+# about 11 s per algorithm), which starts and kills its processes by PID, and checks its
 # results.json. Bounded: 30 s for the cold start, 10 s for the failover.
 # Needs no root (it runs in the system stage for its cost: 64 processes on the machine).
 # Env: ELECTD=path to a release binary (else the release build in cargo's target directory, CARGO_TARGET_DIR honoured),
-#      NODES (default 64), ALGORITHMS (default bully), KEEP=1 keeps the report.
+#      NODES (default 64), ALGORITHMS (comma-separated, default all six), KEEP=1 keeps the report.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +20,7 @@ if [ -z "${ELECTD:-}" ]; then
     (cd "$ROOT" && cargo build --release --quiet --bin electd)
 fi
 NODES=${NODES:-64}
-ALGORITHMS=${ALGORITHMS:-bully}
+ALGORITHMS=${ALGORITHMS:-bully,improved-bully,ring,lcr,hs,raft}
 OUT=$(mktemp -d /tmp/electd-scale.XXXXXX)
 cleanup() { if [ "${KEEP:-0}" = 1 ]; then echo "report kept in $OUT"; else rm -rf "$OUT"; fi; }
 trap cleanup EXIT
@@ -27,13 +28,16 @@ trap cleanup EXIT
 echo "system-scale: $NODES processes, $ALGORITHMS, cold start then SIGKILL of the leader"
 "$ELECTD" bench --only scale-cold --nodes "$NODES" --algorithms "$ALGORITHMS" --out "$OUT"
 
-python3 - "$OUT/results.json" "$NODES" <<'PY'
+python3 - "$OUT/results.json" "$NODES" "$ALGORITHMS" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["cold"]["rows"]
 n = int(sys.argv[2])
 if not rows:
     sys.exit("system-scale: FAIL: no row measured")
 bad = []
+missing = set(sys.argv[3].split(",")) - {r["algorithm"] for r in rows}
+if missing:
+    bad.append(f"no row measured for {', '.join(sorted(missing))}")
 for r in rows:
     name = f'{r["algorithm"]} N={r["nodes"]}'
     cold, fail = r["cold"], r["failover"]
@@ -43,15 +47,19 @@ for r in rows:
     sim = r.get("sim")
     if sim is not None:
         # The simulator's busy start with the processes' start spread (ids booted in
-        # order, no processing cost) must show the same crowd: messages and
-        # retransmissions each within half of the larger figure, or 4·N, whichever is
-        # larger (docs/bench/ANALYSIS.md, round 8).
+        # order, no processing cost) must show the same crowd. Tolerance: election
+        # messages within a fifth of the larger figure, retransmissions within a
+        # tenth of the larger message count (the bound issue 31 sets on them), each
+        # at least 8. Measured at 64 processes, 10 tries each (docs/bench/ANALYSIS.md,
+        # round 17): messages within 2 of the simulator's, at most 5 retransmitted
+        # against its 0. Before round 8 Bully's 4,158 messages would fail it.
         print(f'{name}: simulator, same start spread ({r["start_spread_ms"]:.0f} ms): '
               f'{sim["election_messages"]} messages, {sim["retransmissions"]} retransmissions, '
               f'{sim["delivery_failures"]} delivery failures')
-        for what, p, q in (("election messages", cold["election_messages"], sim["election_messages"]),
-                           ("retransmissions", cold["retransmissions"], sim["retransmissions"])):
-            tol = max(0.5 * max(p, q), 4 * n)
+        msgs = max(cold["election_messages"], sim["election_messages"])
+        for what, p, q, tol in (
+                ("election messages", cold["election_messages"], sim["election_messages"], max(0.2 * msgs, 8)),
+                ("retransmissions", cold["retransmissions"], sim["retransmissions"], max(0.1 * msgs, 8))):
             if abs(p - q) > tol:
                 bad.append(f'{name}: {what}: processes {p}, simulator {q}: apart by more than {tol:.0f}')
     if cold["agreed_ms"] is None:
