@@ -404,7 +404,8 @@ class Run:
         Bully family ineligible members too, drained or reporting a reason such as
         `no_quorum` in /status (they answer no ELECTION: each costs the members below
         it one turn). The ring family's killed row adds S·G for each,
-        the Bully family's one turn."""
+        the Bully family's one turn; for the ring family the lost leader counts too
+        when a survivor did not follow it at the event (it has no detector on it)."""
         gone = self.unreachable(t + 1e-6)
         if alg in BULLY:
             # Ineligible: drained by the run, or (seen in its /status) for any reason,
@@ -415,7 +416,19 @@ class Run:
         # The lost leader is among the fault's own nodes when the fault took it.
         lost = f["kind"] in ("kill", "kill-wipe", "stop", "partition", "one-way") \
             and gone & set(f["nodes"])
-        return max(0, len(gone) - (1 if lost else 0))
+        down = max(0, len(gone) - (1 if lost else 0))
+        if alg in RING and lost:
+            # Only the members whose detector loses the leader skip it at once. A
+            # survivor seen following another leader or none at the event (back from
+            # a cut, or stepped down for want of a quorum) has no detector on it and
+            # finds it dead as any other member: S give-ups.
+            views = {m: self.view(m, t) for m in self.nodes}
+            led = {v[alg][1] for v in views.values() if v and alg in v} & lost
+            unaware = [m for m in set(self.nodes) - gone
+                       if (v := views[m]) and alg in v and v[alg][1] not in led]
+            if led and unaware:
+                down += 1
+        return down
 
     def allowance_ms(self, alg, ev, loss):
         """The model's bound for one event (leaderless_bound_ms), observing included."""
@@ -976,7 +989,8 @@ def report(run, res, out):
              f"S {STRIKES}; plus {observation_ms(run.poll):.0f} ms for observing (one /status "
              f"poll, every {run.poll * 1000:.0f} ms, and the checker's {STEP * 1000:.0f} ms grid). "
              "Model rows only; the ring family's killed row adds S·G per other node down at "
-             "the event.")
+             "the event, and for the lost leader itself when a survivor did not follow it "
+             "then (no detector of that survivor loses it).")
     L.append("")
     L.append("| fault event (model row) | " + " | ".join(ALGORITHMS) + " |")
     L.append("|---|" + "---:|" * len(ALGORITHMS))
