@@ -51,8 +51,10 @@ for loss, the `leaderless` anomaly.
 """
 import argparse
 import bisect
+import datetime
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -259,6 +261,34 @@ def read_jsonl(path):
     return out
 
 
+def slow_state_writes(work, nodes, wall_offset):
+    """The nodes' own log lines for state-file writes of 100 ms or more (electd logs
+    them; `electd_state_write_seconds` has every write): [(run time the write ended,
+    node, ms)]. Not evidence the checker judges by, only a likely cause it names beside
+    a leaderless anomaly: a claim waits for its write. Empty without the logs or
+    without the run's `wall_offset` (runs before it was recorded)."""
+    out = []
+    if wall_offset is None:
+        return out
+    for n in nodes:
+        path = os.path.join(work, f"n{n}.log")
+        if not os.path.exists(path):
+            continue
+        with open(path, errors="replace") as f:
+            for line in f:
+                if "state file was slow" not in line:
+                    continue
+                m = re.search(r"took_ms=(\d+)", line)
+                try:
+                    wall = datetime.datetime.strptime(line[:26], "%Y-%m-%dT%H:%M:%S.%f") \
+                        .replace(tzinfo=datetime.timezone.utc).timestamp()
+                except ValueError:
+                    continue
+                if m:
+                    out.append((wall - wall_offset, n, int(m.group(1))))
+    return sorted(out)
+
+
 class Run:
     def __init__(self, work):
         sched = read_jsonl(os.path.join(work, "schedule.jsonl"))
@@ -276,6 +306,7 @@ class Run:
         self.polls = {n: sorted(read_jsonl(os.path.join(work, f"poll-{n}.jsonl")),
                                 key=lambda r: r["t"]) for n in self.nodes}
         self.poll_t = {n: [r["t"] for r in self.polls[n]] for n in self.nodes}
+        self.slow_writes = slow_state_writes(work, self.nodes, head.get("wall_offset"))
         self.store = read_jsonl(os.path.join(work, "store.jsonl"))
         self.writers = {a: read_jsonl(os.path.join(work, f"writer-{a}.jsonl"))
                         for a in self.exec_algorithms}
@@ -580,8 +611,12 @@ def analyse(run):
                 row[4] = True
             leaderless_rows.append((alg, a, b, counted, single, allowed, verdict, why))
             if failed:
+                slow = [f"node {n} {took} ms, ending +{rel(t):.2f}s"
+                        for t, n, took in run.slow_writes if t - took / 1000 < b and t > a]
                 flag("leaderless", a, f"{alg}: no leader for {counted:.0f} ms from +{rel(a):.2f}s "
-                     f"(bound {single:.0f} ms; {why}{', under loss' if loss else ''})", alg)
+                     f"(bound {single:.0f} ms; {why}{', under loss' if loss else ''}"
+                     + (f"; slow state writes meanwhile: {', '.join(slow)}" if slow else "")
+                     + ")", alg)
 
     # ---- disagreement (splits) against the allowance after the last event
     for alg in ALGORITHMS:

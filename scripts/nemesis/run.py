@@ -379,7 +379,10 @@ class Run:
                   algorithms=ALGORITHMS, exec_algorithms=a.exec_algorithms,
                   timing=json.loads(a.timing), exec={"poll": a.exec_poll,
                   "timeout": a.exec_timeout, "grace": a.exec_grace, "settle": a.exec_settle},
-                  insecure=not a.key, poll=a.poll)
+                  insecure=not a.key, poll=a.poll,
+                  # Wall clock minus the monotonic clock of every `t`: the nodes' logs
+                  # are stamped in UTC, and the checker maps them onto the run's time.
+                  wall_offset=time.time() - time.monotonic())
         self.start()
         self.progress(f"cluster of {len(self.nodes)} started; warm-up {a.warmup}s")
         time.sleep(a.warmup)
