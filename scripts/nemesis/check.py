@@ -307,6 +307,11 @@ class Run:
                                 key=lambda r: r["t"]) for n in self.nodes}
         self.poll_t = {n: [r["t"] for r in self.polls[n]] for n in self.nodes}
         self.slow_writes = slow_state_writes(work, self.nodes, head.get("wall_offset"))
+        # The disk probe's writes (diskprobe.py): [(start, end, ms)], sorted by end.
+        probe = read_jsonl(os.path.join(work, "disk-probe.jsonl")) \
+            if os.path.exists(os.path.join(work, "disk-probe.jsonl")) else []
+        self.disk = sorted((r["t"] - r["ms"] / 1000, r["t"], r["ms"]) for r in probe)
+        self.disk_end = [e for _, e, _ in self.disk]
         self.store = read_jsonl(os.path.join(work, "store.jsonl"))
         self.writers = {a: read_jsonl(os.path.join(work, f"writer-{a}.jsonl"))
                         for a in self.exec_algorithms}
@@ -345,6 +350,17 @@ class Run:
         if t - r["t"] > MAX_AGE or "groups" not in r:
             return None
         return r["groups"]
+
+    def disk_ms(self, a, b):
+        """W: the longest write the disk probe saw that overlaps [a, b] (0 without a
+        probe). A claim leaves once its state write is on disk; the disk's stall is
+        the disk's, added to the stretch's bound."""
+        i = bisect.bisect_left(self.disk_end, a)
+        w = 0.0
+        while i < len(self.disk) and self.disk[i][0] < b:
+            w = max(w, self.disk[i][2])
+            i += 1
+        return w
 
     def down_intervals(self, n):
         """Intervals in which node n is not part of any quorum (killed, stopped)."""
@@ -571,6 +587,11 @@ def analyse(run):
                     for e in evs if run.begin(e) < b]
             causes = [e for e, end in ends if end > a] if chain else []
             single = max([0.0] + [(end - a) * 1000 for _, end in ends])
+            # The disk's share (Run.disk_ms): what the probe saw during the stretch.
+            disk = run.disk_ms(a, b)
+            single += disk
+            if chain:
+                allowed += disk
             # A hand-over (one leader before, another after) leaves no time without a
             # leader on the nodes, but the polls see it: the new leader's own answer and
             # its followers' come up to one poll apart, read on the STEP grid.
@@ -1025,7 +1046,12 @@ def report(run, res, out):
              f"poll, every {run.poll * 1000:.0f} ms, and the checker's {STEP * 1000:.0f} ms grid). "
              "Model rows only; the ring family's killed row adds S·G per other node down at "
              "the event, and for the lost leader itself when a survivor did not follow it "
-             "then (no detector of that survivor loses it).")
+             "then (no detector of that survivor loses it). Each leaderless time's bound "
+             "also gets W, the longest write with fdatasync the run's disk probe "
+             "(scripts/nemesis/diskprobe.py, beside the state files) saw during it: a "
+             "claim leaves only once its state is on disk."
+             + (f" Disk probe: {len(run.disk)} writes, median {sorted(x[2] for x in run.disk)[len(run.disk) // 2]:g} ms, "
+                f"max {max(x[2] for x in run.disk):g} ms." if run.disk else " No disk probe in this run (W = 0)."))
     L.append("")
     L.append("| fault event (model row) | " + " | ".join(ALGORITHMS) + " |")
     L.append("|---|" + "---:|" * len(ALGORITHMS))

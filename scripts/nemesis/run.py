@@ -361,6 +361,13 @@ class Run:
                                        os.path.join(self.work, "store.jsonl"),
                                        str(self.deadline)],
                                       open(os.path.join(self.work, "store.log"), "ab")))
+        # The disk's own latency beside the state files (diskprobe.py): the checker
+        # adds what it saw to a leaderless stretch's bound.
+        self.others.append(self.spawn([sys.executable, os.path.join(HERE, "diskprobe.py"),
+                                       os.path.join(self.work, "disk-probe.dat"),
+                                       os.path.join(self.work, "disk-probe.jsonl"),
+                                       str(self.deadline)],
+                                      open(os.path.join(self.work, "disk-probe.log"), "ab")))
         horizon = self.a.duration + self.a.warmup + self.a.cooldown + 120
         for n in self.nodes:
             self.others.append(self.spawn(self.nsexec(n) + [
