@@ -67,17 +67,29 @@ fn agreed(sim: &Sim, kind: AlgorithmKind, ids: &[NodeId]) -> Option<NodeId> {
     leader
 }
 
-/// Time from now until all five follow one leader, checked every 10 ms; `None` if
-/// they do not within 6 s.
-fn all_five_agree(sim: &mut Sim, kind: AlgorithmKind) -> Option<Duration> {
-    let from = sim.now();
+/// Time from `from` until the live nodes `ids` follow one leader that `ok` accepts,
+/// checked every 10 ms; `None` if they do not within 6 s of `from`.
+fn agreement_after(
+    sim: &mut Sim,
+    kind: AlgorithmKind,
+    ids: &[NodeId],
+    from: Duration,
+    ok: impl Fn(NodeId) -> bool,
+) -> Option<Duration> {
     while sim.now() < from + ms(6000) {
-        if agreed(sim, kind, &[1, 2, 3, 4, 5]).is_some() {
+        if agreed(sim, kind, ids).is_some_and(&ok) {
             return Some(sim.now() - from);
         }
         sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
     }
     None
+}
+
+/// Time from now until all five follow one leader, checked every 10 ms; `None` if
+/// they do not within 6 s.
+fn all_five_agree(sim: &mut Sim, kind: AlgorithmKind) -> Option<Duration> {
+    let from = sim.now();
+    agreement_after(sim, kind, &[1, 2, 3, 4, 5], from, |_| true)
 }
 
 /// Five nodes with the run's timing, settled, then 5 drained and undrained as in the
@@ -464,13 +476,7 @@ fn leader_killed_after_a_heal(
     sim.run_ops(&[Op::Crash(leader)]).expect("crash");
     let from = sim.now();
     let live: Vec<NodeId> = (1..=5).filter(|&i| i != leader).collect();
-    while sim.now() < from + ms(6000) {
-        if agreed(&sim, kind, &live).is_some_and(|l| l != leader) {
-            return Some(sim.now() - from);
-        }
-        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
-    }
-    None
+    agreement_after(&mut sim, kind, &live, from, |l| l != leader)
 }
 
 /// The timing model's bound for a killed leader, on this network: detection (F), one
@@ -588,13 +594,7 @@ fn leader_killed_while_the_next_restarts(seed: u64, back: Duration) -> Option<Du
         elect: true,
     }])
     .expect("restart");
-    while sim.now() < from + ms(6000) {
-        if agreed(&sim, kind, &[1, 2, 3, 4]).is_some() {
-            return Some(sim.now() - from);
-        }
-        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
-    }
-    None
+    agreement_after(&mut sim, kind, &[1, 2, 3, 4], from, |_| true)
 }
 
 /// A restarted Bully node holding back with no leader known takes over an ELECTION
@@ -653,13 +653,13 @@ fn leader_cut_off_with_one(kind: AlgorithmKind, seed: u64) -> Option<Duration> {
     ])
     .expect("faults");
     let from = sim.now();
-    while sim.now() < from + ms(6000) {
-        if agreed(&sim, kind, &rest).is_some_and(|l| l != leader) {
-            return Some(sim.now() - from);
-        }
-        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
-    }
-    None
+    agreement_after(&mut sim, kind, &rest, from, |l| l != leader)
+}
+
+/// [`killed_bound`] and S link give-ups for one more member found dead.
+fn cut_off_with_one_bound(kind: AlgorithmKind, hops_per_member: u32) -> Duration {
+    killed_bound(kind, hops_per_member)
+        + nemesis_config(kind).link.give_up * electd::algorithms::ring_common::STRIKES
 }
 
 /// The checker's bound for a killed leader with one other member cut off: detection
@@ -668,9 +668,7 @@ fn leader_cut_off_with_one(kind: AlgorithmKind, seed: u64) -> Option<Duration> {
 /// the test checks at. Before pending messages came back at the suspicion, HS went
 /// past it in 5 of 60 seeds.
 fn check_leader_cut_off_with_one(kind: AlgorithmKind, hops_per_member: u32) {
-    let link = nemesis_config(kind).link;
-    let bound = killed_bound(kind, hops_per_member)
-        + link.give_up * electd::algorithms::ring_common::STRIKES;
+    let bound = cut_off_with_one_bound(kind, hops_per_member);
     for seed in 1..=100 {
         let took = leader_cut_off_with_one(kind, seed);
         assert!(
@@ -731,13 +729,7 @@ fn leader_cut_off_after_a_heal(
     sim.run_ops(&[Op::Partition(vec![vec![1, 4], vec![2, 3, 5]])])
         .expect("cut");
     let from = sim.now();
-    while sim.now() < from + ms(6000) {
-        if agreed(&sim, kind, &[2, 3, 5]).is_some_and(|l| ![1, 4].contains(&l)) {
-            return Some(sim.now() - from);
-        }
-        sim.run_ops(&[Op::RunFor(ms(10))]).expect("run");
-    }
-    None
+    agreement_after(&mut sim, kind, &[2, 3, 5], from, |l| ![1, 4].contains(&l))
 }
 
 /// The timing model's bound for a leader cut off with one other member: the killed
@@ -746,9 +738,7 @@ fn leader_cut_off_after_a_heal(
 /// that lost 4 stayed in node 3's round, which waited on node 1 behind the cut, for
 /// its restart bound.
 fn check_leader_cut_off_after_a_heal(kind: AlgorithmKind, hops_per_member: u32) {
-    let link = nemesis_config(kind).link;
-    let bound = killed_bound(kind, hops_per_member)
-        + link.give_up * electd::algorithms::ring_common::STRIKES;
+    let bound = cut_off_with_one_bound(kind, hops_per_member);
     for seed in 1..=20 {
         for after in [0u64, 50, 100, 150] {
             let took = leader_cut_off_after_a_heal(kind, seed, ms(after));
