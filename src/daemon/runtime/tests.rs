@@ -499,6 +499,22 @@ fn bytes_sent(d: &Driver, kind: AlgorithmKind) -> u64 {
         .unwrap_or(0)
 }
 
+/// `electd_state_write_seconds`: (count, sum).
+fn state_writes(d: &Driver) -> (u64, f64) {
+    let text = d.shared.metrics.encode();
+    // The series carries the node's constant labels: `name{…} value`.
+    let value = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (
+        value("electd_state_write_seconds_count") as u64,
+        value("electd_state_write_seconds_sum"),
+    )
+}
+
 /// Take the writer's reports and flush after each, until no write is under way.
 async fn settle(d: &mut Driver, socket: &tokio::net::UdpSocket) {
     let until = Instant::now() + Duration::from_secs(20);
@@ -568,6 +584,7 @@ async fn a_write_under_way_holds_back_its_groups_datagrams_not_the_others() {
     d.note_input();
     assert_eq!(rx.await.ok(), Some(true), "Raft calls an election");
     d.flush(&socket).await;
+    let stalled_from = Instant::now();
     assert!(d.writing(), "the write is under way");
     assert_eq!(d.holding, vec![Raft], "only Raft waits for it");
     assert!(!d.held.is_empty(), "its RequestVote is held");
@@ -598,8 +615,17 @@ async fn a_write_under_way_holds_back_its_groups_datagrams_not_the_others() {
     assert_eq!(on_disk(Bully), bully_token);
 
     // The disk answers: the vote is on disk, then the RequestVote leaves.
+    let stalled = stalled_from.elapsed();
+    let (writes_before, _) = state_writes(&d);
     drop(go);
     settle(&mut d, &socket).await;
+    // `electd_state_write_seconds` has the stalled write, whole.
+    let (writes, seconds) = state_writes(&d);
+    assert!(writes > writes_before, "the stalled write is counted");
+    assert!(
+        seconds >= stalled.as_secs_f64(),
+        "the writes' total {seconds} s covers the stall of {stalled:?}"
+    );
     let raft_now = d
         .node
         .durable()
