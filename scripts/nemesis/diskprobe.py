@@ -3,7 +3,7 @@
 the daemon, on the filesystem that holds the nodes' state files.
 
 An election's claim leaves only once its state write is on disk (docs/architecture.md,
-"Durable state"), so a disk that stalls holds every group's claim at once. The checker
+"The layers", daemon), so a disk that stalls holds every claim made meanwhile. The checker
 (check.py) adds the longest write this probe saw during a leaderless stretch to that
 stretch's bound, as the disk's share, measured independently of electd.
 
