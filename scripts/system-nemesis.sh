@@ -33,8 +33,9 @@
 # --insecure), printing a line per fault with a running count.
 #
 # scripts/nemesis/check.py (first its --self-test: the checker must be able to fail)
-# reads only what the outside saw — the store's log, the writers' logs, the /status polls
-# and the fault schedule — and writes OUT/report.md (operations, anomalies per type,
+# judges only by what the outside saw — the store's log, the writers' logs, the /status
+# polls, the fault schedule and the run's disk probe (the nodes' logs it only quotes
+# beside an anomaly, for slow state writes) — and writes OUT/report.md (operations, anomalies per type,
 # leaderless time per fault and algorithm against the bound, failures in bold with their
 # cause), OUT/timeline.svg, OUT/summary.json and OUT/logs.tar.xz (the logs it read:
 # `check.py --work <unpacked dir> --out DIR` re-derives the report). Exit 1 when it

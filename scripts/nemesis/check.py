@@ -9,9 +9,11 @@
 
 It is written apart from electd (no code shared, only docs/ read): the inputs are the
 fenced store's log (store.jsonl), the writers' logs (writer-<alg>.jsonl), every node's
-/status as polled from outside (poll-<n>.jsonl) and the fault schedule
-(schedule.jsonl), all timed on the one machine's CLOCK_MONOTONIC (formats: see
-scripts/nemesis/run.py). Anomalies:
+/status as polled from outside (poll-<n>.jsonl), the fault schedule (schedule.jsonl)
+and the run's disk probe (disk-probe.jsonl, when present), all timed on the one
+machine's CLOCK_MONOTONIC (formats: see scripts/nemesis/run.py). The nodes' own logs
+(n<n>.log, when present) are only quoted beside a leaderless anomaly (slow state
+writes), never judged by. Anomalies:
 
   stale_write         the store accepted a write whose token is below one it accepted
                       before (the fence itself broken), or from a host the token does not
