@@ -36,10 +36,17 @@
 //!   each selecting a BEATS that holds exactly the heartbeats of the groups the node
 //!   follows that leader in quietly; any other BEATS (a priority advert, a group not
 //!   followed quietly) goes to the main socket.
+//! - A leader's followers' answers (Raft's, `[lease] require_quorum`'s) go there too
+//!   ([`crate::node::Node::quiet_acks`]): one pattern per member, of its answer of the
+//!   leadership's term alone in a datagram; the leader, which wakes every heartbeat
+//!   anyway, reads them at its next turn instead of waking for each, as of their
+//!   arrival. Patterns are added while the program stays within `MAX_PROGRAM`
+//!   (`program.rs`).
 //! - What waits in the heartbeat socket is a pure refresh by construction (the node
 //!   excludes groups where a heartbeat draws an answer: `[lease] require_quorum`, Raft,
-//!   a group electing or handing over). The gate still authenticates and checks every
-//!   datagram read from it, exactly as from the main socket.
+//!   a group electing or handing over; and answers of any other term). The gate still
+//!   authenticates and checks every datagram read from it, exactly as from the main
+//!   socket.
 //!
 //! # Safety of the shared port
 //! `SO_REUSEPORT` would let a second process of the same user bind the address too.
@@ -66,7 +73,9 @@ mod program;
 /// one leader's incarnation to one follower, a year at a thousand a second.
 pub(crate) const BEATS_COUNTER_LENGTHS: u32 = 5;
 
-pub(crate) use program::{program, Insn, Pattern};
+pub(crate) use program::{extend_within_limit, program, Insn, Pattern};
+#[cfg(test)]
+use program::{program_len, MAX_PROGRAM};
 #[cfg(test)]
 use program::{BATCHED, MAIN};
 

@@ -243,8 +243,9 @@ impl Metrics {
         let datagrams_sent = counter("datagrams_sent_total", "UDP datagrams put on the wire.")?;
         let heartbeats_batched = counter(
             "heartbeats_batched_total",
-            "Datagrams read from the heartbeat socket: a followed leader's heartbeats, \
-             read in a batch as of the time they arrived (transport.batch_heartbeats).",
+            "Datagrams read from the heartbeat socket, in a batch, as of the time they \
+             arrived (transport.batch_heartbeats): a followed leader's heartbeats, and on \
+             a leader its followers' answers to them (Raft, [lease] require_quorum).",
         )?;
         let bytes_sent = counter("bytes_sent_total", "UDP payload bytes put on the wire.")?;
         let send_errors = counter_vec(

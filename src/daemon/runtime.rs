@@ -334,8 +334,15 @@ struct Driver {
     /// The leaders whose heartbeats the kernel now selects: (group, leader, its
     /// incarnation, term).
     selected: Vec<(AlgorithmKind, NodeId, u64, u64)>,
+    /// The answers to this node's heartbeats the selection was built for: (group,
+    /// follower, its incarnation, term, the answer's leader field); the kernel selects
+    /// those that fit in one program, in this order.
+    selected_acks: Vec<(AlgorithmKind, NodeId, u64, u64, NodeId)>,
     /// The kernel refused a selection: heartbeats are read at once from then on.
     batching_failed: bool,
+    /// The kernel refused a selection with the followers' answers and took it without
+    /// them: answers are read at once from then on.
+    acks_refused: bool,
     /// Drains of the heartbeat socket still to make although nothing is selected: a
     /// selection arms two (a datagram the kernel classified by the old program as it
     /// was replaced may land just after the next drain); a leader, which follows
@@ -445,6 +452,8 @@ impl Driver {
                 wall: SystemTime::now(),
             },
             selected: Vec::new(),
+            selected_acks: Vec::new(),
+            acks_refused: false,
             batching_failed: false,
             beats_pending: 0,
             drift,

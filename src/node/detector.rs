@@ -162,6 +162,37 @@ impl Node {
         }
     }
 
+    /// The answers to this node's heartbeats that would only be recorded, as (group,
+    /// follower, term, the answer's leader field): in every group this node leads
+    /// whose followers answer each heartbeat (Raft, whose answers name no leader, and
+    /// `[lease] require_quorum`, whose answers name this node), an answer of the
+    /// leadership's own term from each other member. Such an answer only marks the
+    /// follower as heard (Raft's check-quorum, the lease), with the time it arrived, so
+    /// it may be read late, as of that time ([`crate::daemon::heartbeats`]); an answer
+    /// of another term (a follower ahead) is read at once.
+    pub(crate) fn quiet_acks(
+        &self,
+    ) -> impl Iterator<Item = (AlgorithmKind, NodeId, u64, NodeId)> + '_ {
+        self.groups
+            .iter()
+            .filter(|grp| {
+                grp.leader == Some(self.id)
+                    && (!grp.algo.uses_failure_detector()
+                        || self.options.lease.require_quorum.contains(&grp.kind))
+            })
+            .flat_map(move |grp| {
+                let named = if grp.algo.uses_failure_detector() {
+                    self.id
+                } else {
+                    0
+                };
+                self.members
+                    .iter()
+                    .filter(move |&&m| m != self.id)
+                    .map(move |&m| (grp.kind, m, grp.term, named))
+            })
+    }
+
     /// The groups whose leader's next heartbeat would only move the failure detector's
     /// deadline, as (group, leader, term): a group of the failure detector that follows
     /// another node's leadership at the token it holds, not electing, not stepped down

@@ -180,6 +180,21 @@ impl Gate {
         self.codec.heartbeat_prefix(leader, incarnation, kind, term)
     }
 
+    /// The prefix of the answers `follower` (of `incarnation`) sends to this node's
+    /// heartbeats in group `kind` at `term`, naming `leader`: see
+    /// [`Codec::heartbeat_ack_prefix`].
+    pub(crate) fn heartbeat_ack_prefix(
+        &self,
+        follower: NodeId,
+        incarnation: u64,
+        kind: crate::contract::algorithm::AlgorithmKind,
+        term: u64,
+        leader: NodeId,
+    ) -> (Vec<u8>, Vec<bool>) {
+        self.codec
+            .heartbeat_ack_prefix(follower, incarnation, kind, term, leader)
+    }
+
     /// The BEATS of `leader` (of `incarnation`) to this node holding the heartbeats of
     /// `groups`, with a counter of `counter_len` bytes: see [`Codec::beats_prefix`].
     pub(crate) fn beats_prefix(

@@ -245,15 +245,54 @@ impl Codec {
         kind: AlgorithmKind,
         term: u64,
     ) -> (Vec<u8>, Vec<bool>) {
-        // The envelope `encode` makes of such a heartbeat; counter and receiver 0 are
+        self.liveness_prefix(
+            leader,
+            incarnation,
+            kind,
+            Message::Heartbeat { term, leader },
+        )
+    }
+
+    /// [`Codec::heartbeat_prefix`] for the answers to this node's heartbeats that
+    /// `follower` (of `incarnation`) sends in group `kind`: `heartbeat_ack` with `term`
+    /// and `leader` (Raft's name no leader: 0; `[lease] require_quorum`'s name the
+    /// leader answered).
+    pub(crate) fn heartbeat_ack_prefix(
+        &self,
+        follower: NodeId,
+        incarnation: u64,
+        kind: AlgorithmKind,
+        term: u64,
+        leader: NodeId,
+    ) -> (Vec<u8>, Vec<bool>) {
+        self.liveness_prefix(
+            follower,
+            incarnation,
+            kind,
+            Message::HeartbeatAck { term, leader },
+        )
+    }
+
+    /// The first bytes, up to the end of the body, of every datagram `from` (of
+    /// `incarnation`) sends carrying `body` alone in group `kind`, with no link sequence
+    /// or acknowledgement, under this node's primary key id; `compare` is false on the
+    /// authentication tag's bytes.
+    fn liveness_prefix(
+        &self,
+        from: NodeId,
+        incarnation: u64,
+        kind: AlgorithmKind,
+        body: Message,
+    ) -> (Vec<u8>, Vec<bool>) {
+        // The envelope `encode` makes of such a datagram; counter and receiver 0 are
         // left out, so the encoding ends with the body.
         let beat = Datagram {
-            from: leader,
+            from,
             incarnation,
             seq: 0,
             ack: 0,
             group: Some(kind),
-            body: Some(Message::Heartbeat { term, leader }),
+            body: Some(body),
         };
         let mut env = self.envelope(&beat, Header::default());
         let Some(keys) = &self.keys else {

@@ -9,7 +9,9 @@
 //!   The network-namespace version of this check is scripts/system-netns.sh.
 //! - Batched heartbeats: followers read their leader's heartbeats from the second
 //!   socket the kernel selects them into (SO_REUSEPORT + classic BPF), keep following
-//!   it without a single election, and still lose it when it falls silent.
+//!   it without a single election, and still lose it when it falls silent. A Raft
+//!   leader reads its followers' answers to its heartbeats the same way, and keeps its
+//!   check-quorum and its lease.
 
 use crate::common::http::{runtime_config, shared, wait_until};
 use electd::contract::algorithm::AlgorithmKind;
@@ -333,5 +335,90 @@ async fn batched() {
     })
     .await;
     assert!(agree_on(2, &nodes[..2]));
+    stop_all(stop, tasks).await;
+}
+
+#[tokio::test]
+async fn a_raft_leader_reads_its_followers_answers_in_batches_and_keeps_its_quorum() {
+    tokio::task::LocalSet::new()
+        .run_until(raft_answers_batched())
+        .await;
+}
+
+async fn raft_answers_batched() {
+    let algo = AlgorithmKind::Raft;
+    let ids: [NodeId; 3] = [1, 2, 3];
+    let mut sockets = Vec::new();
+    for _ in ids {
+        let (s, hb) = bind_udp_pair("127.0.0.1:0".parse().unwrap(), true).unwrap();
+        let hb = hb.expect("a heartbeat socket: this kernel refused SO_ATTACH_REUSEPORT_CBPF");
+        sockets.push((s, hb));
+    }
+    let peers: Vec<_> = ids
+        .iter()
+        .zip(&sockets)
+        .map(|(&id, s)| (id, s.0.local_addr().unwrap()))
+        .collect();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut nodes: Vec<Arc<Shared>> = Vec::new();
+    let mut tasks = Vec::new();
+    for (&id, (socket, hb)) in ids.iter().zip(sockets) {
+        let net = NetOptions {
+            heartbeats: Some(hb),
+            ..NetOptions::default()
+        };
+        let (s, task) = spawn(id, socket, net, peers.clone(), algo, &stopped);
+        nodes.push(s);
+        tasks.push(task);
+    }
+    let view = |s: &Shared| s.group(algo).map(|g| (g.leader, g.term));
+    wait_until("all three to agree on a leader", || {
+        let v = view(&nodes[0]);
+        v.is_some_and(|(l, _)| l.is_some()) && nodes.iter().all(|s| view(s) == v)
+    })
+    .await;
+    let (leader, term) = view(&nodes[0]).unwrap();
+    let leader = leader.unwrap();
+    let at = nodes
+        .iter()
+        .position(|s| s.group(algo).is_some_and(|g| g.state == "leader"))
+        .expect("the agreed leader reports itself leader");
+    assert_eq!(ids[at], leader);
+    let metric =
+        |s: &Shared, name: &str, labels: &[&str]| sample(&s.metrics.encode(), name, labels);
+    let elections: Vec<f64> = nodes
+        .iter()
+        .map(|s| metric(s, "electd_elections_started_total", &[]))
+        .collect();
+    // 40 answers through the heartbeat socket: two heartbeats' answers a turn, so
+    // about 20 heartbeats, two check-quorum periods (election_timeout_min, 100 ms).
+    wait_until("the leader to read 40 answers in batches", || {
+        metric(&nodes[at], "electd_heartbeats_batched_total", &[]) >= 40.0
+    })
+    .await;
+    let batched = metric(&nodes[at], "electd_heartbeats_batched_total", &[]);
+    let acks = metric(
+        &nodes[at],
+        "electd_messages_received_total",
+        &["type=\"heartbeat_ack\""],
+    );
+    assert!(
+        acks >= batched,
+        "every batched answer reached the node ({acks} answers, {batched} batched)"
+    );
+    assert!(
+        nodes.iter().all(|s| view(s) == Some((Some(leader), term))),
+        "the leader kept its quorum and its term: answers read late still count"
+    );
+    let after: Vec<f64> = nodes
+        .iter()
+        .map(|s| metric(s, "electd_elections_started_total", &[]))
+        .collect();
+    assert_eq!(elections, after, "nobody called an election meanwhile");
+    let lease = nodes[at].group(algo).map(|g| g.lease);
+    assert!(
+        matches!(lease, Some(electd::daemon::shared::Lease::Until(t)) if t > std::time::Instant::now()),
+        "the leader holds its lease ({lease:?}): the answers' arrival times renew it"
+    );
     stop_all(stop, tasks).await;
 }

@@ -69,9 +69,40 @@ impl Pattern {
     }
 
     /// Instructions of this pattern's block (see [`program`]).
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         3 + 2 * self.loads.len()
     }
+}
+
+/// The most instructions of a selection program. The kernel's bound for a classic
+/// program is 4,096 (`BPF_MAXINSNS`), but Linux 6.18 refused one of 2,425 for the
+/// reuseport group with `ENOMEM` while it took 2,401 (it converts the program to eBPF,
+/// which grows it): 2,048 keeps a margin. A kernel that refuses even that much makes
+/// the runtime select the heartbeats alone.
+pub(crate) const MAX_PROGRAM: usize = 2048;
+
+/// Instructions [`program`] makes of `patterns`.
+pub(crate) fn program_len(patterns: &[Pattern]) -> usize {
+    patterns.iter().map(Pattern::len).sum::<usize>() + 1
+}
+
+/// Add patterns of `more` to `patterns`, in order, while [`program`] stays within
+/// [`MAX_PROGRAM`] instructions; the number added.
+pub(crate) fn extend_within_limit(
+    patterns: &mut Vec<Pattern>,
+    more: impl IntoIterator<Item = Pattern>,
+) -> usize {
+    let mut room = MAX_PROGRAM.saturating_sub(program_len(patterns));
+    let mut added = 0;
+    for p in more {
+        if p.len() > room {
+            break;
+        }
+        room -= p.len();
+        patterns.push(p);
+        added += 1;
+    }
+    added
 }
 
 /// Why no program could be made.

@@ -228,6 +228,91 @@ mod wire {
         }
     }
 
+    /// A Raft leader's pattern for follower 3's answers at term T (leader field 0),
+    /// and `[lease] require_quorum`'s (naming the leader L).
+    #[test]
+    fn a_followers_answers_of_the_term_are_selected_and_nothing_else() {
+        const F: u32 = 3;
+        for c in codecs() {
+            for (kind, named) in [(AlgorithmKind::Raft, 0), (KIND, L)] {
+                let (prefix, compare) = c.heartbeat_ack_prefix(F, INC, kind, T, named);
+                let p = program(&[Pattern::new(&prefix, &compare)]).unwrap();
+                let ack = |from, inc, kind, term, leader| {
+                    datagram(from, inc, kind, Message::HeartbeatAck { term, leader })
+                };
+                for counter in [1, 127, 128, 300_000, u64::MAX / 3] {
+                    let h = Header { to: L, counter };
+                    let d = c.encode(&ack(F, INC, kind, T, named), h).unwrap();
+                    assert_eq!(run(&p, &d), BATCHED, "{kind:?} counter {counter}");
+                }
+                let h = Header { to: L, counter: 9 };
+                let mut others = vec![
+                    // A follower ahead (the leader must step down at once), behind,
+                    // another follower or incarnation, another group, another name.
+                    ack(F, INC, kind, T + 1, named),
+                    ack(F, INC, kind, T - 1, named),
+                    ack(4, INC, kind, T, named),
+                    ack(F, INC + 1, kind, T, named),
+                    ack(F, INC, AlgorithmKind::Hs, T, named),
+                    ack(F, INC, kind, T, if named == 0 { L } else { 0 }),
+                    datagram(F, INC, kind, Message::Heartbeat { term: T, leader: F }),
+                    datagram(F, INC, kind, Message::Resign { epoch: T }),
+                ];
+                let mut acked = ack(F, INC, kind, T, named);
+                acked.ack = 9;
+                others.push(acked);
+                for d in &others {
+                    let bytes = c.encode(d, h).unwrap();
+                    assert_eq!(run(&p, &bytes), MAIN, "{d:?}");
+                }
+            }
+        }
+    }
+
+    /// A Raft leader of 256 members: the answers' patterns are added while the
+    /// program fits the kernel's limit, the kernel takes that program, and it selects
+    /// the answers of the members it holds, in order, and no other's.
+    #[test]
+    fn a_leader_of_256_selects_the_answers_that_fit_and_the_kernel_takes_them() {
+        let roster: Vec<u32> = (1..=256).collect();
+        let keys = Keyring::new(Key::new([9; KEY_LEN]));
+        let c = Codec::new("prod-east", &roster, Some(keys));
+        let (kind, term, me) = (AlgorithmKind::Raft, 9, 256);
+        let patterns_of = |f: u32| {
+            let (prefix, compare) = c.heartbeat_ack_prefix(f, INC, kind, term, 0);
+            Pattern::new(&prefix, &compare)
+        };
+        let mut patterns = vec![];
+        let added = extend_within_limit(&mut patterns, (1..me).map(patterns_of));
+        let prog = program(&patterns).unwrap();
+        assert_eq!(prog.len(), program_len(&patterns));
+        assert!(prog.len() <= MAX_PROGRAM, "{} instructions", prog.len());
+        let next = patterns_of(added as u32 + 1);
+        assert!(
+            added < 255 && prog.len() + next.len() > MAX_PROGRAM,
+            "stops at the first pattern that does not fit ({added} of 255)"
+        );
+        assert!(added >= 40, "only {added} members' answers fit");
+        let h = Header {
+            to: me,
+            counter: 77,
+        };
+        for f in 1..me {
+            let ack = datagram(f, INC, kind, Message::HeartbeatAck { term, leader: 0 });
+            let want = if (f as usize) <= added { BATCHED } else { MAIN };
+            assert_eq!(run(&prog, &c.encode(&ack, h).unwrap()), want, "member {f}");
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        let _in_rt = rt.enter();
+        let (_main, hb) = bind_udp_pair("127.0.0.1:0".parse().unwrap(), true).unwrap();
+        let hb = hb.expect("a heartbeat socket: this kernel refused SO_ATTACH_REUSEPORT_CBPF");
+        hb.select(&patterns)
+            .expect("the kernel takes a program of MAX_PROGRAM instructions");
+    }
+
     #[test]
     fn nothing_else_is_selected() {
         let h = Header { to: 1, counter: 42 };

@@ -105,8 +105,9 @@ impl Driver {
             );
             self.cfg.keys = Some(keys);
             self.gate.set_keys(self.cfg.keys.clone());
-            // The heartbeats to select now carry the new primary key's id.
+            // The heartbeats and answers to select now carry the new primary key's id.
             self.selected.clear();
+            self.selected_acks.clear();
         } else {
             tracing::warn!(
                 node = self.cfg.id,

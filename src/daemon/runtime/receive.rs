@@ -101,7 +101,7 @@ impl Driver {
             wall: SystemTime::now(),
         };
         let prev = std::mem::replace(&mut self.drained, cur);
-        if self.selected.is_empty() {
+        if self.selected.is_empty() && self.selected_acks.is_empty() {
             // Nothing selected: nothing arrived since `prev` either (so `cur` is a
             // true bound for the next drain).
             if self.beats_pending == 0 {
@@ -134,6 +134,7 @@ impl Driver {
         }
         let gate = &self.gate;
         let paused = self.paused;
+        let acks_refused = self.acks_refused;
         let want = || {
             self.node
                 .quiet_heartbeats()
@@ -143,11 +144,23 @@ impl Driver {
                     Some((kind, leader, inc, term))
                 })
         };
+        let want_acks = || {
+            self.node
+                .quiet_acks()
+                .filter(move |_| !paused && !acks_refused)
+                .filter_map(|(kind, follower, term, named)| {
+                    let inc = gate.incarnation_of(follower)?;
+                    Some((kind, follower, inc, term, named))
+                })
+        };
         // Most turns change nothing: compare before collecting.
-        if want().eq(self.selected.iter().copied()) {
+        if want().eq(self.selected.iter().copied())
+            && want_acks().eq(self.selected_acks.iter().copied())
+        {
             return;
         }
         let want: Vec<_> = want().collect();
+        let want_acks: Vec<_> = want_acks().collect();
         let mut patterns: Vec<Pattern> = want
             .iter()
             .map(|&(kind, leader, inc, term)| {
@@ -177,10 +190,45 @@ impl Driver {
                 }
             }
         }
+        // The answers to this node's heartbeats, one pattern per follower, as many as
+        // the kernel's limit on a program's length leaves room for (about eighty, see MAX_PROGRAM);
+        // the others are read at once, as before.
+        // (`selected_acks` keeps every answer wanted, selected or not: the comparison
+        // above must not rebuild the program every turn when some did not fit.)
+        let acks = want_acks.iter().map(|&(kind, follower, inc, term, named)| {
+            let (prefix, compare) = gate.heartbeat_ack_prefix(follower, inc, kind, term, named);
+            Pattern::new(&prefix, &compare)
+        });
+        let heartbeats_only = patterns.len();
+        heartbeats::extend_within_limit(&mut patterns, acks);
         // What the selection before sent is still to read, and what this one sends.
         self.beats_pending = 2;
-        match beats.select(&patterns) {
-            Ok(()) => self.selected = want,
+        let mut selected = beats.select(&patterns);
+        if let Err(e) = &selected {
+            if patterns.len() > heartbeats_only {
+                // A kernel that takes a shorter program: the heartbeats alone, and the
+                // answers read at once from now on.
+                self.shared.metrics.error("heartbeat_select");
+                tracing::warn!(
+                    node = self.cfg.id,
+                    "cannot select the followers' answers to this node's heartbeats ({e}, \
+                     {} patterns); they are read one by one from now on",
+                    patterns.len() - heartbeats_only
+                );
+                self.acks_refused = true;
+                selected = beats.select(&patterns[..heartbeats_only]);
+                if selected.is_ok() {
+                    self.selected = want;
+                    self.selected_acks.clear();
+                    return;
+                }
+            }
+        }
+        match selected {
+            Ok(()) => {
+                self.selected = want;
+                self.selected_acks = want_acks;
+            }
             Err(e) => {
                 // From now on every datagram to the main socket, read at once: the
                 // program before may select heartbeats that are no longer quiet.
@@ -198,6 +246,7 @@ impl Driver {
                 );
                 self.batching_failed = true;
                 self.selected.clear();
+                self.selected_acks.clear();
             }
         }
     }

@@ -397,14 +397,15 @@ async fn keys_are_swapped_only_on_an_authenticated_node() {
     cfg.keys = Some(keys(1));
     let mut d = driver(cfg);
     d.selected.push((Bully, 3, 1, 1));
+    d.selected_acks.push((Raft, 3, 1, 1, 0));
     d.control(Control::Keys(keys(2)));
     assert_eq!(
         d.cfg.keys.as_ref().map(|k| k.primary().id),
         Some(keys(2).primary().id)
     );
     assert!(
-        d.selected.is_empty(),
-        "the heartbeats to select carry the new key"
+        d.selected.is_empty() && d.selected_acks.is_empty(),
+        "the heartbeats and answers to select carry the new key"
     );
 }
 
