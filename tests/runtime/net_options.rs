@@ -217,9 +217,17 @@ async fn followers_read_heartbeats_in_batches_and_still_lose_a_silent_leader() {
     tokio::task::LocalSet::new().run_until(batched()).await;
 }
 
-async fn batched() {
-    let algo = AlgorithmKind::Bully;
-    let ids: [NodeId; 3] = [1, 2, 3];
+/// Runtimes `ids` of `algo` on loopback, each with its heartbeat socket (batched
+/// heartbeats), on the local set: their shared state, addresses, stop switch and tasks.
+fn start_batched(
+    ids: &[NodeId],
+    algo: AlgorithmKind,
+) -> (
+    Vec<Arc<Shared>>,
+    Vec<(NodeId, SocketAddr)>,
+    tokio::sync::watch::Sender<bool>,
+    Vec<Task>,
+) {
     let mut sockets = Vec::new();
     for _ in ids {
         let (s, hb) = bind_udp_pair("127.0.0.1:0".parse().unwrap(), true).unwrap();
@@ -243,6 +251,13 @@ async fn batched() {
         nodes.push(s);
         tasks.push(task);
     }
+    (nodes, peers, stop, tasks)
+}
+
+async fn batched() {
+    let algo = AlgorithmKind::Bully;
+    let ids: [NodeId; 3] = [1, 2, 3];
+    let (nodes, peers, stop, tasks) = start_batched(&ids, algo);
     let leader_of = |s: &Shared| s.group(algo).and_then(|g| g.leader);
     let agree_on = |l: NodeId, among: &[Arc<Shared>]| among.iter().all(|s| leader_of(s) == Some(l));
     wait_until("all to agree on 3 (Bully: highest id)", || {
@@ -348,29 +363,7 @@ async fn a_raft_leader_reads_its_followers_answers_in_batches_and_keeps_its_quor
 async fn raft_answers_batched() {
     let algo = AlgorithmKind::Raft;
     let ids: [NodeId; 3] = [1, 2, 3];
-    let mut sockets = Vec::new();
-    for _ in ids {
-        let (s, hb) = bind_udp_pair("127.0.0.1:0".parse().unwrap(), true).unwrap();
-        let hb = hb.expect("a heartbeat socket: this kernel refused SO_ATTACH_REUSEPORT_CBPF");
-        sockets.push((s, hb));
-    }
-    let peers: Vec<_> = ids
-        .iter()
-        .zip(&sockets)
-        .map(|(&id, s)| (id, s.0.local_addr().unwrap()))
-        .collect();
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let mut nodes: Vec<Arc<Shared>> = Vec::new();
-    let mut tasks = Vec::new();
-    for (&id, (socket, hb)) in ids.iter().zip(sockets) {
-        let net = NetOptions {
-            heartbeats: Some(hb),
-            ..NetOptions::default()
-        };
-        let (s, task) = spawn(id, socket, net, peers.clone(), algo, &stopped);
-        nodes.push(s);
-        tasks.push(task);
-    }
+    let (nodes, _, stop, tasks) = start_batched(&ids, algo);
     let view = |s: &Shared| s.group(algo).map(|g| (g.leader, g.term));
     wait_until("all three to agree on a leader", || {
         let v = view(&nodes[0]);
