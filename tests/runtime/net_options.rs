@@ -217,17 +217,18 @@ async fn followers_read_heartbeats_in_batches_and_still_lose_a_silent_leader() {
     tokio::task::LocalSet::new().run_until(batched()).await;
 }
 
-/// Runtimes `ids` of `algo` on loopback, each with its heartbeat socket (batched
-/// heartbeats), on the local set: their shared state, addresses, stop switch and tasks.
-fn start_batched(
-    ids: &[NodeId],
-    algo: AlgorithmKind,
-) -> (
+/// What [`start_batched`] started: the nodes' shared state, their addresses, the stop
+/// switch and the tasks.
+type Started = (
     Vec<Arc<Shared>>,
     Vec<(NodeId, SocketAddr)>,
     tokio::sync::watch::Sender<bool>,
     Vec<Task>,
-) {
+);
+
+/// Runtimes `ids` of `algo` on loopback, each with its heartbeat socket (batched
+/// heartbeats), on the local set: their shared state, addresses, stop switch and tasks.
+fn start_batched(ids: &[NodeId], algo: AlgorithmKind) -> Started {
     let mut sockets = Vec::new();
     for _ in ids {
         let (s, hb) = bind_udp_pair("127.0.0.1:0".parse().unwrap(), true).unwrap();
