@@ -191,10 +191,10 @@ impl Driver {
             }
         }
         // The answers to this node's heartbeats, one pattern per follower, as many as
-        // the kernel's limit on a program's length leaves room for (about eighty, see MAX_PROGRAM);
-        // the others are read at once, as before.
-        // (`selected_acks` keeps every answer wanted, selected or not: the comparison
-        // above must not rebuild the program every turn when some did not fit.)
+        // the limit on a program's length leaves room for (about eighty members, see
+        // `MAX_PROGRAM`); the others are read at once, as before. (`selected_acks`
+        // keeps every answer wanted, selected or not: the comparison above must not
+        // rebuild the program every turn when some did not fit.)
         let acks = want_acks.iter().map(|&(kind, follower, inc, term, named)| {
             let (prefix, compare) = gate.heartbeat_ack_prefix(follower, inc, kind, term, named);
             Pattern::new(&prefix, &compare)
