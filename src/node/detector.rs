@@ -169,17 +169,22 @@ impl Node {
     /// leadership's own term from each other member. Such an answer only marks the
     /// follower as heard (Raft's check-quorum, the lease), with the time it arrived, so
     /// it may be read late, as of that time ([`crate::daemon::heartbeats`]); an answer
-    /// of another term (a follower ahead) is read at once.
+    /// of another term (a follower ahead) is read at once, and so is every answer of a
+    /// group whose lease is too short to wait a heartbeat for its renewal
+    /// ([`Node::answers_may_wait`]).
     pub(crate) fn quiet_acks(
         &self,
     ) -> impl Iterator<Item = (AlgorithmKind, NodeId, u64, NodeId)> + '_ {
         self.groups
             .iter()
-            .filter(|grp| {
+            .enumerate()
+            .filter(|&(g, grp)| {
                 grp.leader == Some(self.id)
                     && (!grp.algo.uses_failure_detector()
                         || self.options.lease.require_quorum.contains(&grp.kind))
+                    && self.answers_may_wait(g)
             })
+            .map(|(_, grp)| grp)
             .flat_map(move |grp| {
                 let named = if grp.algo.uses_failure_detector() {
                     self.id

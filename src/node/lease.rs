@@ -40,27 +40,10 @@ impl Node {
     pub fn lease(&self, kind: AlgorithmKind, now: Time) -> Option<Duration> {
         let g = self.group_index(kind)?;
         let grp = &self.groups[g];
-        let (base, kept) = if grp.algo.uses_failure_detector() {
-            (
-                self.timing.failure_timeout,
-                self.options.lease.require_quorum.contains(&kind),
-            )
-        } else {
-            (self.timing.election_timeout_min, self.options.check_quorum)
-        };
-        if !kept {
-            return None;
-        }
+        let (base, drift) = self.lease_terms(g)?;
         if grp.leader != Some(self.id) {
             return Some(Duration::ZERO);
         }
-        let drift = self
-            .options
-            .lease
-            .clock_drift
-            .iter()
-            .find(|(k, _)| *k == kind)
-            .map_or(base / 10, |(_, d)| *d);
         let need = self.members.len() / 2; // peers besides this node for a majority
         let t = if need == 0 {
             now
@@ -78,6 +61,40 @@ impl Node {
             recent[need - 1]
         };
         Some((t + base).saturating_sub(drift).saturating_sub(now))
+    }
+
+    /// `(base, clock_drift)` of group `g`'s lease ([`Node::lease`]); `None` when the
+    /// group keeps none.
+    fn lease_terms(&self, g: usize) -> Option<(Duration, Duration)> {
+        let grp = &self.groups[g];
+        let (base, kept) = if grp.algo.uses_failure_detector() {
+            (
+                self.timing.failure_timeout,
+                self.options.lease.require_quorum.contains(&grp.kind),
+            )
+        } else {
+            (self.timing.election_timeout_min, self.options.check_quorum)
+        };
+        if !kept {
+            return None;
+        }
+        let drift = self
+            .options
+            .lease
+            .clock_drift
+            .iter()
+            .find(|(k, _)| *k == grp.kind)
+            .map_or(base / 10, |(_, d)| *d);
+        Some((base, drift))
+    }
+
+    /// May the answers that renew group `g`'s lease be read up to a heartbeat late
+    /// ([`Node::quiet_acks`])? Read at once, a lease of `base − clock_drift` is renewed
+    /// every heartbeat; read at the next heartbeat, it must outlast two, and a third is
+    /// kept as slack for late timers. A group that keeps no lease may always wait.
+    pub(super) fn answers_may_wait(&self, g: usize) -> bool {
+        self.lease_terms(g)
+            .is_none_or(|(base, drift)| base.saturating_sub(drift) > 3 * self.timing.heartbeat)
     }
 
     /// `[lease] require_quorum` on a group of the failure detector: this node has led

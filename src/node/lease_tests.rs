@@ -321,3 +321,69 @@ fn a_stepped_down_leader_answers_a_lower_claim_with_its_term_alone() {
         "a leadership that ended is not named: {answers:?}"
     );
 }
+
+/// The answers a leader may read a heartbeat late ([`Node::quiet_acks`]): every other
+/// member's in Raft and in a `require_quorum` group, at the leadership's term, none on
+/// a follower and none in a group that answers nothing; and none where the lease would
+/// not outlast the wait (`base − clock_drift` of three heartbeats or less).
+#[test]
+fn a_leader_reads_answers_late_only_where_its_lease_outlasts_the_wait() {
+    for (kind, require_quorum) in [
+        (AlgorithmKind::Raft, false),
+        (AlgorithmKind::Bully, true),
+        (AlgorithmKind::Bully, false),
+    ] {
+        let s = sim(kind, require_quorum, 7);
+        let leader = s.agreement(kind).expect("agreed");
+        let quiet: Vec<_> = node(&s, leader).quiet_acks().collect();
+        let answers = require_quorum || kind == AlgorithmKind::Raft;
+        let term = node(&s, leader).leadership(kind).expect("a group").1;
+        let named = if kind == AlgorithmKind::Raft {
+            0
+        } else {
+            leader
+        };
+        let want: Vec<_> = if answers {
+            (1..=N)
+                .filter(|&m| m != leader)
+                .map(|m| (kind, m, term, named))
+                .collect()
+        } else {
+            vec![]
+        };
+        assert_eq!(quiet, want, "{kind}, require_quorum {require_quorum}");
+        for id in (1..=N).filter(|&i| i != leader) {
+            assert_eq!(
+                node(&s, id).quiet_acks().count(),
+                0,
+                "{kind}: follower {id}"
+            );
+        }
+        if !answers {
+            continue;
+        }
+        // The same cluster with a drift bound that leaves three heartbeats of lease,
+        // and just over three.
+        let t = s.config().timing.clone();
+        let b = base(kind, &t);
+        let over = Duration::from_micros(1);
+        for (drift, late) in [
+            (b - 3 * t.heartbeat, false),
+            (b - 3 * t.heartbeat - over, true),
+        ] {
+            let mut cfg = SimConfig::new(kind, N as usize, 7);
+            if require_quorum {
+                cfg.options.lease.require_quorum = vec![kind];
+            }
+            cfg.options.lease.clock_drift = vec![(kind, drift)];
+            let s = super::sim_start::settled(cfg, &format!("{kind}"));
+            let leader = s.agreement(kind).expect("agreed");
+            assert_eq!(
+                node(&s, leader).quiet_acks().count() > 0,
+                late,
+                "{kind}: base {b:?}, drift {drift:?}, heartbeat {:?}",
+                t.heartbeat
+            );
+        }
+    }
+}
