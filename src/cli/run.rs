@@ -125,6 +125,16 @@ async fn serve(cfg: Config, reload: Reload) -> anyhow::Result<()> {
         tracing::info!(%group, "broadcasts go by multicast");
         net.multicast = Some((group, rx));
     }
+    // [[vip]]: the sockets, and the addresses a killed daemon left behind deleted,
+    // before this node can lead (a refusal stops the start here).
+    let vips = if cfg.vips.is_empty() {
+        None
+    } else {
+        Some(
+            electd::daemon::vip::prepare(&cfg.vips)
+                .map_err(|e| anyhow::anyhow!("{e} ({})", cfg.file.display()))?,
+        )
+    };
     let listener = tokio::net::TcpListener::bind(me.http)
         .await
         .with_context(|| {
@@ -173,6 +183,14 @@ async fn serve(cfg: Config, reload: Reload) -> anyhow::Result<()> {
             let _ = hook_stop.wait_for(|s| *s).await;
         })
     });
+    // [[vip]]: like the hooks, the task follows the leader events itself; at shutdown
+    // it deletes what it holds.
+    let vips = vips.map(|prepared| {
+        let mut vip_stop = stopped.clone();
+        electd::daemon::vip::spawn_until(shared.clone(), prepared, async move {
+            let _ = vip_stop.wait_for(|s| *s).await;
+        })
+    });
     // Health checks ([[check]]): each in its own task; a verdict change reaches the
     // runtime as a control command.
     let checks = electd::daemon::checks::spawn(cfg.checks.clone(), shared.clone());
@@ -208,6 +226,16 @@ async fn serve(cfg: Config, reload: Reload) -> anyhow::Result<()> {
     }
     for c in checks {
         let _ = c.await;
+    }
+    if let Some(mut v) = vips {
+        // A few netlink requests; bounded all the same.
+        if tokio::time::timeout(Duration::from_secs(5), &mut v)
+            .await
+            .is_err()
+        {
+            tracing::warn!("[[vip]]: addresses not released within 5 s");
+            v.abort();
+        }
     }
     if let Some(mut h) = hooks {
         // One run per group at most is pending, then one `stopped` run per group (their

@@ -101,6 +101,7 @@ pub mod template;
 mod tests;
 mod timing;
 mod validate;
+pub mod vip;
 
 pub(crate) use peers::reachable_from;
 pub use state::create_state_dir;
@@ -259,6 +260,8 @@ pub struct Config {
     pub peers: Vec<Peer>,
     /// `[[check]]`: health checks, in file order.
     pub checks: Vec<checks::Check>,
+    /// `[[vip]]`: virtual addresses held while leading, in file order.
+    pub vips: Vec<vip::Vip>,
     /// `[process] realtime_priority`: the daemon's threads run in `SCHED_RR` at this
     /// priority (1..=99); `None` (0, the default): the normal class
     /// (`config::process`, applied by `daemon::sched`).

@@ -34,6 +34,8 @@ pub(super) struct RawConfig {
     pub(super) peer: Vec<RawPeer>,
     #[serde(default)]
     pub(super) check: Vec<RawCheck>,
+    #[serde(default)]
+    pub(super) vip: Vec<RawVip>,
     /// `[policy]`, parsed by `config::policy`.
     pub(super) policy: Option<toml::Value>,
 }
@@ -51,6 +53,17 @@ pub(super) struct RawCheck {
     pub(super) fall: Option<i64>,
     pub(super) weight: Option<i64>,
     pub(super) algorithms: Option<Vec<String>>,
+}
+
+/// One `[[vip]]` (see `config::vip`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawVip {
+    pub(super) address: Option<String>,
+    pub(super) interface: Option<String>,
+    pub(super) algorithm: Option<String>,
+    pub(super) garp_count: Option<i64>,
+    pub(super) garp_interval: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -13,7 +13,7 @@ pub const RELOADED: &str = "the keys of security.key_file";
 
 /// What needs a restart, for the log.
 pub const NEEDS_RESTART: &str = "every other setting (roster, timing, transport, algorithms, \
-     policy, lease, hooks, admin token, checks, state file, security mode)";
+     policy, lease, hooks, admin token, checks, vips, state file, security mode)";
 
 /// A roster entry as written (a DNS name is compared as the name, not as what it
 /// resolved to, which may change without an edit).
@@ -145,6 +145,9 @@ impl Config {
         let checks = |c: &Config| format!("{:?}", c.checks);
         if checks(self) != checks(disk) {
             out.push("check".to_string());
+        }
+        if format!("{:?}", self.vips) != format!("{:?}", disk.vips) {
+            out.push("vip".to_string());
         }
         out
     }

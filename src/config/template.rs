@@ -241,6 +241,12 @@ impl Template {
             "[hooks]\n\
              # on_leader_change = \"/usr/local/bin/on-leader\"   # run on every leader change\n\
              # hook_timeout = \"5s\"\n\n\
+             # A virtual address on the leader, added and announced by the daemon\n\
+             # (needs CAP_NET_ADMIN and CAP_NET_RAW; docs/keepalived.md):\n\
+             # [[vip]]\n\
+             # address = \"10.0.0.100/24\"\n\
+             # interface = \"eth0\"\n\
+             # algorithm = \"bully\"\n\n\
              [admin]\n\
              # token_file = \"admin.token\"   # bearer token (16+ characters) for /admin/* routes\n\n\
              [raft]\n\

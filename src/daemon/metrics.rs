@@ -73,6 +73,8 @@ pub struct Metrics {
     bytes_sent: IntCounter,
     send_errors: IntCounterVec,
     hook_runs: IntCounterVec,
+    vip_held: IntGaugeVec,
+    vip_operations: IntCounterVec,
     failover: HistogramVec,
     failover_detection: HistogramVec,
     failover_election: HistogramVec,
@@ -258,6 +260,17 @@ impl Metrics {
             "Leader-change hook runs, by result (ok, failed, timeout, error, skipped).",
             &["result"],
         )?;
+        let vip_held = gauge_vec(
+            "vip_held",
+            "1 while this node holds the [[vip]] address (it leads the address's group).",
+            &["address"],
+        )?;
+        let vip_operations = counter_vec(
+            "vip_operations_total",
+            "[[vip]] requests to the kernel, by address, operation (add, delete, announce: \
+             a gratuitous ARP) and result (ok, error).",
+            &["address", "operation", "result"],
+        )?;
         let histogram = |name: &str, help: &str| -> Result<HistogramVec, prometheus::Error> {
             let h = HistogramVec::new(
                 HistogramOpts::from(opts(name, help)).buckets(failover_buckets(failure_timeout)),
@@ -410,6 +423,8 @@ impl Metrics {
             bytes_sent,
             send_errors,
             hook_runs,
+            vip_held,
+            vip_operations,
             failover,
             failover_detection,
             failover_election,

@@ -14,4 +14,5 @@ pub mod sched;
 pub mod shared;
 pub mod socket;
 pub mod timer;
+pub mod vip;
 pub(crate) mod writer;

@@ -240,3 +240,62 @@ fn a_clock_drift_that_leaves_no_lease_is_refused_naming_the_key() {
     .replace("check_quorum = true", "check_quorum = false");
     parse(&off).expect("raft without check-quorum keeps no lease");
 }
+
+#[test]
+fn virtual_addresses_parse_with_defaults_and_every_bad_key_is_blamed() {
+    use crate::contract::algorithm::AlgorithmKind::{Bully, Ring};
+    use std::net::Ipv4Addr;
+    // `lo` is on every machine the tests run on.
+    let c = parse(&head(
+        "[[vip]]\naddress = \"10.0.0.100/24\"\ninterface = \"lo\"\n\
+         [[vip]]\naddress = \" 10.0.0.101 \"\ninterface = \"lo\"\nalgorithm = \"bully\"\n\
+         garp_count = 0\ngarp_interval = \"250ms\"",
+    ))
+    .expect("valid vips");
+    assert_eq!(c.vips.len(), 2);
+    let (a, b) = (&c.vips[0], &c.vips[1]);
+    assert_eq!((a.address, a.prefix), (Ipv4Addr::new(10, 0, 0, 100), 24));
+    assert_eq!(a.interface, "lo");
+    assert_eq!(a.algorithm, Bully, "the only algorithm is the default");
+    assert_eq!((a.garp_count, a.garp_interval), (3, Duration::from_secs(1)));
+    assert_eq!(a.label(), "10.0.0.100/24");
+    assert_eq!((b.address, b.prefix), (Ipv4Addr::new(10, 0, 0, 101), 32));
+    assert_eq!(
+        (b.garp_count, b.garp_interval),
+        (0, Duration::from_millis(250))
+    );
+    let two = |extra: &str| head(extra).replace("[\"bully\"]", "[\"bully\", \"ring\"]");
+    let c = parse(&two(
+        "[[vip]]\naddress = \"10.0.0.100\"\ninterface = \"lo\"\nalgorithm = \"ring\"",
+    ))
+    .unwrap();
+    assert_eq!(c.vips[0].algorithm, Ring);
+    let vip = |body: &str| head(&format!("[[vip]]\n{body}"));
+    for (text, key, needle) in [
+        (two("[[vip]]\naddress = \"10.0.0.100\"\ninterface = \"lo\""), "vip[0].algorithm", "more than one algorithm"),
+        (vip("interface = \"lo\""), "vip[0].address", "missing"),
+        (vip("address = \"10.0.0.100\""), "vip[0].interface", "missing"),
+        (vip("address = \"10.0.0.300\"\ninterface = \"lo\""), "vip[0].address", "not an IPv4 address"),
+        (vip("address = \"fe80::1\"\ninterface = \"lo\""), "vip[0].address", "IPv6"),
+        (vip("address = \"10.0.0.1/40\"\ninterface = \"lo\""), "vip[0].address", "prefix"),
+        (vip("address = \"127.0.0.9\"\ninterface = \"lo\""), "vip[0].address", "cannot be"),
+        (vip("address = \"10.0.0.1\"\ninterface = \"eth0:1\""), "vip[0].interface", "not an interface name"),
+        (vip("address = \"10.0.0.1\"\ninterface = \"a-name-far-too-long\""), "vip[0].interface", "not an interface name"),
+        (vip("address = \"10.0.0.1\"\ninterface = \"electd-none0\""), "vip[0].interface", "no such interface"),
+        (vip("address = \"10.0.0.1\"\ninterface = \"lo\"\nalgorithm = \"raft\""), "vip[0].algorithm", "not in `algorithms`"),
+        (vip("address = \"10.0.0.1\"\ninterface = \"lo\"\nalgorithm = \"paxos\""), "vip[0].algorithm", "paxos"),
+        (vip("address = \"10.0.0.1\"\ninterface = \"lo\"\ngarp_count = -1"), "vip[0].garp_count", "0 to 100"),
+        (vip("address = \"10.0.0.1\"\ninterface = \"lo\"\ngarp_count = 101"), "vip[0].garp_count", "0 to 100"),
+        (vip("address = \"10.0.0.1\"\ninterface = \"lo\"\ngarp_interval = \"0s\""), "vip[0].garp_interval", "above zero"),
+        (vip("address = \"10.0.0.1\"\ninterface = \"lo\"\ngarp_interval = \"500us\""), "vip[0].garp_interval", "1ms to 1h"),
+        (vip("address = \"10.0.0.1\"\ninterface = \"lo\"\ngarp_interval = \"2h\""), "vip[0].garp_interval", "1ms to 1h"),
+        (vip("address = \"10.0.0.1\"\ninterface = \"lo\"\ncolour = \"red\""), "vip[0].colour", "unknown field"),
+        (
+            vip("address = \"10.0.0.1/24\"\ninterface = \"lo\"\n[[vip]]\naddress = \"10.0.0.1/32\"\ninterface = \"lo\""),
+            "vip[1].address",
+            "one address, one owner",
+        ),
+    ] {
+        fails(parse(&text), key, needle);
+    }
+}

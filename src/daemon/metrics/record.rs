@@ -56,6 +56,32 @@ impl Metrics {
         self.hook_runs.with_label_values(&[result]).inc();
     }
 
+    /// The `[[vip]]` addresses of this node: their series start at 0.
+    pub(crate) fn vip_known(&self, addresses: &[String]) {
+        for a in addresses {
+            self.vip_held.with_label_values(&[a]).set(0);
+            for op in ["add", "delete", "announce"] {
+                for result in ["ok", "error"] {
+                    self.vip_operations.with_label_values(&[a, op, result]);
+                }
+            }
+        }
+    }
+
+    /// A `[[vip]]` request to the kernel ended with `result`.
+    pub(crate) fn vip_operation(&self, address: &str, operation: &str, result: &str) {
+        self.vip_operations
+            .with_label_values(&[address, operation, result])
+            .inc();
+    }
+
+    /// Whether this node holds the `[[vip]]` address.
+    pub(crate) fn vip_held(&self, address: &str, held: bool) {
+        self.vip_held
+            .with_label_values(&[address])
+            .set(i64::from(held));
+    }
+
     /// `n` leader changes got no hook run because the hook fell behind (the hook then
     /// runs once per group with the current state instead).
     pub(crate) fn hook_skipped(&self, n: u64) {
