@@ -12,6 +12,12 @@
 #  3. node 3 restarted: its hook runs again (Bully: it leads again), node 2's hook
 #     removes the VIP there: exactly one live namespace holds it;
 #  4. SIGTERM of every node: each `stopped` run removes it; no namespace holds it;
+#  4b. the same VIP held by the daemons themselves (`[[vip]]`, no hook): an address
+#     left on node 1 by hand (as a killed daemon leaves it) is deleted at start, the
+#     VIP is on the leader only and answers; after node 3's SIGKILL it is on node 2,
+#     and node 1's neighbour entry for it names node 2's MAC without a new ping (the
+#     gratuitous ARP arrived); node 3 back takes it; SIGTERM deletes it everywhere; a
+#     start without CAP_NET_ADMIN or CAP_NET_RAW is refused, naming the capability;
 #  5. a short run of `electd bench --quick --only keepalived` (keepalived beside electd,
 #     3 rounds per fault): it must run (not skip) and write its table and plot;
 #  6. that bench again, sent SIGTERM during its first rounds: it must end by itself,
@@ -132,6 +138,52 @@ expect_holders "node 3 back" "3 " 1 2 3
 log "4. SIGTERM every node: the stopped runs remove it"
 for i in 1 2 3; do stop_pid "${PID[$i]}"; unset "PID[$i]"; done
 expect_holders "all stopped" "" 1 2 3
+
+log "4b. the VIP held by the daemons themselves ([[vip]], no hook)"
+cp "$WORK/electd.toml" "$WORK/electd-vip.toml"
+printf '\n[[vip]]\naddress = "%s/24"\ninterface = "eth0"\ngarp_interval = "100ms"\n' "$VIP" \
+    >>"$WORK/electd-vip.toml"
+start_vip_node() {
+    ip netns exec "$(ns "$1")" env -u ELECTD_HOOKS_ON_LEADER_CHANGE \
+        ELECTD_STATE_FILE="$WORK/state-$1" ELECTD_LOG=info \
+        "$ELECTD" run --config "$WORK/electd-vip.toml" --node-id "$1" >>"$WORK/v$1.log" 2>&1 &
+    PID[$1]=$!
+}
+ip -n "$(ns 1)" addr add "$VIP/24" dev eth0
+for i in $(seq $N); do start_vip_node "$i"; done
+expect_holders "[[vip]] cold start (node 1's stale address deleted)" "3 " 1 2 3
+grep -q "deleted an address left behind" "$WORK/v1.log" \
+    || { echo "system-keepalived: node 1 did not report deleting the stale address" >&2; exit 1; }
+ip -n "$(ns 1)" neigh flush dev eth0
+ip netns exec "$(ns 1)" ping -c 1 -W 2 "$VIP" >/dev/null || { echo "[[vip]] VIP does not answer" >&2; exit 1; }
+mac_of() { ip -n "$(ns "$1")" link show eth0 | awk '/link\/ether/ {print $2}'; }
+neigh_mac() { ip -n "$(ns 1)" neigh show "$VIP" dev eth0 | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}'; }
+[ "$(neigh_mac)" = "$(mac_of 3)" ] || { echo "system-keepalived: node 1 resolved the VIP to $(neigh_mac), not node 3's $(mac_of 3)" >&2; exit 1; }
+kill -9 "${PID[3]}"; wait "${PID[3]}" 2>/dev/null || true; unset "PID[3]"
+ip -n "$(ns 3)" link set eth0 down
+expect_holders "[[vip]] leader killed" "2 " 1 2
+# No ping since: only node 2's gratuitous ARP can have moved node 1's entry.
+for i in $(seq 100); do [ "$(neigh_mac)" = "$(mac_of 2)" ] && break; sleep 0.05; done
+[ "$(neigh_mac)" = "$(mac_of 2)" ] \
+    || { echo "system-keepalived: node 1's entry for the VIP is $(neigh_mac), not node 2's $(mac_of 2): no gratuitous ARP" >&2; exit 1; }
+log "[[vip]] node 1's neighbour entry moved to node 2's MAC by its gratuitous ARP"
+ip netns exec "$(ns 1)" ping -c 1 -W 2 -I eth0 "$VIP" >/dev/null || { echo "[[vip]] moved VIP does not answer" >&2; exit 1; }
+ip -n "$(ns 3)" link set eth0 up
+start_vip_node 3
+expect_holders "[[vip]] node 3 back (its stale address deleted, then taken again)" "3 " 1 2 3
+for i in 1 2 3; do stop_pid "${PID[$i]}"; unset "PID[$i]"; done
+expect_holders "[[vip]] all stopped" "" 1 2 3
+# Root without CAP_NET_ADMIN (dropped from the bounding and inheritable sets), then
+# without CAP_NET_RAW: each refused at start, naming the capability.
+for cap in net_admin net_raw; do
+    rc=0
+    ip netns exec "$(ns 1)" setpriv --bounding-set="-$cap" --inh-caps="-$cap" \
+        env -u ELECTD_HOOKS_ON_LEADER_CHANGE ELECTD_STATE_FILE="$WORK/state-1" \
+        "$ELECTD" run --config "$WORK/electd-vip.toml" --node-id 1 >"$WORK/nocap.log" 2>&1 || rc=$?
+    [ "$rc" -ne 0 ] && grep -q "needs CAP_${cap^^}" "$WORK/nocap.log" \
+        || { echo "system-keepalived: a [[vip]] node without CAP_${cap^^} was not refused (exit $rc):" >&2; cat "$WORK/nocap.log" >&2; exit 1; }
+    log "[[vip]] start without CAP_${cap^^} refused: $(grep -o 'needs CAP_[A-Z_]*' "$WORK/nocap.log" | head -1)"
+done
 
 log "5. a short run of the bench beside keepalived"
 "$ELECTD" bench --quick --only keepalived --out "$WORK/bench" 2>&1 | tee "$WORK/bench.log"
