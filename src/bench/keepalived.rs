@@ -1,6 +1,8 @@
 //! `electd bench --only keepalived`: a virtual IP moved by keepalived (VRRPv3) beside
-//! one moved by electd with the hook of docs/keepalived.md (`deploy/hooks/electd-vip`),
-//! in network namespaces, measured by one client.
+//! one moved by electd itself (`[[vip]]`: netlink and a packet socket, in-process, as
+//! keepalived does) and one moved by electd with the hook of docs/keepalived.md
+//! (`deploy/hooks/electd-vip`: processes), in network namespaces, measured by one
+//! client.
 //!
 //! # Setup
 //! Five hosts (`<p>-1..5`, NET.i/24 on eth0) and a client (`<p>-c`, NET.200) on a
@@ -43,7 +45,8 @@
 //! SIGTERM ends it after the current round, with the daemons stopped and the
 //! namespaces deleted.
 //!
-//! For debugging: `KA_SYSTEMS=electd` (or `keepalived`) runs one system only,
+//! For debugging: `KA_SYSTEMS=electd` (or `keepalived`, `electd-hook`; a comma-separated
+//! list) runs those systems only,
 //! `KA_NODE_LOG=info` sets the electd nodes' log filter (default `warn`), `KEEP=1` keeps
 //! the work directory (configurations, the daemons' logs).
 
@@ -240,7 +243,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
     let mut rng = electd::contract::rng::Rng::new(opts.seed);
     let mut rows = Vec::new();
     let only = std::env::var("KA_SYSTEMS").unwrap_or_default();
-    for sys in [System::Keepalived, System::Electd] {
+    for sys in [System::Keepalived, System::Electd, System::ElectdHook] {
         if !only.is_empty() && !only.split(',').any(|x| x == sys.name()) {
             continue;
         }

@@ -24,7 +24,10 @@ pub(super) fn signal(pid: u32, sig: i32) {
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum System {
     Keepalived,
+    /// electd holding the VIP itself (`[[vip]]`).
     Electd,
+    /// electd with the guide's hook (`deploy/hooks/electd-vip`).
+    ElectdHook,
 }
 
 impl System {
@@ -32,6 +35,7 @@ impl System {
         match self {
             System::Keepalived => "keepalived",
             System::Electd => "electd",
+            System::ElectdHook => "electd-hook",
         }
     }
 }
@@ -148,6 +152,14 @@ impl Bench {
             .stdout(Stdio::null())
             .status()?;
         anyhow::ensure!(st.success(), "electd config init failed");
+        // The same cluster holding the VIP itself: `[[vip]]` with its defaults (3
+        // gratuitous ARPs 1 s apart, as the hook's `arping -c 3`).
+        let mut with_vip = std::fs::read_to_string(self.work.join("electd.toml"))?;
+        with_vip.push_str(&format!(
+            "\n[[vip]]\naddress = \"{}/24\"\ninterface = \"eth0\"\n",
+            self.vip()
+        ));
+        std::fs::write(self.work.join("electd-vip.toml"), with_vip)?;
         for i in 1..=HOSTS {
             let conf = format!(
                 "global_defs {{\n  router_id h{i}\n  vrrp_version 3\n}}\n\
@@ -184,25 +196,32 @@ impl Bench {
                     .arg("-r")
                     .arg(&vrrp_pid);
             }
-            System::Electd => {
+            System::Electd | System::ElectdHook => {
                 let run = self.work.join(format!("run-{i}"));
                 std::fs::create_dir_all(&run)?;
+                let file = if sys == System::Electd {
+                    "electd-vip.toml"
+                } else {
+                    "electd.toml"
+                };
                 cmd.arg(&self.exe)
                     .args(["run", "--config"])
-                    .arg(self.work.join("electd.toml"))
+                    .arg(self.work.join(file))
                     .args(["--node-id", &i.to_string()])
-                    .env("ELECTD_STATE_FILE", self.work.join(format!("state-{i}")))
-                    .env(
+                    .env("ELECTD_STATE_FILE", self.work.join(format!("state-{i}")));
+                if sys == System::ElectdHook {
+                    cmd.env(
                         "ELECTD_HOOKS_ON_LEADER_CHANGE",
                         self.work.join("electd-vip"),
                     )
                     .env("VIP_ADDRESS", format!("{}/24", self.vip()))
                     .env("VIP_DEV", "eth0")
-                    .env("VIP_RUN_DIR", &run)
-                    .env(
-                        "ELECTD_LOG",
-                        std::env::var("KA_NODE_LOG").unwrap_or_else(|_| "warn".into()),
-                    );
+                    .env("VIP_RUN_DIR", &run);
+                }
+                cmd.env(
+                    "ELECTD_LOG",
+                    std::env::var("KA_NODE_LOG").unwrap_or_else(|_| "warn".into()),
+                );
                 for (k, v) in ELECTD_ENV {
                     cmd.env(k, v);
                 }

@@ -20,18 +20,21 @@ pub fn markdown(s: &mut String, k: &VersusKeepalived) {
     }
     let _ = writeln!(
         s,
-        "{} (VRRPv3, `advert_int 0.01`) beside electd Bully with the hook \
-         `deploy/hooks/electd-vip` (docs/keepalived.md), {HOSTS} hosts and a client in network \
+        "{} (VRRPv3, `advert_int 0.01`) beside electd Bully twice: *electd* holds the VIP \
+         itself (`[[vip]]`: one netlink request and a gratuitous ARP from a packet socket, \
+         in-process as keepalived does), *electd-hook* with the hook \
+         `deploy/hooks/electd-vip` (docs/keepalived.md); {HOSTS} hosts and a client in network \
          namespaces on one bridge; the client pings the VIP every 1 ms and records which MAC \
-         answers. Interval {} ms for both; electd: `{}`. {} rounds per fault, each fault held \
+         answers. Interval {} ms for all; electd: `{}`. {} rounds per fault, each fault held \
          {} ms. Figures in ms, median / p99 / max; *takeover*: fault → first reply from \
          another host; *outage*: longest stretch without a reply during the fault; *dual*: \
          time with the VIP on two or more hosts; *VIP added*: fault → the VIP on a host that \
-         did not hold it (electd: detection, election and the hook's `sh` and `ip`; \
-         keepalived: detection and one netlink call in-process); *first GARP*: fault → the \
-         first gratuitous ARP at the client; *return*: from the restore (restart, \
+         did not hold it (detection, election, then the address change: in-process for \
+         keepalived and electd, the hook's `sh` and `ip` for electd-hook); *first GARP*: \
+         fault → the first gratuitous ARP at the client; *return*: from the restore (restart, \
          SIGCONT, link up, heal) until the VIP is on host {HOSTS} alone and answering. \
-         Load average {:.1} before, {:.1} after{}.\n",
+         Load average {:.1} before, {:.1} after{}. The targets compare electd's `[[vip]]` \
+         with keepalived; the hook's rows show what processes add.\n",
         k.keepalived_version,
         k.advert_ms,
         k.electd_env.join(" "),
@@ -40,8 +43,8 @@ pub fn markdown(s: &mut String, k: &VersusKeepalived) {
         k.load.0,
         k.load.1,
         if k.load.0.max(k.load.1) > 1.0 {
-            " — a loaded machine: electd's hook starts processes (`sh`, `ip`, `arping`) \
-             that wait for a core, keepalived changes the address in-process"
+            " — a loaded machine: the hook starts processes (`sh`, `ip`, `arping`) that \
+             wait for a core"
         } else {
             ""
         }
@@ -52,7 +55,7 @@ pub fn markdown(s: &mut String, k: &VersusKeepalived) {
     );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for fault in FAULTS {
-        for sys in ["keepalived", "electd"] {
+        for sys in ["keepalived", "electd", "electd-hook"] {
             if let Some(r) = k.row(sys, fault) {
                 let _ = writeln!(
                     s,
@@ -160,7 +163,7 @@ pub fn plot(k: &VersusKeepalived, path: &Path) -> Result<(), String> {
         .flat_map(value)
         .fold(4.0 * ADVERT_MS as f64, f64::max)
         * 1.1;
-    let root = SVGBackend::new(path, (960, 520)).into_drawing_area();
+    let root = SVGBackend::new(path, (1200, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
     let n = k.rows.len() as f64;
     let mut chart = ChartBuilder::on(&root)
@@ -183,7 +186,11 @@ pub fn plot(k: &VersusKeepalived, path: &Path) -> Result<(), String> {
             format!(
                 "{} {}",
                 r.fault,
-                if r.system == "electd" { "E" } else { "K" }
+                match r.system.as_str() {
+                    "electd" => "E",
+                    "electd-hook" => "H",
+                    _ => "K",
+                }
             )
         })
         .collect();
@@ -198,12 +205,16 @@ pub fn plot(k: &VersusKeepalived, path: &Path) -> Result<(), String> {
                 String::new()
             }
         })
-        .y_desc("ms (K = keepalived, E = electd)")
+        .y_desc("ms (K = keepalived, E = electd [[vip]], H = electd hook)")
         .disable_x_mesh()
         .draw()
         .map_err(|x| e(&x))?;
     for (i, r) in k.rows.iter().enumerate() {
-        let color = if r.system == "electd" { BLUE } else { RED };
+        let color = match r.system.as_str() {
+            "electd" => BLUE,
+            "electd-hook" => GREEN,
+            _ => RED,
+        };
         let vs = value(r);
         let m = vs.len().max(1) as f64;
         chart
