@@ -47,6 +47,14 @@ impl Vip {
     }
 }
 
+/// The index of interface `name` in this network namespace, `None` if there is none.
+pub fn interface_index(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: if_nametoindex reads the NUL-terminated name.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    (i != 0).then_some(i)
+}
+
 /// Longest interface name Linux accepts (IFNAMSIZ − 1).
 const IFNAME_MAX: usize = 15;
 
@@ -89,7 +97,7 @@ impl Validator<'_> {
                     ),
                 ));
             }
-            if crate::daemon::vip::interface_index(&interface).is_none() {
+            if interface_index(&interface).is_none() {
                 self.host_local(self.err(
                     key("interface"),
                     format!("{interface:?}: no such interface on this machine"),

@@ -26,7 +26,7 @@
 
 pub(crate) mod netlink;
 
-use crate::config::vip::Vip;
+use crate::config::vip::{interface_index, Vip};
 use crate::daemon::shared::{LeaderEvent, Shared};
 use netlink::{ArpSocket, Netlink, Op};
 use std::sync::Arc;
@@ -38,13 +38,6 @@ use tokio::time::Instant;
 /// How soon a refused request is asked again.
 pub const RETRY: Duration = Duration::from_millis(100);
 
-/// The index of interface `name` in this network namespace, `None` if there is none.
-pub fn interface_index(name: &str) -> Option<u32> {
-    let c = std::ffi::CString::new(name).ok()?;
-    // SAFETY: if_nametoindex reads the NUL-terminated name.
-    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
-    (i != 0).then_some(i)
-}
 
 /// The sockets and the checked configuration, from [`prepare`].
 pub struct Prepared {
