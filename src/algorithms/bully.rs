@@ -29,10 +29,12 @@
 //! - A node started without calling an election arms a watchdog so that it is never
 //!   left without a leader forever.
 //! - Each COORDINATOR carries an epoch (max seen + 1): the group's fencing token.
-//! - On a graceful resignation, and when the failure detector declares the leader
-//!   lost, only the next-highest node calls an election at once; the others wait for
-//!   its COORDINATOR one turn (T + 2H) per member ranked between them and the lost
-//!   leader, and call one if none comes (a dead or drained successor costs one turn). Every survivor
+//! - On a graceful resignation only the next-highest node calls an election at once;
+//!   when the failure detector declares the leader lost, the next-highest and the one
+//!   below it do (the leader's silence may be its successor's too: both killed, or cut
+//!   off together). The others wait for a COORDINATOR one turn (T + 2H) per member
+//!   ranked between them and those who called, and call one if none comes (a further
+//!   dead or drained member costs one turn; `bully_common::turns_before`). Every survivor
 //!   notices a silent leader within a heartbeat of the others: the textbook's "every
 //!   node that notices calls an election" made N survivors send about N²/2 ELECTION
 //!   and OK messages at once (the storm of 64 processes on two cores). The simulator's

@@ -288,28 +288,42 @@ pub(super) fn arm_watchdog(t: &Timing, out: &mut Out) {
     out.set_timer(Timer::Retry, t.failure_timeout, t.failure_timeout * 2);
 }
 
-/// After losing the leader `old`: how many members rank between this node and `old`,
-/// i.e. how many turns this node lets go first (0: it is the successor and calls an
-/// election at once). On a graceful resignation and on silence the successor (the
-/// highest-ranked node below the lost leader) calls at once; the member k ranks below
-/// it waits k turns ([`arm_successor_watchdog`]) for a COORDINATOR and calls one itself
-/// if none comes, so a dead, cut-off or drained successor costs one turn, not a whole
-/// watchdog. In the textbook every node that notices the silence calls an election: on
-/// a real network they all notice it within a heartbeat of each other, and N survivors
-/// calling at once cost about N²/2 ELECTION and OK messages. When told to act
-/// ([`LeaderLoss::Told`]: the simulator's detection step, which the literature's counts
-/// are about) a node calls at once, as in the textbook.
+/// After losing the leader `old`: how many turns this node lets go first (0: it calls
+/// an election at once), from the members ranked between this node and `old`.
+///
+/// - On a graceful resignation the successor (the highest-ranked node below the lost
+///   leader) calls at once; the member k ranks below it waits k turns
+///   ([`arm_successor_watchdog`]) for a COORDINATOR and calls one itself if none
+///   comes, so a drained successor costs one turn, not a whole watchdog.
+/// - On silence (the failure detector) the successor *and the member just below it*
+///   call at once, and the member k ranks below the successor waits k − 1 turns. The
+///   leader's silence may be the successor's too — both killed, or cut off together
+///   on the other side of a partition, as a VIP's holder and its backup in one rack —
+///   and then the second's election, sent to both at once, ends in T instead of after
+///   a turn (T + 2H) of waiting for the successor. With the successor alive the
+///   second's election costs three messages (its ELECTION to the successor and the
+///   lost leader, the successor's OK), and it follows the successor's COORDINATOR.
+///
+/// In the textbook every node that notices the silence calls an election: on a real
+/// network they all notice it within a heartbeat of each other, and N survivors calling
+/// at once cost about N²/2 ELECTION and OK messages; two cost at most three more. When
+/// told to act ([`LeaderLoss::Told`]: the simulator's detection step, which the
+/// literature's counts are about) a node calls at once, as in the textbook.
 pub(super) fn turns_before(
     why: LeaderLoss,
     old: Option<NodeId>,
     higher: &[NodeId],
     cfg: &GroupConfig,
 ) -> usize {
-    match (why, old) {
-        (LeaderLoss::Resigned | LeaderLoss::Silent, Some(old)) => higher
+    let between = |old: NodeId| {
+        higher
             .iter()
             .filter(|&&h| h != old && !cfg.outranks(h, old))
-            .count(),
+            .count()
+    };
+    match (why, old) {
+        (LeaderLoss::Resigned, Some(old)) => between(old),
+        (LeaderLoss::Silent, Some(old)) => between(old).saturating_sub(1),
         _ => 0,
     }
 }

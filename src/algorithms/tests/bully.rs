@@ -367,9 +367,9 @@ fn a_restarted_node_calls_an_election_and_a_waiting_one_arms_a_watchdog() {
 
 #[test]
 fn a_lost_leader_makes_the_node_elect_and_a_resignation_lets_the_successor_go_first() {
-    // Silence (the failure detector): every node that notices calls an election, as in
-    // the textbook. A graceful resignation of 5: only 4, the highest below it, calls one
-    // at once; the others wait for its COORDINATOR under a watchdog.
+    // Silence (the failure detector): the two highest below the lost leader call an
+    // election at once. A graceful resignation of 5: only 4, the highest below it,
+    // calls one at once; the others wait for its COORDINATOR under a watchdog.
     // Told (the simulator's detection step): the textbook, elect at once.
     let mut b = follower(2);
     let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Told, out));
@@ -377,12 +377,17 @@ fn a_lost_leader_makes_the_node_elect_and_a_resignation_lets_the_successor_go_fi
     assert!(fx.started_election());
     assert_eq!(fx.recipients(), vec![3, 4, 5]);
 
-    // Silence (the failure detector): the successor elects at once, the others wait
-    // for its COORDINATOR under the watchdog.
+    // Silence (the failure detector): the successor and the one below it elect at
+    // once (each to every node above it), the others wait for a COORDINATOR under the
+    // watchdog.
     let mut b = follower(4);
     let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Silent, out));
     assert!(fx.started_election());
     assert_eq!(fx.recipients(), vec![5]);
+    let mut b = follower(3);
+    let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Silent, out));
+    assert!(fx.started_election());
+    assert_eq!(fx.recipients(), vec![4, 5]);
     let mut b = follower(2);
     let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Silent, out));
     assert_eq!(fx.leader_changes().first().map(|c| c.0), Some(None));
@@ -410,18 +415,21 @@ fn a_lost_leader_lets_each_member_between_go_first_for_one_turn_each() {
     // election. Now the member k ranks below the successor waits k turns of
     // T + 2H (drawn within one heartbeat more): the successor's election, plus the
     // members' detectors firing up to a heartbeat apart.
+    // On silence the member just below the successor calls at once too (both may be
+    // gone: killed together, cut off together), so every turn comes one earlier.
     let t = crate::contract::algorithm::Timing::default();
     let turn = t.answer_timeout + t.heartbeat * 2;
-    for (me, turns) in [(4u32, 0u32), (3, 1), (2, 2), (1, 3)] {
+    for (me, resigned_turns) in [(4u32, 0u32), (3, 1), (2, 2), (1, 3)] {
         let mut b = follower(me);
         for why in [LeaderLoss::Silent, LeaderLoss::Resigned] {
+            let turns = match why {
+                LeaderLoss::Silent => resigned_turns.saturating_sub(1),
+                _ => resigned_turns,
+            };
             let mut b2 = follower(me);
             let fx = step(&mut b2, |a, out| a.on_leader_lost(why, out));
             if turns == 0 {
-                assert!(
-                    fx.started_election(),
-                    "node {me}: the successor calls at once"
-                );
+                assert!(fx.started_election(), "node {me}: calls at once ({why:?})");
                 continue;
             }
             assert!(!fx.started_election(), "node {me} waits its turn ({why:?})");
@@ -438,7 +446,7 @@ fn a_lost_leader_lets_each_member_between_go_first_for_one_turn_each() {
         }
         // A COORDINATOR before its turn: it follows and the turn passes silently.
         let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Silent, out));
-        if turns > 0 {
+        if resigned_turns > 1 {
             assert!(!fx.started_election());
             let _ = deliver(
                 &mut b,

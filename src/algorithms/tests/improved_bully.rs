@@ -295,7 +295,8 @@ fn a_flagged_node_does_not_start_a_second_election_when_the_leader_is_lost() {
     let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Silent, out));
     assert!(fx.messages().is_empty(), "{fx:?}");
     assert!(!fx.started_election());
-    // A plain follower does call one (told; on silence only the successor does).
+    // A plain follower does call one (told; on silence only the two below the lost
+    // leader do).
     let mut b = node(3);
     let _ = deliver(
         &mut b,
