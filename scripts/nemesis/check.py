@@ -135,9 +135,10 @@ def timing_values(t):
 def model_row_ms(alg, row, t, n, others_down=0, d=D_MS):
     """One cell of the model's table (ms, without observing); `row` as in ROW_OF.
 
-    killed    Bully F + T + 3d, + j·(T + 2H) + H when j > 0 members ranked below the
-              lost leader are down, cut off or drained (each of them costs the others
-              one turn: bully_common::turns_before); ring family F + h·N·d, + S·G per
+    killed    Bully F + T + 3d, + (j − 1)·(T + 2H) + H when j > 1 members ranked
+              below the lost leader are down, cut off or drained (on a silent leader
+              the two highest below it call at once, and each further one costs the
+              others one turn: bully_common::turns_before); ring family F + h·N·d, + S·G per
               other member down or cut off at the event (the model's "+ S·G per other
               dead member not yet known"), and 2B (the restart drawn in [B, 2B]) when
               more than one is: a round meets them all; Raft E_max + 5d per round, budget 2 rounds
@@ -154,7 +155,8 @@ def model_row_ms(alg, row, t, n, others_down=0, d=D_MS):
               F + H + h·N·d + 2·S·G; Raft 2·E_max + G
     resigned  (derived: drain, transfer) an election without detection: the RESIGN (or
               HANDOFF / TIMEOUT_NOW) takes d, then the killed row without its detector
-              F: Bully d + T + 3d (+ the turns as killed), ring family d + h·N·d
+              F: Bully d + T + 3d, + j·(T + 2H) + H when j > 0 (on a resignation only
+              the successor calls at once, so each of the j costs a turn), ring family d + h·N·d
               (+ S·G per member down, as killed); Raft
               d + 2(E_max + 5d) (its
               followers campaign after their election timeout: the killed row)
@@ -167,7 +169,10 @@ def model_row_ms(alg, row, t, n, others_down=0, d=D_MS):
     H, F, T, T2, E, Rh, G = v["H"], v["F"], v["T"], v["T'"], v["E_max"], v["R^"], v["G"]
     fam = "bully" if alg in BULLY else "ring" if alg in RING else "raft"
     h = HOPS.get(alg, 0)
-    turns = others_down * (T + 2 * H) + H if others_down > 0 else 0.0
+    # Bully's turns (bully_common::turns_before): on a resignation only the successor
+    # calls at once; on silence (the detector) the member below it does too.
+    turns_resigned = others_down * (T + 2 * H) + H if others_down > 0 else 0.0
+    turns = (others_down - 1) * (T + 2 * H) + H if others_down > 1 else 0.0
     # The ring family: + S·G per member down, and an election that meets more than one
     # such member restarts after [B, 2B] (ring_common::election_bound):
     # B = T' + S·F + h·N·T/2.
@@ -188,7 +193,7 @@ def model_row_ms(alg, row, t, n, others_down=0, d=D_MS):
                 "ring": F + H + h * n * d + 2 * STRIKES * G + ring_down,
                 "raft": 2 * E + G}[fam]
     if row == "resigned":
-        return {"bully": d + T + 3 * d + turns,
+        return {"bully": d + T + 3 * d + turns_resigned,
                 "ring": d + h * n * d + ring_down,
                 "raft": d + 2 * (E + 5 * d)}[fam]
     raise ValueError(row)

@@ -24,7 +24,8 @@
 //!
 //! # A round
 //! Wait until the VIP is on host 5 only and the client has had replies from host 5's
-//! MAC for 200 ms; apply the fault to host 5 at t0 (`sigkill` of the daemon —
+//! MAC for 200 ms, then a delay within one interval that is the same for every system
+//! and stratified over the rounds ([`kill_phases`]); apply the fault to host 5 at t0 (`sigkill` of the daemon —
 //! keepalived's VRRP child and its parent —, `sigstop` of it, `link`: its bridge port
 //! down, `partition`: hosts 4 and 5 moved to a second bridge, 3+2 with the client on
 //! the side of three); hold it [`HOLD`]; restore it at t1 (restart, SIGCONT, port up,
@@ -240,7 +241,6 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
     };
     catch_stop_signals();
     b.setup()?;
-    let mut rng = electd::contract::rng::Rng::new(opts.seed);
     let mut rows = Vec::new();
     let only = std::env::var("KA_SYSTEMS").unwrap_or_default();
     for sys in [System::Keepalived, System::Electd, System::ElectdHook] {
@@ -254,14 +254,14 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
         for i in 1..=HOSTS {
             b.start(sys, i)?;
         }
-        for fault in FAULTS {
+        for (f, fault) in FAULTS.iter().copied().enumerate() {
             let mut rs = Vec::new();
             let mut not_started = 0;
-            for k in 0..rounds {
+            let phases = kill_phases(opts.seed, f, rounds);
+            for (k, &phase) in phases.iter().enumerate() {
                 // Interrupted: return, and `b`'s drop stops the daemons and deletes
                 // the namespaces (a signal's default action would leave them).
                 anyhow::ensure!(!stop_signalled(), "keepalived section interrupted");
-                let phase = rng.next_u64() % (ADVERT_MS * 1000);
                 let Some(r) = b.round(sys, fault, phase)? else {
                     not_started += 1;
                     log(&format!(
@@ -314,6 +314,25 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
         load: (load_start, super::load_average()),
         rows,
     })
+}
+
+/// The delays (µs) between the settled moment and the fault of each round of fault
+/// number `fault`: one per round, stratified over one interval (round k's in the k-th
+/// of `rounds` equal slices of [0, ADVERT_MS), drawn within it) and the same for every
+/// system. A daemon's beats start when it takes over, and a round starts a fixed time
+/// after the client sees the takeover, so this delay decides where in the interval the
+/// fault strikes: drawn independently per system, the phases of 20 rounds put one
+/// system's median a millisecond or two off the other's by luck (measured: the same
+/// rounds of two runs with one seed took 25 and 33 ms alike); drawn like this both
+/// systems meet the same phases, spread evenly.
+pub(crate) fn kill_phases(seed: u64, fault: usize, rounds: usize) -> Vec<u64> {
+    let mut rng = electd::contract::rng::Rng::new(
+        seed ^ (fault as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    );
+    let slice = ADVERT_MS * 1000 / rounds.max(1) as u64;
+    (0..rounds as u64)
+        .map(|k| k * slice + rng.next_u64() % slice.max(1))
+        .collect()
 }
 
 /// A SIGINT or SIGTERM arrived while the section ran.
@@ -430,6 +449,27 @@ mod tests {
         });
         let r = analyse(held, &stay, old, t0, at(t0, 100), at(t0, 200), true);
         assert_eq!(r.dual_ms, 65.0);
+    }
+
+    #[test]
+    fn every_system_meets_the_same_phases_one_per_slice_of_the_interval() {
+        for rounds in [3, 20] {
+            for f in 0..FAULTS.len() {
+                let p = kill_phases(7, f, rounds);
+                assert_eq!(p, kill_phases(7, f, rounds), "the same for every system");
+                assert_eq!(p.len(), rounds);
+                let slice = ADVERT_MS * 1000 / rounds as u64;
+                for (k, &x) in p.iter().enumerate() {
+                    let k = k as u64;
+                    assert!(
+                        (k * slice..(k + 1) * slice).contains(&x),
+                        "{x} in slice {k}"
+                    );
+                }
+            }
+            assert_ne!(kill_phases(7, 0, rounds), kill_phases(7, 1, rounds));
+            assert_ne!(kill_phases(7, 0, rounds), kill_phases(8, 0, rounds));
+        }
     }
 
     #[test]
