@@ -38,7 +38,6 @@ use tokio::time::Instant;
 /// How soon a refused request is asked again.
 pub const RETRY: Duration = Duration::from_millis(100);
 
-
 /// The sockets and the checked configuration, from [`prepare`].
 pub struct Prepared {
     vips: Vec<Vip>,
