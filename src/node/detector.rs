@@ -41,14 +41,21 @@ impl Node {
                 let kind = grp.kind;
                 self.set_ineligible(now, Some(kind), Ineligible::NoQuorum, false);
             }
-            let deadline = now + self.timing.failure_timeout;
-            self.arm(g, Slot::Detector, deadline);
-            self.groups[g].detector_grace = false;
-            if term > self.groups[g].term {
-                self.groups[g]
-                    .algo
-                    .on_leader_term(from, term, &mut self.out);
-                self.apply(g, now);
+            // Standing again may have made this node the leader at once (it outranks
+            // `from`: Bully announces without asking anyone). The heartbeat then no
+            // longer feeds a detector: armed here, it fired a failure timeout later on
+            // the node's own leadership, which it "lost" and took again in a new term
+            // (seen after every heal of the keepalived bench's partition).
+            if self.groups[g].leader == Some(from) {
+                let deadline = now + self.timing.failure_timeout;
+                self.arm(g, Slot::Detector, deadline);
+                self.groups[g].detector_grace = false;
+                if term > self.groups[g].term {
+                    self.groups[g]
+                        .algo
+                        .on_leader_term(from, term, &mut self.out);
+                    self.apply(g, now);
+                }
             }
         } else {
             grp.algo.on_foreign_leader(from, term, &mut self.out);

@@ -387,3 +387,44 @@ fn a_leader_reads_answers_late_only_where_its_lease_outlasts_the_wait() {
         }
     }
 }
+
+/// Seen in the keepalived bench (round 20): after a 3+2 partition with the leader on
+/// the side of two heals, the returning best-ranked node takes the group back — and,
+/// a failure timeout later, "lost" its own leadership and took it again in a new term:
+/// a needless term and, with `[[vip]]`, the address deleted and added again. It stood
+/// again on a heartbeat of the majority's leader (its `no_quorum` step-down lifted),
+/// won at once, and the rest of that heartbeat's handling armed the failure detector
+/// for the leader it no longer followed. Once it leads after the heal it must lead on
+/// in that term.
+#[test]
+fn the_leader_back_from_a_partition_keeps_the_term_it_retakes() {
+    for kind in [AlgorithmKind::Bully, AlgorithmKind::ImprovedBully] {
+        for seed in 1..=5 {
+            let mut s = sim(kind, true, seed);
+            let t = s.config().timing.clone();
+            assert_eq!(s.agreement(kind), Some(N), "{kind}: the highest id leads");
+            s.cuts_mut()
+                .partition(&[vec![N, N - 1], (1..N - 1).collect()]);
+            s.run_for(Duration::from_secs(1));
+            s.cuts_mut().heal();
+            let mut terms = Vec::new();
+            for _ in 0..2000 {
+                s.run_for(Duration::from_millis(1));
+                let five = node(&s, N);
+                if five.leader(kind) == Some(N) {
+                    let term = five.group_status(kind).expect("group").term;
+                    if terms.last() != Some(&term) {
+                        terms.push(term);
+                    }
+                }
+            }
+            assert_eq!(
+                terms.len(),
+                1,
+                "{kind} seed {seed}: node {N} led in terms {terms:?} after the heal \
+                 (failure timeout {:?})",
+                t.failure_timeout
+            );
+        }
+    }
+}
