@@ -138,7 +138,9 @@ def model_row_ms(alg, row, t, n, others_down=0, d=D_MS):
     killed    Bully F + T + 3d, + (j − 1)·(T + 2H) + H when j > 1 members ranked
               below the lost leader are down, cut off or drained (on a silent leader
               the two highest below it call at once, and each further one costs the
-              others one turn: bully_common::turns_before); ring family F + h·N·d, + S·G per
+              others one turn: bully_common::turns_before); Improved Bully the same
+              with j·(T + 2H) + H when j > 0 (only the successor calls at once);
+              ring family F + h·N·d, + S·G per
               other member down or cut off at the event (the model's "+ S·G per other
               dead member not yet known"), and 2B (the restart drawn in [B, 2B]) when
               more than one is: a round meets them all; Raft E_max + 5d per round, budget 2 rounds
@@ -172,7 +174,10 @@ def model_row_ms(alg, row, t, n, others_down=0, d=D_MS):
     # Bully's turns (bully_common::turns_before): on a resignation only the successor
     # calls at once; on silence (the detector) the member below it does too.
     turns_resigned = others_down * (T + 2 * H) + H if others_down > 0 else 0.0
-    turns = (others_down - 1) * (T + 2 * H) + H if others_down > 1 else 0.0
+    if alg == "bully":
+        turns = (others_down - 1) * (T + 2 * H) + H if others_down > 1 else 0.0
+    else:
+        turns = turns_resigned
     # The ring family: + S·G per member down, and an election that meets more than one
     # such member restarts after [B, 2B] (ring_common::election_bound):
     # B = T' + S·F + h·N·T/2.

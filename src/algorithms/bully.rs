@@ -32,7 +32,7 @@
 //! - On a graceful resignation only the next-highest node calls an election at once;
 //!   when the failure detector declares the leader lost, the next-highest and the one
 //!   below it do (the leader's silence may be its successor's too: both killed, or cut
-//!   off together). The others wait for a COORDINATOR one turn (T + 2H) per member
+//!   off together; Improved Bully keeps one caller, see `bully_common::turns_before`). The others wait for a COORDINATOR one turn (T + 2H) per member
 //!   ranked between them and those who called, and call one if none comes (a further
 //!   dead or drained member costs one turn; `bully_common::turns_before`). Every survivor
 //!   notices a silent leader within a heartbeat of the others: the textbook's "every
@@ -91,6 +91,10 @@ pub(crate) struct Bully {
 }
 
 impl Bully {
+    /// On a silent leader the member below the successor calls at once too
+    /// (`bully_common::turns_before`).
+    const SECOND_CALLS: bool = true;
+
     /// A node of group `cfg`, not yet started.
     pub(crate) fn new(cfg: GroupConfig) -> Self {
         Bully {

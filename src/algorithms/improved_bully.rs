@@ -68,6 +68,10 @@ pub(crate) struct ImprovedBully {
 }
 
 impl ImprovedBully {
+    /// On a silent leader only the successor calls at once
+    /// (`bully_common::turns_before`).
+    const SECOND_CALLS: bool = false;
+
     /// A node of group `cfg`, not yet started.
     pub(crate) fn new(cfg: GroupConfig) -> Self {
         ImprovedBully {
