@@ -119,7 +119,11 @@ pub fn targets(k: &VersusKeepalived) -> Vec<crate::bench::Target> {
                 target: format!("≤ keepalived's ({:.1} ms median)", ka.dual.median),
                 measured: format!("median {:.1}, max {:.1} ms", el.dual.median, el.dual.max),
                 met: el.dual.n > 0 && el.dual.median <= ka.dual.median,
-                note: "require_quorum: the minority's leader lets go when its lease ends".into(),
+                note: "require_quorum: the minority's leader steps down (no majority answered \
+                       for a failure timeout) and deletes the address; the majority's new \
+                       leader has taken it a failure timeout and an answer timeout after the \
+                       cut"
+                .into(),
             });
         } else {
             out.push(crate::bench::Target {
