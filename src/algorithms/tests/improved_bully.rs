@@ -13,6 +13,21 @@ fn node(me: NodeId) -> ImprovedBully {
     ImprovedBully::new(cfg(me, &RING))
 }
 
+/// Node `me` following 5, announced in epoch 1.
+fn following_5(me: NodeId) -> ImprovedBully {
+    let mut b = node(me);
+    let _ = deliver(
+        &mut b,
+        5,
+        Message::Coordinator {
+            leader: 5,
+            epoch: 1,
+            tag: tag_of(5),
+        },
+    );
+    b
+}
+
 fn tag_of(initiator: NodeId) -> ElectionTag {
     ElectionTag {
         initiator,
@@ -296,31 +311,13 @@ fn a_flagged_node_does_not_start_a_second_election_when_the_leader_is_lost() {
     assert!(fx.messages().is_empty(), "{fx:?}");
     assert!(!fx.started_election());
     // A plain follower does call one (told; on silence only the successor does).
-    let mut b = node(3);
-    let _ = deliver(
-        &mut b,
-        5,
-        Message::Coordinator {
-            leader: 5,
-            epoch: 1,
-            tag: tag_of(5),
-        },
-    );
+    let mut b = following_5(3);
     let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Told, out));
     assert!(fx.started_election());
     assert_eq!(fx.recipients(), vec![4, 5]);
     // On silence the member below the successor waits its turn here (unlike Bully:
     // its election would hand the group to the successor a T late).
-    let mut b = node(3);
-    let _ = deliver(
-        &mut b,
-        5,
-        Message::Coordinator {
-            leader: 5,
-            epoch: 1,
-            tag: tag_of(5),
-        },
-    );
+    let mut b = following_5(3);
     let fx = step(&mut b, |a, out| a.on_leader_lost(LeaderLoss::Silent, out));
     assert!(!fx.started_election(), "{fx:?}");
     assert!(fx.messages().is_empty(), "{fx:?}");
