@@ -12,7 +12,7 @@
 //!
 //! Not in it: what is this node's own business and may differ between nodes of one
 //! healthy cluster: `node_id`, every path (`[state]`, key file, admin token file, hook
-//! command), `[hooks]`, `[[check]]`s, the link's retransmission tuning
+//! command), `[hooks]`, `[[check]]`s, `[[vip]]`s, the link's retransmission tuning
 //! (`transport.retransmit`, `rto_*`, `give_up`, `max_attempts`), `resolve_every`,
 //! `batch_heartbeats`, `[security] check_source`, `[process]`, the log settings. The key itself is
 //! not in it either: nodes with different keys cannot hear each other at all.
@@ -272,6 +272,9 @@ http = "127.0.0.1:5761"
         // A check of this node's own.
         let check = format!("{BASE}\n[[check]]\nname = \"db\"\ncommand = [\"/bin/true\"]\n");
         assert_eq!(digest(&check), d);
+        // A virtual address of this node's own (on an interface every machine has).
+        let vip = format!("{BASE}\n[[vip]]\naddress = \"10.0.0.100/24\"\ninterface = \"lo\"\nalgorithm = \"bully\"\n");
+        assert_eq!(digest(&vip), d);
     }
 
     #[test]
