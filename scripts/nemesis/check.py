@@ -462,8 +462,9 @@ class Run:
         event took it (a drain or transfer leaves it up); for the
         Bully family ineligible members too, drained or reporting a reason such as
         `no_quorum` in /status (they answer no ELECTION: each costs the members below
-        it one turn). The ring family's killed row adds S·G for each,
-        the Bully family's one turn; for the ring family the lost leader counts too
+        it a turn, but for the first on a silent Bully leader; see model_row_ms). The
+        ring family's killed row adds S·G for each, the Bully family's turns as
+        model_row_ms gives them; for the ring family the lost leader counts too
         when a survivor did not follow it at the event (it has no detector on it)."""
         gone = self.unreachable(t + 1e-6)
         if alg in BULLY:

@@ -32,9 +32,10 @@
 //! - On a graceful resignation only the next-highest node calls an election at once;
 //!   when the failure detector declares the leader lost, the next-highest and the one
 //!   below it do (the leader's silence may be its successor's too: both killed, or cut
-//!   off together; Improved Bully keeps one caller, see `bully_common::turns_before`). The others wait for a COORDINATOR one turn (T + 2H) per member
-//!   ranked between them and those who called, and call one if none comes (a further
-//!   dead or drained member costs one turn; `bully_common::turns_before`). Every survivor
+//!   off together; Improved Bully keeps one caller). The others wait for a COORDINATOR
+//!   one turn (T + 2H) per member ranked between them and those who called, and call
+//!   one if none comes (a further dead or drained member costs one turn;
+//!   `bully_common::turns_before`). Every survivor
 //!   notices a silent leader within a heartbeat of the others: the textbook's "every
 //!   node that notices calls an election" made N survivors send about N²/2 ELECTION
 //!   and OK messages at once (the storm of 64 processes on two cores). The simulator's
