@@ -39,7 +39,11 @@
 //!   the last two periods, a whole minimum election timeout (as etcd allows a whole
 //!   election timeout); if not it steps down. A loss burst or a link flap shorter than
 //!   that does not unseat a healthy leader; a leader cut off from the majority steps
-//!   down between `min` and `1.5·min` after the cut.
+//!   down between `min` and `1.5·min` after the cut. A new leader counts the votes
+//!   of its term as the answers of the period before its first check, so that check
+//!   also looks at a whole `min`: before, it judged a new leader on half of one, and a
+//!   leader of 255 followers on two busy cores had not read a majority of answers 200
+//!   ms after its election and stepped down (docs/bench/ANALYSIS.md, round 21).
 //! - A stale leader's heartbeat (lower term) is answered with the receiver's term, so
 //!   a node whose term ran ahead is not stuck forever behind the stickiness rule
 //!   (etcd does the same when pre-vote or check-quorum is on).
@@ -59,10 +63,14 @@
 //!   ANALYSIS.md, round 10). The price: a cold start without the top m members waits
 //!   m steps longer. Textbook (ranked timeouts off): a random delay in
 //!   `[0, max − min]`. Without `call_election` it waits a full timeout.
-//! - **Ranked deferral**: with ranked timeouts, a follower without a leader that
-//!   grants a pre-vote to a member ranked above it restarts its election timeout, as a
-//!   real vote does (§5.2): the higher member's campaign runs alone even when its
-//!   pre-vote round outlasts a slot on a loaded host.
+//! - **Ranked deferral**: with ranked timeouts, a follower without a live leader (none
+//!   known, or its lease ran out) that grants a pre-vote to a member ranked above it
+//!   restarts its election timeout, as a real vote does (§5.2): the higher member's
+//!   campaign runs alone even when its pre-vote round outlasts a slot on a loaded
+//!   host; a pre-candidate ranked below ends its own round. In a failover the next
+//!   rank's slot starts a heartbeat after the first's; at 256 members on two cores
+//!   the first's pre-vote round took longer, and the second ran a round of its own
+//!   beside it (docs/bench/ANALYSIS.md, round 21).
 //! - **Operator election** (`call_election`): a follower or candidate campaigns at
 //!   once (pre-vote first when enabled, so a healthy leader's followers refuse it); a
 //!   leader hands over: it sends `resign` and becomes a follower without a lease.
@@ -192,14 +200,15 @@ impl Raft {
             .count()
     }
 
-    /// Ranked timeouts: does a pre-vote of `from` restart this follower's timeout?
-    /// Yes when `from` ranks above and no leader is known: the ranks exist so that the
+    /// Ranked timeouts: does a pre-vote of `from` restart this follower's timeout (or
+    /// end this pre-candidate's round)? Yes when `from` ranks above and this node has
+    /// no live leader (none known, or its lease ran out): the ranks exist so that the
     /// higher member's campaign runs alone, and on a loaded host its pre-vote round
     /// can outlast the slot (or cold-start step) that separates it from this one.
     fn defers_to(&self, from: NodeId) -> bool {
         self.cfg.options.ranked_timeouts
-            && self.role == Role::Follower
-            && self.leader.is_none()
+            && matches!(self.role, Role::Follower | Role::PreCandidate)
+            && !(self.lease && self.leader.is_some())
             && self.cfg.outranks(from, self.me())
     }
 
@@ -359,10 +368,13 @@ impl Raft {
 
     fn become_leader(&mut self, out: &mut Out) {
         self.role = Role::Leader;
-        self.granted.clear();
-        self.rejected.clear();
+        // The votes of this term are the answers of the period before the first
+        // quorum check, so that check too looks at a whole minimum election timeout
+        // (see the module documentation, "Check-quorum").
         self.active.clear();
-        self.active_before.clear();
+        self.active_before = std::mem::take(&mut self.granted);
+        self.active_before.remove(&self.me());
+        self.rejected.clear();
         out.cancel_timer(Timer::Election);
         self.set_leader(Some(self.me()), out);
         self.heartbeat(out);
@@ -440,6 +452,20 @@ impl Raft {
         } else if self.defers_to(from) {
             // Ranked: a member above campaigns; let it finish before this node's own
             // timeout competes with it (as a real vote restarts the timeout, §5.2).
+            // A leader whose lease ran out is given up here, as the node's own
+            // campaign would have: deferring again and again (to a member that cannot
+            // win) must not leave a dead leader named.
+            // A pre-candidate steps back likewise: two rounds side by side (the boot
+            // of the top members further apart than a cold-start step) split the
+            // real votes between them.
+            if self.leader.is_some() {
+                self.set_leader(None, out);
+            }
+            if self.role == Role::PreCandidate {
+                self.role = Role::Follower;
+                self.granted.clear();
+                self.rejected.clear();
+            }
             self.arm_election(out);
         }
         out.send(

@@ -130,7 +130,20 @@ impl ProcCluster {
         algorithms: &[AlgorithmKind],
         t: &ClusterTiming,
     ) -> anyhow::Result<ProcCluster> {
-        let dir = parent.join(format!("electd-bench-{name}-{}", std::process::id()));
+        let mut dir = parent.join(format!("electd-bench-{name}-{}", std::process::id()));
+        if std::env::var_os("KEEP").is_some() {
+            // Kept clusters of one name (a bench's tries) each keep their own.
+            let base = dir.clone();
+            for k in 2..1000 {
+                if !dir.exists() {
+                    break;
+                }
+                dir = base.with_file_name(format!(
+                    "{}-{k}",
+                    base.file_name().unwrap_or_default().to_string_lossy()
+                ));
+            }
+        }
         fresh_dir(&dir)?;
         let token = crate::security::keyring::to_hex(&crate::security::keyring::random_key()?);
         std::fs::write(dir.join("admin.token"), &token)?;
@@ -394,8 +407,12 @@ impl Drop for ProcCluster {
                 let _ = c.wait();
             }
         }
-        // A failing test keeps the directory (config, logs) for inspection.
-        if !std::thread::panicking() {
+        // A failing test keeps the directory (config, logs) for inspection, and so
+        // does any cluster when `KEEP` is set (a bench run's node logs, e.g. with
+        // `TEST_ELECTD_LOG=info`).
+        if std::env::var_os("KEEP").is_some() {
+            eprintln!("KEEP: cluster directory kept: {}", self.dir.display());
+        } else if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }

@@ -149,6 +149,10 @@ impl Driver {
                 ev.fault = self.in_fault(group);
                 self.shared.emit(ev);
             }
+            if let Event::ElectionStarted { group, .. } = *e {
+                let term = self.node.leadership(group).map_or(0, |(_, t)| t);
+                tracing::debug!(node = self.cfg.id, algorithm = %group, term, "election started");
+            }
             if let Event::Failover {
                 group,
                 from,
