@@ -67,10 +67,11 @@
 //!   known, or its lease ran out) that grants a pre-vote to a member ranked above it
 //!   restarts its election timeout, as a real vote does (§5.2): the higher member's
 //!   campaign runs alone even when its pre-vote round outlasts a slot on a loaded
-//!   host; a pre-candidate ranked below ends its own round. In a failover the next
-//!   rank's slot starts a heartbeat after the first's; at 256 members on two cores
-//!   the first's pre-vote round took longer, and the second ran a round of its own
-//!   beside it (docs/bench/ANALYSIS.md, round 21).
+//!   host; a pre-candidate ranked below ends its own round. Once per term: a member
+//!   whose rounds cannot win holds the others back for one timeout. In a failover
+//!   the next rank's slot starts a heartbeat after the first's; at 256 members on
+//!   two cores the first's pre-vote round took longer, and the second ran a round of
+//!   its own beside it (docs/bench/ANALYSIS.md, round 21).
 //! - **Operator election** (`call_election`): a follower or candidate campaigns at
 //!   once (pre-vote first when enabled, so a healthy leader's followers refuse it); a
 //!   leader hands over: it sends `resign` and becomes a follower without a lease.
@@ -112,6 +113,10 @@ pub struct Raft {
     leader: Option<NodeId>,
     /// Follower: heard from `leader` within `election_timeout_min`.
     lease: bool,
+    /// The term in which this node last deferred to a higher member's pre-vote
+    /// ([`Raft::defers_to`]): once per term, so that a member whose rounds reach
+    /// this node but cannot win holds it back for one timeout, not for ever.
+    deferred_in: Option<u64>,
     /// Candidate / pre-candidate: peers that granted (self included) or rejected.
     granted: BTreeSet<NodeId>,
     rejected: BTreeSet<NodeId>,
@@ -131,6 +136,7 @@ impl Raft {
             voted_for: None,
             leader: None,
             lease: false,
+            deferred_in: None,
             granted: BTreeSet::new(),
             rejected: BTreeSet::new(),
             active: BTreeSet::new(),
@@ -205,10 +211,13 @@ impl Raft {
     /// no live leader (none known, or its lease ran out): the ranks exist so that the
     /// higher member's campaign runs alone, and on a loaded host its pre-vote round
     /// can outlast the slot (or cold-start step) that separates it from this one.
+    /// Once per term: a member whose rounds reach this node but cannot win (cut off
+    /// from the answers, or from a majority) must not hold it back for ever.
     fn defers_to(&self, from: NodeId) -> bool {
         self.cfg.options.ranked_timeouts
             && matches!(self.role, Role::Follower | Role::PreCandidate)
             && !(self.lease && self.leader.is_some())
+            && self.deferred_in != Some(self.term)
             && self.cfg.outranks(from, self.me())
     }
 
@@ -466,6 +475,7 @@ impl Raft {
                 self.granted.clear();
                 self.rejected.clear();
             }
+            self.deferred_in = Some(self.term);
             self.arm_election(out);
         }
         out.send(

@@ -727,6 +727,14 @@ fn a_pre_vote_of_a_higher_ranked_member_restarts_a_leaderless_followers_timeout(
     let fx = deliver(&mut r, 1, pre_request(3));
     assert_eq!(answer(&fx, 1), (3, true));
     assert_eq!(fx.armed_range(Timer::Election), None, "1 ranks below 3");
+    // Once per term: 5's next round (its last one did not win) holds 3 back no more.
+    let fx = deliver(&mut r, 5, pre_request(3));
+    assert_eq!(answer(&fx, 5), (3, true));
+    assert_eq!(
+        fx.armed_range(Timer::Election),
+        None,
+        "deferred once in term 2"
+    );
 
     // A pre-candidate ends its round for a member above, not for one below.
     let mut r = node(3, true);
