@@ -61,7 +61,9 @@
 //!   boot gap stays below the step, whatever the order; before, every node campaigned
 //!   within `max − min` of its boot, towards peers not running yet (docs/bench/
 //!   ANALYSIS.md, round 10). The price: a cold start without the top m members waits
-//!   m steps longer. Textbook (ranked timeouts off): a random delay in
+//!   m steps longer. Until it hears a leader, no vote and no deferral makes a node
+//!   wait less than that (round 21: at 256 members they did, and some 190 members
+//!   campaigned together). Textbook (ranked timeouts off): a random delay in
 //!   `[0, max − min]`. Without `call_election` it waits a full timeout.
 //! - **Ranked deferral**: with ranked timeouts, a follower without a live leader (none
 //!   known, or its lease ran out) that grants a pre-vote to a member ranked above it
@@ -72,6 +74,11 @@
 //!   the next rank's slot starts a heartbeat after the first's; at 256 members on
 //!   two cores the first's pre-vote round took longer, and the second ran a round of
 //!   its own beside it (docs/bench/ANALYSIS.md, round 21).
+//! - **Large rosters**: with more members than heartbeat-wide slots in `max − min`,
+//!   the members past the last slot share a window that runs on past `max`, to four
+//!   times `max − min` after `min`, doubled by each of their campaigns that found no
+//!   leader (up to 32 times), so that they do not all campaign at once when the top
+//!   ranks have not won ([`Raft::election_window`]).
 //! - **Operator election** (`call_election`): a follower or candidate campaigns at
 //!   once (pre-vote first when enabled, so a healthy leader's followers refuse it); a
 //!   leader hands over: it sends `resign` and becomes a follower without a lease.
@@ -117,6 +124,12 @@ pub struct Raft {
     /// ([`Raft::defers_to`]): once per term, so that a member whose rounds reach
     /// this node but cannot win holds it back for one timeout, not for ever.
     deferred_in: Option<u64>,
+    /// Campaigns this node started since it last heard a leader (or led): the
+    /// members past the last whole slot back off with it ([`Raft::election_window`]).
+    campaigns: u32,
+    /// Started in a cold start and no leader heard since: every wait for an election
+    /// lasts at least the cold-start wait of this node's rank ([`Raft::arm_election`]).
+    cold: bool,
     /// Candidate / pre-candidate: peers that granted (self included) or rejected.
     granted: BTreeSet<NodeId>,
     rejected: BTreeSet<NodeId>,
@@ -137,6 +150,8 @@ impl Raft {
             leader: None,
             lease: false,
             deferred_in: None,
+            campaigns: 0,
+            cold: false,
             granted: BTreeSet::new(),
             rejected: BTreeSet::new(),
             active: BTreeSet::new(),
@@ -158,9 +173,38 @@ impl Raft {
 
     /// The election timeout, §5.2: uniform in `[min, max]`, or with ranked timeouts
     /// a slot of that range (see [`Raft::election_window`]).
+    ///
+    /// In a cold start, until a leader is heard, never shorter than the cold-start wait
+    /// ([`Raft::cold_window`]): a member that restarted its timeout for the top
+    /// member's vote round (a vote, a deferral) would otherwise fire `min` plus its
+    /// slot later, 0.6–0.8 s at 256 members where its rank waits up to 20 s. At 256
+    /// processes on two cores some 190 of them did that together, 0.6 s after the top
+    /// members' rounds that had not won yet, and the cluster stayed leaderless
+    /// (docs/bench/ANALYSIS.md, round 21).
     fn arm_election(&self, out: &mut Out) {
         let (lo, hi) = self.election_window(true);
-        out.set_timer(Timer::Election, self.min() + lo, self.min() + hi);
+        let (lo, hi) = (self.min() + lo, self.min() + hi);
+        match self
+            .cold_window()
+            .filter(|&(cold_lo, _)| self.cold && cold_lo > lo)
+        {
+            Some((cold_lo, cold_hi)) => out.set_timer(Timer::Election, cold_lo, cold_hi),
+            None => out.set_timer(Timer::Election, lo, hi),
+        }
+    }
+
+    /// The cold-start wait with ranked timeouts: a heartbeat, then one cold-start step
+    /// ([`Raft::cold_step`]) per member ranked above, a quarter step of jitter.
+    fn cold_window(&self) -> Option<(Duration, Duration)> {
+        if !self.cfg.options.ranked_timeouts {
+            return None;
+        }
+        let step = self.cold_step();
+        let lo =
+            self.cfg.timing.heartbeat.saturating_add(
+                step.saturating_mul(u32::try_from(self.rank()).unwrap_or(u32::MAX)),
+            );
+        Some((lo, lo.saturating_add(step / 4)))
     }
 
     /// Campaign soon, with only the randomized part of the timeout (graceful leave,
@@ -175,15 +219,10 @@ impl Raft {
     /// campaigns first (see the module documentation, "Cold start"). Textbook: only
     /// the randomized part of the timeout, `[0, max − min]`.
     fn arm_cold_start(&self, out: &mut Out) {
-        if !self.cfg.options.ranked_timeouts {
-            return self.arm_election_soon(out);
+        match self.cold_window() {
+            Some((lo, hi)) => out.set_timer(Timer::Election, lo, hi),
+            None => self.arm_election_soon(out),
         }
-        let step = self.cold_step();
-        let lo =
-            self.cfg.timing.heartbeat.saturating_add(
-                step.saturating_mul(u32::try_from(self.rank()).unwrap_or(u32::MAX)),
-            );
-        out.set_timer(Timer::Election, lo, lo.saturating_add(step / 4));
     }
 
     /// How much longer a starting node listens than the member ranked just above it:
@@ -221,7 +260,8 @@ impl Raft {
             && self.cfg.outranks(from, self.me())
     }
 
-    /// The part of the timeout above `min`, as a range within `[0, max − min]`.
+    /// The part of the timeout above `min`, as a range within `[0, max − min]` (but
+    /// for the members past the last slot of a large roster, below).
     ///
     /// Textbook (§5.2): the whole spread. Ranked: the spread is cut into N slots;
     /// this node's rank is the number of roster members with a higher id, the leader it
@@ -237,9 +277,15 @@ impl Raft {
     /// previous one's vote round (a broadcast and N−1 answers) is over, and on a
     /// loaded host that round takes milliseconds. With many members (more than
     /// spread / heartbeat: 10 at the default timing) the ranks past the last whole
-    /// slot share the rest of the range, each drawing from all of it: they campaign
-    /// only if every higher-ranked member stayed silent, and then as the textbook's
-    /// random draw.
+    /// slot share what the slots leave, widened to a quarter slot per member sharing
+    /// it up to the second half of the range, each drawing from all of it: they
+    /// campaign only if the members whose slots come first stayed silent, and then as
+    /// the textbook's random draw, except that the window runs on past `max`: to 4
+    /// ranges (`max − min`) after `min`, doubled by each campaign of the member that
+    /// found no leader, up to 32. At 256 members (heartbeat 40 ms, range 400..800 ms)
+    /// what the slots leave is 20 ms; when a leader stepped down and the top ranks had
+    /// not won, some 190 of them campaigned together and kept campaigning, 60–90
+    /// rounds a second with no round finishing (docs/bench/ANALYSIS.md, round 21).
     fn election_window(&self, after_lease: bool) -> (Duration, Duration) {
         let spread = self.max() - self.min();
         if !self.cfg.options.ranked_timeouts {
@@ -262,9 +308,23 @@ impl Raft {
             spread.saturating_sub(margin).as_nanos() / width.as_nanos()
         };
         if rank as u128 >= slots {
-            // Past the last whole slot: share what is left of the range, all of it.
-            let lo = (margin + width * slots as u32).min(spread);
-            return (lo.min(spread.saturating_sub(width / 4)), spread);
+            // Past the last whole slot: share what the slots leave, widened to a
+            // quarter slot (a slot's jitter) per member sharing it, up to the second
+            // half of the range and never into the first slot. Shared by several, the
+            // window ends 4 ranges after `min`, and each campaign without result since
+            // a leader was last heard doubles that, up to 32 ranges.
+            let after_slots = (margin + width * slots as u32).min(spread);
+            let sharing = (self.cfg.ring.len() as u128).saturating_sub(slots);
+            let quarter_slots =
+                (width / 4).saturating_mul(u32::try_from(sharing).unwrap_or(u32::MAX));
+            let wide = spread.saturating_sub(quarter_slots);
+            let lo = after_slots.min(wide.max(spread / 2).max(margin + width));
+            let hi = if sharing >= 2 {
+                spread.saturating_mul(1 << (2 + self.campaigns.min(3)))
+            } else {
+                spread
+            };
+            return (lo.min(spread.saturating_sub(width / 4)), hi);
         }
         let lo = (margin + width * rank as u32).min(spread);
         (lo, (lo + width / 4).min(spread))
@@ -323,6 +383,10 @@ impl Raft {
         if !matches!(self.role, Role::PreCandidate | Role::Candidate) {
             out.election_started();
         }
+        if pre || self.role != Role::PreCandidate {
+            // A new round (not the real vote that follows a won pre-vote).
+            self.campaigns = self.campaigns.saturating_add(1);
+        }
         if self.role == Role::Follower {
             out.cancel_timer(Timer::Quorum);
         }
@@ -377,6 +441,8 @@ impl Raft {
 
     fn become_leader(&mut self, out: &mut Out) {
         self.role = Role::Leader;
+        self.campaigns = 0;
+        self.cold = false;
         // The votes of this term are the answers of the period before the first
         // quorum check, so that check too looks at a whole minimum election timeout
         // (see the module documentation, "Check-quorum").
@@ -528,6 +594,8 @@ impl Raft {
         if term == self.term && self.role == Role::Leader {
             return; // two leaders in one term cannot happen; ignore a forged claim
         }
+        self.campaigns = 0; // a leader heard: no back-off, no cold start
+        self.cold = false;
         if term > self.term || self.role != Role::Follower || self.leader != Some(from) {
             self.become_follower(term, Some(from), out);
         }
@@ -576,6 +644,7 @@ impl Algorithm for Raft {
         if call_election {
             // A whole cluster booting together would split every vote if all
             // campaigned at the same instant: ranked, the top member first.
+            self.cold = true;
             self.arm_cold_start(out);
         } else {
             self.arm_election(out);

@@ -634,7 +634,8 @@ fn ranked_slots_are_at_least_a_heartbeat_wide_and_the_lowest_ranks_share_the_res
     // 64 members at the default timing (spread 100 ms, heartbeat 10 ms): 100/64 ms
     // slots would let the next rank fire before a vote round on a loaded host is
     // over. Slots are a heartbeat wide instead, in rank order; the ranks past them
-    // draw from the rest of the range.
+    // share the second half of the range (what the slots leave was 5 ms for 55
+    // members), and each of their campaigns without result doubles the end of it.
     let t = crate::contract::algorithm::Timing::default();
     let ring: Vec<NodeId> = (1..=64).collect();
     let spread = t.election_timeout_max - t.election_timeout_min;
@@ -651,7 +652,7 @@ fn ranked_slots_are_at_least_a_heartbeat_wide_and_the_lowest_ranks_share_the_res
     let ranked: Vec<_> = (0..64usize)
         .map(|rank| window(64 - rank as NodeId))
         .collect();
-    for (rank, &(lo, hi)) in ranked.iter().enumerate() {
+    for (rank, &(lo, hi)) in ranked.iter().enumerate().take(slots) {
         assert!(
             t.election_timeout_min <= lo && lo < hi && hi <= t.election_timeout_max,
             "rank {rank}: {lo:?}..{hi:?}"
@@ -669,8 +670,53 @@ fn ranked_slots_are_at_least_a_heartbeat_wide_and_the_lowest_ranks_share_the_res
     for (rank, w) in ranked.iter().enumerate().skip(slots) {
         assert_eq!(*w, last, "rank {rank} shares the last slot");
     }
-    assert_eq!(last.1, t.election_timeout_max, "the rest of the range");
-    assert!(last.0 > ranked[slots - 1].1, "after the ranked ones");
+    assert_eq!(
+        last.1,
+        t.election_timeout_min + spread * 4,
+        "on past the range, to 4 of them after min"
+    );
+    assert_eq!(
+        last.0,
+        t.election_timeout_min + spread / 2,
+        "the second half of the range"
+    );
+    assert!(last.0 > ranked[0].1, "after the first slot");
+
+    // A member past the slots whose campaigns found no leader backs off: each one
+    // doubles the end of its window, up to 32 ranges; hearing a leader ends it. One
+    // ranked within the slots keeps its slot.
+    let min = t.election_timeout_min;
+    let mut r = Raft::new(cfg(1, &ring));
+    let _ = start(&mut r, false);
+    let mut last_hi = std::time::Duration::ZERO;
+    for k in 1..=7u32 {
+        let fx = fire(&mut r, Timer::Election);
+        let (_, hi) = fx.armed_range(Timer::Election).expect("armed");
+        let want = min + spread * (1 << (2 + k.min(3)));
+        assert_eq!(hi, want, "after {k} campaigns");
+        assert!(hi >= last_hi);
+        last_hi = hi;
+    }
+    let fx = deliver(
+        &mut r,
+        64,
+        Message::Heartbeat {
+            term: 1,
+            leader: 64,
+        },
+    );
+    let (_, hi) = fx.armed_range(Timer::Election).expect("armed");
+    assert_eq!(hi, min + spread * 4, "a leader heard ends the back-off");
+    let mut top = Raft::new(cfg(64, &ring));
+    let _ = start(&mut top, false);
+    for _ in 0..3 {
+        let fx = fire(&mut top, Timer::Election);
+        let (_, hi) = fx.armed_range(Timer::Election).expect("armed");
+        assert!(
+            hi <= t.election_timeout_max,
+            "the top keeps its slot: {hi:?}"
+        );
+    }
 }
 
 #[test]
@@ -695,6 +741,59 @@ fn a_cold_start_listens_a_heartbeat_plus_one_step_per_member_ranked_above() {
             );
         }
     }
+}
+
+#[test]
+fn in_a_cold_start_a_vote_or_a_deferral_never_shortens_the_rank_wait() {
+    // Round 21: at 256 processes the members that deferred to the top members'
+    // pre-votes fired `min` plus their slot later, long before their rank's cold-start
+    // wait, and some 190 campaigned together. Until a leader is heard, every wait is
+    // at least the cold-start wait of the rank.
+    let t = crate::contract::algorithm::Timing::default();
+    let ring: Vec<NodeId> = (1..=64).collect();
+    let mut r = Raft::new(cfg(1, &ring));
+    let fx = start(&mut r, true);
+    let (cold_lo, _) = fx.armed_range(Timer::Election).expect("cold-start wait");
+    assert!(
+        cold_lo > t.election_timeout_max,
+        "rank 63 waits 63 steps: {cold_lo:?}"
+    );
+    let fx = deliver(&mut r, 64, pre_request(1));
+    assert_eq!(answer(&fx, 64), (1, true));
+    assert_eq!(
+        fx.armed_range(Timer::Election).map(|w| w.0),
+        Some(cold_lo),
+        "deferred"
+    );
+    let fx = deliver(&mut r, 63, request(1));
+    assert_eq!(answer(&fx, 63), (1, true));
+    assert_eq!(
+        fx.armed_range(Timer::Election).map(|w| w.0),
+        Some(cold_lo),
+        "voted"
+    );
+    // A leader heard: the cold start is over, the usual slots apply.
+    let fx = deliver(
+        &mut r,
+        63,
+        Message::Heartbeat {
+            term: 1,
+            leader: 63,
+        },
+    );
+    let (lo, hi) = fx.armed_range(Timer::Election).expect("election timeout");
+    let spread = t.election_timeout_max - t.election_timeout_min;
+    assert!(
+        lo >= t.election_timeout_min && lo < t.election_timeout_max,
+        "{lo:?}..{hi:?}"
+    );
+    assert_eq!(hi, t.election_timeout_min + spread * 4, "rank 62 shares");
+    // Not a cold start (`call_election` false): the usual timeout from the start.
+    let mut warm = Raft::new(cfg(1, &ring));
+    let _ = start(&mut warm, false);
+    let fx = deliver(&mut warm, 64, pre_request(1));
+    let (lo, _) = fx.armed_range(Timer::Election).expect("deferred");
+    assert!(lo < t.election_timeout_max, "{lo:?}");
 }
 
 #[test]
