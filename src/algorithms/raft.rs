@@ -284,7 +284,7 @@ impl Raft {
     /// ranges (`max − min`) after `min`, doubled by each campaign of the member that
     /// found no leader, up to 32. At 256 members (heartbeat 40 ms, range 400..800 ms)
     /// what the slots leave is 20 ms; when a leader stepped down and the top ranks had
-    /// not won, some 190 of them campaigned together and kept campaigning, 60–90
+    /// not won, some 190 of them campaigned together and kept campaigning, tens of
     /// rounds a second with no round finishing (docs/bench/ANALYSIS.md, round 21).
     fn election_window(&self, after_lease: bool) -> (Duration, Duration) {
         let spread = self.max() - self.min();
