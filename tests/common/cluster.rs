@@ -148,7 +148,13 @@ impl Cluster {
         let mut seen: BTreeMap<String, Vec<Option<u64>>> = BTreeMap::new();
         for &id in &live {
             let s = self.status(id).ok_or(format!("node {id}: no /status"))?;
-            for g in s["groups"].as_array().ok_or("no groups")? {
+            let groups = s["groups"].as_array().ok_or("no groups")?;
+            // A node that has not published its first snapshot shows no groups: not
+            // an answer yet (its groups would otherwise be left out of the map).
+            if groups.is_empty() {
+                return Err(format!("node {id}: no groups yet"));
+            }
+            for g in groups {
                 let algo = g["algorithm"].as_str().unwrap_or("?").to_string();
                 let leader = if g["electing"].as_bool() == Some(true) {
                     None
