@@ -85,8 +85,12 @@ pub struct ColdRow {
     /// `processes`: time from before the first spawn to after the last of the
     /// measured cold start (the processes boot in id order).
     pub start_spread_ms: Option<f64>,
-    /// `processes`: the simulator's busy start with that spread and timing
-    /// ([`electd::sim::crowd`]), to compare with `cold`.
+    /// `processes`: time from the first node's boot to the last one's, by their
+    /// incarnations (`/status`): the spawns' spread plus each process's own start-up.
+    pub boot_spread_ms: Option<f64>,
+    /// `processes`: the simulator's busy start with the nodes' measured boot times
+    /// (else an even spread of the spawns) and their timing ([`electd::sim::crowd`]),
+    /// to compare with `cold`.
     pub sim: Option<electd::sim::crowd::BusyCost>,
     /// The timing of this row's nodes, where it is not the section's (`--processes`
     /// above 64 nodes: [`timing_for`]).
@@ -290,8 +294,14 @@ fn line(r: &ColdRow) -> String {
         r.sim
             .as_ref()
             .map(|s| format!(
-                " · simulator, same start spread ({:.0} ms): {} msgs, {} retx, {} fail",
-                r.start_spread_ms.unwrap_or(0.0),
+                " · simulator, {}: {} msgs, {} retx, {} fail",
+                match r.boot_spread_ms {
+                    Some(b) => format!("same boot times (over {b:.0} ms)"),
+                    None => format!(
+                        "same start spread ({:.0} ms)",
+                        r.start_spread_ms.unwrap_or(0.0)
+                    ),
+                },
                 s.election_messages,
                 s.retransmissions,
                 s.delivery_failures
@@ -341,6 +351,7 @@ fn processes(
         failovers: earlier,
         missed: None,
         start_spread_ms: Some(ms(spread)),
+        boot_spread_ms: None,
         sim: None,
         timing: None,
         resident_mib: None,
@@ -371,6 +382,10 @@ fn processes(
     };
     row.cold.agreed_ms = Some(ms(at.saturating_duration_since(last_start)));
     row.cold.leader = Some(leader);
+    // Each node's boot (its incarnation), read before the failover's kill: the
+    // simulator is run with these rather than an even spread of the spawns.
+    let boots = boot_offsets(&c, &all);
+    row.boot_spread_ms = boots.as_ref().and_then(|b| b.iter().max()).map(|&d| ms(d));
     row.resident_mib = resident_mib(&c, &all);
     if let Some(k) = row.cold_tries.iter().position(Option::is_none) {
         row.missed = Some(format!(
@@ -386,8 +401,23 @@ fn processes(
         row.failover = Some(p);
     }
     row.missed = row.missed.take().or(missed);
-    row.sim = super::scale::sim_busy_start(kind, n, spread, timing);
+    row.sim = super::scale::sim_busy_start(kind, n, spread, boots, timing);
     Ok(row)
+}
+
+/// Each node's boot after the first one's, by id (`ids` are 1..=N in order), from the
+/// incarnations in their `/status`; `None` if a node did not answer with one.
+fn boot_offsets(c: &ProcCluster, ids: &[NodeId]) -> Option<Vec<Duration>> {
+    let us: Vec<u64> = ids
+        .iter()
+        .map(|&id| c.status(id)?["incarnation"].as_u64().filter(|&u| u > 0))
+        .collect::<Option<_>>()?;
+    let first = *us.iter().min()?;
+    Some(
+        us.iter()
+            .map(|&u| Duration::from_micros(u - first))
+            .collect(),
+    )
 }
 
 /// A fresh cluster of `n` processes started at once, watched: (cluster, watchers,
@@ -530,6 +560,7 @@ async fn one_process(kind: AlgorithmKind, n: usize, t: &ClusterTiming) -> anyhow
         failovers: Vec::new(),
         missed: None,
         start_spread_ms: None,
+        boot_spread_ms: None,
         sim: None,
         timing: None,
         resident_mib: None,

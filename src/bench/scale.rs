@@ -310,13 +310,16 @@ async fn udp_point(
 }
 
 /// The simulator's busy start ([`electd::sim::crowd`]) with what a cold start of `n`
-/// processes saw: their timing, booted in id order over `spread` (from before the
-/// first spawn to after the last), no processing cost. `None` when the simulation
-/// fails (it is a comparison, not a measurement: the row stands without it).
+/// processes saw: their timing, booted at `boots` (each node's boot after the first,
+/// by id, from their incarnations) or, without them, in id order over `spread` (from
+/// before the first spawn to after the last), no processing cost. `None` when the
+/// simulation fails (it is a comparison, not a measurement: the row stands without
+/// it).
 pub fn sim_busy_start(
     kind: AlgorithmKind,
     n: usize,
     spread: Duration,
+    boots: Option<Vec<Duration>>,
     t: &electd::testkit::procs::ClusterTiming,
 ) -> Option<electd::sim::crowd::BusyCost> {
     use electd::sim::crowd::{busy_start, BusyStart, StartOrder};
@@ -331,6 +334,7 @@ pub fn sim_busy_start(
         gap: spread / (n.max(2) - 1) as u32,
         cost: Duration::ZERO,
         order: StartOrder::Ascending,
+        boots,
         seed: 1,
     })
     .ok()

@@ -376,6 +376,7 @@ impl Driver {
             None => (None, durable::Saved::default()),
         };
         node.restore(&saved.groups);
+        shared.set_incarnation(cfg.incarnation);
         // A drain holds until undrain, across restarts (docs/policy.md).
         for &kind in saved.drained.iter().filter(|k| cfg.algorithms.contains(k)) {
             node.set_ineligible(Time::ZERO, Some(kind), Ineligible::Drained, true);

@@ -250,6 +250,8 @@ pub struct Shared {
     events: broadcast::Sender<LeaderEvent>,
     control: mpsc::Sender<Control>,
     paused: AtomicBool,
+    /// This process's incarnation (`/status`), 0 until the runtime starts.
+    incarnation: std::sync::atomic::AtomicU64,
     /// Failing health checks and why (see [`HEALTH_CHECKS`]).
     problems: RwLock<std::collections::BTreeMap<&'static str, String>>,
     /// Where the runtime reports what it does, when a trace is recorded (`demo --trace`).
@@ -293,6 +295,7 @@ impl Shared {
             events,
             control,
             paused: AtomicBool::new(false),
+            incarnation: std::sync::atomic::AtomicU64::new(0),
             problems: RwLock::new(Default::default()),
             tracer: std::sync::OnceLock::new(),
             config_digest: std::sync::OnceLock::new(),
@@ -437,6 +440,18 @@ impl Shared {
     /// Is the node paused (all election traffic stopped by the operator)?
     pub fn is_paused(&self) -> bool {
         self.paused.load(Ordering::SeqCst)
+    }
+
+    /// The runtime's incarnation: set at its start and again when it comes back as a
+    /// restarted process (`/admin/resume`).
+    pub fn set_incarnation(&self, incarnation: u64) {
+        self.incarnation.store(incarnation, Ordering::SeqCst);
+    }
+
+    /// This node's incarnation (unix microseconds at its start, under `electd run`);
+    /// 0 before the runtime starts.
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation.load(Ordering::SeqCst)
     }
 }
 

@@ -107,6 +107,9 @@ struct Status {
     node: NodeId,
     cluster: String,
     paused: bool,
+    /// Unix microseconds at this process's start (at `/admin/resume`, which comes
+    /// back as a restarted process, the time of the resume); 0 before the runtime runs.
+    incarnation: u64,
     algorithms: Vec<AlgorithmKind>,
     groups: Vec<GroupView>,
     /// This node's configuration digest and its peers' (absent when the node sends
@@ -125,6 +128,7 @@ pub(super) async fn status(
         node: s.node,
         cluster: s.cluster.clone(),
         paused: s.is_paused(),
+        incarnation: s.incarnation(),
         algorithms: s.algorithms.clone(),
         groups: s
             .status()

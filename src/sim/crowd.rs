@@ -48,6 +48,10 @@ pub struct BusyStart {
     pub cost: Duration,
     /// Boot order.
     pub order: StartOrder,
+    /// When given, each node's boot time after the first boot (index `id − 1`), as a
+    /// cold start of processes measured them (their incarnations); `gap` and `order`
+    /// are then not used. Nodes booting at the same instant boot in id order.
+    pub boots: Option<Vec<Duration>>,
     /// Seeds the simulation.
     pub seed: u64,
 }
@@ -83,10 +87,36 @@ pub fn busy_start(b: &BusyStart) -> Result<BusyCost, SimError> {
     if b.order == StartOrder::Descending {
         order.reverse();
     }
+    // (boot time, node), in boot order.
+    let schedule: Vec<(Duration, NodeId)> = match &b.boots {
+        Some(at) => {
+            if at.len() != b.nodes {
+                return Err(SimError::Invalid(format!(
+                    "busy start: {} boot times for {} nodes",
+                    at.len(),
+                    b.nodes
+                )));
+            }
+            let mut s: Vec<(Duration, NodeId)> = at
+                .iter()
+                .zip(1..=b.nodes as NodeId)
+                .map(|(&t, id)| (t, id))
+                .collect();
+            s.sort();
+            s
+        }
+        None => order
+            .into_iter()
+            .enumerate()
+            .map(|(k, id)| (b.gap * k as u32, id))
+            .collect(),
+    };
     let mut ops = vec![Op::Measure("busy start".into())];
-    for (k, id) in order.into_iter().enumerate() {
-        if k > 0 {
-            ops.push(Op::RunFor(b.gap));
+    let mut clock = Duration::ZERO;
+    for &(at, id) in &schedule {
+        if at > clock {
+            ops.push(Op::RunFor(at - clock));
+            clock = at;
         }
         ops.push(Op::Restart {
             node: id,
@@ -96,7 +126,7 @@ pub fn busy_start(b: &BusyStart) -> Result<BusyCost, SimError> {
     ops.push(Op::Settle {
         max: Duration::from_secs(30),
     });
-    let last_boot = b.gap * (b.nodes.saturating_sub(1)) as u32;
+    let last_boot = clock;
     sim.run_ops(&ops)?;
     let e = sim.elections.last().cloned();
     let leader = sim.agreement(b.algorithm);

@@ -109,6 +109,9 @@ pub enum SimError {
     /// The node asked to act is down.
     #[error("node {0} is down")]
     Down(NodeId),
+    /// The simulation's parameters do not fit together.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// Node id → index in [`Sim::nodes`]: a table by id where the ids are small (the

@@ -131,9 +131,62 @@ fn busy(kind: AlgorithmKind, gap: Duration, cost: Duration, order: StartOrder) -
         gap,
         cost,
         order,
+        boots: None,
         seed: 1,
     })
     .expect("simulation")
+}
+
+/// The bench feeds the simulator the boot times its processes measured (their
+/// incarnations, `/status`), in place of an even gap: given explicitly, the boot times
+/// of an even gap in either order reproduce that order's busy start, and the two
+/// orders differ (the top node first: its announcement alone, N − 1 messages; last:
+/// every node elects before it exists, at least N(N − 1)/2).
+#[test]
+fn measured_boot_times_replace_the_even_gap() {
+    let t = timing();
+    let gap = (t.answer_timeout + t.heartbeat) * 2;
+    for order in [StartOrder::Ascending, StartOrder::Descending] {
+        let even = run(AlgorithmKind::Bully, gap, order);
+        let boots: Vec<Duration> = (0..N as u32)
+            .map(|k| match order {
+                StartOrder::Ascending => gap * k,
+                StartOrder::Descending => gap * (N as u32 - 1 - k),
+            })
+            .collect();
+        let measured = busy_start(&BusyStart {
+            algorithm: AlgorithmKind::Bully,
+            nodes: N,
+            timing: timing(),
+            link: LinkConfig::for_failure_timeout(t.failure_timeout),
+            // Not used when `boots` is given: a zero gap in id order would cost one
+            // announcement, not the all-initiating count.
+            gap: Duration::ZERO,
+            cost: Duration::ZERO,
+            order: StartOrder::Ascending,
+            boots: Some(boots),
+            seed: 1,
+        })
+        .expect("simulation");
+        assert_eq!(measured, even, "{order:?}");
+        let n = N as u64;
+        match order {
+            StartOrder::Descending => assert_eq!(measured.election_messages, n - 1),
+            StartOrder::Ascending => assert!(measured.election_messages >= n * (n - 1) / 2),
+        }
+    }
+    let wrong = busy_start(&BusyStart {
+        algorithm: AlgorithmKind::Bully,
+        nodes: N,
+        timing: timing(),
+        link: LinkConfig::for_failure_timeout(t.failure_timeout),
+        gap,
+        cost: Duration::ZERO,
+        order: StartOrder::Ascending,
+        boots: Some(vec![Duration::ZERO; N - 1]),
+        seed: 1,
+    });
+    assert!(wrong.is_err(), "{wrong:?}");
 }
 
 /// Raft's busy start (issue 31): booted in id order at the bench's gap, or all at

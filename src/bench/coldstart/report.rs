@@ -367,6 +367,7 @@ mod flag_tests {
             cold_tries: Vec::new(),
             failovers: Vec::new(),
             start_spread_ms: None,
+            boot_spread_ms: None,
             sim: None,
             timing: None,
             resident_mib: None,

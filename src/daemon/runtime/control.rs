@@ -76,6 +76,7 @@ impl Driver {
                     node.set_penalty(now, Some(kind), self.node.penalty(kind));
                 }
                 self.incarnation = next;
+                self.shared.set_incarnation(next);
                 self.node = node;
                 // A new life tells every peer its configuration digest again.
                 self.config_due = self.now();

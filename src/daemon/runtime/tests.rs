@@ -263,6 +263,7 @@ async fn elect_answers_whether_an_election_was_called() {
 #[tokio::test]
 async fn pause_stops_traffic_and_resume_is_a_new_life() {
     let mut d = driver(runtime_config());
+    assert_eq!(d.shared.incarnation(), 10, "/status shows the incarnation");
     d.control(Control::Resume);
     assert_eq!(d.incarnation, 10, "resume while running changes nothing");
     d.control(Control::Pause);
@@ -278,6 +279,11 @@ async fn pause_stops_traffic_and_resume_is_a_new_life() {
         d.incarnation > 10,
         "a higher incarnation: {}",
         d.incarnation
+    );
+    assert_eq!(
+        d.shared.incarnation(),
+        d.incarnation,
+        "and /status shows it"
     );
     assert!(
         d.node.poll_timeout().is_some(),
