@@ -291,6 +291,14 @@ impl MessageType {
         )
     }
 
+    /// A reply to a request its sender sent to every member at once, of which it needs
+    /// only a majority: Raft's vote and pre-vote replies. On a large roster they all
+    /// reach the requester together, and the reliable link does not hurry their
+    /// retransmission (the fan-in rule of `node::link`).
+    pub fn is_fan_in_reply(self) -> bool {
+        matches!(self, MessageType::Vote | MessageType::PreVoteResponse)
+    }
+
     /// Sent through the reliable link (sequence, ack, retransmission)? Liveness
     /// traffic is fire-and-forget: a lost heartbeat is superseded by the next one.
     pub fn is_reliable(self) -> bool {

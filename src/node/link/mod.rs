@@ -28,6 +28,13 @@
 //! until that ceiling: its receivers answer one after another, and on a host shared by
 //! hundreds of processes the first answer can come long after one round trip.
 //!
+//! Fan-ins: the other side of a flight. Raft's vote and pre-vote replies
+//! ([`MessageType::is_fan_in_reply`](crate::contract::message::MessageType::is_fan_in_reply))
+//! all reach their candidate at once, and it acks them one after another. On a roster
+//! of 16 (`FAN_IN`) members or more such a reply, like a large flight, waits for the
+//! ceiling before its first retransmission: the candidate needs a majority of them
+//! only, and does without a late one (it campaigns again at its next timeout).
+//!
 //! Held messages: the daemon holds a claim's datagrams until the state file has it
 //! ([`Link::held`]); their clocks start when they leave ([`Link::departed`]), so none
 //! is copied before its first copy is on the wire.
@@ -160,6 +167,8 @@ pub(crate) struct Link {
     incarnation: u64,
     cfg: LinkConfig,
     index: PeerIndex,
+    /// The roster's size (for the fan-in rule, [`retransmit`]).
+    members: u32,
     /// Per peer, by [`PeerIndex`] position.
     peers: Peers,
     /// Last broadcast sequence used (without the [`BROADCAST_SEQ`] bit).
@@ -264,6 +273,7 @@ impl Link {
             incarnation,
             cfg,
             index: PeerIndex::new(roster),
+            members: u32::try_from(roster.len()).unwrap_or(u32::MAX),
             peers: Peers::default(),
             next_broadcast: 0,
             slots: Vec::new(),

@@ -21,6 +21,14 @@ use std::time::Duration;
 /// cause is not traced), so clusters of up to 128 members keep one RTO.
 pub(super) const LARGE_FLIGHT: u32 = 128;
 
+/// On a roster of this many members or more, a fan-in reply (a Raft vote or pre-vote
+/// reply) waits for the flight ceiling before its first retransmission. Measured at 64
+/// processes on two cores (docs/bench/ANALYSIS.md, round 22): the candidate acked the
+/// replies of its pre-vote 5–15 ms after they left, and 25–60 % of a cold start's
+/// election messages were replies sent again after one RTO (5 ms, no round trip
+/// measured yet).
+pub(super) const FAN_IN: u32 = 16;
+
 impl Link {
     /// How long after its send a flight's acks may keep restarting the timers of the
     /// rest: the RTO ceiling, or half the give-up time if that is longer (a fan-out
@@ -249,6 +257,7 @@ impl Link {
                     Some((Duration::from_nanos(f.last_ack) + self.rto(peer)).min(latest))
                 }
                 Some(f) if f.size >= LARGE_FLIGHT => Some(latest),
+                _ if p.attempts == 1 && self.fan_in_reply(p.msg) => Some(latest),
                 _ => None,
             }
             .filter(|&at| at > now);
@@ -279,6 +288,12 @@ impl Link {
             };
             transmit.push((peer, self.datagram(seq, 0, Some(group), Some(msg))));
         }
+    }
+
+    /// Whether the kept message `k` is a fan-in reply on a roster large enough for
+    /// the fan-in rule ([`FAN_IN`]).
+    fn fan_in_reply(&self, k: u32) -> bool {
+        self.members >= FAN_IN && self.kept.get(k).is_some_and(|m| m.kind().is_fan_in_reply())
     }
 
     /// The failure detector (or a leader change after the old leader's silence)
@@ -493,6 +508,87 @@ mod tests {
             vec![201],
             "only the silent receiver's copy, at the ceiling"
         );
+    }
+
+    /// The fan-in rule: a Raft vote or pre-vote reply on a roster of [`FAN_IN`] members
+    /// or more waits for the flight ceiling (here max(rto_max 40, give_up / 2) = 40 ms)
+    /// before its first retransmission, then backs off as usual; on a smaller roster,
+    /// and any other type on the large one, it goes again one RTO after the send. A
+    /// vote held for the disk waits from its departure.
+    #[test]
+    fn a_fan_in_reply_on_a_large_roster_waits_for_the_ceiling() {
+        let cfg = LinkConfig {
+            retransmit: ms(5),
+            rto_min: ms(5),
+            rto_max: ms(40),
+            give_up: ms(75),
+            max_attempts: None,
+        };
+        let ceiling = ms(40);
+        let large: Vec<NodeId> = (1..=FAN_IN as NodeId).collect();
+        let small: Vec<NodeId> = (1..FAN_IN as NodeId).collect();
+        let vote = |pre_vote| Message::Vote {
+            term: 3,
+            granted: true,
+            pre_vote,
+        };
+        // When the reply to node 2, sent at 10 ms (or held and sent at 10 ms), goes again.
+        let first_retry = |roster: &[NodeId], msg: Message, held: bool| {
+            let mut l = Link::new(1, 1, roster, cfg.clone());
+            let d = l.send(ms(if held { 0 } else { 10 }), 2, AlgorithmKind::Raft, msg);
+            if held {
+                l.held(2, d.seq);
+                let (mut tx, mut failed) = (Vec::new(), Vec::new());
+                while let Some(t) = l.next_deadline().filter(|&t| t < ms(10)) {
+                    l.on_timeout(t, &mut tx, &mut failed);
+                }
+                assert!(tx.is_empty(), "nothing before it left: {tx:?}");
+                l.departed(ms(10), 2, d.seq);
+            }
+            let (mut tx, mut failed) = (Vec::new(), Vec::new());
+            while let Some(t) = l.next_deadline() {
+                l.on_timeout(t, &mut tx, &mut failed);
+                if !tx.is_empty() {
+                    return t;
+                }
+            }
+            panic!("never sent again");
+        };
+        for held in [false, true] {
+            for pre_vote in [false, true] {
+                assert_eq!(
+                    first_retry(&large, vote(pre_vote), held),
+                    ms(10) + ceiling,
+                    "pre_vote {pre_vote}, held {held}"
+                );
+                assert_eq!(
+                    first_retry(&small, vote(pre_vote), held),
+                    ms(10) + cfg.retransmit,
+                    "pre_vote {pre_vote}, held {held}, {} members",
+                    small.len()
+                );
+            }
+            assert_eq!(
+                first_retry(&large, election(1), held),
+                ms(10) + cfg.retransmit
+            );
+        }
+        // After the wait the usual backoff, and the usual give-up time.
+        let mut l = Link::new(1, 1, &large, cfg.clone());
+        l.send(ms(0), 2, AlgorithmKind::Raft, vote(false));
+        let (mut tx, mut failed) = (Vec::new(), Vec::new());
+        let mut at = Vec::new();
+        while let Some(t) = l.next_deadline() {
+            let before = tx.len();
+            l.on_timeout(t, &mut tx, &mut failed);
+            if tx.len() > before {
+                at.push(t);
+            }
+        }
+        assert_eq!(at.first(), Some(&ceiling), "{at:?}");
+        assert!(at.windows(2).all(|w| w[1] > w[0]), "{at:?}");
+        assert_eq!(failed.len(), 1);
+        assert!(at.iter().all(|&t| t < cfg.give_up), "{at:?}");
     }
 
     /// A message the daemon holds back (a claim waiting for the disk) is not
