@@ -95,15 +95,99 @@ impl Driver {
         transmits: Vec<(NodeId, Datagram)>,
         multicasts: Vec<Datagram>,
     ) {
+        // Sealed first, then sent together (`Transport::send_many`): one system call
+        // for the whole flush on a real socket.
+        let mut sealed: Vec<Sealed> = Vec::with_capacity(transmits.len() + multicasts.len());
         for p in crate::node::pack(&transmits) {
             match p {
-                Packet::One(to, dg) => self.transmit(socket, to, dg).await,
-                Packet::Beats(to, dgs) => self.transmit_beats(socket, to, &dgs).await,
+                Packet::One(to, dg) => {
+                    let Some(&addr) = self.peers.get(&to) else {
+                        self.shared.metrics.send_error("no_address");
+                        continue;
+                    };
+                    if let Some(t) = self.shared.tracer() {
+                        t.sent(self.cfg.id, to, dg);
+                    }
+                    match self.gate.seal(to, dg) {
+                        Ok(bytes) => sealed.push(Sealed {
+                            to,
+                            addr,
+                            groups: dg.group.into_iter().collect(),
+                            bytes,
+                        }),
+                        Err(e) => self.shared.metrics.send_error(e.reason()),
+                    }
+                }
+                Packet::Beats(to, dgs) => {
+                    if let Some(s) = self.seal_beats(to, &dgs) {
+                        sealed.push(s);
+                    }
+                }
             }
         }
         if let Some(group) = self.multicast {
             for dg in &multicasts {
-                self.send_bytes(socket, dg, group, 0).await;
+                match self.gate.seal(0, dg) {
+                    Ok(bytes) => sealed.push(Sealed {
+                        to: 0,
+                        addr: group,
+                        groups: dg.group.into_iter().collect(),
+                        bytes,
+                    }),
+                    Err(e) => self.shared.metrics.send_error(e.reason()),
+                }
+            }
+        }
+        if sealed.is_empty() {
+            return;
+        }
+        let out: Vec<(&[u8], SocketAddr)> = sealed
+            .iter()
+            .map(|s| (s.bytes.as_slice(), self.wire_addr(s.addr)))
+            .collect();
+        let results = socket.send_many(&out).await;
+        for (s, r) in sealed.iter().zip(results) {
+            if self.sent(r, s.addr, s.to) {
+                for (i, share) in shares(s.bytes.len(), s.groups.len()).enumerate() {
+                    if let Some(&g) = s.groups.get(i) {
+                        self.shared.metrics.group_datagram_sent(g, share);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Trace and seal the liveness messages `dgs` to `to` (at most one of each type per
+    /// group, see [`crate::node::pack`]) as one BEATS datagram (docs/wire.md §12). Its
+    /// bytes are shared out among the groups of its messages (docs/observability.md).
+    fn seal_beats(&mut self, to: NodeId, dgs: &[&Datagram]) -> Option<Sealed> {
+        let Some(&addr) = self.peers.get(&to) else {
+            self.shared.metrics.send_error("no_address");
+            return None;
+        };
+        let first = dgs.first()?;
+        if let Some(t) = self.shared.tracer() {
+            for dg in dgs {
+                t.sent(self.cfg.id, to, dg);
+            }
+        }
+        let beats: Vec<(AlgorithmKind, &Message)> = dgs
+            .iter()
+            .filter_map(|d| Some((d.group?, d.body.as_ref()?)))
+            .collect();
+        match self
+            .gate
+            .seal_beats(to, first.from, first.incarnation, &beats)
+        {
+            Ok(bytes) => Some(Sealed {
+                to,
+                addr,
+                groups: beats.iter().map(|b| b.0).collect(),
+                bytes,
+            }),
+            Err(e) => {
+                self.shared.metrics.send_error(e.reason());
+                None
             }
         }
     }
@@ -118,49 +202,6 @@ impl Driver {
             t.sent(self.cfg.id, to, dg);
         }
         self.send_bytes(socket, dg, addr, to).await;
-    }
-
-    /// Send `to` the liveness messages `dgs` (at most one of each type per group, see
-    /// [`crate::node::pack`]) as one BEATS datagram (docs/wire.md §12). Its bytes are
-    /// shared out among the groups of its messages (docs/observability.md).
-    pub(super) async fn transmit_beats<T: Transport>(
-        &mut self,
-        socket: &T,
-        to: NodeId,
-        dgs: &[&Datagram],
-    ) {
-        let metrics = &self.shared.metrics;
-        let Some(&addr) = self.peers.get(&to) else {
-            metrics.send_error("no_address");
-            return;
-        };
-        let Some(first) = dgs.first() else {
-            return;
-        };
-        if let Some(t) = self.shared.tracer() {
-            for dg in dgs {
-                t.sent(self.cfg.id, to, dg);
-            }
-        }
-        let beats: Vec<(AlgorithmKind, &Message)> = dgs
-            .iter()
-            .filter_map(|d| Some((d.group?, d.body.as_ref()?)))
-            .collect();
-        let bytes = match self
-            .gate
-            .seal_beats(to, first.from, first.incarnation, &beats)
-        {
-            Ok(b) => b,
-            Err(e) => {
-                self.shared.metrics.send_error(e.reason());
-                return;
-            }
-        };
-        if self.send_sealed(socket, &bytes, addr, to).await {
-            for (i, share) in shares(bytes.len(), beats.len()).enumerate() {
-                self.shared.metrics.group_datagram_sent(beats[i].0, share);
-            }
-        }
     }
 
     /// Encode and send one datagram to `addr` (`to` = 0 for the multicast group).
@@ -195,15 +236,26 @@ impl Driver {
         addr: SocketAddr,
         to: NodeId,
     ) -> bool {
-        let metrics = &self.shared.metrics;
-        // A dual-stack socket reaches IPv4 peers by their IPv4-mapped address.
-        let addr = match (self.bound, addr) {
+        let r = socket.send_to(bytes, self.wire_addr(addr)).await;
+        self.sent(r, addr, to)
+    }
+
+    /// A dual-stack socket reaches IPv4 peers by their IPv4-mapped address.
+    fn wire_addr(&self, addr: SocketAddr) -> SocketAddr {
+        match (self.bound, addr) {
             (Some(SocketAddr::V6(_)), SocketAddr::V4(v4)) => {
                 SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port())
             }
             _ => addr,
-        };
-        match socket.send_to(bytes, addr).await {
+        }
+    }
+
+    /// Count a send's result `r` (to `addr`, node `to`; 0 for the multicast group) and
+    /// judge the `send` health check; whether it succeeded.
+    fn sent(&mut self, r: io::Result<usize>, addr: SocketAddr, to: NodeId) -> bool {
+        let addr = self.wire_addr(addr);
+        let metrics = &self.shared.metrics;
+        match r {
             Ok(n) => {
                 metrics.datagram_sent(n);
                 if self.send_failures >= SEND_FAILURE_STREAK {
@@ -320,4 +372,13 @@ impl Driver {
 pub(crate) fn shares(bytes: usize, n: usize) -> impl Iterator<Item = usize> {
     let n = n.max(1);
     (0..n).map(move |i| bytes / n + usize::from(i < bytes % n))
+}
+
+/// A datagram sealed for the wire, waiting for its flush's send.
+struct Sealed {
+    to: NodeId,
+    addr: SocketAddr,
+    /// The groups whose messages it carries (their bytes are shared out among them).
+    groups: Vec<AlgorithmKind>,
+    bytes: Vec<u8>,
 }
