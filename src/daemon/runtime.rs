@@ -199,7 +199,7 @@ pub async fn run_with<T: Transport>(
             // the socket is.
             _ = timer.wait(), if !d.paused => {
                 d.shared.metrics.timer_late(Instant::now().saturating_duration_since(due));
-                // What already waits in the sockets is read first (one batch at most):
+                // What already waits in the sockets is read first (bounded):
                 // an answer that arrived before its timeout must not lose to it, and
                 // the followed leader's heartbeats move the detector's deadline.
                 read_beats(&mut d);
