@@ -649,3 +649,50 @@ async fn a_write_under_way_holds_back_its_groups_datagrams_not_the_others() {
     drop(d);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// --- reading before a due timer ---
+
+/// A socket whose queue the test fills; it counts what the driver takes from it.
+struct Queued(std::sync::Mutex<std::collections::VecDeque<Vec<u8>>>);
+
+impl Transport for Queued {
+    async fn send_to(&self, buf: &[u8], _to: SocketAddr) -> io::Result<usize> {
+        Ok(buf.len())
+    }
+
+    async fn recv_from(&self, _buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        std::future::pending().await
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(peer(7002))
+    }
+
+    fn try_recv_from(&self, buf: &mut [u8]) -> Option<io::Result<(usize, SocketAddr)>> {
+        let d = self.0.lock().ok()?.pop_front()?;
+        buf[..d.len()].copy_from_slice(&d);
+        Some(Ok((d.len(), peer(7001))))
+    }
+}
+
+/// Before a due timer fires the driver reads what is queued: a batch on a small
+/// roster, two datagrams per member on a large one (a fan-out's acks and replies),
+/// and never more.
+#[test]
+fn before_a_timer_the_driver_reads_two_queued_datagrams_per_member() {
+    for members in [3u16, 100] {
+        let mut cfg = runtime_config();
+        cfg.peers = (1..=members)
+            .map(|i| (NodeId::from(i), peer(7000 + i)))
+            .collect();
+        let mut d = driver(cfg);
+        let queued = Queued(std::sync::Mutex::new(
+            (0..1000).map(|_| vec![0u8; 8]).collect(),
+        ));
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        d.drain_pending(&queued, &mut buf);
+        let left = queued.0.lock().unwrap().len();
+        let want = BATCH.max(2 * usize::from(members));
+        assert_eq!(1000 - left, want, "{members} members");
+    }
+}
