@@ -16,7 +16,7 @@ pub(super) fn failover(s: &mut String, r: &Results) {
         s,
         "{} real `electd run` processes on 127.0.0.1, one cluster per algorithm; heartbeat {} ms, \
          failure_timeout {} ms, answer_timeout {} ms, coordinator_timeout {} ms, Raft election \
-         timeout {}..{} ms, first retransmission after {} ms plus the fan-in allowance (docs/architecture.md) then adaptive{}; {} actions per algorithm and mode. \
+         timeout {}..{} ms, first retransmission after {} ms, then adaptive (docs/architecture.md, \"The link's retransmission timeout\"){}; {} actions per algorithm and mode. \
          `sigkill`: SIGKILL of the leader's process; `pause`: `POST /admin/pause` to the leader \
          (traffic stops, process lives); `sigterm`: graceful stop (the leader resigns). \
          The time runs from the action to the moment the last survivor adopts the new leader, \
