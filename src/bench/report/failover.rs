@@ -101,7 +101,10 @@ pub(super) fn failover(s: &mut String, r: &Results) {
                 flagged.join("\n")
             );
         }
-        let _ = writeln!(s, "\n![failover {mode}](failover-{mode}.svg)\n");
+        // The plot is written only when the mode has runs (`plot::failover`).
+        if f.runs.iter().any(|x| x.mode == mode) {
+            let _ = writeln!(s, "\n![failover {mode}](failover-{mode}.svg)\n");
+        }
     }
     let _ = writeln!(
         s,

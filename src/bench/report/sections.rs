@@ -189,10 +189,13 @@ pub(super) fn scale_simulator(s: &mut String, r: &Results) {
     if !never.is_empty() {
         let _ = writeln!(s, "\nFlagged points:\n\n{}", never.join("\n"));
     }
-    let _ = writeln!(
-        s,
-        "\n![wall](scale-wall.svg)\n\n![memory](scale-memory.svg)\n"
-    );
+    // The plots are written only when there are points (`plot::scale`).
+    if !r.scale.sim.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n![wall](scale-wall.svg)\n\n![memory](scale-memory.svg)\n"
+        );
+    }
 }
 
 /// Scale over real UDP in one process: boot and failovers of N runtimes.

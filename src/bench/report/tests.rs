@@ -307,3 +307,27 @@ fn idle_cost_is_judged_against_the_floor_of_the_same_run() {
         "{missed:?}"
     );
 }
+
+/// A report names only the plots its run wrote: with the failover runs and the
+/// simulator's scale points left out (an `--only` run), neither their sections'
+/// plots nor links to them.
+#[test]
+fn a_report_links_only_the_plots_it_has() {
+    let full = markdown(&fixture());
+    for plot in ["failover-sigkill.svg", "scale-wall.svg", "scale-memory.svg"] {
+        assert!(full.contains(plot), "{plot}");
+    }
+    let mut r = fixture();
+    r.failover.runs.clear();
+    r.scale.sim.clear();
+    let md = markdown(&r);
+    for plot in [
+        "failover-sigkill.svg",
+        "failover-pause.svg",
+        "failover-sigterm.svg",
+        "scale-wall.svg",
+        "scale-memory.svg",
+    ] {
+        assert!(!md.contains(plot), "{plot} named without its plot");
+    }
+}
