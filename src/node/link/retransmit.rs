@@ -374,6 +374,18 @@ mod tests {
             .all(|(_, d)| d.body != Some(election(1)) && d.body != Some(election(3))));
     }
 
+    /// First RTO 5 ms (also the floor), ceiling 40 ms, give-up 75 ms: the link of a
+    /// 100 ms failure timeout.
+    fn lan() -> LinkConfig {
+        LinkConfig {
+            retransmit: ms(5),
+            rto_min: ms(5),
+            rto_max: ms(40),
+            give_up: ms(75),
+            max_attempts: None,
+        }
+    }
+
     /// One ELECTION to each of `peers` at time 0 (a flight); their sequences.
     fn fan_out(l: &mut Link, peers: &[NodeId]) -> Vec<u64> {
         peers
@@ -388,13 +400,7 @@ mod tests {
     /// flight's last ack, and gives up at the usual time; a lone message is untouched.
     #[test]
     fn acks_of_a_fan_out_restart_the_timers_of_the_rest() {
-        let cfg = LinkConfig {
-            retransmit: ms(5),
-            rto_min: ms(5),
-            rto_max: ms(40),
-            give_up: ms(75),
-            max_attempts: None,
-        };
+        let cfg = lan();
         let mut l = Link::new(1, 1, ROSTER, cfg.clone());
         let peers: Vec<NodeId> = (2..=9).collect();
         let seqs = fan_out(&mut l, &peers);
@@ -517,13 +523,7 @@ mod tests {
     /// vote held for the disk waits from its departure.
     #[test]
     fn a_fan_in_reply_on_a_large_roster_waits_for_the_ceiling() {
-        let cfg = LinkConfig {
-            retransmit: ms(5),
-            rto_min: ms(5),
-            rto_max: ms(40),
-            give_up: ms(75),
-            max_attempts: None,
-        };
+        let cfg = lan();
         let ceiling = ms(40);
         let large: Vec<NodeId> = (1..=FAN_IN as NodeId).collect();
         let small: Vec<NodeId> = (1..FAN_IN as NodeId).collect();
