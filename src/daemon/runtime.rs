@@ -20,8 +20,10 @@
 //!   too (up to `BATCH`, 64), then everything is flushed once: datagrams sent, metrics
 //!   synced with the node, the status snapshot published, then each leader change
 //!   emitted to `/watch` subscribers and hooks. A timer that falls due ends the batch
-//!   and, ahead of the socket in the (biased) `select!`, fires next: heartbeats keep
-//!   their period while datagrams keep arriving.
+//!   and, ahead of the socket in the (biased) `select!`, fires next, after the
+//!   datagrams already queued are read (a batch, or two per member on a large roster:
+//!   an ack that arrived in time must not lose to its retransmission timer):
+//!   heartbeats keep their period while datagrams keep arriving.
 //! - Operator control: `Elect` calls an election in one group; `Pause` stops all
 //!   traffic in and out, as if the process had crashed (received datagrams are read
 //!   and discarded, no timer runs, every group reports no leader); `Resume` comes back
