@@ -74,18 +74,35 @@ pub fn markdown(r: &Results) -> String {
     let mut s = String::new();
     sections::intro(&mut s, r);
     sections::targets_table(&mut s, r);
-    failover::failover(&mut s, r);
+    // A section that measured nothing (left out by `--only`) is left out of the page:
+    // its prose would describe runs that did not happen, above empty tables.
+    if !r.failover.runs.is_empty() {
+        failover::failover(&mut s, r);
+    }
     failover::etcd_section(&mut s, &r.etcd);
     failover::keepalived_section(&mut s, r);
     if r.detect.skipped.as_deref() != Some(NOT_SELECTED) {
         super::detect::markdown(&mut s, &r.detect);
     }
-    sections::messages(&mut s, r);
-    sections::scale_simulator(&mut s, r);
-    sections::scale_udp(&mut s, r);
+    if !(r.messages.points.is_empty() && r.messages.incomplete.is_empty()) {
+        sections::messages(&mut s, r);
+    }
+    if !(r.scale.sim.is_empty() && r.scale.udp.is_empty()) {
+        let _ = writeln!(s, "## Scale\n");
+    }
+    if !r.scale.sim.is_empty() {
+        sections::scale_simulator(&mut s, r);
+    }
+    if !r.scale.udp.is_empty() {
+        sections::scale_udp(&mut s, r);
+    }
     s.push_str(&super::coldstart::markdown(&r.cold));
-    sections::cost(&mut s, r);
-    sections::codec(&mut s, r);
+    if !r.cost.runs.is_empty() {
+        sections::cost(&mut s, r);
+    }
+    if !r.codec.points.is_empty() {
+        sections::codec(&mut s, r);
+    }
     sections::reproduce(&mut s);
     s
 }

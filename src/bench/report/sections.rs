@@ -125,7 +125,6 @@ pub(super) fn messages(s: &mut String, r: &Results) {
 
 /// Scale in the simulator: one startup election per algorithm and N.
 pub(super) fn scale_simulator(s: &mut String, r: &Results) {
-    let _ = writeln!(s, "## Scale\n");
     let _ = writeln!(
         s,
         "### Simulator\n\nOne startup election (lowest id initiates, ids ascending) per \
@@ -189,13 +188,10 @@ pub(super) fn scale_simulator(s: &mut String, r: &Results) {
     if !never.is_empty() {
         let _ = writeln!(s, "\nFlagged points:\n\n{}", never.join("\n"));
     }
-    // The plots are written only when there are points (`plot::scale`).
-    if !r.scale.sim.is_empty() {
-        let _ = writeln!(
-            s,
-            "\n![wall](scale-wall.svg)\n\n![memory](scale-memory.svg)\n"
-        );
-    }
+    let _ = writeln!(
+        s,
+        "\n![wall](scale-wall.svg)\n\n![memory](scale-memory.svg)\n"
+    );
 }
 
 /// Scale over real UDP in one process: boot and failovers of N runtimes.

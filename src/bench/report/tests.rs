@@ -308,11 +308,12 @@ fn idle_cost_is_judged_against_the_floor_of_the_same_run() {
     );
 }
 
-/// A report names only the plots its run wrote: with the failover runs and the
-/// simulator's scale points left out (an `--only` run), neither their sections'
-/// plots nor links to them.
+/// A report names only the plots its run wrote, and a section that measured nothing
+/// (left out by `--only`) is left out of the page: no prose about runs that did not
+/// happen, no table without rows. The scale heading stays while one of its two parts
+/// has points.
 #[test]
-fn a_report_links_only_the_plots_it_has() {
+fn a_report_leaves_out_what_its_run_did_not_measure() {
     let full = markdown(&fixture());
     for plot in ["failover-sigkill.svg", "scale-wall.svg", "scale-memory.svg"] {
         assert!(full.contains(plot), "{plot}");
@@ -329,5 +330,29 @@ fn a_report_links_only_the_plots_it_has() {
         "scale-memory.svg",
     ] {
         assert!(!md.contains(plot), "{plot} named without its plot");
+    }
+    assert!(!md.contains("## Failover\n"), "{md}");
+    assert!(md.contains("## Scale\n") && md.contains("### Real UDP, one process\n"));
+    assert!(!md.contains("### Simulator"), "{md}");
+    r.messages.points.clear();
+    r.messages.incomplete.clear();
+    r.scale.udp.clear();
+    r.cost.runs.clear();
+    r.codec.points.clear();
+    r.keepalived.skipped = Some(NOT_SELECTED.into());
+    r.detect.skipped = Some(NOT_SELECTED.into());
+    let md = markdown(&r);
+    for gone in ["## Message efficiency", "## Scale", "## Cost per node", "## Codec"] {
+        assert!(!md.contains(gone), "{gone}: {md}");
+    }
+    let lines: Vec<&str> = md.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if l.starts_with("|---") {
+            assert!(
+                lines.get(i + 1).is_some_and(|n| n.starts_with('|')),
+                "a table without rows after {:?}",
+                lines[i - 1]
+            );
+        }
     }
 }
