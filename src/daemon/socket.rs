@@ -101,7 +101,7 @@ impl Transport for tokio::net::UdpSocket {
         }
     }
 
-    /// `sendmmsg(2)`: a flush's datagrams leave in one system call. Each datagram to a
+    /// `sendmmsg(2)`: a flush's datagrams leave in one system call per 256. Each datagram to a
     /// sleeping process on this host wakes it, and the woken process may take the core
     /// from the sender: sent one `sendto` at a time, a Raft candidate's fan-out to 63
     /// processes on two cores was interleaved with its receivers' runs (its next flush

@@ -342,7 +342,12 @@ fn a_report_leaves_out_what_its_run_did_not_measure() {
     r.keepalived.skipped = Some(NOT_SELECTED.into());
     r.detect.skipped = Some(NOT_SELECTED.into());
     let md = markdown(&r);
-    for gone in ["## Message efficiency", "## Scale", "## Cost per node", "## Codec"] {
+    for gone in [
+        "## Message efficiency",
+        "## Scale",
+        "## Cost per node",
+        "## Codec",
+    ] {
         assert!(!md.contains(gone), "{gone}: {md}");
     }
     let lines: Vec<&str> = md.lines().collect();

@@ -98,6 +98,8 @@ impl Driver {
         // Sealed first, then sent together (`Transport::send_many`): one system call
         // for the whole flush on a real socket.
         let mut sealed: Vec<Sealed> = Vec::with_capacity(transmits.len() + multicasts.len());
+        // The groups of every sealed datagram, one after another (`Sealed::groups`).
+        let mut groups: Vec<AlgorithmKind> = Vec::with_capacity(sealed.capacity());
         for p in crate::node::pack(&transmits) {
             match p {
                 Packet::One(to, dg) => {
@@ -112,14 +114,14 @@ impl Driver {
                         Ok(bytes) => sealed.push(Sealed {
                             to,
                             addr,
-                            groups: dg.group.into_iter().collect(),
+                            groups: push_groups(&mut groups, dg.group),
                             bytes,
                         }),
                         Err(e) => self.shared.metrics.send_error(e.reason()),
                     }
                 }
                 Packet::Beats(to, dgs) => {
-                    if let Some(s) = self.seal_beats(to, &dgs) {
+                    if let Some(s) = self.seal_beats(to, &dgs, &mut groups) {
                         sealed.push(s);
                     }
                 }
@@ -131,7 +133,7 @@ impl Driver {
                     Ok(bytes) => sealed.push(Sealed {
                         to: 0,
                         addr: group,
-                        groups: dg.group.into_iter().collect(),
+                        groups: push_groups(&mut groups, dg.group),
                         bytes,
                     }),
                     Err(e) => self.shared.metrics.send_error(e.reason()),
@@ -148,10 +150,9 @@ impl Driver {
         let results = socket.send_many(&out).await;
         for (s, r) in sealed.iter().zip(results) {
             if self.sent(r, s.addr, s.to) {
-                for (i, share) in shares(s.bytes.len(), s.groups.len()).enumerate() {
-                    if let Some(&g) = s.groups.get(i) {
-                        self.shared.metrics.group_datagram_sent(g, share);
-                    }
+                let mine = &groups[s.groups.clone()];
+                for (&g, share) in mine.iter().zip(shares(s.bytes.len(), mine.len())) {
+                    self.shared.metrics.group_datagram_sent(g, share);
                 }
             }
         }
@@ -160,7 +161,12 @@ impl Driver {
     /// Trace and seal the liveness messages `dgs` to `to` (at most one of each type per
     /// group, see [`crate::node::pack`]) as one BEATS datagram (docs/wire.md §12). Its
     /// bytes are shared out among the groups of its messages (docs/observability.md).
-    fn seal_beats(&mut self, to: NodeId, dgs: &[&Datagram]) -> Option<Sealed> {
+    fn seal_beats(
+        &mut self,
+        to: NodeId,
+        dgs: &[&Datagram],
+        groups: &mut Vec<AlgorithmKind>,
+    ) -> Option<Sealed> {
         let Some(&addr) = self.peers.get(&to) else {
             self.shared.metrics.send_error("no_address");
             return None;
@@ -182,7 +188,11 @@ impl Driver {
             Ok(bytes) => Some(Sealed {
                 to,
                 addr,
-                groups: beats.iter().map(|b| b.0).collect(),
+                groups: {
+                    let from = groups.len();
+                    groups.extend(beats.iter().map(|b| b.0));
+                    from..groups.len()
+                },
                 bytes,
             }),
             Err(e) => {
@@ -378,7 +388,18 @@ pub(crate) fn shares(bytes: usize, n: usize) -> impl Iterator<Item = usize> {
 struct Sealed {
     to: NodeId,
     addr: SocketAddr,
-    /// The groups whose messages it carries (their bytes are shared out among them).
-    groups: Vec<AlgorithmKind>,
+    /// Where the groups whose messages it carries stand in its flush's list of groups
+    /// (its bytes are shared out among them).
+    groups: std::ops::Range<usize>,
     bytes: Vec<u8>,
+}
+
+/// Append `group` (if any) to a flush's list of groups; where it stands.
+fn push_groups(
+    groups: &mut Vec<AlgorithmKind>,
+    group: Option<AlgorithmKind>,
+) -> std::ops::Range<usize> {
+    let from = groups.len();
+    groups.extend(group);
+    from..groups.len()
 }
