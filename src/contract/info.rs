@@ -94,6 +94,14 @@ impl Info {
         !matches!(self.recovery, Recovery::RandomizedTimeout)
     }
 
+    /// Does the winner announce itself by a lap round the ring (the ring family)? The
+    /// last member then hears of it n − 1 hops after the win; the node layer sends the
+    /// new leader's first heartbeat to every member at once as well (see
+    /// `Node::leader_changed`).
+    pub(crate) fn announces_by_lap(&self) -> bool {
+        matches!(self.recovery, Recovery::RingLaps { .. })
+    }
+
     /// Does a leader hold office through a majority (Raft)? Then at most one leader
     /// is elected per term, nobody leads without a live majority, and its lease is
     /// kept by its own quorum check (`require_quorum` adds nothing).
