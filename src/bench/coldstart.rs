@@ -76,6 +76,9 @@ pub struct ColdRow {
     /// Time to agreement of every cold start tried (`--tries`; `None`: no agreement
     /// in time), `cold` being the last one.
     pub cold_tries: Vec<Option<f64>>,
+    /// Every cold start tried, with its messages, retransmissions and give-ups (read
+    /// once its traffic stopped), `cold` being the last one.
+    pub colds: Vec<Phase>,
     pub failover: Option<Phase>,
     /// Every failover measured (`processes`: one after each cold start that agreed),
     /// `failover` being the last one.
@@ -218,6 +221,55 @@ fn proc_counts(c: &ProcCluster, ids: &[NodeId], kind: AlgorithmKind) -> Counts {
     t
 }
 
+/// The cluster's counts once its election messages, retransmissions and give-ups have
+/// not moved for a failure timeout (sampled every failure timeout, for at most
+/// [`AGREE_WITHIN`]).
+fn quiet_counts(
+    c: &ProcCluster,
+    all: &[NodeId],
+    kind: AlgorithmKind,
+    timing: &ClusterTiming,
+) -> Counts {
+    let quiet = Duration::from_millis(timing.failure_ms);
+    let mut last = proc_counts(c, all, kind);
+    let settle_by = Instant::now() + AGREE_WITHIN;
+    while Instant::now() < settle_by {
+        std::thread::sleep(quiet); // a sampling period, not a synchronisation
+        let now = proc_counts(c, all, kind);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    last
+}
+
+/// One cold start's phase: its time to agreement (`agreed`, after `last_start`) and,
+/// when it agreed, everything it sent until its traffic stopped ([`quiet_counts`]:
+/// the retransmissions and give-ups after the agreement belong to it too); without
+/// agreement, the counts at the deadline.
+fn cold_phase(
+    c: &ProcCluster,
+    all: &[NodeId],
+    kind: AlgorithmKind,
+    timing: &ClusterTiming,
+    agreed: Option<(NodeId, Instant)>,
+    last_start: Instant,
+    rcv0: u64,
+) -> Phase {
+    let mut p = Phase::default();
+    let counts = match agreed {
+        Some(_) => quiet_counts(c, all, kind, timing),
+        None => proc_counts(c, all, kind),
+    };
+    fill(&mut p, (0, 0, 0, 0), counts, rcv0);
+    if let Some((leader, at)) = agreed {
+        p.agreed_ms = Some(ms(at.saturating_duration_since(last_start)));
+        p.leader = Some(leader);
+    }
+    p
+}
+
 fn fill(p: &mut Phase, before: Counts, after: Counts, rcv0: u64) {
     p.election_messages = after.0.saturating_sub(before.0);
     p.retransmissions = after.1.saturating_sub(before.1);
@@ -293,7 +345,14 @@ fn line(r: &ColdRow) -> String {
         r.mode,
         f(&r.cold),
         if r.cold_tries.len() > 1 {
-            format!(" ({})", tries_note(&r.cold_tries))
+            format!(
+                " ({}; all {}: {} msgs, {} retx, {} fail)",
+                tries_note(&r.cold_tries),
+                r.colds.len(),
+                r.colds.iter().map(|p| p.election_messages).sum::<u64>(),
+                r.colds.iter().map(|p| p.retransmissions).sum::<u64>(),
+                r.colds.iter().map(|p| p.delivery_failures).sum::<u64>()
+            )
         } else {
             String::new()
         },
@@ -332,11 +391,14 @@ fn processes(
 ) -> anyhow::Result<ColdRow> {
     // Every try but the last: a cold start, then (if it agreed) a failover.
     let mut tries = Vec::new();
+    let mut colds = Vec::new();
     let mut earlier = Vec::new();
     for _ in 1..opts.cold_tries.max(1) {
+        let rcv = udp_rcvbuf_errors();
         let (mut c, w, all, last_start) = start_processes(opts, kind, n, timing)?;
         let agreed = w.wait_agreement(&all, last_start + AGREE_WITHIN);
         tries.push(agreed.map(|(_, at)| ms(at.saturating_duration_since(last_start))));
+        colds.push(cold_phase(&c, &all, kind, timing, agreed, last_start, rcv));
         if let Some((leader, _)) = agreed {
             if let (Some(p), _) = failover_processes(&mut c, &w, &all, leader, timing, kind) {
                 earlier.push(p);
@@ -354,6 +416,7 @@ fn processes(
         mode: "processes",
         cold: Phase::default(),
         cold_tries: tries,
+        colds,
         failover: None,
         failovers: earlier,
         missed: None,
@@ -366,13 +429,9 @@ fn processes(
     let agreed = w.wait_agreement(&all, last_start + AGREE_WITHIN);
     row.cold_tries
         .push(agreed.map(|(_, at)| ms(at.saturating_duration_since(last_start))));
-    fill(
-        &mut row.cold,
-        (0, 0, 0, 0),
-        proc_counts(&c, &all, kind),
-        rcv0,
-    );
-    let Some((leader, at)) = agreed else {
+    row.cold = cold_phase(&c, &all, kind, timing, agreed, last_start, rcv0);
+    row.colds.push(row.cold.clone());
+    let Some((leader, _)) = agreed else {
         let log = all
             .iter()
             .find_map(|&id| {
@@ -387,8 +446,6 @@ fn processes(
         ));
         return Ok(row);
     };
-    row.cold.agreed_ms = Some(ms(at.saturating_duration_since(last_start)));
-    row.cold.leader = Some(leader);
     // Each node's boot (its incarnation), read before the failover's kill: the
     // simulator is run with these rather than an even spread of the spawns.
     let boots = boot_offsets(&c, &all);
@@ -468,17 +525,7 @@ fn failover_processes(
     // messages, retransmissions and give-ups stopped for a failure timeout (bounded),
     // so the heartbeats armed every failure detector and no straggler of the start
     // competes for the cores.
-    let quiet = Duration::from_millis(timing.failure_ms);
-    let mut last = proc_counts(c, all, kind);
-    let settle_by = Instant::now() + AGREE_WITHIN;
-    while Instant::now() < settle_by {
-        std::thread::sleep(quiet); // a sampling period, not a synchronisation
-        let now = proc_counts(c, all, kind);
-        if now == last {
-            break;
-        }
-        last = now;
-    }
+    let _ = quiet_counts(c, all, kind, timing);
     let before = proc_counts(c, &survivors, kind);
     let rcv1 = udp_rcvbuf_errors();
     let under_way = super::failover::election_under_way(c, &survivors, leader);
@@ -563,6 +610,7 @@ async fn one_process(kind: AlgorithmKind, n: usize, t: &ClusterTiming) -> anyhow
         mode: "one process",
         cold: Phase::default(),
         cold_tries: Vec::new(),
+        colds: Vec::new(),
         failover: None,
         failovers: Vec::new(),
         missed: None,
@@ -589,6 +637,7 @@ async fn one_process(kind: AlgorithmKind, n: usize, t: &ClusterTiming) -> anyhow
             .map(|(_, at)| ms(at.saturating_duration_since(started))),
     );
     let Some((leader, at)) = agreed else {
+        row.colds.push(row.cold.clone());
         row.missed = Some(format!(
             "no agreement within {} s of the start",
             AGREE_WITHIN.as_secs()
@@ -598,6 +647,7 @@ async fn one_process(kind: AlgorithmKind, n: usize, t: &ClusterTiming) -> anyhow
     };
     row.cold.agreed_ms = Some(ms(at.saturating_duration_since(started)));
     row.cold.leader = Some(leader);
+    row.colds.push(row.cold.clone());
     tokio::time::sleep(timing.heartbeat * 3).await;
     let survivors: Vec<NodeId> = ids.iter().copied().filter(|&i| i != leader).collect();
     // The paused leader's counters stay frozen: the delta is the survivors'.
