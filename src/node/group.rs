@@ -307,11 +307,13 @@ impl Node {
                 let hb = self.timing.heartbeat;
                 if self.groups[g].kind.info().announces_by_lap() {
                     // The ring family announces the winner by a lap: the last member
-                    // hears of it n − 1 hops later (63 hops, ≈ 10 ms on a busy
-                    // 2-core machine at 64 members). A heartbeat to every member now
+                    // hears of it n − 1 hops later. A heartbeat to every member now
                     // tells them all in one hop (a member in the round follows a
                     // claim of its round's epoch, `ring_common::foreign_leader`); the
                     // lap still goes round, so the literature's count is unchanged.
+                    // Where hops cost more than an adoption (a network) this takes
+                    // the lap off the failover; on one busy host both take the same
+                    // time (docs/bench/ANALYSIS.md, round 23).
                     let msg = Message::Heartbeat { term, leader: me };
                     self.broadcast(g, now, msg);
                 }

@@ -77,6 +77,19 @@ pub fn markdown(r: &ColdResults) -> String {
             fail.join(" | ")
         );
     }
+    let phases = phases_table(r, t);
+    if !phases.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nWhere the failovers' time went (medians over each row's failovers, by the \
+             survivors' own stamps): from the SIGKILL to the first survivor's adoption \
+             (usually the new leader's own: detection and election), then to the last \
+             one's (the announcement reaching every member: each adoption costs its member \
+             CPU on the shared cores, and outside Raft a write of the state file before \
+             it is reported); messages are the election messages of one failover.\n"
+        );
+        s.push_str(&phases);
+    }
     let flagged: Vec<String> = r.rows.iter().filter_map(|row| flag(row, t)).collect();
     if !flagged.is_empty() {
         let _ = writeln!(
@@ -102,6 +115,60 @@ pub fn markdown(r: &ColdResults) -> String {
         }
     }
     s.push('\n');
+    s
+}
+
+/// The table of the process rows' failover phases (empty when no row has a failover
+/// with both stamps): median time to the first adoption and from it to the last, each
+/// also as a share of the row's base (F, Raft: E_min), and the mean election messages.
+fn phases_table(r: &ColdResults, t: &ClusterTiming) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for row in &r.rows {
+        let firsts: Vec<f64> = row
+            .failovers
+            .iter()
+            .filter_map(|f| f.first_adopted_ms)
+            .collect();
+        let spreads: Vec<f64> = row
+            .failovers
+            .iter()
+            .filter_map(|f| Some(f.agreed_ms? - f.first_adopted_ms?))
+            .collect();
+        if firsts.is_empty() || spreads.is_empty() {
+            continue;
+        }
+        if s.is_empty() {
+            let _ = writeln!(
+                s,
+                "| algorithm | N | failovers | to the first adoption, ms (× base) | first to last adoption, ms (× base) | messages per failover |"
+            );
+            let _ = writeln!(s, "|{}", "---|".repeat(6));
+        }
+        let timing = row.timing.as_ref().unwrap_or(t);
+        let base = if row.algorithm.info().uses_failure_detector() {
+            timing.failure_ms as f64
+        } else {
+            timing.election_min_ms as f64
+        };
+        let first = crate::bench::Stats::of(&firsts).median;
+        let spread = crate::bench::Stats::of(&spreads).median;
+        let msgs = row
+            .failovers
+            .iter()
+            .map(|f| f.election_messages)
+            .sum::<u64>() as f64
+            / row.failovers.len() as f64;
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {first:.0} ({:.2}) | {spread:.1} ({:.2}) | {msgs:.0} |",
+            row.algorithm,
+            row.nodes,
+            firsts.len(),
+            first / base,
+            spread / base
+        );
+    }
     s
 }
 
@@ -627,5 +694,51 @@ mod target_tests {
         let mut x = row(AlgorithmKind::Bully, 64, &[1.2 * f; 3], 5);
         x.colds[7].delivery_failures = 1;
         assert!(!judge(x).met, "a give-up to a live member misses");
+    }
+
+    /// The phases table: each row's median time to the first adoption and from it to
+    /// the last, as a share of that row's own base (F at 64, Raft's E_min ×4 at 256);
+    /// a row whose failovers carry no first stamp is left out.
+    #[test]
+    fn the_phases_table_splits_each_failover_at_the_first_adoption() {
+        let base = ClusterTiming::failover();
+        let mut bully = row(AlgorithmKind::Bully, 64, &[120.0, 130.0, 125.0], 5);
+        for (f, first) in bully.failovers.iter_mut().zip([108.0, 110.0, 112.0]) {
+            f.first_adopted_ms = Some(first);
+        }
+        let e256 = timing_for(256).election_min_ms as f64;
+        let mut raft = row(AlgorithmKind::Raft, 256, &[500.0, 540.0, 520.0], 5);
+        for (f, first) in raft.failovers.iter_mut().zip([470.0, 510.0, 490.0]) {
+            f.first_adopted_ms = Some(first);
+        }
+        let unstamped = row(AlgorithmKind::Lcr, 64, &[120.0], 5);
+        let r = ColdResults {
+            timing: Some(base.clone()),
+            rows: vec![bully, raft, unstamped],
+        };
+        let t = phases_table(&r, &base);
+        let f = base.failure_ms as f64;
+        assert!(
+            t.contains(&format!(
+                "| bully | 64 | 3 | 110 ({:.2}) | 13.0 ({:.2}) | 100 |",
+                110.0 / f,
+                13.0 / f
+            )),
+            "{t}"
+        );
+        assert!(
+            t.contains(&format!(
+                "| raft | 256 | 3 | 490 ({:.2}) | 30.0 ({:.2}) | 100 |",
+                490.0 / e256,
+                30.0 / e256
+            )),
+            "{t}"
+        );
+        assert!(!t.contains("| lcr |"), "{t}");
+        let none = ColdResults {
+            timing: Some(base.clone()),
+            rows: vec![row(AlgorithmKind::Lcr, 64, &[120.0], 5)],
+        };
+        assert!(phases_table(&none, &base).is_empty());
     }
 }
