@@ -306,6 +306,17 @@ fn leader_crash_skips_the_dead_leader() {
     }
 }
 
+/// `n` members of `kind` at the README's timing (heartbeat 10 ms, failure_timeout
+/// 100 ms) and link, on a network whose delays are drawn in [`min`, `max`].
+fn readme_sim(kind: AlgorithmKind, n: usize, seed: u64, min: Duration, max: Duration) -> Sim {
+    let mut cfg = SimConfig::new(kind, n, seed);
+    cfg.timing = Timing::default();
+    cfg.link = LinkConfig::for_failure_timeout(cfg.timing.failure_timeout);
+    cfg.net.delay_min = min;
+    cfg.net.delay_max = max;
+    Sim::new(cfg).expect("sim")
+}
+
 /// A leader lost to silence costs LCR one round, however the survivors' detectors
 /// are spread: each member that joins the first detector's round before its own
 /// detector fires stays in it (the dead leader never took part in it). Counted for
@@ -320,13 +331,8 @@ fn leader_crash_skips_the_dead_leader() {
 fn lcr_a_leader_lost_to_silence_costs_one_round() {
     let n = 16usize;
     for seed in 1..=20 {
-        // The README's timing (heartbeat 10 ms, failure_timeout 100 ms) and link.
-        let mut cfg = SimConfig::new(AlgorithmKind::Lcr, n, seed);
-        cfg.timing = Timing::default();
-        cfg.link = LinkConfig::for_failure_timeout(cfg.timing.failure_timeout);
-        cfg.net.delay_min = Duration::from_millis(1);
-        cfg.net.delay_max = Duration::from_millis(4);
-        let mut sim = Sim::new(cfg).expect("sim");
+        let ms = Duration::from_millis;
+        let mut sim = readme_sim(AlgorithmKind::Lcr, n, seed, ms(1), ms(4));
         let settle = Duration::from_secs(5);
         sim.run_ops(&[
             Op::StartAll,
@@ -584,12 +590,7 @@ fn every_survivor_follows_a_new_ring_leader_one_hop_after_its_win() {
     let n = 32usize;
     let delay = Duration::from_millis(1);
     for kind in [AlgorithmKind::Ring, AlgorithmKind::Lcr, AlgorithmKind::Hs] {
-        let mut cfg = SimConfig::new(kind, n, 3);
-        cfg.timing = Timing::default();
-        cfg.link = LinkConfig::for_failure_timeout(cfg.timing.failure_timeout);
-        cfg.net.delay_min = delay;
-        cfg.net.delay_max = delay;
-        let mut sim = Sim::new(cfg).expect("sim");
+        let mut sim = readme_sim(kind, n, 3, delay, delay);
         let settle = Duration::from_secs(5);
         sim.run_ops(&[
             Op::StartAll,

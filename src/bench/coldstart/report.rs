@@ -118,6 +118,18 @@ pub fn markdown(r: &ColdResults) -> String {
     s
 }
 
+/// What a row's failover times are judged against (ms): its failure timeout, Raft's
+/// election timeout's lower bound, from the row's own timing where it has one (the
+/// bench scales it above 64 nodes) or else the section's `t`.
+fn base_ms(x: &ColdRow, t: &ClusterTiming) -> f64 {
+    let t = x.timing.as_ref().unwrap_or(t);
+    if x.algorithm.info().uses_failure_detector() {
+        t.failure_ms as f64
+    } else {
+        t.election_min_ms as f64
+    }
+}
+
 /// The table of the process rows' failover phases (empty when no row has a failover
 /// with both stamps): median time to the first adoption and from it to the last, each
 /// also as a share of the row's base (F, Raft: E_min), and the mean election messages.
@@ -145,12 +157,7 @@ fn phases_table(r: &ColdResults, t: &ClusterTiming) -> String {
             );
             let _ = writeln!(s, "|{}", "---|".repeat(6));
         }
-        let timing = row.timing.as_ref().unwrap_or(t);
-        let base = if row.algorithm.info().uses_failure_detector() {
-            timing.failure_ms as f64
-        } else {
-            timing.election_min_ms as f64
-        };
+        let base = base_ms(row, t);
         let first = crate::bench::Stats::of(&firsts).median;
         let spread = crate::bench::Stats::of(&spreads).median;
         let msgs = row
@@ -346,14 +353,7 @@ pub fn targets(r: &ColdResults) -> Vec<crate::bench::Target> {
         }
         // The failure timeout of a Bully or ring row, the election timeout's lower
         // bound of a Raft row.
-        let base = |x: &ColdRow| {
-            let t = x.timing.as_ref().unwrap_or(t);
-            if x.algorithm.info().uses_failure_detector() {
-                t.failure_ms as f64
-            } else {
-                t.election_min_ms as f64
-            }
-        };
+        let base = |x: &ColdRow| base_ms(x, t);
         let rows: Vec<&&ColdRow> = procs.iter().collect();
         {
             // Judged over every failover of the row (one per cold start that agreed):
