@@ -136,9 +136,14 @@ pub(super) fn failover(s: &mut String, r: &Results) {
     );
 }
 
-/// Raft beside etcd under one poll-based driver.
+/// Raft beside etcd under one poll-based driver; left out of the report when `--only`
+/// did not name it (another reason for not measuring, such as no `etcd` binary, is
+/// said under its heading).
 pub(super) fn etcd_section(s: &mut String, e: &crate::bench::versus_etcd::VersusEtcd) {
     use crate::bench::versus_etcd::{ELECTION_MS, HEARTBEAT_MS, MEMBERS};
+    if e.skipped.as_deref() == Some(NOT_SELECTED) {
+        return;
+    }
     let _ = writeln!(s, "\n## Failover beside etcd\n");
     if let Some(why) = &e.skipped {
         let _ = writeln!(s, "**Not measured: {why}.**\n");
