@@ -1000,6 +1000,15 @@ pub fn targets(d: &Detect) -> Vec<Target> {
         });
         let Some(safe) = f.safe_ms else { continue };
         let (measured, met) = match &f.failover {
+            Some(r) if r.stats.n == 0 => (
+                format!(
+                    "no failover measured: {}",
+                    r.flagged
+                        .first()
+                        .map_or("no round ran", |x| x.cause.as_str())
+                ),
+                false,
+            ),
             Some(r) => (
                 format!(
                     "median {:.1} ms = {:.2} × (n={}, timeouts {})",

@@ -421,7 +421,10 @@ fn etcd_targets(e: &crate::bench::versus_etcd::VersusEtcd) -> Vec<Target> {
         "{} rounds, {} timeouts, {} split votes",
         r.n, run.timeouts, run.split_votes
     );
-    if let Some(etcd) = e.run("etcd") {
+    if run.not_run > 0 {
+        let _ = write!(note, ", {} not run (no stable leader to kill)", run.not_run);
+    }
+    if let Some(etcd) = e.run("etcd").filter(|etcd| etcd.ratio.n > 0) {
         let _ = write!(
             note,
             "; electd ÷ etcd: median {:.2}, p90 {:.2}, max {:.2}",

@@ -56,6 +56,7 @@ fn fixture() -> Results {
         split_votes: 3,
         split_votes_per_1000: 12.5,
         flagged,
+        not_run: 0,
         unsettled: 1,
         settle: stats(40.0),
     };
