@@ -30,6 +30,7 @@ use electd::NodeId;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
+pub mod pressure;
 mod report;
 
 pub use report::{markdown, targets};
@@ -64,6 +65,12 @@ pub struct Phase {
     /// Failover: what was still under way when the leader was taken down (nodes
     /// electing or following another leader); the time then measures that election.
     pub under_way: Option<String>,
+    /// Failover: the machine's shortage of cores and of I/O ([`pressure`]) from the
+    /// earliest moment a detector could fire (F − heartbeat after the SIGKILL; Raft:
+    /// E_min − heartbeat) to the last adoption; `None` without PSI or stamps.
+    pub pressure: Option<pressure::Pressure>,
+    /// Failover: the survivors' state writes and timer lateness over the phase.
+    pub waits: Option<pressure::Waits>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -197,7 +204,14 @@ type Counts = (u64, u64, u64, u64);
 
 /// [`Counts`] of `kind` over `ids`.
 fn proc_counts(c: &ProcCluster, ids: &[NodeId], kind: AlgorithmKind) -> Counts {
+    proc_scrape(c, ids, kind).0
+}
+
+/// [`Counts`] of `kind` over `ids`, and the nodes' waits ([`pressure::Waits`]) from the
+/// same reads.
+fn proc_scrape(c: &ProcCluster, ids: &[NodeId], kind: AlgorithmKind) -> (Counts, pressure::Waits) {
     let mut t = (0, 0, 0, 0);
+    let mut waits = pressure::Waits::default();
     for &id in ids {
         let Some(addr) = c.http(id) else { continue };
         // A node that does not answer drops out of this sum but not of the other one
@@ -217,8 +231,9 @@ fn proc_counts(c: &ProcCluster, ids: &[NodeId], kind: AlgorithmKind) -> Counts {
         t.1 += metric_sum(&text, "electd_retransmissions_total", &[]) as u64;
         t.2 += metric_sum(&text, "electd_delivery_failures_total", &[]) as u64;
         t.3 += metric_sum(&text, "electd_delivery_failures_to_lost_total", &[]) as u64;
+        waits.add(pressure::Waits::of_metrics(&text));
     }
-    t
+    (t, waits)
 }
 
 /// The cluster's counts once its election messages, retransmissions and give-ups have
@@ -526,10 +541,19 @@ fn failover_processes(
     // so the heartbeats armed every failure detector and no straggler of the start
     // competes for the cores.
     let _ = quiet_counts(c, all, kind, timing);
-    let before = proc_counts(c, &survivors, kind);
+    let (before, waits0) = proc_scrape(c, &survivors, kind);
     let rcv1 = udp_rcvbuf_errors();
     let under_way = super::failover::election_under_way(c, &survivors, leader);
+    // The earliest a detector can fire: its timeout after the last heartbeat, which
+    // left at most a heartbeat before the kill.
+    let detect_us = (base_ms(kind, timing) - timing.heartbeat_ms as f64).max(0.0) as u64 * 1000;
     let kill_us = super::unix_us();
+    // The pressure counters, read every millisecond from shortly before that moment.
+    let psi = pressure::Sampler::start(
+        kill_us + detect_us.saturating_sub(2000),
+        Duration::from_millis(1),
+        FAILOVER_WITHIN,
+    );
     let t0 = Instant::now();
     c.kill(leader);
     let mut p = Phase {
@@ -537,9 +561,12 @@ fn failover_processes(
         ..Phase::default()
     };
     let agreed = w.wait_agreement(&survivors, t0 + FAILOVER_WITHIN);
+    let samples = psi.finish();
     // Counters once the election traffic is over (acks, late retransmissions).
     std::thread::sleep(Duration::from_millis(timing.failure_ms));
-    fill(&mut p, before, proc_counts(c, &survivors, kind), rcv1);
+    let (after, waits1) = proc_scrape(c, &survivors, kind);
+    fill(&mut p, before, after, rcv1);
+    p.waits = Some(waits1.since(waits0));
     match agreed {
         Some((l, at)) => {
             p.arrived_ms = Some(ms(at.saturating_duration_since(t0)));
@@ -548,6 +575,9 @@ fn failover_processes(
             p.agreed_ms = span.map(|(_, last)| since_kill(last)).or(p.arrived_ms);
             p.first_adopted_ms = span.map(|(first, _)| since_kill(first));
             p.leader = Some(l);
+            if let Some((_, last)) = span {
+                p.pressure = pressure::over(&samples, kill_us + detect_us, last);
+            }
             (Some(p), None)
         }
         None => {
@@ -558,6 +588,16 @@ fn failover_processes(
             );
             (Some(p), Some(why))
         }
+    }
+}
+
+/// What a failover of `kind` is judged against (ms): the failure timeout, Raft's
+/// election timeout's lower bound.
+pub(crate) fn base_ms(kind: AlgorithmKind, t: &ClusterTiming) -> f64 {
+    if kind.info().uses_failure_detector() {
+        t.failure_ms as f64
+    } else {
+        t.election_min_ms as f64
     }
 }
 

@@ -1,0 +1,262 @@
+//! What a failover waited for: the kernel's pressure stall information (PSI,
+//! `/proc/pressure/cpu` and `/proc/pressure/io`) sampled while it runs, and the nodes'
+//! own state-write and timer histograms.
+//!
+//! PSI's `some` line counts, in microseconds since boot, the time during which at least
+//! one runnable task waited for a core (`cpu`) or at least one task waited for I/O
+//! (`io`: here the state files' `fdatasync`). Over a window, its growth ÷ the window is
+//! the share of that window the machine was short of the resource: 100 % CPU
+//! pressure means some node was always ready to run and had no core. A 2-core machine
+//! running 64 or 256 nodes shows which resource a slow failover ran out of, figures
+//! included, without a profiler.
+
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// One reading of the pressure counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// When it was read, Unix µs.
+    pub at_us: u64,
+    /// `some total` of `/proc/pressure/cpu`, µs.
+    pub cpu_us: u64,
+    /// `some total` of `/proc/pressure/io`, µs.
+    pub io_us: u64,
+}
+
+/// The `some` line's `total=` of a `/proc/pressure/*` file, µs.
+pub fn some_total(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("some "))?;
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))?
+        .parse()
+        .ok()
+}
+
+/// Read the counters now (`None`: no PSI in this kernel, or a file that does not
+/// parse).
+pub fn sample() -> Option<Sample> {
+    let read = |p: &str| some_total(&std::fs::read_to_string(p).ok()?);
+    Some(Sample {
+        at_us: super::super::unix_us(),
+        cpu_us: read("/proc/pressure/cpu")?,
+        io_us: read("/proc/pressure/io")?,
+    })
+}
+
+/// Shares of a window during which the machine was short of a resource.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Pressure {
+    /// The window actually covered by the samples around the one asked for, ms.
+    pub window_ms: f64,
+    /// Share of it during which some runnable task waited for a core (0..=1).
+    pub cpu: f64,
+    /// Share of it during which some task waited for I/O (0..=1).
+    pub io: f64,
+}
+
+/// The pressure over `[from_us, to_us]`, from the last sample at or before `from_us`
+/// to the first at or after `to_us` (`None` when the samples do not cover the window:
+/// no PSI, or a window outside them).
+pub fn over(samples: &[Sample], from_us: u64, to_us: u64) -> Option<Pressure> {
+    let a = samples.iter().rev().find(|s| s.at_us <= from_us)?;
+    let b = samples.iter().find(|s| s.at_us >= to_us)?;
+    let span = b.at_us.checked_sub(a.at_us).filter(|&s| s > 0)? as f64;
+    let share = |x: u64, y: u64| (y.saturating_sub(x) as f64 / span).min(1.0);
+    Some(Pressure {
+        window_ms: span / 1e3,
+        cpu: share(a.cpu_us, b.cpu_us),
+        io: share(a.io_us, b.io_us),
+    })
+}
+
+/// A thread reading the counters: once at its start, then every `every` from `from_us`
+/// (Unix µs) until stopped, for at most `bound`.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Vec<Sample>>>,
+}
+
+impl Sampler {
+    /// Start sampling (no thread, and no samples, when PSI cannot be read).
+    pub fn start(from_us: u64, every: Duration, bound: Duration) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let Some(first) = sample() else {
+            return Sampler { stop, thread: None };
+        };
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("bench-psi".into())
+            .spawn(move || {
+                let mut out = vec![first];
+                let until = first.at_us + bound.as_micros() as u64;
+                // Until the window opens the counters are read once: the samples only
+                // need to bracket the window.
+                let wait = from_us.saturating_sub(super::super::unix_us());
+                std::thread::sleep(Duration::from_micros(wait).min(bound));
+                while !flag.load(Ordering::Relaxed) {
+                    match sample() {
+                        Some(s) if s.at_us <= until => out.push(s),
+                        _ => break,
+                    }
+                    std::thread::sleep(every); // a sampling period, not a synchronisation
+                }
+                // One more after the stop: it brackets a window that ends just before.
+                out.extend(sample());
+                out
+            })
+            .ok();
+        Sampler { stop, thread }
+    }
+
+    /// Stop and return the samples, oldest first.
+    pub fn finish(mut self) -> Vec<Sample> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The nodes' waits over a phase, from their histograms (`electd_state_write_seconds`,
+/// `electd_timer_lateness_seconds`), summed over the nodes read.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct Waits {
+    /// State-file writes completed (each ends with an `fdatasync`).
+    pub state_writes: u64,
+    /// Their total duration, s.
+    pub state_write_s: f64,
+    /// Timers fired.
+    pub timers: u64,
+    /// Their total lateness (fired after their deadline), s.
+    pub timer_late_s: f64,
+}
+
+impl Waits {
+    /// Read from one node's `/metrics` text.
+    pub fn of_metrics(text: &str) -> Waits {
+        use electd::http::client::metric_sum;
+        Waits {
+            state_writes: metric_sum(text, "electd_state_write_seconds_count", &[]) as u64,
+            state_write_s: metric_sum(text, "electd_state_write_seconds_sum", &[]),
+            timers: metric_sum(text, "electd_timer_lateness_seconds_count", &[]) as u64,
+            timer_late_s: metric_sum(text, "electd_timer_lateness_seconds_sum", &[]),
+        }
+    }
+
+    pub fn add(&mut self, o: Waits) {
+        self.state_writes += o.state_writes;
+        self.state_write_s += o.state_write_s;
+        self.timers += o.timers;
+        self.timer_late_s += o.timer_late_s;
+    }
+
+    /// What happened between `before` and `self` (counters only grow; a node that
+    /// restarted in between would show less, read as nothing).
+    pub fn since(self, before: Waits) -> Waits {
+        Waits {
+            state_writes: self.state_writes.saturating_sub(before.state_writes),
+            state_write_s: (self.state_write_s - before.state_write_s).max(0.0),
+            timers: self.timers.saturating_sub(before.timers),
+            timer_late_s: (self.timer_late_s - before.timer_late_s).max(0.0),
+        }
+    }
+
+    /// Mean state write, ms (`None` without writes).
+    pub fn write_ms(&self) -> Option<f64> {
+        (self.state_writes > 0).then(|| self.state_write_s * 1e3 / self.state_writes as f64)
+    }
+
+    /// Mean timer lateness, ms (`None` without timers).
+    pub fn late_ms(&self) -> Option<f64> {
+        (self.timers > 0).then(|| self.timer_late_s * 1e3 / self.timers as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_some_line_total_is_read_and_anything_else_refused() {
+        let text = "some avg10=0.08 avg60=2.41 avg300=3.38 total=11286046886\n\
+                    full avg10=0.00 avg60=0.00 avg300=0.00 total=7\n";
+        assert_eq!(some_total(text), Some(11_286_046_886));
+        assert_eq!(some_total("full avg10=0.00 total=7\n"), None);
+        assert_eq!(some_total("some avg10=0.08 total=x\n"), None);
+        assert_eq!(some_total(""), None);
+    }
+
+    fn s(at_us: u64, cpu_us: u64, io_us: u64) -> Sample {
+        Sample {
+            at_us,
+            cpu_us,
+            io_us,
+        }
+    }
+
+    #[test]
+    fn pressure_is_taken_from_the_samples_around_the_window() {
+        let samples = [
+            s(1_000, 0, 0),
+            s(10_000, 500, 0),
+            s(12_000, 2_500, 100),
+            s(14_000, 4_500, 300),
+            s(16_000, 4_600, 300),
+        ];
+        // [10.5 ms, 13.5 ms] lies between the samples at 10 and 14 ms: 4 ms, of which
+        // 4 ms with some task short of a core and 0.3 ms waiting for I/O.
+        let p = over(&samples, 10_500, 13_500).expect("covered");
+        assert_eq!(p.window_ms, 4.0);
+        assert_eq!(p.cpu, 1.0);
+        assert!((p.io - 0.075).abs() < 1e-9, "{}", p.io);
+        // The whole run: 15 ms, 4.6 of them short of a core.
+        let p = over(&samples, 1_000, 16_000).expect("covered");
+        assert!((p.cpu - 4.6 / 15.0).abs() < 1e-9, "{}", p.cpu);
+        // A window the samples do not bracket has no figure.
+        assert_eq!(over(&samples, 500, 2_000), None);
+        assert_eq!(over(&samples, 15_000, 17_000), None);
+        assert_eq!(over(&[], 0, 1), None);
+        // A counter that grew faster than time (two tasks' stalls are not added, but
+        // a clock step could) is capped at the whole window.
+        assert_eq!(
+            over(&[s(0, 0, 0), s(1_000, 5_000, 0)], 0, 1_000).map(|p| p.cpu),
+            Some(1.0)
+        );
+    }
+
+    #[test]
+    fn waits_are_read_from_the_histograms_and_differenced() {
+        let text = "electd_state_write_seconds_sum 0.012\n\
+                    electd_state_write_seconds_count 4\n\
+                    electd_timer_lateness_seconds_sum 0.5\n\
+                    electd_timer_lateness_seconds_count 1000\n";
+        let after = Waits::of_metrics(text);
+        assert_eq!(after.state_writes, 4);
+        let before = Waits {
+            state_writes: 1,
+            state_write_s: 0.003,
+            timers: 900,
+            timer_late_s: 0.3,
+        };
+        let d = after.since(before);
+        assert_eq!(d.state_writes, 3);
+        assert!((d.write_ms().expect("writes") - 3.0).abs() < 1e-9);
+        assert!((d.late_ms().expect("timers") - 2.0).abs() < 1e-9);
+        assert_eq!(Waits::default().write_ms(), None);
+        let mut sum = Waits::default();
+        sum.add(d);
+        sum.add(d);
+        assert_eq!(sum.state_writes, 6);
+    }
+}
