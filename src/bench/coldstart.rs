@@ -38,6 +38,10 @@ pub use report::{markdown, targets};
 /// How long a cold start may take before the row is a miss.
 const AGREE_WITHIN: Duration = Duration::from_secs(30);
 
+/// How long a cold start's pressure counters are read at most: the spawns, then
+/// [`AGREE_WITHIN`].
+const PSI_BOUND: Duration = Duration::from_secs(90);
+
 /// How long a failover may take before the row is a miss.
 const FAILOVER_WITHIN: Duration = Duration::from_secs(10);
 
@@ -65,9 +69,10 @@ pub struct Phase {
     /// Failover: what was still under way when the leader was taken down (nodes
     /// electing or following another leader); the time then measures that election.
     pub under_way: Option<String>,
-    /// Failover: the machine's shortage of cores and of I/O ([`pressure`]) from the
-    /// earliest moment a detector could fire (F − heartbeat after the SIGKILL; Raft:
-    /// E_min − heartbeat) to the last adoption; `None` without PSI or stamps.
+    /// The machine's shortage of cores and of I/O ([`pressure`]): in a failover from
+    /// the earliest moment a detector could fire (F − heartbeat after the SIGKILL;
+    /// Raft: E_min − heartbeat) to the last adoption, in a cold start from before the
+    /// first spawn to the agreement; `None` without PSI, stamps or agreement.
     pub pressure: Option<pressure::Pressure>,
     /// Failover: the survivors' state writes and timer lateness over the phase.
     pub waits: Option<pressure::Waits>,
@@ -410,10 +415,15 @@ fn processes(
     let mut earlier = Vec::new();
     for _ in 1..opts.cold_tries.max(1) {
         let rcv = udp_rcvbuf_errors();
+        let psi = pressure::Watch::start(PSI_BOUND);
         let (mut c, w, all, last_start) = start_processes(opts, kind, n, timing)?;
         let agreed = w.wait_agreement(&all, last_start + AGREE_WITHIN);
+        let pressure = psi.until(agreed.map(|a| a.1));
         tries.push(agreed.map(|(_, at)| ms(at.saturating_duration_since(last_start))));
-        colds.push(cold_phase(&c, &all, kind, timing, agreed, last_start, rcv));
+        colds.push(Phase {
+            pressure,
+            ..cold_phase(&c, &all, kind, timing, agreed, last_start, rcv)
+        });
         if let Some((leader, _)) = agreed {
             if let (Some(p), _) = failover_processes(&mut c, &w, &all, leader, timing, kind) {
                 earlier.push(p);
@@ -423,6 +433,7 @@ fn processes(
     }
     let rcv0 = udp_rcvbuf_errors();
     let before = Instant::now();
+    let psi = pressure::Watch::start(PSI_BOUND);
     let (mut c, w, all, last_start) = start_processes(opts, kind, n, timing)?;
     let spread = last_start.saturating_duration_since(before);
     let mut row = ColdRow {
@@ -442,9 +453,13 @@ fn processes(
         resident_mib: None,
     };
     let agreed = w.wait_agreement(&all, last_start + AGREE_WITHIN);
+    let pressure = psi.until(agreed.map(|a| a.1));
     row.cold_tries
         .push(agreed.map(|(_, at)| ms(at.saturating_duration_since(last_start))));
-    row.cold = cold_phase(&c, &all, kind, timing, agreed, last_start, rcv0);
+    row.cold = Phase {
+        pressure,
+        ..cold_phase(&c, &all, kind, timing, agreed, last_start, rcv0)
+    };
     row.colds.push(row.cold.clone());
     let Some((leader, _)) = agreed else {
         let log = all

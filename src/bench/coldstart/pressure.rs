@@ -128,6 +128,34 @@ impl Drop for Sampler {
     }
 }
 
+/// Pressure over a phase that starts now and ends at an [`Instant`] known later (a
+/// cold start: from before the first spawn to the agreement).
+pub struct Watch {
+    from_us: u64,
+    from: std::time::Instant,
+    sampler: Sampler,
+}
+
+impl Watch {
+    /// Start reading the counters every millisecond, for at most `bound`.
+    pub fn start(bound: Duration) -> Watch {
+        let from_us = super::super::unix_us();
+        Watch {
+            from_us,
+            from: std::time::Instant::now(),
+            sampler: Sampler::start(from_us, Duration::from_millis(1), bound),
+        }
+    }
+
+    /// Stop, and the pressure from the start to `end` (`None` without an end or
+    /// without samples around the window).
+    pub fn until(self, end: Option<std::time::Instant>) -> Option<Pressure> {
+        let samples = self.sampler.finish();
+        let to = self.from_us + end?.saturating_duration_since(self.from).as_micros() as u64;
+        over(&samples, self.from_us, to)
+    }
+}
+
 /// The nodes' waits over a phase, from their histograms (`electd_state_write_seconds`,
 /// `electd_timer_lateness_seconds`), summed over the nodes read.
 #[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]

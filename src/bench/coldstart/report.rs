@@ -117,18 +117,21 @@ pub fn markdown(r: &ColdResults) -> String {
     if !resources.is_empty() {
         let _ = writeln!(
             s,
-            "\nWhat the failovers waited for (medians over each row's failovers), from the \
-             earliest moment a detector could fire (the failure timeout, Raft's E_min, less \
-             a heartbeat, after the SIGKILL) to the last adoption: the share of that window \
-             during which some runnable task waited for a core (`cpu`) or some task waited \
-             for I/O (`io`), from the kernel's pressure stall information \
-             (`/proc/pressure/*`, machine-wide, read every millisecond); the survivors' \
+            "\nWhat the cold starts and failovers waited for (medians over each row's tries \
+             that agreed): a cold start's window runs from before the first spawn to the \
+             agreement, a failover's from the earliest moment a detector could fire (the \
+             failure timeout, Raft's E_min, less a heartbeat, after the SIGKILL) to the last \
+             adoption. `cpu` and `io` are the share of that window \
+             during which some runnable task waited for a core or some task waited for I/O, \
+             from the kernel's pressure stall information (`/proc/pressure/*`, \
+             machine-wide, read every millisecond); for failovers, the survivors' \
              state-file writes per failover and their mean duration (each ends with an \
              `fdatasync`), and how late their timers fired on average \
              (`electd_state_write_seconds`, `electd_timer_lateness_seconds`, from the SIGKILL \
-             to a failure timeout after the agreement). A row's missed failover target \
-             names a resource as short when cores were wanted for at least {:.0} % of the \
-             window, I/O for at least {:.0} %, or a receive buffer overflowed.\n",
+             to a failure timeout after the agreement). A missed target of the cold starts' \
+             retransmissions or of the failovers names a resource as short when cores were \
+             wanted for at least {:.0} % of the window, I/O for at least {:.0} %, or a \
+             receive buffer overflowed.\n",
             SHORT_CPU * 100.0,
             SHORT_IO * 100.0
         );
@@ -224,31 +227,28 @@ pub const SHORT_CPU: f64 = 0.5;
 /// Some task waited for I/O at least this share of the window: the disk was short.
 pub const SHORT_IO: f64 = 0.25;
 
-/// A row's failovers' medians: (failovers with a pressure figure, window ms, cpu share,
-/// io share), the state writes per failover and their mean ms, the timers' mean
-/// lateness ms, and the receive-buffer overflows summed.
+/// Medians over phases (a row's cold starts, or its failovers): how many have a
+/// pressure figure, the window ms, the cpu and io shares, the state writes per phase
+/// and their mean ms, the timers' mean lateness ms; and the receive-buffer overflows
+/// summed.
 struct Waited {
     n: usize,
     window_ms: f64,
     cpu: f64,
     io: f64,
-    writes: f64,
+    writes: Option<f64>,
     write_ms: Option<f64>,
     late_ms: Option<f64>,
     rcvbuf: u64,
 }
 
-fn waited(row: &ColdRow) -> Option<Waited> {
-    let ps: Vec<&pressure::Pressure> = row
-        .failovers
-        .iter()
-        .filter_map(|f| f.pressure.as_ref())
-        .collect();
+fn waited(phases: &[Phase]) -> Option<Waited> {
+    let ps: Vec<&pressure::Pressure> = phases.iter().filter_map(|f| f.pressure.as_ref()).collect();
     if ps.is_empty() {
         return None;
     }
     let med = |v: Vec<f64>| crate::bench::Stats::of(&v).median;
-    let waits: Vec<pressure::Waits> = row.failovers.iter().filter_map(|f| f.waits).collect();
+    let waits: Vec<pressure::Waits> = phases.iter().filter_map(|f| f.waits).collect();
     let writes: Vec<f64> = waits.iter().map(|w| w.state_writes as f64).collect();
     let write_ms: Vec<f64> = waits.iter().filter_map(|w| w.write_ms()).collect();
     let late_ms: Vec<f64> = waits.iter().filter_map(|w| w.late_ms()).collect();
@@ -257,52 +257,71 @@ fn waited(row: &ColdRow) -> Option<Waited> {
         window_ms: med(ps.iter().map(|p| p.window_ms).collect()),
         cpu: med(ps.iter().map(|p| p.cpu).collect()),
         io: med(ps.iter().map(|p| p.io).collect()),
-        writes: med(writes),
+        writes: (!writes.is_empty()).then(|| med(writes)),
         write_ms: (!write_ms.is_empty()).then(|| med(write_ms)),
         late_ms: (!late_ms.is_empty()).then(|| med(late_ms)),
-        rcvbuf: row.failovers.iter().map(|f| f.udp_rcvbuf_errors).sum(),
+        rcvbuf: phases.iter().map(|f| f.udp_rcvbuf_errors).sum(),
     })
 }
 
-/// The table of what each row's failovers waited for (empty when no failover has a
-/// pressure figure: no PSI in the kernel, or no stamps).
+/// A row's cold starts (every try; the last one alone in a report of an older run).
+fn colds_of(row: &ColdRow) -> &[Phase] {
+    if row.colds.is_empty() {
+        std::slice::from_ref(&row.cold)
+    } else {
+        &row.colds
+    }
+}
+
+/// The table of what each row's cold starts and failovers waited for (empty when no
+/// phase has a pressure figure: no PSI in the kernel, or no stamps).
 fn resources_table(r: &ColdResults) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let opt = |x: Option<f64>, digits: usize| x.map_or("—".into(), |v| format!("{v:.digits$}"));
     for row in &r.rows {
-        let Some(w) = waited(row) else { continue };
-        if s.is_empty() {
+        for (phase, w) in [
+            ("cold start", waited(colds_of(row))),
+            ("failover", waited(&row.failovers)),
+        ] {
+            let Some(w) = w else { continue };
+            if s.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "| algorithm | N | phase | measured | window ms | cpu | io | state writes | write ms | timers late ms | rcvbuf |"
+                );
+                let _ = writeln!(s, "|{}", "---|".repeat(11));
+            }
             let _ = writeln!(
                 s,
-                "| algorithm | N | failovers | window ms | cpu | io | state writes | write ms | timers late ms | rcvbuf |"
+                "| {} | {} | {phase} | {} | {:.0} | {:.0} % | {:.0} % | {} | {} | {} | {} |",
+                row.algorithm,
+                row.nodes,
+                w.n,
+                w.window_ms,
+                w.cpu * 100.0,
+                w.io * 100.0,
+                opt(w.writes, 0),
+                opt(w.write_ms, 2),
+                opt(w.late_ms, 2),
+                w.rcvbuf
             );
-            let _ = writeln!(s, "|{}", "---|".repeat(10));
         }
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {:.0} | {:.0} % | {:.0} % | {:.0} | {} | {} | {} |",
-            row.algorithm,
-            row.nodes,
-            w.n,
-            w.window_ms,
-            w.cpu * 100.0,
-            w.io * 100.0,
-            w.writes,
-            opt(w.write_ms, 2),
-            opt(w.late_ms, 2),
-            w.rcvbuf
-        );
     }
     s
 }
 
-/// What a row's failovers were short of, with the figures ("cores (wanted 93 % of the
-/// window)"), or why nothing is named.
+/// What a row's failovers were short of, with the figures ("cores (some node waited
+/// for one 93 % of the window)"), or why nothing is named.
 pub fn short_of(row: &ColdRow) -> String {
-    let Some(w) = waited(row) else {
-        return "no pressure figures (the kernel has no /proc/pressure, or no failover \
-                had stamps)"
+    short_in(&row.failovers)
+}
+
+/// [`short_of`] over any phases (a row's cold starts).
+fn short_in(phases: &[Phase]) -> String {
+    let Some(w) = waited(phases) else {
+        return "no pressure figures (the kernel has no /proc/pressure, or no phase had \
+                stamps)"
             .into();
     };
     let mut short = Vec::new();
@@ -325,7 +344,8 @@ pub fn short_of(row: &ColdRow) -> String {
     if short.is_empty() {
         format!(
             "no resource short by the rule above (cores wanted {:.0} %, I/O {:.0} % of the \
-             window)",
+             window): the time went to the phase's sequential steps (hops one after \
+             another, timeouts), not to waiting for a core or the disk",
             w.cpu * 100.0,
             w.io * 100.0
         )
@@ -455,11 +475,7 @@ pub fn targets(r: &ColdResults) -> Vec<crate::bench::Target> {
             let mut measured = Vec::new();
             let mut worst = Vec::new();
             for x in &procs {
-                let colds: &[Phase] = if x.colds.is_empty() {
-                    std::slice::from_ref(&x.cold)
-                } else {
-                    &x.colds
-                };
+                let colds = colds_of(x);
                 let msgs: u64 = colds.iter().map(|p| p.election_messages).sum();
                 let retx: u64 = colds.iter().map(|p| p.retransmissions).sum();
                 let fail: u64 = colds.iter().map(|p| p.delivery_failures).sum();
@@ -492,6 +508,15 @@ pub fn targets(r: &ColdResults) -> Vec<crate::bench::Target> {
             let mut note = Vec::new();
             if !bad.is_empty() {
                 note.push(format!("missed: {}", bad.join(", ")));
+                let short: Vec<String> = procs
+                    .iter()
+                    .filter(|x| bad.contains(&x.algorithm.to_string()))
+                    .map(|x| format!("{}: {}", x.algorithm, short_in(colds_of(x))))
+                    .collect();
+                note.push(format!(
+                    "short of, over the missed rows' cold starts: {}",
+                    short.join("; ")
+                ));
             }
             if !worst.is_empty() {
                 note.push(format!("tries over 10 %: {}", worst.join("; ")));
@@ -992,15 +1017,45 @@ mod target_tests {
         assert!(!fo.note.contains("ring:"), "{}", fo.note);
         let table = resources_table(&r);
         assert!(
-            table.contains("| hs | 64 | 3 | 40 | 70 % | 10 % | 63 | 2.00 | 0.50 | 0 |"),
+            table.contains("| hs | 64 | failover | 3 | 40 | 70 % | 10 % | 63 | 2.00 | 0.50 | 0 |"),
             "{table}"
         );
         assert!(
-            table.contains("| ring | 64 | 3 | 40 | 90 % | 0 % | 0 | — | — | 0 |"),
+            table.contains("| ring | 64 | failover | 3 | 40 | 90 % | 0 % | — | — | — | 0 |"),
             "{table}"
         );
+        // No cold start had figures: no cold-start line.
+        assert!(!table.contains("cold start"), "{table}");
         let md = markdown(&r);
-        assert!(md.contains("What the failovers waited for"), "{md}");
+        assert!(
+            md.contains("What the cold starts and failovers waited for"),
+            "{md}"
+        );
+        // A row whose cold starts retransmitted over 10 % names what they were short
+        // of (every try's figures), and the table has its cold-start line.
+        let mut lcr = row(AlgorithmKind::Lcr, 64, &[1.1 * f; 3], 5);
+        for (c, cpu) in lcr.colds.iter_mut().zip([0.9, 0.95, 0.8, 0.85]) {
+            c.retransmissions = 30;
+            c.pressure = Some(press(cpu, 0.0));
+        }
+        let r = ColdResults {
+            timing: Some(base.clone()),
+            rows: vec![lcr],
+        };
+        let all = targets(&r);
+        let retx = find(&all, "cold-start retransmissions, 64 processes");
+        assert!(!retx.met);
+        assert!(
+            retx.note
+                .contains("short of, over the missed rows' cold starts: lcr: cores (some node waited for one 90 %"),
+            "{}",
+            retx.note
+        );
+        let table = resources_table(&r);
+        assert!(
+            table.contains("| lcr | 64 | cold start | 4 | 40 | 90 % | 0 % | — | — | — | 0 |"),
+            "{table}"
+        );
         // Without figures (no PSI) there is no table, and a missed row says why.
         let bare = row(AlgorithmKind::Hs, 64, &[1.4 * f; 3], 5);
         assert!(short_of(&bare).starts_with("no pressure figures"));
@@ -1009,7 +1064,7 @@ mod target_tests {
             rows: vec![bare],
         };
         assert!(resources_table(&r).is_empty());
-        assert!(!markdown(&r).contains("What the failovers waited for"));
+        assert!(!markdown(&r).contains("waited for (medians"));
     }
 
     /// The section's sentence gives the section's timing, and rows run at their own
