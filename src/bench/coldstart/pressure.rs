@@ -78,6 +78,8 @@ pub fn over(samples: &[Sample], from_us: u64, to_us: u64) -> Option<Pressure> {
 pub struct Sampler {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<Vec<Sample>>>,
+    /// When the first sample was read (Unix µs).
+    first_us: Option<u64>,
 }
 
 impl Sampler {
@@ -85,7 +87,11 @@ impl Sampler {
     pub fn start(from_us: u64, every: Duration, bound: Duration) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let Some(first) = sample() else {
-            return Sampler { stop, thread: None };
+            return Sampler {
+                stop,
+                thread: None,
+                first_us: None,
+            };
         };
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
@@ -109,7 +115,11 @@ impl Sampler {
                 out
             })
             .ok();
-        Sampler { stop, thread }
+        Sampler {
+            stop,
+            thread,
+            first_us: Some(first.at_us),
+        }
     }
 
     /// Stop and return the samples, oldest first.
@@ -137,13 +147,15 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Start reading the counters every millisecond, for at most `bound`.
+    /// Start reading the counters every millisecond, for at most `bound`. The phase
+    /// starts at the first reading (a window must begin at or after a sample).
     pub fn start(bound: Duration) -> Watch {
-        let from_us = super::super::unix_us();
+        let from = std::time::Instant::now();
+        let sampler = Sampler::start(0, Duration::from_millis(1), bound);
         Watch {
-            from_us,
-            from: std::time::Instant::now(),
-            sampler: Sampler::start(from_us, Duration::from_millis(1), bound),
+            from_us: sampler.first_us.unwrap_or_else(super::super::unix_us),
+            from,
+            sampler,
         }
     }
 
@@ -261,6 +273,25 @@ mod tests {
             over(&[s(0, 0, 0), s(1_000, 5_000, 0)], 0, 1_000).map(|p| p.cpu),
             Some(1.0)
         );
+    }
+
+    /// A phase watched from its start to a moment already past has a figure: the
+    /// first reading opens the window, the reading at the stop closes it. (On a kernel
+    /// without PSI there is nothing to read, and the test says so.)
+    #[test]
+    fn a_watched_phase_is_bracketed_by_its_own_readings() {
+        if sample().is_none() {
+            eprintln!("no /proc/pressure on this kernel: nothing to watch");
+            assert!(Watch::start(Duration::from_secs(1))
+                .until(Some(std::time::Instant::now()))
+                .is_none());
+            return;
+        }
+        let w = Watch::start(Duration::from_secs(10));
+        let end = std::time::Instant::now();
+        let p = w.until(Some(end)).expect("the readings bracket the phase");
+        assert!(p.window_ms >= 0.0 && p.cpu <= 1.0 && p.io <= 1.0, "{p:?}");
+        assert_eq!(Watch::start(Duration::from_secs(1)).until(None), None);
     }
 
     #[test]
