@@ -92,15 +92,9 @@ impl Driver {
     pub(super) async fn send_all<T: Transport>(
         &mut self,
         socket: &T,
-        mut transmits: Vec<(NodeId, Datagram)>,
+        transmits: Vec<(NodeId, Datagram)>,
         multicasts: Vec<Datagram>,
     ) {
-        // Bare acks last (a stable sort: every other order kept). A message forwarded
-        // on an election's path (a ring hop, a probe, a relayed reply) then leaves
-        // before the ack of the datagram that brought it: on loopback each send
-        // delivers its datagram and wakes the receiver inside the system call, so an
-        // ack sent first delays the next hop by that much.
-        transmits.sort_by_key(|(_, d)| d.body.is_none());
         // Sealed first, then sent together (`Transport::send_many`): one system call
         // for the whole flush on a real socket.
         let mut sealed: Vec<Sealed> = Vec::with_capacity(transmits.len() + multicasts.len());
