@@ -130,10 +130,13 @@ pub fn markdown(r: &ColdResults) -> String {
              (`electd_state_write_seconds`, `electd_timer_lateness_seconds`, from the SIGKILL \
              to a failure timeout after the agreement). A missed target of the cold starts' \
              retransmissions or of the failovers names a resource as short when cores were \
-             wanted for at least {:.0} % of the window, I/O for at least {:.0} %, or a \
-             receive buffer overflowed.\n",
+             wanted for at least {:.0} % of the window, I/O for at least {:.0} % or a \
+             state write took {:.0} ms on average (an idle disk's takes 0.2–0.5 ms: the \
+             writes queued; the flush a writer waits for does not always show as I/O \
+             pressure), or a receive buffer overflowed.\n",
             SHORT_CPU * 100.0,
-            SHORT_IO * 100.0
+            SHORT_IO * 100.0,
+            SHORT_WRITE_MS
         );
         s.push_str(&resources);
     }
@@ -226,6 +229,10 @@ fn phases_table(r: &ColdResults, t: &ClusterTiming) -> String {
 pub const SHORT_CPU: f64 = 0.5;
 /// Some task waited for I/O at least this share of the window: the disk was short.
 pub const SHORT_IO: f64 = 0.25;
+/// A state write took this long on average (ms): ten idle writes' worth, the disk's
+/// queue was long. (PSI's I/O share stayed under 10 % in a run whose writes took
+/// 13 ms on average, docs/bench/ANALYSIS.md round 24.)
+pub const SHORT_WRITE_MS: f64 = 5.0;
 
 /// Medians over phases (a row's cold starts, or its failovers): how many have a
 /// pressure figure, the window ms, the cpu and io shares, the state writes per phase
@@ -331,7 +338,7 @@ fn short_in(phases: &[Phase]) -> String {
             w.cpu * 100.0
         ));
     }
-    if w.io >= SHORT_IO {
+    if w.io >= SHORT_IO || w.write_ms.is_some_and(|m| m >= SHORT_WRITE_MS) {
         short.push(format!(
             "disk (some task waited for I/O {:.0} % of the window; state writes {} ms mean)",
             w.io * 100.0,
@@ -969,6 +976,24 @@ mod target_tests {
             x.pressure = Some(press(0.2, 0.3));
             x.waits = Some(waits);
         }
+        // LCR over its bound, little I/O pressure but writes of 6 ms on average: short
+        // of disk all the same.
+        let mut lcr = row(AlgorithmKind::Lcr, 64, &[1.4 * f; 3], 5);
+        for x in lcr.failovers.iter_mut() {
+            x.pressure = Some(press(0.1, 0.05));
+            x.waits = Some(pressure::Waits {
+                state_writes: 10,
+                state_write_s: 0.06,
+                ..waits
+            });
+        }
+        assert!(
+            short_of(&lcr).starts_with(
+                "disk (some task waited for I/O 5 % of the window; state writes 6.00 ms mean)"
+            ),
+            "{}",
+            short_of(&lcr)
+        );
         // Improved Bully over its bound with nothing short; ring within it.
         let mut ib = row(AlgorithmKind::ImprovedBully, 64, &[1.4 * f; 3], 5);
         for x in ib.failovers.iter_mut() {
