@@ -1156,6 +1156,14 @@ pub fn markdown(s: &mut String, d: &Detect) {
     );
     for f in &d.found {
         let (times, ratio, rounds, method) = match &f.failover {
+            // No round measured (not run, or all timed out): the flagged lines below
+            // say why; no zeros that read as times.
+            Some(r) if r.stats.n == 0 => (
+                "—".into(),
+                "—".into(),
+                format!("{}, {}, {}", r.stats.n, r.timeouts, r.flagged.len()),
+                r.method.clone(),
+            ),
             Some(r) => (
                 format!(
                     "{:.1} / {:.1} / {:.1}",

@@ -162,7 +162,10 @@ pub(super) fn etcd_section(s: &mut String, e: &crate::bench::versus_etcd::Versus
          which counts E in ticks of the heartbeat interval from the first tick after the last \
          heartbeat: E − 2 × heartbeat) or a round without agreement is flagged with its cause \
          and kept out of the statistics; for a sample below the limit the cause quotes what \
-         the members logged about their election clocks around the kill (etcd).\n",
+         the members logged about their election clocks around the kill (etcd). A cluster \
+         that has not held one leader for 3 heartbeats before a round in three times as many tries \
+         as rounds ends its run: the rounds left are flagged as not run, and a system with no \
+         round measured shows dashes.\n",
         e.etcd_version, e.rounds
     );
     if let Some(etcd) = e.run("etcd") {
@@ -245,10 +248,10 @@ pub(super) fn etcd_section(s: &mut String, e: &crate::bench::versus_etcd::Versus
                 run.system.clone(),
                 run.ratio.n.to_string(),
                 timeouts,
-                format!("{:.1}", run.stats.median),
-                fmt2(run.ratio.median),
-                fmt2(run.ratio.p90),
-                fmt2(run.ratio.max),
+                measured(run, format!("{:.1}", run.stats.median)),
+                measured(run, fmt2(run.ratio.median)),
+                measured(run, fmt2(run.ratio.p90)),
+                measured(run, fmt2(run.ratio.max)),
                 format!("{:.0}", run.split_votes_per_1000),
                 flagged,
             ],
@@ -258,7 +261,13 @@ pub(super) fn etcd_section(s: &mut String, e: &crate::bench::versus_etcd::Versus
         let _ = writeln!(s, "\nelectd ÷ etcd, per percentile:\n");
         header(s, &["electd", "median", "p90", "max"]);
         for run in e.runs.iter().filter(|r| r.system != "etcd") {
-            let q = |a: f64, b: f64| if b > 0.0 { fmt2(a / b) } else { "n/a".into() };
+            let q = |a: f64, b: f64| {
+                if run.ratio.n > 0 && etcd.ratio.n > 0 && b > 0.0 {
+                    fmt2(a / b)
+                } else {
+                    "n/a".into()
+                }
+            };
             row(
                 s,
                 &[
@@ -278,5 +287,15 @@ pub(super) fn etcd_section(s: &mut String, e: &crate::bench::versus_etcd::Versus
 pub(super) fn keepalived_section(s: &mut String, r: &Results) {
     if r.keepalived.skipped.as_deref() != Some(NOT_SELECTED) {
         crate::bench::keepalived::markdown(s, &r.keepalived);
+    }
+}
+
+/// A statistic of `run`, or "—" when no round of it was measured (every round timed out
+/// or was not run: the flagged column says why), not a zero that reads as a time.
+fn measured(run: &crate::bench::versus_etcd::PollRun, v: String) -> String {
+    if run.ratio.n > 0 {
+        v
+    } else {
+        "—".into()
     }
 }

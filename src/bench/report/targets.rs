@@ -417,6 +417,22 @@ fn etcd_targets(e: &crate::bench::versus_etcd::VersusEtcd) -> Vec<Target> {
         }];
     };
     let r = &run.ratio;
+    if r.n == 0 {
+        return vec![Target {
+            name: "raft failover ÷ E (poll driver, beside etcd)".into(),
+            target: "median ≤ 1.10, p90 ≤ 1.25, max ≤ 1.50".into(),
+            measured: format!(
+                "not measured: {} timeouts, {} not run",
+                run.timeouts, run.not_run
+            ),
+            met: false,
+            note: run
+                .flagged
+                .first()
+                .map(|f| f.cause.clone())
+                .unwrap_or_default(),
+        }];
+    }
     let mut note = format!(
         "{} rounds, {} timeouts, {} split votes",
         r.n, run.timeouts, run.split_votes

@@ -364,3 +364,59 @@ fn a_report_leaves_out_what_its_run_did_not_measure() {
         }
     }
 }
+
+/// A system beside etcd whose rounds were none of them measured (not run: no stable
+/// leader to kill) shows dashes, not zeros that read as times; the ratio table has no
+/// quotient for it; the Raft target says it was not measured, with the cause.
+#[test]
+fn a_run_beside_etcd_without_a_measured_round_shows_no_figures() {
+    use crate::bench::{versus_etcd::PollRun, Flagged, Stats};
+    let mut r = fixture();
+    let rounds = r.etcd.rounds;
+    let raft = r
+        .etcd
+        .runs
+        .iter_mut()
+        .find(|x| x.system == "raft")
+        .expect("raft run");
+    *raft = PollRun {
+        system: "raft".into(),
+        samples_ms: Vec::new(),
+        stats: Stats::default(),
+        ratio: Stats::default(),
+        timeouts: 0,
+        split_votes: 0,
+        split_votes_per_1000: 0.0,
+        flagged: (0..rounds)
+            .map(|_| Flagged {
+                ms: None,
+                cause: "not run: no stable leader".into(),
+            })
+            .collect(),
+        not_run: rounds,
+        unsettled: 0,
+        settle: Stats::default(),
+    };
+    r.targets = targets(&r);
+    let md = markdown(&r);
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| raft | 0 |"))
+        .unwrap_or_else(|| panic!("no raft row: {md}"));
+    assert!(row.contains("| — | — | — | — |"), "{row}");
+    assert!(!row.contains("0.00"), "{row}");
+    let quotient = md
+        .lines()
+        .skip_while(|l| !l.contains("electd ÷ etcd, per percentile"))
+        .find(|l| l.starts_with("| raft |"))
+        .unwrap_or_else(|| panic!("no ratio row: {md}"));
+    assert_eq!(quotient, "| raft | n/a | n/a | n/a |");
+    let t = r
+        .targets
+        .iter()
+        .find(|t| t.name.starts_with("raft failover ÷ E"))
+        .expect("the raft target");
+    assert!(!t.met);
+    assert!(t.measured.starts_with("not measured"), "{}", t.measured);
+    assert!(t.note.contains("not run: no stable leader"), "{}", t.note);
+}
