@@ -53,9 +53,10 @@
 //! - **Cold start** (`on_start(call_election = true)`): not at once, since a whole
 //!   cluster booting together would split every vote. With ranked timeouts (the
 //!   default) the node listens one heartbeat plus one *cold-start step* per member
-//!   ranked above it, with no ceiling (a quarter step of jitter): the step is two
-//!   heartbeats, or `(max − min) / N` if wider. The top member campaigns first; the
-//!   others hear its heartbeats before their wait runs out. Booted one after another
+//!   ranked above it, with no ceiling (a quarter step of jitter): the step is the
+//!   widest of two heartbeats, half of `min` and `(max − min) / N`. The top member
+//!   campaigns first; the others hear its pre-vote, then its heartbeats, before their
+//!   wait runs out. Booted one after another
 //!   (a shell loop, a service manager: about 14 ms apart for 64 processes on two
 //!   cores), the cold start costs one campaign, 4(N − 1) messages, as long as the
 //!   boot gap stays below the step, whatever the order; before, every node campaigned
@@ -226,14 +227,23 @@ impl Raft {
     }
 
     /// How much longer a starting node listens than the member ranked just above it:
-    /// two heartbeats (one for that member's vote rounds on a loaded host, one for its
-    /// first heartbeat to arrive), or a ranked slot if that is wider. In a busy start
-    /// the processes boot one after another (about 14 ms apart for 64 `electd run` on
-    /// two cores); as long as that gap is below the step, the top member boots and
-    /// campaigns before anyone below it stops listening, whatever the boot order.
+    /// long enough for that member's pre-vote to reach it, so that it defers instead of
+    /// campaigning beside it. Two heartbeats (one for the pre-vote round on a loaded
+    /// host, one for the datagram to arrive), half of `min` (Raft's timing rule puts a
+    /// broadcast and its answers well within `min`; a booting host is slower than a
+    /// settled one) or a ranked slot, whichever is widest. In a busy start the processes
+    /// boot one after another (about 14 ms apart for 64 `electd run` on two cores); as
+    /// long as that gap is below the step, the top member boots and campaigns before
+    /// anyone below it stops listening, whatever the boot order. With two heartbeats
+    /// alone (80 ms at 256 members, heartbeat 40 ms), the members just below the top
+    /// often stopped listening before its pre-vote arrived: 256 processes on two cores
+    /// sent 1,020 to 3,060 election messages per cold start where one campaign sends
+    /// 1,020 (docs/bench/ANALYSIS.md, round 25).
     fn cold_step(&self) -> Duration {
         let spread = self.max() - self.min();
-        (spread / (self.cfg.ring.len().max(1) as u32)).max(self.cfg.timing.heartbeat * 2)
+        (spread / (self.cfg.ring.len().max(1) as u32))
+            .max(self.cfg.timing.heartbeat * 2)
+            .max(self.min() / 2)
     }
 
     /// Roster members ranked above this node, the leader it follows not counted.
