@@ -76,7 +76,23 @@ pub struct Phase {
     pub pressure: Option<pressure::Pressure>,
     /// Failover: the survivors' state writes and timer lateness over the phase.
     pub waits: Option<pressure::Waits>,
+    /// The nodes that retransmitted most in the phase (at most [`TOP_SENDERS`], most
+    /// first, none that retransmitted nothing): whether a storm is one sender's
+    /// fan-out or many senders' answers.
+    pub top_retransmitters: Vec<NodeRetx>,
 }
+
+/// One node's part of a phase's retransmissions ([`Phase::top_retransmitters`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct NodeRetx {
+    pub node: NodeId,
+    pub election_messages: u64,
+    pub retransmissions: u64,
+    pub delivery_failures: u64,
+}
+
+/// How many of a phase's retransmitting nodes it names.
+pub const TOP_SENDERS: usize = 3;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct ColdRow {
@@ -207,15 +223,43 @@ fn snmp_field(text: &str, prefix: &str, field: &str) -> Option<u64> {
 /// (election messages, retransmissions, delivery failures, of them to lost peers).
 type Counts = (u64, u64, u64, u64);
 
-/// [`Counts`] of `kind` over `ids`.
-fn proc_counts(c: &ProcCluster, ids: &[NodeId], kind: AlgorithmKind) -> Counts {
-    proc_scrape(c, ids, kind).0
+/// The [`TOP_SENDERS`] nodes that retransmitted most between two reads of each node's
+/// counts (`before` empty: since its start).
+fn top_retransmitters(before: &[(NodeId, Counts)], after: &[(NodeId, Counts)]) -> Vec<NodeRetx> {
+    let mut v: Vec<NodeRetx> = after
+        .iter()
+        .map(|&(node, a)| {
+            let b = before
+                .iter()
+                .find(|x| x.0 == node)
+                .map_or((0, 0, 0, 0), |x| x.1);
+            NodeRetx {
+                node,
+                election_messages: a.0.saturating_sub(b.0),
+                retransmissions: a.1.saturating_sub(b.1),
+                delivery_failures: a.2.saturating_sub(b.2),
+            }
+        })
+        .filter(|r| r.retransmissions > 0)
+        .collect();
+    v.sort_by(|x, y| {
+        y.retransmissions
+            .cmp(&x.retransmissions)
+            .then(x.node.cmp(&y.node))
+    });
+    v.truncate(TOP_SENDERS);
+    v
 }
 
-/// [`Counts`] of `kind` over `ids`, and the nodes' waits ([`pressure::Waits`]) from the
-/// same reads.
-fn proc_scrape(c: &ProcCluster, ids: &[NodeId], kind: AlgorithmKind) -> (Counts, pressure::Waits) {
+/// [`Counts`] of `kind` over `ids`, the nodes' waits ([`pressure::Waits`]) from the
+/// same reads, and each node's own counts.
+fn proc_scrape(
+    c: &ProcCluster,
+    ids: &[NodeId],
+    kind: AlgorithmKind,
+) -> (Counts, pressure::Waits, Vec<(NodeId, Counts)>) {
     let mut t = (0, 0, 0, 0);
+    let mut nodes = Vec::new();
     let mut waits = pressure::Waits::default();
     for &id in ids {
         let Some(addr) = c.http(id) else { continue };
@@ -229,16 +273,19 @@ fn proc_scrape(c: &ProcCluster, ids: &[NodeId], kind: AlgorithmKind) -> (Counts,
         }) else {
             continue;
         };
+        let mut n = (0, 0, 0, 0);
         for ty in MessageType::ALL.iter().filter(|t| !t.is_liveness()) {
             let l = [("algorithm", kind.as_str()), ("type", ty.as_str())];
-            t.0 += metric_sum(&text, "electd_messages_sent_total", &l) as u64;
+            n.0 += metric_sum(&text, "electd_messages_sent_total", &l) as u64;
         }
-        t.1 += metric_sum(&text, "electd_retransmissions_total", &[]) as u64;
-        t.2 += metric_sum(&text, "electd_delivery_failures_total", &[]) as u64;
-        t.3 += metric_sum(&text, "electd_delivery_failures_to_lost_total", &[]) as u64;
+        n.1 = metric_sum(&text, "electd_retransmissions_total", &[]) as u64;
+        n.2 = metric_sum(&text, "electd_delivery_failures_total", &[]) as u64;
+        n.3 = metric_sum(&text, "electd_delivery_failures_to_lost_total", &[]) as u64;
+        t = (t.0 + n.0, t.1 + n.1, t.2 + n.2, t.3 + n.3);
+        nodes.push((id, n));
         waits.add(pressure::Waits::of_metrics(&text));
     }
-    (t, waits)
+    (t, waits, nodes)
 }
 
 /// The cluster's counts once its election messages, retransmissions and give-ups have
@@ -249,14 +296,18 @@ fn quiet_counts(
     all: &[NodeId],
     kind: AlgorithmKind,
     timing: &ClusterTiming,
-) -> Counts {
+) -> (Counts, Vec<(NodeId, Counts)>) {
     let quiet = Duration::from_millis(timing.failure_ms);
-    let mut last = proc_counts(c, all, kind);
+    let read = || {
+        let (t, _, nodes) = proc_scrape(c, all, kind);
+        (t, nodes)
+    };
+    let mut last = read();
     let settle_by = Instant::now() + AGREE_WITHIN;
     while Instant::now() < settle_by {
         std::thread::sleep(quiet); // a sampling period, not a synchronisation
-        let now = proc_counts(c, all, kind);
-        if now == last {
+        let now = read();
+        if now.0 == last.0 {
             break;
         }
         last = now;
@@ -278,11 +329,15 @@ fn cold_phase(
     rcv0: u64,
 ) -> Phase {
     let mut p = Phase::default();
-    let counts = match agreed {
+    let (counts, nodes) = match agreed {
         Some(_) => quiet_counts(c, all, kind, timing),
-        None => proc_counts(c, all, kind),
+        None => {
+            let (t, _, nodes) = proc_scrape(c, all, kind);
+            (t, nodes)
+        }
     };
     fill(&mut p, (0, 0, 0, 0), counts, rcv0);
+    p.top_retransmitters = top_retransmitters(&[], &nodes);
     if let Some((leader, at)) = agreed {
         p.agreed_ms = Some(ms(at.saturating_duration_since(last_start)));
         p.leader = Some(leader);
@@ -556,7 +611,7 @@ fn failover_processes(
     // so the heartbeats armed every failure detector and no straggler of the start
     // competes for the cores.
     let _ = quiet_counts(c, all, kind, timing);
-    let (before, waits0) = proc_scrape(c, &survivors, kind);
+    let (before, waits0, before_nodes) = proc_scrape(c, &survivors, kind);
     let rcv1 = udp_rcvbuf_errors();
     let under_way = super::failover::election_under_way(c, &survivors, leader);
     // The earliest a detector can fire: its timeout after the last heartbeat, which
@@ -579,8 +634,9 @@ fn failover_processes(
     let samples = psi.finish();
     // Counters once the election traffic is over (acks, late retransmissions).
     std::thread::sleep(Duration::from_millis(timing.failure_ms));
-    let (after, waits1) = proc_scrape(c, &survivors, kind);
+    let (after, waits1, after_nodes) = proc_scrape(c, &survivors, kind);
     fill(&mut p, before, after, rcv1);
+    p.top_retransmitters = top_retransmitters(&before_nodes, &after_nodes);
     p.waits = Some(waits1.since(waits0));
     match agreed {
         Some((l, at)) => {
@@ -739,6 +795,43 @@ async fn one_process(kind: AlgorithmKind, n: usize, t: &ClusterTiming) -> anyhow
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A phase names the nodes that retransmitted most over it, from each node's two
+    /// reads (a node read only after counts from zero), most first, ties by id, at most
+    /// three, none that retransmitted nothing.
+    #[test]
+    fn a_phase_names_its_top_retransmitters_from_each_nodes_reads() {
+        let before = [(1, (10, 5, 0, 0)), (2, (10, 0, 0, 0)), (3, (4, 4, 1, 0))];
+        let after = [
+            (1, (12, 6, 0, 0)),
+            (2, (300, 250, 40, 2)),
+            (3, (4, 4, 1, 0)),
+            (4, (9, 7, 1, 0)),
+            (5, (9, 1, 0, 0)),
+            (6, (9, 1, 0, 0)),
+        ];
+        let top = top_retransmitters(&before, &after);
+        let got: Vec<(NodeId, u64, u64, u64)> = top
+            .iter()
+            .map(|r| {
+                (
+                    r.node,
+                    r.election_messages,
+                    r.retransmissions,
+                    r.delivery_failures,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![(2, 290, 250, 40), (4, 9, 7, 1), (1, 2, 1, 0)],
+            "{top:?}"
+        );
+        assert!(
+            top_retransmitters(&after, &after).is_empty(),
+            "no change, none"
+        );
+    }
 
     #[test]
     fn reads_udp_receive_buffer_errors_from_snmp() {

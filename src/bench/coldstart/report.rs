@@ -492,10 +492,11 @@ pub fn targets(r: &ColdResults) -> Vec<crate::bench::Target> {
                     .filter(|(_, p)| p.retransmissions * 10 > p.election_messages)
                     .map(|(i, p)| {
                         format!(
-                            "try {} {}/{}",
+                            "try {} {}/{}{}",
                             i + 1,
                             p.retransmissions,
-                            p.election_messages
+                            p.election_messages,
+                            senders(&p.top_retransmitters)
                         )
                     })
                     .collect();
@@ -710,6 +711,24 @@ pub fn targets(r: &ColdResults) -> Vec<crate::bench::Target> {
     out
 }
 
+/// " (most by node 256: 1,050 retransmitted of 1,020 sent, 190 given up; …)": who
+/// retransmitted, so that a storm reads as one sender's fan-out or many answers.
+fn senders(top: &[NodeRetx]) -> String {
+    if top.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = top
+        .iter()
+        .map(|r| {
+            format!(
+                "node {}: {} retransmitted of {} sent, {} given up",
+                r.node, r.retransmissions, r.election_messages, r.delivery_failures
+            )
+        })
+        .collect();
+    format!(" (most by {})", each.join("; "))
+}
+
 #[cfg(test)]
 mod flag_tests {
     use super::*;
@@ -880,9 +899,29 @@ mod target_tests {
 
         let mut x = row(AlgorithmKind::Bully, 64, &[1.2 * f; 3], 5);
         x.colds[3].retransmissions = 300;
+        x.colds[3].top_retransmitters = vec![
+            NodeRetx {
+                node: 64,
+                election_messages: 63,
+                retransmissions: 280,
+                delivery_failures: 9,
+            },
+            NodeRetx {
+                node: 2,
+                election_messages: 1,
+                retransmissions: 20,
+                delivery_failures: 0,
+            },
+        ];
         let t = judge(x);
         assert!(!t.met, "318 of 1,000 retransmitted: {t:?}");
-        assert!(t.note.contains("try 4 300/100"), "{t:?}");
+        assert!(
+            t.note.contains(
+                "try 4 300/100 (most by node 64: 280 retransmitted of 63 sent, 9 given up; \
+                 node 2: 20 retransmitted of 1 sent, 0 given up)"
+            ),
+            "who retransmitted is named: {t:?}"
+        );
 
         let mut x = row(AlgorithmKind::Bully, 64, &[1.2 * f; 3], 5);
         x.colds[0].retransmissions = 15;
