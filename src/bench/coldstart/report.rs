@@ -711,7 +711,7 @@ pub fn targets(r: &ColdResults) -> Vec<crate::bench::Target> {
     out
 }
 
-/// " (most by node 256: 1,050 retransmitted of 1,020 sent, 190 given up; …)": who
+/// " (most by node 253: 58 retransmitted of 258 sent, 2 given up; …)": who
 /// retransmitted, so that a storm reads as one sender's fan-out or many answers.
 fn senders(top: &[NodeRetx]) -> String {
     if top.is_empty() {
