@@ -1029,7 +1029,6 @@ pub fn targets(d: &Detect) -> Vec<Target> {
     out
 }
 
-/// The section of report.md.
 /// `x` with at most three decimals and no trailing zeros.
 fn trim(x: f64) -> String {
     let t = format!("{x:.3}");
@@ -1046,6 +1045,7 @@ fn bucket(ms: Option<f64>) -> String {
     }
 }
 
+/// The section of report.md.
 pub fn markdown(s: &mut String, d: &Detect) {
     use std::fmt::Write;
     let _ = writeln!(s, "\n## The smallest safe failure timeout\n");
@@ -1481,5 +1481,54 @@ mod tests {
         );
         let (_, raft) = member_pairs(&start, &end, "raft");
         assert_eq!(raft.0.len(), 1);
+    }
+
+    /// A system whose failover at its safe value measured no round (not run, or every
+    /// round timed out) shows dashes in the table, not zero times, and its target is
+    /// missed with the cause.
+    #[test]
+    fn a_failover_without_a_measured_round_shows_dashes_and_misses() {
+        let found = Found {
+            system: "bully".into(),
+            safe_ms: Some(30),
+            failed_ms: Some(20),
+            failed_elections: 4,
+            failover: Some(Failover {
+                method: "/watch".into(),
+                stats: Stats::default(),
+                ratio: Stats::default(),
+                timeouts: 0,
+                flagged: vec![Flagged {
+                    ms: None,
+                    cause: "not run: no stable leader".into(),
+                }],
+            }),
+            not_measured: None,
+        };
+        let d = Detect {
+            candidates_ms: vec![20, 30],
+            window_s: 600.0,
+            found: vec![found],
+            ..Default::default()
+        };
+        let mut md = String::new();
+        markdown(&mut md, &d);
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| bully |"))
+            .unwrap_or_else(|| panic!("no bully row: {md}"));
+        assert!(row.contains("| — | — | 0, 0, 1 |"), "{row}");
+        assert!(!row.contains("0.0 /"), "{row}");
+        let t = targets(&d);
+        let fo = t
+            .iter()
+            .find(|t| t.name.starts_with("failover median at 30 ms, bully"))
+            .expect("the failover target");
+        assert!(!fo.met, "{fo:?}");
+        assert!(
+            fo.measured.contains("not run: no stable leader"),
+            "{}",
+            fo.measured
+        );
     }
 }
