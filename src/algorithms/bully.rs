@@ -41,9 +41,9 @@
 //!   and OK messages at once (the storm of 64 processes on two cores). The simulator's
 //!   explicit detection step (`LeaderLoss::Told`) keeps the textbook reaction.
 //! - No self-inflicted storms:
-//!   - a (re)started node listens a random [H, 2H] (H = heartbeat) plus (T + H) per
-//!     member ranked above it before calling its election (the highest
-//!     id announces at once; `bully_common::rank_step`);
+//!   - a (re)started node listens a random [H, 2H] (H = heartbeat) plus one rank
+//!     step, T + H or F/2 if longer, per member ranked above it before calling its
+//!     election (the highest id announces at once; [`super::rank_step`]);
 //!   - a leader that receives ELECTION of a new cascade answers OK and its unchanged
 //!     COORDINATOR to that cascade's members only (ids from its initiator up), not a
 //!     new epoch to everyone;

@@ -234,20 +234,27 @@ pub(super) fn listen_before_electing(higher: &[NodeId], t: &Timing, out: &mut Ou
 }
 
 /// How much longer a starting Bully node listens than the member ranked just above it:
-/// one answer window plus one heartbeat period (T + H), with no ceiling. In a busy
-/// start the nodes boot one after another (a shell or a service manager spawning
-/// processes: about 14 ms apart for 64 `electd run` on two cores); as long as that gap
-/// is below the step, the top node boots and announces before any node below has
-/// stopped listening, whatever the boot order. The rank wait used to be one T per rank
-/// capped at a failure timeout: any start spread beyond F + 2H (about 120 ms at the
-/// README's timing) made every node elect towards peers not booted yet, the
-/// literature's all-initiating count with most of it retransmitted until the link
-/// gave up (docs/bench/ANALYSIS.md, round 8). The step counts the top member too: the
-/// node just below it, which used to listen [H, 2H] alone, called towards a top
-/// process still booting. The price: a cold start without the top m members waits
-/// m·(T + H) more before the next one calls.
-pub(super) fn rank_step(t: &Timing) -> Duration {
-    t.answer_timeout + t.heartbeat
+/// one answer window plus one heartbeat period (T + H), or half a failure timeout if
+/// that is longer (F/2: 50 ms at the README's timing, 200 ms at 256 members), with no
+/// ceiling. In a busy start the nodes boot one after another (a shell or a service
+/// manager spawning processes: about 14 ms apart for 64 `electd run` on two cores,
+/// and further apart as the host gets busier); as long as that gap is below the step,
+/// the top node boots and announces before any node below has stopped listening,
+/// whatever the boot order. The step follows F because the docs scale F with the
+/// roster and the host's load (deploy/README.md), and so does the boot gap: at 256
+/// processes on two cores, T + H (80 ms) let a member just below the top call while
+/// the top three were still starting in a quarter of the cold starts (two or three
+/// announcements, 513–522 messages), F/2 in none of 40 (docs/bench/ANALYSIS.md,
+/// rounds 25–26), as Raft's cold-start step is at least min/2 (`Raft::cold_step`).
+/// The rank wait used to be one T per rank capped at a failure timeout: any start
+/// spread beyond F + 2H (about 120 ms at the README's timing) made every node elect
+/// towards peers not booted yet, the literature's all-initiating count with most of it
+/// retransmitted until the link gave up (docs/bench/ANALYSIS.md, round 8). The step
+/// counts the top member too: the node just below it, which used to listen [H, 2H]
+/// alone, called towards a top process still booting. The price: a cold start without
+/// the top m members waits m steps more before the next one calls.
+pub fn rank_step(t: &Timing) -> Duration {
+    (t.answer_timeout + t.heartbeat).max(t.failure_timeout / 2)
 }
 
 /// A leader asked by a lower node's election (`tag`) answers with its current

@@ -23,8 +23,8 @@
 //! T for it: failover costs about 2·T after detection, by design.
 //!
 //! No self-inflicted storms (as in [`super::bully`]): a (re)started node listens a
-//! random [H, 2H] plus (T + H) per member ranked above it before calling
-//! its election; a leader handed YOU_ARE_COORDINATOR
+//! random [H, 2H] plus one rank step (T + H, or F/2 if longer) per member ranked
+//! above it before calling its election; a leader handed YOU_ARE_COORDINATOR
 //! answers with its unchanged COORDINATOR to the nodes that election flagged (the ids
 //! from its initiator up) instead of a new epoch to everyone; a leader answers a lower
 //! claimant alone, and a follower of a higher leader leaves lower claims to it; a node

@@ -13,6 +13,8 @@ mod tags;
 #[cfg(test)]
 mod tests;
 
+pub use bully_common::rank_step;
+
 use crate::contract::algorithm::{Algorithm, AlgorithmKind, GroupConfig};
 
 /// Why an algorithm instance could not be built.

@@ -19,9 +19,30 @@ fn run(kind: AlgorithmKind, gap: Duration, order: StartOrder) -> BusyCost {
     busy(kind, gap, Duration::ZERO, order)
 }
 
-/// Booted highest first, or in id order with less than one rank step (answer timeout
-/// plus heartbeat, `bully_common::rank_step`) between two boots, a Bully cold start
-/// costs the top node's announcement alone: its rank wait is the shortest, and its
+/// The rank step (`electd::algorithms::rank_step`): T + H, or F/2 if longer.
+fn step(t: &Timing) -> Duration {
+    electd::algorithms::rank_step(t)
+}
+
+/// The step is the documented rule at the README's timing (F/2 = 50 ms, above T + H =
+/// 20 ms), at the 256-member row of deploy/README.md (F/2 = 200 ms against 80 ms), and
+/// T + H where that is the longer.
+#[test]
+fn the_rank_step_is_an_answer_window_and_a_heartbeat_or_half_a_failure_timeout() {
+    let ms = Duration::from_millis;
+    let t = timing();
+    assert_eq!(step(&t), t.failure_timeout / 2);
+    assert!(step(&t) > t.answer_timeout + t.heartbeat);
+    let mut big = t.clone();
+    (big.heartbeat, big.failure_timeout, big.answer_timeout) = (ms(40), ms(400), ms(40));
+    assert_eq!(step(&big), ms(200));
+    let mut slow_answer = t.clone();
+    slow_answer.answer_timeout = t.failure_timeout;
+    assert_eq!(step(&slow_answer), t.failure_timeout + t.heartbeat);
+}
+
+/// Booted highest first, or in id order with less than one rank step between two
+/// boots, a Bully cold start costs the top node's announcement alone: its rank wait is the shortest, and its
 /// COORDINATOR ends the waits of the others (N − 1 messages). The messages sent to
 /// nodes not booted yet are retransmitted until they boot. Before the rank wait lost
 /// its ceiling (a failure timeout), every gap above (F + 2H)/N − here 2 ms — cost the
@@ -30,9 +51,9 @@ fn run(kind: AlgorithmKind, gap: Duration, order: StartOrder) -> BusyCost {
 fn a_busy_start_within_the_rank_step_costs_one_announcement() {
     let t = timing();
     for (gap, order) in [
-        (t.answer_timeout + t.heartbeat, StartOrder::Descending),
+        (step(&t), StartOrder::Descending),
         (t.answer_timeout / 4, StartOrder::Ascending),
-        (t.answer_timeout + t.heartbeat / 2, StartOrder::Ascending),
+        (step(&t) - t.heartbeat / 2, StartOrder::Ascending),
     ] {
         for kind in [AlgorithmKind::Bully, AlgorithmKind::ImprovedBully] {
             let c = run(kind, gap, order);
@@ -41,8 +62,9 @@ fn a_busy_start_within_the_rank_step_costs_one_announcement() {
             if gap < t.heartbeat {
                 assert_eq!(c.election_messages, announcement, "{kind} {gap:?}: {c:?}");
             } else {
-                // Node N − 1 listens only [H, 2H]: booted one gap before the top, it
-                // may still ask it (an ELECTION, its OK) — a few messages, no cascade.
+                // Node N − 1 listens [H, 2H] and one step: booted one gap before the
+                // top, it may still ask it (an ELECTION, its OK) — a few messages, no
+                // cascade.
                 assert!(
                     (announcement..announcement + 8).contains(&c.election_messages),
                     "{kind} {order:?} {gap:?}: {c:?}"
@@ -74,8 +96,8 @@ fn a_busy_start_within_the_rank_step_costs_one_announcement() {
 #[test]
 fn a_ring_family_busy_start_in_id_order_is_one_lap_of_the_top_member() {
     let t = timing();
-    let gap = t.answer_timeout + t.heartbeat / 2;
-    let (step, hop) = (t.answer_timeout + t.heartbeat, Duration::from_millis(1));
+    let gap = step(&t) - t.heartbeat / 2;
+    let (step, hop) = (step(&t), Duration::from_millis(1));
     let early = (1..N as u32)
         .filter(|&j| (step - gap) * j + t.heartbeat < hop * (N as u32 - j))
         .count() as u64;
@@ -107,7 +129,7 @@ fn a_ring_family_busy_start_in_id_order_is_one_lap_of_the_top_member() {
 #[test]
 fn a_busy_start_in_id_order_slower_than_the_rank_step_is_all_initiating() {
     let t = timing();
-    let gap = t.answer_timeout * 2 + t.heartbeat;
+    let gap = step(&t) + t.answer_timeout;
     let c = run(AlgorithmKind::Bully, gap, StartOrder::Ascending);
     let all_initiating = (N * (N - 1) / 2) as u64;
     assert_eq!(c.leader, Some(N as u32), "{c:?}");
@@ -145,7 +167,7 @@ fn busy(kind: AlgorithmKind, gap: Duration, cost: Duration, order: StartOrder) -
 #[test]
 fn measured_boot_times_replace_the_even_gap() {
     let t = timing();
-    let gap = (t.answer_timeout + t.heartbeat) * 2;
+    let gap = step(&t) * 2;
     for order in [StartOrder::Ascending, StartOrder::Descending] {
         let even = run(AlgorithmKind::Bully, gap, order);
         let boots: Vec<Duration> = (0..N as u32)
