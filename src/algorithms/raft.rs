@@ -101,6 +101,17 @@ use crate::NodeId;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+/// With ranked timeouts the top follower fires `heartbeat / LEASE_MARGIN_DIV` (or half
+/// a slot, if less) after its own lease ends (`Raft::election_window`). The other
+/// followers' leases end `min` after the same heartbeat, which the leader sends to all
+/// of them in one burst (one `sendmmsg`, a millisecond or two for 255 followers on
+/// two cores), and a pre-vote needs a majority out of its lease, not every member.
+/// The margin was half a heartbeat, 20 ms at 256 members (heartbeat 40 ms), most of
+/// what Raft's failover there exceeded 1.3 × `min` by; at an eighth (5 ms) every one
+/// of 20 failovers at 256 processes was one campaign (docs/bench/ANALYSIS.md, round
+/// 26).
+pub const LEASE_MARGIN_DIV: u32 = 8;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Role {
     Follower,
@@ -279,9 +290,10 @@ impl Raft {
     /// slot later each. Within its slot a node draws from the first quarter (jitter
     /// separates nodes that disagree on the leader). After a crash the failover then
     /// takes about `min` instead of the minimum of N−1 uniform draws, and two
-    /// candidates rarely collide. `after_lease` adds half a heartbeat before the first
-    /// slot: the other followers' leases end `min` after the same heartbeat, and a
-    /// pre-vote that arrives while they still hold them would be refused.
+    /// candidates rarely collide. `after_lease` adds a margin before the first slot,
+    /// an eighth of a heartbeat ([`LEASE_MARGIN_DIV`]) or half a slot if less: the
+    /// other followers' leases end `min` after the same heartbeat, and a pre-vote that
+    /// arrives while they still hold them would be refused.
     ///
     /// A slot is at least a heartbeat wide: the next rank must not fire before the
     /// previous one's vote round (a broadcast and N−1 answers) is over, and on a
@@ -307,7 +319,7 @@ impl Raft {
             .min(spread);
         let rank = self.rank();
         let margin = if after_lease {
-            (self.cfg.timing.heartbeat / 2).min(width / 2)
+            (self.cfg.timing.heartbeat / LEASE_MARGIN_DIV).min(width / 2)
         } else {
             Duration::ZERO
         };

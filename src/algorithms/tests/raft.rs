@@ -594,7 +594,8 @@ fn windows(
 fn ranked_timeouts_fire_the_highest_follower_first_and_stay_in_the_range() {
     // electd's ranked timeouts (config [raft] ranked_timeouts, on by default): each
     // follower draws from its own slot of [min, max], higher ids first, the leader it
-    // follows not counted; the first slot starts half a heartbeat after the lease.
+    // follows not counted; the first slot starts a margin (an eighth of a heartbeat)
+    // after the lease.
     let t = crate::contract::algorithm::Timing::default();
     for leader in [None, Some(5), Some(3)] {
         let mut w = windows(true, leader);
@@ -639,9 +640,9 @@ fn ranked_slots_are_at_least_a_heartbeat_wide_and_the_lowest_ranks_share_the_res
     let t = crate::contract::algorithm::Timing::default();
     let ring: Vec<NodeId> = (1..=64).collect();
     let spread = t.election_timeout_max - t.election_timeout_min;
-    // After the half-heartbeat margin (no leader yet: the lease rule applies), the
-    // whole heartbeat-wide slots that fit.
-    let margin = t.heartbeat / 2;
+    // After the margin (no leader yet: the lease rule applies), the whole
+    // heartbeat-wide slots that fit.
+    let margin = t.heartbeat / crate::algorithms::raft::LEASE_MARGIN_DIV;
     let slots = ((spread - margin).as_nanos() / t.heartbeat.as_nanos()) as usize;
     let window = |me: NodeId| {
         let mut r = Raft::new(cfg(me, &ring));

@@ -36,8 +36,8 @@ pub fn model_median(kind: AlgorithmKind, r: &Results) -> f64 {
 /// Raft's failover after a crash at quantile `q` (ms), as the election timeouts are
 /// drawn. Ranked timeouts (the default, `[raft] ranked_timeouts`): the highest
 /// survivor fires first, `min + margin + J` after the last heartbeat it heard, with
-/// J uniform in [0, w/4) for the slot width w = (max − min)/N and margin = min(hb/2,
-/// w/2); the crash falls φ, uniform in [0, hb), after that heartbeat. Uniform
+/// J uniform in [0, w/4) for the slot width w = (max − min)/N and margin = min(hb/8,
+/// w/2) (`LEASE_MARGIN_DIV`); the crash falls φ, uniform in [0, hb), after that heartbeat. Uniform
 /// timeouts: the first of the N − 1 survivors' draws in [min, max), less the median φ.
 pub fn raft_model_ms(
     t: &electd::testkit::procs::ClusterTiming,
@@ -49,12 +49,17 @@ pub fn raft_model_ms(
     let hb = t.heartbeat_ms as f64;
     if electd::contract::algorithm::Options::default().ranked_timeouts {
         let width = range / f64::from(nodes.max(1));
-        let margin = (hb / 2.0).min(width / 2.0);
+        let margin = lease_margin(hb).min(width / 2.0);
         min + margin + quantile_of_difference(width / 4.0, hb, q)
     } else {
         let survivors = f64::from(nodes.saturating_sub(1).max(1));
         min + range * (1.0 - (1.0 - q).powf(1.0 / survivors)) - hb / 2.0
     }
+}
+
+/// The ranked timeouts' margin after the lease, before the slot's half-slot cap (ms).
+fn lease_margin(hb: f64) -> f64 {
+    hb / f64::from(electd::algorithms::raft::LEASE_MARGIN_DIV)
 }
 
 /// Quantile `q` of J − φ for J uniform in [0, a) and φ uniform in [0, b), on a grid
@@ -99,11 +104,11 @@ mod tests {
         let range = (t.election_max_ms - t.election_min_ms) as f64;
         let hb = t.heartbeat_ms as f64;
         if electd::contract::algorithm::Options::default().ranked_timeouts {
-            // Slot width range/5, margin hb/2, jitter from the first quarter of a slot.
+            // Slot width range/5, margin hb/8, jitter from the first quarter of a slot.
             let width = range / 5.0;
-            let expect = min + (hb / 2.0).min(width / 2.0) + width / 8.0 - hb / 2.0;
+            let expect = min + (hb / 8.0).min(width / 2.0) + width / 8.0 - hb / 2.0;
             assert!((median - expect).abs() < 0.1, "{median} vs {expect}");
-            assert!(p90 < min + (hb / 2.0) + width / 4.0);
+            assert!(p90 < min + (hb / 8.0) + width / 4.0);
         } else {
             let expect = min + range * (1.0 - 0.5f64.powf(1.0 / 4.0)) - hb / 2.0;
             assert!((median - expect).abs() < 1e-9);
