@@ -244,8 +244,8 @@ pub(super) fn listen_before_electing(higher: &[NodeId], t: &Timing, out: &mut Ou
 /// roster and the host's load (deploy/README.md), and so does the boot gap: at 256
 /// processes on two cores, T + H (80 ms) let a member just below the top call while
 /// the top three were still starting in a quarter of the cold starts (two or three
-/// announcements, 513–522 messages), F/2 in none of 40 (docs/bench/ANALYSIS.md,
-/// rounds 25–26), as Raft's cold-start step is at least min/2 (`Raft::cold_step`).
+/// announcements, 513–522 messages), F/2 in 2 of 80 (docs/bench/ANALYSIS.md, rounds
+/// 25–26), as Raft's cold-start step is at least min/2 (`Raft::cold_step`).
 /// The rank wait used to be one T per rank capped at a failure timeout: any start
 /// spread beyond F + 2H (about 120 ms at the README's timing) made every node elect
 /// towards peers not booted yet, the literature's all-initiating count with most of it

@@ -108,7 +108,7 @@ use std::time::Duration;
 /// two cores), and a pre-vote needs a majority out of its lease, not every member.
 /// The margin was half a heartbeat, 20 ms at 256 members (heartbeat 40 ms), most of
 /// what Raft's failover there exceeded 1.3 × `min` by; at an eighth (5 ms) every one
-/// of 20 failovers at 256 processes was one campaign (docs/bench/ANALYSIS.md, round
+/// of 30 failovers at 256 processes was one campaign (docs/bench/ANALYSIS.md, round
 /// 26).
 pub const LEASE_MARGIN_DIV: u32 = 8;
 

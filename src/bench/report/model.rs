@@ -37,8 +37,9 @@ pub fn model_median(kind: AlgorithmKind, r: &Results) -> f64 {
 /// drawn. Ranked timeouts (the default, `[raft] ranked_timeouts`): the highest
 /// survivor fires first, `min + margin + J` after the last heartbeat it heard, with
 /// J uniform in [0, w/4) for the slot width w = (max − min)/N and margin = min(hb/8,
-/// w/2) (`LEASE_MARGIN_DIV`); the crash falls φ, uniform in [0, hb), after that heartbeat. Uniform
-/// timeouts: the first of the N − 1 survivors' draws in [min, max), less the median φ.
+/// w/2) (`LEASE_MARGIN_DIV`); the crash falls φ, uniform in [0, hb), after that
+/// heartbeat. Uniform timeouts: the first of the N − 1 survivors' draws in [min, max),
+/// less the median φ.
 pub fn raft_model_ms(
     t: &electd::testkit::procs::ClusterTiming,
     nodes: electd::NodeId,
