@@ -104,8 +104,8 @@ use std::time::Duration;
 /// With ranked timeouts the top follower fires `heartbeat / LEASE_MARGIN_DIV` (or half
 /// a slot, if less) after its own lease ends (`Raft::election_window`). The other
 /// followers' leases end `min` after the same heartbeat, which the leader sends to all
-/// of them in one burst (one `sendmmsg`, a millisecond or two for 255 followers on
-/// two cores), and a pre-vote needs a majority out of its lease, not every member.
+/// of them in one burst (one flush of its datagrams, not timed here), and a pre-vote
+/// needs a majority out of its lease, not every member.
 /// The margin was half a heartbeat, 20 ms at 256 members (heartbeat 40 ms), most of
 /// what Raft's failover there exceeded 1.3 × `min` by; at an eighth (5 ms) every one
 /// of 30 failovers at 256 processes was one campaign (docs/bench/ANALYSIS.md, round
