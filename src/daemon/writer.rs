@@ -54,10 +54,10 @@ struct Queue {
     on_disk: States,
     /// The next state to write, with its number.
     next: Option<(u64, States)>,
-    /// Tests: the next write waits (holding the file's lock) until this channel's
-    /// sender says go, or is dropped.
+    /// Tests: the next write says it has the file's lock on the first channel, then
+    /// waits (holding it) until the second's sender says go, or is dropped.
     #[cfg(test)]
-    gate: Option<std::sync::mpsc::Receiver<()>>,
+    gate: Option<(std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>)>,
 }
 
 /// The file under a lock of its own, held for a whole write (the queue's is not: a
@@ -170,11 +170,29 @@ impl Writer {
 #[cfg(test)]
 impl Writer {
     /// A slow disk: the next write waits, holding the file's lock, until the returned
-    /// sender sends or is dropped.
-    pub(crate) fn stall(&self) -> std::sync::mpsc::Sender<()> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        lock(&self.slot.queue).gate = Some(rx);
-        tx
+    /// [`Stall`] is released or dropped.
+    pub(crate) fn stall(&self) -> Stall {
+        let (go, gate) = std::sync::mpsc::channel();
+        let (reached, at_gate) = std::sync::mpsc::channel();
+        lock(&self.slot.queue).gate = Some((reached, gate));
+        Stall { go, at_gate }
+    }
+}
+
+/// A stalled write (tests): dropping it lets the write go on.
+#[cfg(test)]
+pub(crate) struct Stall {
+    #[allow(dead_code)] // Held for its drop: the write waits until the sender goes.
+    go: std::sync::mpsc::Sender<()>,
+    at_gate: std::sync::mpsc::Receiver<()>,
+}
+
+#[cfg(test)]
+impl Stall {
+    /// Wait, at most `limit`, for the write to be under way and waiting (holding the
+    /// file's lock); whether it is.
+    pub(crate) fn under_way(&self, limit: Duration) -> bool {
+        self.at_gate.recv_timeout(limit).is_ok()
     }
 }
 
@@ -198,7 +216,8 @@ fn write(slot: &Slot, seq: u64, groups: States) -> Written {
     {
         // A slow disk (`Writer::stall`): the write waits holding the file's lock.
         let gate = lock(&slot.queue).gate.take();
-        if let Some(gate) = gate {
+        if let Some((reached, gate)) = gate {
+            let _ = reached.send(());
             let _ = gate.recv();
         }
     }
@@ -312,14 +331,12 @@ mod tests {
         let mut w = Writer::new(file, saved.groups, saved.drained, true);
         let go = w.stall();
         w.submit(1, raft(1));
-        // The thread is in the write, holding the file (bounded wait for it to get there).
-        for _ in 0..10_000 {
-            if w.slot.file.try_lock().is_err() {
-                break;
-            }
-            std::thread::yield_now();
-        }
-        assert!(w.slot.file.try_lock().is_err(), "the write is under way");
+        // The thread is in the write, holding the file.
+        assert!(
+            go.under_way(Duration::from_secs(20)),
+            "the write is under way"
+        );
+        assert!(w.slot.file.try_lock().is_err(), "holding the file");
         // Submitting the next state returns while that write waits for the disk.
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {

@@ -591,6 +591,12 @@ async fn a_write_under_way_holds_back_its_groups_datagrams_not_the_others() {
     d.note_input();
     assert_eq!(rx.await.ok(), Some(true), "Raft calls an election");
     d.flush(&socket).await;
+    // The stall is timed from when the writer thread has the write in hand (it may
+    // be scheduled late on a busy machine): the metric's write time covers it.
+    assert!(
+        go.under_way(Duration::from_secs(20)),
+        "the writer thread takes the write"
+    );
     let stalled_from = Instant::now();
     assert!(d.writing(), "the write is under way");
     assert_eq!(d.holding, vec![Raft], "only Raft waits for it");
