@@ -170,7 +170,7 @@ impl Writer {
 #[cfg(test)]
 impl Writer {
     /// A slow disk: the next write waits, holding the file's lock, until the returned
-    /// [`Stall`] is released or dropped.
+    /// [`Stall`] is dropped.
     pub(crate) fn stall(&self) -> Stall {
         let (go, gate) = std::sync::mpsc::channel();
         let (reached, at_gate) = std::sync::mpsc::channel();
