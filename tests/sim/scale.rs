@@ -43,8 +43,8 @@ fn the_rank_step_is_an_answer_window_and_a_heartbeat_or_half_a_failure_timeout()
 
 /// Booted highest first, or in id order with less than one rank step between two
 /// boots, a Bully cold start costs the top node's announcement alone: its rank wait is
-/// the shortest, and its COORDINATOR ends the waits of the others (N − 1 messages). The messages sent to
-/// nodes not booted yet are retransmitted until they boot. Before the rank wait lost
+/// the shortest, and its COORDINATOR ends the waits of the others (N − 1 messages).
+/// The messages sent to nodes not booted yet are retransmitted until they boot. Before the rank wait lost
 /// its ceiling (a failure timeout), every gap above (F + 2H)/N − here 2 ms — cost the
 /// all-initiating count (issue 31: 5,117 messages at 64 processes, 14 ms apart).
 #[test]

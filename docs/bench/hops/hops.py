@@ -119,10 +119,10 @@ def electd_hops(exe, n, rounds, base, d):
     procs = []
     try:
         for i in range(1, n + 1):
-            log = open(f"{d}/{i}.log", "w")
-            procs.append(subprocess.Popen(
-                [exe, "run", "-c", f"{d}/c.toml", "--node-id", str(i)],
-                stdout=subprocess.DEVNULL, stderr=log))
+            with open(f"{d}/{i}.log", "w") as log:
+                procs.append(subprocess.Popen(
+                    [exe, "run", "-c", f"{d}/c.toml", "--node-id", str(i)],
+                    stdout=subprocess.DEVNULL, stderr=log))
         end = time.monotonic() + 60
         while not all(leader(i, base) == n for i in (1, n // 2, n)):
             if time.monotonic() > end:
