@@ -74,6 +74,10 @@ pub struct Phase {
     /// Raft: E_min − heartbeat) to the last adoption, in a cold start from before the
     /// first spawn to the agreement; `None` without PSI, stamps or agreement.
     pub pressure: Option<pressure::Pressure>,
+    /// Failover: the share of the cores' time they were busy from the first survivor's
+    /// loss of the leader (its `/watch` stamp: the first detection) to the last
+    /// adoption, the election itself without the wait for the detectors.
+    pub election_busy: Option<f64>,
     /// Failover: the survivors' state writes and timer lateness over the phase.
     pub waits: Option<pressure::Waits>,
     /// The nodes that retransmitted most in the phase (at most [`TOP_SENDERS`], most
@@ -648,6 +652,9 @@ fn failover_processes(
             p.leader = Some(l);
             if let Some((_, last)) = span {
                 p.pressure = pressure::over(&samples, kill_us + detect_us, last);
+                p.election_busy = w
+                    .first_lost_us(&survivors, kill_us)
+                    .and_then(|from| pressure::over(&samples, from, last)?.busy);
             }
             (Some(p), None)
         }

@@ -22,6 +22,9 @@ pub struct View {
     pub at: Instant,
     /// When the node itself says the change happened (`at_us`, Unix microseconds).
     pub stamp_us: Option<u64>,
+    /// When the node last said it had no leader (`at_us` of an event with no leader:
+    /// its detector fired, or an election reached it).
+    pub lost_us: Option<u64>,
     /// The stream is open and its initial snapshot has arrived.
     pub connected: bool,
     generation: u64,
@@ -57,6 +60,7 @@ impl Watchers {
                     leader: None,
                     at: Instant::now(),
                     stamp_us: None,
+                    lost_us: None,
                     connected: false,
                     generation: g,
                 },
@@ -122,6 +126,9 @@ impl Watchers {
             .map(|l| l as NodeId);
         let stamp = v.get("at_us").and_then(|t| t.as_u64());
         self.update(id, generation, |view| {
+            if leader.is_none() && stamp.is_some() {
+                view.lost_us = stamp;
+            }
             // A later event naming the leader already followed (a new term of the same
             // leader, a snapshot after a reconnection) does not move when it was adopted.
             if !(view.connected && view.leader == leader) {
@@ -162,6 +169,17 @@ impl Watchers {
             span = Some(span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
         }
         span
+    }
+
+    /// The earliest moment, at or after `since_us`, at which one of `nodes` said it had
+    /// no leader (by its own stamp): in a failover, the first survivor's detection.
+    pub fn first_lost_us(&self, nodes: &[NodeId], since_us: u64) -> Option<u64> {
+        let s = self.lock();
+        nodes
+            .iter()
+            .filter_map(|id| s.get(id)?.lost_us)
+            .filter(|&t| t >= since_us)
+            .min()
     }
 
     /// Wait (on events, no polling) until [`Watchers::agreement`] holds for `nodes`,
@@ -208,6 +226,51 @@ fn agreement(s: &State, nodes: &[NodeId], kind: AlgorithmKind) -> Option<(NodeId
 mod tests {
     use super::*;
 
+    /// A failover's first detection is the earliest stamp of an event without a
+    /// leader after the take-down, whatever came after it on that node.
+    #[test]
+    fn the_first_loss_of_the_leader_is_read_from_the_events_stamps() {
+        let w = Watchers::new(AlgorithmKind::Hs);
+        for id in [1, 2, 3] {
+            w.lock().insert(
+                id,
+                View {
+                    leader: Some(3),
+                    at: Instant::now(),
+                    stamp_us: Some(100),
+                    lost_us: None,
+                    connected: true,
+                    generation: 1,
+                },
+            );
+        }
+        let ev = |leader: &str, at_us: u64| {
+            format!("data: {{\"algorithm\":\"hs\",\"leader\":{leader},\"at_us\":{at_us}}}\n")
+        };
+        let now = Instant::now();
+        // Node 1 lost its leader at 900 (before the take-down at 1,000), then followed 3
+        // again; node 2 lost it at 1,500 and adopted 1 at 1,700; node 1 at 1,400.
+        w.event(1, 1, &ev("null", 900), now);
+        w.event(1, 1, &ev("3", 950), now);
+        assert_eq!(w.first_lost_us(&[1, 2], 1_000), None);
+        w.event(2, 1, &ev("null", 1_500), now);
+        w.event(2, 1, &ev("1", 1_700), now);
+        w.event(1, 1, &ev("null", 1_400), now);
+        assert_eq!(w.first_lost_us(&[1, 2], 1_000), Some(1_400));
+        assert_eq!(w.first_lost_us(&[2], 1_000), Some(1_500));
+        // An event of another algorithm, or of a stale stream, is not read.
+        w.event(
+            3,
+            1,
+            "data: {\"algorithm\":\"raft\",\"leader\":null,\"at_us\":1100}\n",
+            now,
+        );
+        w.event(3, 7, &ev("null", 1_100), now);
+        assert_eq!(w.first_lost_us(&[1, 2, 3], 1_000), Some(1_400));
+        w.event(3, 1, &ev("null", 1_100), now);
+        assert_eq!(w.first_lost_us(&[1, 2, 3], 1_000), Some(1_100));
+    }
+
     #[test]
     fn agreement_needs_every_node_on_one_live_highest_leader() {
         let t0 = Instant::now();
@@ -216,6 +279,7 @@ mod tests {
             leader,
             at,
             stamp_us: None,
+            lost_us: None,
             connected: true,
             generation: 1,
         };

@@ -2,6 +2,16 @@
 //! `/proc/pressure/cpu` and `/proc/pressure/io`) sampled while it runs, and the nodes'
 //! own state-write and timer histograms.
 //!
+//! Beside PSI, the cores' own idle time (`cpuidle`'s per-state residency in
+//! `/sys/devices/system/cpu/cpu*/cpuidle/state*/time`, µs, or else `/proc/stat`'s idle
+//! and iowait, in 10 ms ticks): over a window, one minus its growth ÷ (the window × the
+//! cores) is the share of the cores' time they were busy. PSI alone misses a pipeline:
+//! a ring of processes each woken by the one before keeps two cores busy with the hop
+//! on the path and the work beside it (acknowledgements, their wakeups) while only
+//! now and then a task waits for a core (docs/bench/ANALYSIS.md, round 28). A
+//! residency is counted when its idle period ends, so a window's figure can be off by
+//! the idle periods that straddle its ends: short ones on busy cores.
+//!
 //! PSI's `some` line counts, in microseconds since boot, the time during which at least
 //! one runnable task waited for a core (`cpu`) or at least one task waited for I/O
 //! (`io`; the state files' `fdatasync` does not always show there: on this project's
@@ -27,6 +37,66 @@ pub struct Sample {
     pub cpu_us: u64,
     /// `some total` of `/proc/pressure/io`, µs.
     pub io_us: u64,
+    /// The cores' idle time summed over the cores, µs, and how many cores
+    /// ([`idle_total`]; `None` when neither source can be read).
+    pub idle: Option<(u64, u32)>,
+}
+
+/// The idle time of every core, summed (µs), and the number of cores: `cpuidle`'s
+/// residencies where the kernel has them, else `/proc/stat`'s idle and iowait.
+pub fn idle_total() -> Option<(u64, u32)> {
+    cpuidle_total().or_else(|| stat_idle(&std::fs::read_to_string("/proc/stat").ok()?))
+}
+
+/// The sum of `/sys/devices/system/cpu/cpu*/cpuidle/state*/time` (µs) and the number
+/// of cores that have them (`None`: no `cpuidle` in this kernel or VM).
+fn cpuidle_total() -> Option<(u64, u32)> {
+    let mut total = 0u64;
+    let mut cpus = 0u32;
+    for cpu in std::fs::read_dir("/sys/devices/system/cpu").ok()?.flatten() {
+        let name = cpu.file_name();
+        let Some(n) = name.to_str().and_then(|n| n.strip_prefix("cpu")) else {
+            continue;
+        };
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(states) = std::fs::read_dir(cpu.path().join("cpuidle")) else {
+            continue;
+        };
+        let mut any = false;
+        for st in states.flatten() {
+            let t = std::fs::read_to_string(st.path().join("time")).ok();
+            if let Some(us) = t.and_then(|t| t.trim().parse::<u64>().ok()) {
+                total = total.saturating_add(us);
+                any = true;
+            }
+        }
+        cpus += u32::from(any);
+    }
+    (cpus > 0).then_some((total, cpus))
+}
+
+/// `/proc/stat`'s idle and iowait over every core, µs (its ticks are 1/100 s on Linux,
+/// `USER_HZ`), and the number of `cpuN` lines.
+pub fn stat_idle(text: &str) -> Option<(u64, u32)> {
+    const US_PER_TICK: u64 = 10_000;
+    let total = text.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = total
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let idle = f.get(3)?.checked_add(*f.get(4)?)?;
+    let cpus = text
+        .lines()
+        .filter(|l| {
+            l.strip_prefix("cpu")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count();
+    let cpus = u32::try_from(cpus).ok().filter(|&c| c > 0)?;
+    Some((idle.saturating_mul(US_PER_TICK), cpus))
 }
 
 /// The `some` line's `total=` of a `/proc/pressure/*` file, µs.
@@ -46,6 +116,7 @@ pub fn sample() -> Option<Sample> {
         at_us: super::super::unix_us(),
         cpu_us: read("/proc/pressure/cpu")?,
         io_us: read("/proc/pressure/io")?,
+        idle: idle_total(),
     })
 }
 
@@ -58,6 +129,9 @@ pub struct Pressure {
     pub cpu: f64,
     /// Share of it during which some task waited for I/O (0..=1).
     pub io: f64,
+    /// Share of the cores' time over it that they were busy (0..=1; `None` without
+    /// idle counters on both samples).
+    pub busy: Option<f64>,
 }
 
 /// The pressure over `[from_us, to_us]`, from the last sample at or before `from_us`
@@ -68,10 +142,17 @@ pub fn over(samples: &[Sample], from_us: u64, to_us: u64) -> Option<Pressure> {
     let b = samples.iter().find(|s| s.at_us >= to_us)?;
     let span = b.at_us.checked_sub(a.at_us).filter(|&s| s > 0)? as f64;
     let share = |x: u64, y: u64| (y.saturating_sub(x) as f64 / span).min(1.0);
+    let busy = match (a.idle, b.idle) {
+        (Some((i0, n0)), Some((i1, n1))) if n0 == n1 && n0 > 0 => {
+            Some(1.0 - (i1.saturating_sub(i0) as f64 / (span * f64::from(n0))).min(1.0))
+        }
+        _ => None,
+    };
     Some(Pressure {
         window_ms: span / 1e3,
         cpu: share(a.cpu_us, b.cpu_us),
         io: share(a.io_us, b.io_us),
+        busy,
     })
 }
 
@@ -244,7 +325,65 @@ mod tests {
             at_us,
             cpu_us,
             io_us,
+            idle: None,
         }
+    }
+
+    #[test]
+    fn the_cores_busy_share_is_one_minus_their_idle_time_over_the_window() {
+        let at = |at_us: u64, idle: Option<(u64, u32)>| Sample {
+            idle,
+            ..s(at_us, 0, 0)
+        };
+        // Two cores over 10 ms (20 ms of core time), 5 ms of it idle: busy 75 %.
+        let samples = [at(0, Some((1_000, 2))), at(10_000, Some((6_000, 2)))];
+        let p = over(&samples, 0, 10_000).expect("covered");
+        assert_eq!(p.busy, Some(0.75));
+        // Idle the whole window: 0; a counter that grew more than the window (a
+        // residency counted at its end, begun before the window): 0, not below.
+        let idle = [at(0, Some((0, 2))), at(10_000, Some((20_000, 2)))];
+        assert_eq!(over(&idle, 0, 10_000).and_then(|p| p.busy), Some(0.0));
+        let over_full = [at(0, Some((0, 2))), at(10_000, Some((30_000, 2)))];
+        assert_eq!(over(&over_full, 0, 10_000).and_then(|p| p.busy), Some(0.0));
+        // No figure without counters on both ends, or with a core count that changed.
+        let missing = [at(0, None), at(10_000, Some((6_000, 2)))];
+        assert_eq!(over(&missing, 0, 10_000).map(|p| p.busy), Some(None));
+        let hotplug = [at(0, Some((0, 2))), at(10_000, Some((5_000, 3)))];
+        assert_eq!(over(&hotplug, 0, 10_000).map(|p| p.busy), Some(None));
+    }
+
+    #[test]
+    fn proc_stat_idle_and_iowait_are_read_in_microseconds_with_the_core_count() {
+        let text = "cpu  2093621 186582 473442 2547827 13506 0 57847 732 0 0\n\
+                    cpu0 1019797 83999 230895 1324013 2882 0 24736 369 0 0\n\
+                    cpu1 1073823 102583 242546 1223814 10624 0 33110 362 0 0\n\
+                    intr 1 2 3\n";
+        assert_eq!(stat_idle(text), Some(((2_547_827 + 13_506) * 10_000, 2)));
+        assert_eq!(stat_idle("cpu  1 2 3\ncpu0 1 2 3 4 5\n"), None);
+        assert_eq!(stat_idle("cpu  1 2 3 x 5\ncpu0 1 2 3 4 5\n"), None);
+        assert_eq!(stat_idle("cpu  1 2 3 4 5\n"), None);
+        assert_eq!(stat_idle(""), None);
+    }
+
+    /// This machine's counters, read twice: the second is not below the first.
+    #[test]
+    fn the_idle_counters_of_this_machine_are_read() {
+        let Some((a, n)) = idle_total() else {
+            eprintln!("neither cpuidle nor /proc/stat readable: no busy share here");
+            return;
+        };
+        assert!(n >= 1);
+        let (b, m) = idle_total().expect("read once, read again");
+        assert_eq!(n, m, "the same cores twice");
+        // Idle time on every core cannot pass the time since boot on every core.
+        let up: f64 = std::fs::read_to_string("/proc/uptime")
+            .ok()
+            .and_then(|t| t.split_whitespace().next()?.parse().ok())
+            .expect("/proc/uptime");
+        assert!(
+            (a.max(b) as f64) <= up * 1e6 * f64::from(n) * 1.01,
+            "{a}, {b} µs idle"
+        );
     }
 
     #[test]

@@ -128,13 +128,19 @@ pub fn markdown(r: &ColdResults) -> String {
              state-file writes per failover and their mean duration (each ends with an \
              `fdatasync`), and how late their timers fired on average \
              (`electd_state_write_seconds`, `electd_timer_lateness_seconds`, from the SIGKILL \
-             to a failure timeout after the agreement). A missed target of the cold starts' \
-             retransmissions or of the failovers names a resource as short when cores were \
-             wanted for at least {:.0} % of the window, I/O for at least {:.0} % or a \
+             to a failure timeout after the agreement). `cores busy` is the share of the \
+             cores' time they were not idle over the window (their idle residencies, \
+             `cpuidle`, or `/proc/stat`), `cores busy, election` the same from the first \
+             survivor's event without a leader (its detection) to the last adoption. A \
+             missed target of the cold starts' retransmissions or of the failovers names a \
+             resource as short when cores were wanted for at least {:.0} % of the window or \
+             busy {:.0} % of their time (in the election where it has a figure), I/O \
+             for at least {:.0} % or a \
              state write took {:.0} ms on average (an idle disk's takes 0.2–0.5 ms: the \
              writes queued; the flush a writer waits for does not always show as I/O \
              pressure), or a receive buffer overflowed.\n",
             SHORT_CPU * 100.0,
+            SHORT_BUSY * 100.0,
             SHORT_IO * 100.0,
             SHORT_WRITE_MS
         );
@@ -227,6 +233,10 @@ fn phases_table(r: &ColdResults, t: &ClusterTiming) -> String {
 /// Some runnable task waited for a core at least this share of a failover's window:
 /// the cores were short.
 pub const SHORT_CPU: f64 = 0.5;
+/// The cores were busy at least this share of their time over the window: the cores
+/// were short (a pipeline of wakeups, where PSI's share stays low; see
+/// [`pressure`]'s module documentation).
+pub const SHORT_BUSY: f64 = 0.8;
 /// Some task waited for I/O at least this share of the window: the disk was short.
 pub const SHORT_IO: f64 = 0.25;
 /// A state write took this long on average (ms): ten idle writes' worth, the disk's
@@ -243,6 +253,8 @@ struct Waited {
     window_ms: f64,
     cpu: f64,
     io: f64,
+    busy: Option<f64>,
+    election_busy: Option<f64>,
     writes: Option<f64>,
     write_ms: Option<f64>,
     late_ms: Option<f64>,
@@ -264,6 +276,14 @@ fn waited(phases: &[Phase]) -> Option<Waited> {
         window_ms: med(ps.iter().map(|p| p.window_ms).collect()),
         cpu: med(ps.iter().map(|p| p.cpu).collect()),
         io: med(ps.iter().map(|p| p.io).collect()),
+        busy: {
+            let b: Vec<f64> = ps.iter().filter_map(|p| p.busy).collect();
+            (!b.is_empty()).then(|| med(b))
+        },
+        election_busy: {
+            let b: Vec<f64> = phases.iter().filter_map(|p| p.election_busy).collect();
+            (!b.is_empty()).then(|| med(b))
+        },
         writes: (!writes.is_empty()).then(|| med(writes)),
         write_ms: (!write_ms.is_empty()).then(|| med(write_ms)),
         late_ms: (!late_ms.is_empty()).then(|| med(late_ms)),
@@ -286,6 +306,7 @@ fn resources_table(r: &ColdResults) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let opt = |x: Option<f64>, digits: usize| x.map_or("—".into(), |v| format!("{v:.digits$}"));
+    let pct = |x: Option<f64>| x.map_or("—".into(), |v| format!("{:.0} %", v * 100.0));
     for row in &r.rows {
         for (phase, w) in [
             ("cold start", waited(colds_of(row))),
@@ -295,18 +316,20 @@ fn resources_table(r: &ColdResults) -> String {
             if s.is_empty() {
                 let _ = writeln!(
                     s,
-                    "| algorithm | N | phase | measured | window ms | cpu | io | state writes | write ms | timers late ms | rcvbuf |"
+                    "| algorithm | N | phase | measured | window ms | cpu | cores busy | cores busy, election | io | state writes | write ms | timers late ms | rcvbuf |"
                 );
-                let _ = writeln!(s, "|{}", "---|".repeat(11));
+                let _ = writeln!(s, "|{}", "---|".repeat(13));
             }
             let _ = writeln!(
                 s,
-                "| {} | {} | {phase} | {} | {:.0} | {:.0} % | {:.0} % | {} | {} | {} | {} |",
+                "| {} | {} | {phase} | {} | {:.0} | {:.0} % | {} | {} | {:.0} % | {} | {} | {} | {} |",
                 row.algorithm,
                 row.nodes,
                 w.n,
                 w.window_ms,
                 w.cpu * 100.0,
+                pct(w.busy),
+                pct(w.election_busy),
                 w.io * 100.0,
                 opt(w.writes, 0),
                 opt(w.write_ms, 2),
@@ -332,9 +355,18 @@ fn short_in(phases: &[Phase]) -> String {
             .into();
     };
     let mut short = Vec::new();
-    if w.cpu >= SHORT_CPU {
+    // A failover's election alone where the survivors said when it began, else the
+    // whole window.
+    let (busy_share, over) = match w.election_busy {
+        Some(b) => (Some(b), " from the first detection to the last adoption"),
+        None => (w.busy, ""),
+    };
+    let busy = busy_share.map_or(String::new(), |b| {
+        format!(", the cores busy {:.0} % of their time{over}", b * 100.0)
+    });
+    if w.cpu >= SHORT_CPU || busy_share.is_some_and(|b| b >= SHORT_BUSY) {
         short.push(format!(
-            "cores (some node waited for one {:.0} % of the window)",
+            "cores (some node waited for one {:.0} % of the window{busy})",
             w.cpu * 100.0
         ));
     }
@@ -351,7 +383,7 @@ fn short_in(phases: &[Phase]) -> String {
     if short.is_empty() {
         format!(
             "no resource short by the rule above (cores wanted {:.0} %, I/O {:.0} % of the \
-             window): the time went to the phase's sequential steps (hops one after \
+             window{busy}): the time went to the phase's sequential steps (hops one after \
              another, timeouts), not to waiting for a core or the disk",
             w.cpu * 100.0,
             w.io * 100.0
@@ -994,6 +1026,7 @@ mod target_tests {
             window_ms: 40.0,
             cpu,
             io,
+            busy: None,
         };
         let waits = pressure::Waits {
             state_writes: 63,
@@ -1063,6 +1096,59 @@ mod target_tests {
             "{}",
             short_of(&ib)
         );
+        // The same row, its cores busy 85–95 % of their time though some node waited
+        // for one only 10 %: a pipeline of wakeups that ran out of cores.
+        let mut piped = ib.clone();
+        for (x, b) in piped.failovers.iter_mut().zip([0.85, 0.9, 0.95]) {
+            x.pressure = Some(pressure::Pressure {
+                busy: Some(b),
+                ..press(0.1, 0.0)
+            });
+        }
+        assert_eq!(
+            short_of(&piped),
+            "cores (some node waited for one 10 % of the window, the cores busy 90 % of \
+             their time)"
+        );
+        // The election alone, where it has a figure, decides: busy 70 % over the
+        // window with its wait for the detectors, 88 % from the first detection on.
+        let mut split = ib.clone();
+        for x in split.failovers.iter_mut() {
+            x.pressure = Some(pressure::Pressure {
+                busy: Some(0.7),
+                ..press(0.1, 0.0)
+            });
+            x.election_busy = Some(0.88);
+        }
+        assert_eq!(
+            short_of(&split),
+            "cores (some node waited for one 10 % of the window, the cores busy 88 % of \
+             their time from the first detection to the last adoption)"
+        );
+        let table = resources_table(&ColdResults {
+            timing: Some(base.clone()),
+            rows: vec![split],
+        });
+        assert!(
+            table
+                .contains("| improved-bully | 64 | failover | 3 | 40 | 10 % | 70 % | 88 % | 0 % |"),
+            "{table}"
+        );
+        // Busy under the bound: named with its figure, not as short.
+        for x in piped.failovers.iter_mut() {
+            x.pressure = Some(pressure::Pressure {
+                busy: Some(0.7),
+                ..press(0.1, 0.0)
+            });
+        }
+        assert!(
+            short_of(&piped).starts_with(
+                "no resource short by the rule above (cores wanted 10 %, I/O 0 % of the \
+                 window, the cores busy 70 % of their time)"
+            ),
+            "{}",
+            short_of(&piped)
+        );
         let r = ColdResults {
             timing: Some(base.clone()),
             rows: vec![hs, raft, ib, ring],
@@ -1081,11 +1167,14 @@ mod target_tests {
         assert!(!fo.note.contains("ring:"), "{}", fo.note);
         let table = resources_table(&r);
         assert!(
-            table.contains("| hs | 64 | failover | 3 | 40 | 70 % | 10 % | 63 | 2.00 | 0.50 | 0 |"),
+            table.contains(
+                "| hs | 64 | failover | 3 | 40 | 70 % | — | — | 10 % | 63 | 2.00 | 0.50 | 0 |"
+            ),
             "{table}"
         );
         assert!(
-            table.contains("| ring | 64 | failover | 3 | 40 | 90 % | 0 % | — | — | — | 0 |"),
+            table
+                .contains("| ring | 64 | failover | 3 | 40 | 90 % | — | — | 0 % | — | — | — | 0 |"),
             "{table}"
         );
         // No cold start had figures: no cold-start line.
@@ -1117,7 +1206,9 @@ mod target_tests {
         );
         let table = resources_table(&r);
         assert!(
-            table.contains("| lcr | 64 | cold start | 4 | 40 | 90 % | 0 % | — | — | — | 0 |"),
+            table.contains(
+                "| lcr | 64 | cold start | 4 | 40 | 90 % | — | — | 0 % | — | — | — | 0 |"
+            ),
             "{table}"
         );
         // Without figures (no PSI) there is no table, and a missed row says why.
