@@ -10,7 +10,9 @@
 //! on the path and the work beside it (acknowledgements, their wakeups) while only
 //! now and then a task waits for a core (docs/bench/ANALYSIS.md, round 28). A
 //! residency is counted when its idle period ends, so a window's figure can be off by
-//! the idle periods that straddle its ends: short ones on busy cores.
+//! the idle periods that straddle its ends: short ones on busy cores. `/proc/stat`
+//! counts in ticks of 10 ms, too coarse for a failover's tens of milliseconds: from it,
+//! a window shorter than [`MIN_TICKS_WINDOW`] ticks has no figure.
 //!
 //! PSI's `some` line counts, in microseconds since boot, the time during which at least
 //! one runnable task waited for a core (`cpu`) or at least one task waited for I/O
@@ -37,20 +39,34 @@ pub struct Sample {
     pub cpu_us: u64,
     /// `some total` of `/proc/pressure/io`, µs.
     pub io_us: u64,
-    /// The cores' idle time summed over the cores, µs, and how many cores
-    /// ([`idle_total`]; `None` when neither source can be read).
-    pub idle: Option<(u64, u32)>,
+    /// The cores' idle time ([`idle_total`]; `None` when neither source can be read).
+    pub idle: Option<Idle>,
 }
 
-/// The idle time of every core, summed (µs), and the number of cores: `cpuidle`'s
-/// residencies where the kernel has them, else `/proc/stat`'s idle and iowait.
-pub fn idle_total() -> Option<(u64, u32)> {
+/// The idle time of every core, summed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Idle {
+    /// µs.
+    pub us: u64,
+    /// How many cores it is summed over.
+    pub cpus: u32,
+    /// The counter's resolution, µs: 0 for `cpuidle`'s (µs), 10,000 for `/proc/stat`'s.
+    pub tick_us: u64,
+}
+
+/// A window read from a counter of ticks spans at least this many of them (an error of
+/// a tick at each end, under 4 % of it).
+pub const MIN_TICKS_WINDOW: u64 = 50;
+
+/// The idle time of every core: `cpuidle`'s residencies where the kernel has them,
+/// else `/proc/stat`'s idle and iowait.
+pub fn idle_total() -> Option<Idle> {
     cpuidle_total().or_else(|| stat_idle(&std::fs::read_to_string("/proc/stat").ok()?))
 }
 
 /// The sum of `/sys/devices/system/cpu/cpu*/cpuidle/state*/time` (µs) and the number
 /// of cores that have them (`None`: no `cpuidle` in this kernel or VM).
-fn cpuidle_total() -> Option<(u64, u32)> {
+fn cpuidle_total() -> Option<Idle> {
     let mut total = 0u64;
     let mut cpus = 0u32;
     for cpu in std::fs::read_dir("/sys/devices/system/cpu").ok()?.flatten() {
@@ -74,12 +90,16 @@ fn cpuidle_total() -> Option<(u64, u32)> {
         }
         cpus += u32::from(any);
     }
-    (cpus > 0).then_some((total, cpus))
+    (cpus > 0).then_some(Idle {
+        us: total,
+        cpus,
+        tick_us: 0,
+    })
 }
 
 /// `/proc/stat`'s idle and iowait over every core, µs (its ticks are 1/100 s on Linux,
 /// `USER_HZ`), and the number of `cpuN` lines.
-pub fn stat_idle(text: &str) -> Option<(u64, u32)> {
+pub fn stat_idle(text: &str) -> Option<Idle> {
     const US_PER_TICK: u64 = 10_000;
     let total = text.lines().find(|l| l.starts_with("cpu "))?;
     let f: Vec<u64> = total
@@ -96,7 +116,11 @@ pub fn stat_idle(text: &str) -> Option<(u64, u32)> {
         })
         .count();
     let cpus = u32::try_from(cpus).ok().filter(|&c| c > 0)?;
-    Some((idle.saturating_mul(US_PER_TICK), cpus))
+    Some(Idle {
+        us: idle.saturating_mul(US_PER_TICK),
+        cpus,
+        tick_us: US_PER_TICK,
+    })
 }
 
 /// The `some` line's `total=` of a `/proc/pressure/*` file, µs.
@@ -130,7 +154,7 @@ pub struct Pressure {
     /// Share of it during which some task waited for I/O (0..=1).
     pub io: f64,
     /// Share of the cores' time over it that they were busy (0..=1; `None` without
-    /// idle counters on both samples).
+    /// idle counters on both samples, or a window too short for their resolution).
     pub busy: Option<f64>,
 }
 
@@ -143,8 +167,14 @@ pub fn over(samples: &[Sample], from_us: u64, to_us: u64) -> Option<Pressure> {
     let span = b.at_us.checked_sub(a.at_us).filter(|&s| s > 0)? as f64;
     let share = |x: u64, y: u64| (y.saturating_sub(x) as f64 / span).min(1.0);
     let busy = match (a.idle, b.idle) {
-        (Some((i0, n0)), Some((i1, n1))) if n0 == n1 && n0 > 0 => {
-            Some(1.0 - (i1.saturating_sub(i0) as f64 / (span * f64::from(n0))).min(1.0))
+        (Some(i0), Some(i1))
+            if i0.cpus == i1.cpus
+                && i0.cpus > 0
+                && i0.tick_us == i1.tick_us
+                && span >= (i0.tick_us * MIN_TICKS_WINDOW) as f64 =>
+        {
+            let idle = i1.us.saturating_sub(i0.us) as f64;
+            Some(1.0 - (idle / (span * f64::from(i0.cpus))).min(1.0))
         }
         _ => None,
     };
@@ -331,25 +361,47 @@ mod tests {
 
     #[test]
     fn the_cores_busy_share_is_one_minus_their_idle_time_over_the_window() {
-        let at = |at_us: u64, idle: Option<(u64, u32)>| Sample {
+        let fine = |us: u64, cpus: u32| {
+            Some(Idle {
+                us,
+                cpus,
+                tick_us: 0,
+            })
+        };
+        let at = |at_us: u64, idle: Option<Idle>| Sample {
             idle,
             ..s(at_us, 0, 0)
         };
         // Two cores over 10 ms (20 ms of core time), 5 ms of it idle: busy 75 %.
-        let samples = [at(0, Some((1_000, 2))), at(10_000, Some((6_000, 2)))];
+        let samples = [at(0, fine(1_000, 2)), at(10_000, fine(6_000, 2))];
         let p = over(&samples, 0, 10_000).expect("covered");
         assert_eq!(p.busy, Some(0.75));
         // Idle the whole window: 0; a counter that grew more than the window (a
         // residency counted at its end, begun before the window): 0, not below.
-        let idle = [at(0, Some((0, 2))), at(10_000, Some((20_000, 2)))];
+        let idle = [at(0, fine(0, 2)), at(10_000, fine(20_000, 2))];
         assert_eq!(over(&idle, 0, 10_000).and_then(|p| p.busy), Some(0.0));
-        let over_full = [at(0, Some((0, 2))), at(10_000, Some((30_000, 2)))];
+        let over_full = [at(0, fine(0, 2)), at(10_000, fine(30_000, 2))];
         assert_eq!(over(&over_full, 0, 10_000).and_then(|p| p.busy), Some(0.0));
         // No figure without counters on both ends, or with a core count that changed.
-        let missing = [at(0, None), at(10_000, Some((6_000, 2)))];
+        let missing = [at(0, None), at(10_000, fine(6_000, 2))];
         assert_eq!(over(&missing, 0, 10_000).map(|p| p.busy), Some(None));
-        let hotplug = [at(0, Some((0, 2))), at(10_000, Some((5_000, 3)))];
+        let hotplug = [at(0, fine(0, 2)), at(10_000, fine(5_000, 3))];
         assert_eq!(over(&hotplug, 0, 10_000).map(|p| p.busy), Some(None));
+        // From ticks of 10 ms: no figure over 10 ms, one over 500 ms.
+        let ticks = |at_us: u64, us: u64| {
+            at(
+                at_us,
+                Some(Idle {
+                    us,
+                    cpus: 2,
+                    tick_us: 10_000,
+                }),
+            )
+        };
+        let short = [ticks(0, 0), ticks(10_000, 10_000)];
+        assert_eq!(over(&short, 0, 10_000).map(|p| p.busy), Some(None));
+        let long = [ticks(0, 0), ticks(500_000, 250_000)];
+        assert_eq!(over(&long, 0, 500_000).and_then(|p| p.busy), Some(0.75));
     }
 
     #[test]
@@ -358,7 +410,14 @@ mod tests {
                     cpu0 1019797 83999 230895 1324013 2882 0 24736 369 0 0\n\
                     cpu1 1073823 102583 242546 1223814 10624 0 33110 362 0 0\n\
                     intr 1 2 3\n";
-        assert_eq!(stat_idle(text), Some(((2_547_827 + 13_506) * 10_000, 2)));
+        assert_eq!(
+            stat_idle(text),
+            Some(Idle {
+                us: (2_547_827 + 13_506) * 10_000,
+                cpus: 2,
+                tick_us: 10_000,
+            })
+        );
         assert_eq!(stat_idle("cpu  1 2 3\ncpu0 1 2 3 4 5\n"), None);
         assert_eq!(stat_idle("cpu  1 2 3 x 5\ncpu0 1 2 3 4 5\n"), None);
         assert_eq!(stat_idle("cpu  1 2 3 4 5\n"), None);
@@ -368,12 +427,12 @@ mod tests {
     /// This machine's counters, read twice: the second is not below the first.
     #[test]
     fn the_idle_counters_of_this_machine_are_read() {
-        let Some((a, n)) = idle_total() else {
+        let Some(Idle { us: a, cpus: n, .. }) = idle_total() else {
             eprintln!("neither cpuidle nor /proc/stat readable: no busy share here");
             return;
         };
         assert!(n >= 1);
-        let (b, m) = idle_total().expect("read once, read again");
+        let Idle { us: b, cpus: m, .. } = idle_total().expect("read once, read again");
         assert_eq!(n, m, "the same cores twice");
         // Idle time on every core cannot pass the time since boot on every core.
         let up: f64 = std::fs::read_to_string("/proc/uptime")
