@@ -424,7 +424,8 @@ mod tests {
         assert_eq!(stat_idle(""), None);
     }
 
-    /// This machine's counters, read twice: the second is not below the first.
+    /// This machine's counters, read twice: the same cores both times, and no more idle
+    /// time than the time since boot on every core.
     #[test]
     fn the_idle_counters_of_this_machine_are_read() {
         let Some(Idle { us: a, cpus: n, .. }) = idle_total() else {
