@@ -10,7 +10,9 @@
 //! on the path and the work beside it (acknowledgements, their wakeups) while only
 //! now and then a task waits for a core (docs/bench/ANALYSIS.md, round 28). A
 //! residency is counted when its idle period ends, so a window's figure can be off by
-//! the idle periods that straddle its ends: short ones on busy cores. `/proc/stat`
+//! the idle periods that straddle its ends: short ones on busy cores, but a window
+//! opening in a long idle stretch is charged all of it and reads low (none at all when
+//! that makes the idle time exceed the window: no figure then). `/proc/stat`
 //! counts in ticks of 10 ms, too coarse for a failover's tens of milliseconds: from it,
 //! a window shorter than [`MIN_TICKS_WINDOW`] ticks has no figure.
 //!
@@ -65,35 +67,56 @@ pub fn idle_total() -> Option<Idle> {
 }
 
 /// The sum of `/sys/devices/system/cpu/cpu*/cpuidle/state*/time` (µs) and the number
-/// of cores that have them (`None`: no `cpuidle` in this kernel or VM).
+/// of cores that have them (`None`: no `cpuidle` in this kernel or VM). The files are
+/// found once ([`cpuidle_files`]); each reading only reads them.
 fn cpuidle_total() -> Option<Idle> {
+    let cores = cpuidle_files();
     let mut total = 0u64;
-    let mut cpus = 0u32;
-    for cpu in std::fs::read_dir("/sys/devices/system/cpu").ok()?.flatten() {
-        let name = cpu.file_name();
-        let Some(n) = name.to_str().and_then(|n| n.strip_prefix("cpu")) else {
-            continue;
-        };
-        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(states) = std::fs::read_dir(cpu.path().join("cpuidle")) else {
-            continue;
-        };
-        let mut any = false;
-        for st in states.flatten() {
-            let t = std::fs::read_to_string(st.path().join("time")).ok();
-            if let Some(us) = t.and_then(|t| t.trim().parse::<u64>().ok()) {
-                total = total.saturating_add(us);
-                any = true;
-            }
-        }
-        cpus += u32::from(any);
+    for us in cores.iter().flatten().map(|f| {
+        std::fs::read_to_string(f)
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+    }) {
+        total = total.saturating_add(us?);
     }
-    (cpus > 0).then_some(Idle {
+    let cpus = u32::try_from(cores.len()).ok().filter(|&c| c > 0)?;
+    Some(Idle {
         us: total,
         cpus,
         tick_us: 0,
+    })
+}
+
+/// Each core's `cpuidle` state `time` files, listed once per process (cores without
+/// any are left out).
+fn cpuidle_files() -> &'static [Vec<std::path::PathBuf>] {
+    static FILES: std::sync::OnceLock<Vec<Vec<std::path::PathBuf>>> = std::sync::OnceLock::new();
+    FILES.get_or_init(|| {
+        let Ok(dir) = std::fs::read_dir("/sys/devices/system/cpu") else {
+            return Vec::new();
+        };
+        let mut cores = Vec::new();
+        for cpu in dir.flatten() {
+            let name = cpu.file_name();
+            let Some(n) = name.to_str().and_then(|n| n.strip_prefix("cpu")) else {
+                continue;
+            };
+            if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let Ok(states) = std::fs::read_dir(cpu.path().join("cpuidle")) else {
+                continue;
+            };
+            let files: Vec<_> = states
+                .flatten()
+                .map(|st| st.path().join("time"))
+                .filter(|f| f.is_file())
+                .collect();
+            if !files.is_empty() {
+                cores.push(files);
+            }
+        }
+        cores
     })
 }
 
@@ -173,8 +196,10 @@ pub fn over(samples: &[Sample], from_us: u64, to_us: u64) -> Option<Pressure> {
                 && i0.tick_us == i1.tick_us
                 && span >= (i0.tick_us * MIN_TICKS_WINDOW) as f64 =>
         {
-            let idle = i1.us.saturating_sub(i0.us) as f64;
-            Some(1.0 - (idle / (span * f64::from(i0.cpus))).min(1.0))
+            // More idle time than the cores had: a residency begun before the window
+            // was counted in it (see the module documentation), no figure.
+            let idle = i1.us.saturating_sub(i0.us) as f64 / (span * f64::from(i0.cpus));
+            (idle <= 1.0).then_some(1.0 - idle)
         }
         _ => None,
     };
@@ -377,11 +402,11 @@ mod tests {
         let p = over(&samples, 0, 10_000).expect("covered");
         assert_eq!(p.busy, Some(0.75));
         // Idle the whole window: 0; a counter that grew more than the window (a
-        // residency counted at its end, begun before the window): 0, not below.
+        // residency counted at its end, begun before the window): no figure.
         let idle = [at(0, fine(0, 2)), at(10_000, fine(20_000, 2))];
         assert_eq!(over(&idle, 0, 10_000).and_then(|p| p.busy), Some(0.0));
         let over_full = [at(0, fine(0, 2)), at(10_000, fine(30_000, 2))];
-        assert_eq!(over(&over_full, 0, 10_000).and_then(|p| p.busy), Some(0.0));
+        assert_eq!(over(&over_full, 0, 10_000).map(|p| p.busy), Some(None));
         // No figure without counters on both ends, or with a core count that changed.
         let missing = [at(0, None), at(10_000, fine(6_000, 2))];
         assert_eq!(over(&missing, 0, 10_000).map(|p| p.busy), Some(None));

@@ -130,8 +130,9 @@ pub fn markdown(r: &ColdResults) -> String {
              (`electd_state_write_seconds`, `electd_timer_lateness_seconds`, from the SIGKILL \
              to a failure timeout after the agreement). `cores busy` is the share of the \
              cores' time they were not idle over the window (their idle residencies, \
-             `cpuidle`; else `/proc/stat`, whose 10 ms ticks give a figure only over 0.5 s \
-             or more), `cores busy, election` the same from the first \
+             `cpuidle`, which counts an idle stretch when it ends, so a window that opens in a \
+             long one reads low; else `/proc/stat`, whose 10 ms ticks give a figure only \
+             over 0.5 s or more), `cores busy, election` the same from the first \
              survivor's event without a leader (its detection) to the last adoption. A \
              missed target of the cold starts' retransmissions or of the failovers names a \
              resource as short when cores were wanted for at least {:.0} % of the window or \
