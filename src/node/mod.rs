@@ -17,6 +17,8 @@
 //! (`status.rs`); the reliable link is `link/`, the hasher `fxhash.rs`, the tests
 //! `*_tests.rs`.
 
+#[cfg(test)]
+mod beat_only_tests;
 mod beats;
 mod detector;
 #[cfg(test)]

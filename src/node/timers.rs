@@ -2,10 +2,11 @@
 //! failure-detector deadlines beside the link's retransmissions, what fires when one
 //! is due, and the heartbeat schedule.
 
-use super::{Node, Time};
+use super::{Datagram, Node, Time};
 use crate::contract::algorithm::{AlgorithmKind, LeaderLoss, Timer};
 use crate::contract::message::Message;
 use crate::contract::policy::Ineligible;
+use crate::NodeId;
 use std::time::Duration;
 
 /// What a deadline of the table is for.
@@ -141,6 +142,94 @@ impl Node {
             }
         }
         self.settle_transfers(now);
+    }
+
+    /// The heartbeat this node owes next, when it is all the node owes then: every
+    /// heartbeat deadline belongs to a group it leads that would send nothing but a
+    /// heartbeat to every other member (no hand-over under way, no priority advert, no
+    /// quorum to check first, no multicast), all on one instant, and no other deadline
+    /// (timer, retransmission, transfer) comes at or before it. Returns that instant and
+    /// the earliest other deadline. The daemon may then send the next beats itself from
+    /// [`Node::beat_datagrams`] and tell the node with [`Node::beats_sent`]
+    /// (`crate::daemon::beater`).
+    pub fn beat_only(&mut self) -> Option<(Time, Option<Time>)> {
+        if self.multicast {
+            return None;
+        }
+        let mut beat: Option<Time> = None;
+        let mut other: Option<Time> = None;
+        for &(g, slot, at) in &self.timers {
+            if slot != Slot::Heartbeat {
+                other = Some(other.map_or(at, |o: Time| o.min(at)));
+                continue;
+            }
+            let grp = &self.groups[g as usize];
+            let plain = grp.leader == Some(self.id)
+                && grp.transfer.is_none()
+                && grp.penalty == 0
+                && !self.options.lease.require_quorum.contains(&grp.kind);
+            if !plain || beat.is_some_and(|b| b != at) {
+                return None;
+            }
+            beat = Some(at);
+        }
+        let beat = beat?;
+        let transfers = self.groups.iter().filter_map(|g| g.transfer.map(|t| t.1));
+        let other = transfers
+            .chain(other)
+            .chain(self.link.next_deadline())
+            .min();
+        match other {
+            Some(o) if o <= beat => None,
+            _ => Some((beat, other)),
+        }
+    }
+
+    /// The datagrams of one beat as [`Node::handle_timeout`] would send them now, when
+    /// [`Node::beat_only`] holds: each group's heartbeat to every other member, in the
+    /// order of the roster ring.
+    pub fn beat_datagrams(&self) -> Vec<(NodeId, Datagram)> {
+        let mut out = Vec::new();
+        for &(g, slot, _) in &self.timers {
+            if slot != Slot::Heartbeat {
+                continue;
+            }
+            let grp = &self.groups[g as usize];
+            let msg = Message::Heartbeat {
+                term: grp.term,
+                leader: self.id,
+            };
+            for &to in self.ring.iter().filter(|&&p| p != self.id) {
+                out.push((
+                    to,
+                    self.link.datagram(0, 0, Some(grp.kind), Some(msg.clone())),
+                ));
+            }
+        }
+        out
+    }
+
+    /// `beats` beats of [`Node::beat_datagrams`] left without the node, the first at the
+    /// heartbeat deadline [`Node::beat_only`] gave, one period apart: counted as sent
+    /// (as [`Node::handle_timeout`] counts its own), and the next beat is due one
+    /// period after the last of them.
+    pub fn beats_sent(&mut self, beats: u32) {
+        if beats == 0 {
+            return;
+        }
+        let hb = self.timing.heartbeat;
+        let others = self.ring.iter().filter(|&&p| p != self.id).count() as u64;
+        let n = u64::from(beats);
+        for i in 0..self.timers.len() {
+            let (g, slot, at) = self.timers[i];
+            if slot != Slot::Heartbeat {
+                continue;
+            }
+            self.timers[i].2 = at + hb * beats;
+            let grp = &mut self.groups[g as usize];
+            grp.stats.sent[crate::contract::message::MessageType::Heartbeat as usize] += n * others;
+            self.link.stats.datagrams_sent += n * others;
+        }
     }
 
     /// The timers due at `now` as (group, timer name), in no particular order: what

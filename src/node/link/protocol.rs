@@ -71,7 +71,7 @@ impl Link {
         self.datagram(seq, 0, Some(group), Some(msg))
     }
 
-    pub(super) fn datagram(
+    pub(crate) fn datagram(
         &self,
         seq: u64,
         ack: u64,
