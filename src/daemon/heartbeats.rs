@@ -202,6 +202,15 @@ pub(crate) struct Batched {
 }
 
 impl HeartbeatSocket {
+    /// A duplicate of this socket to send from, bound to the node's own address like
+    /// the main socket: the leader's beat thread sends on it ([`crate::daemon::beater`]).
+    /// Nobody waits on this socket, so the kernel freeing a sent datagram's buffer
+    /// wakes nobody; on the main socket it would wake the runtime, which waits on it
+    /// for reads and writes alike, once per datagram sent.
+    pub(crate) fn sender(&self) -> io::Result<std::net::UdpSocket> {
+        self.socket.try_clone().map(Into::into)
+    }
+
     /// Select the heartbeats of `patterns` into this socket from now on.
     pub(crate) fn select(&self, patterns: &[Pattern]) -> io::Result<()> {
         attach(&self.socket, &program(patterns).map_err(io::Error::other)?)

@@ -1,6 +1,7 @@
 //! The daemon: the tokio runtime around one [`crate::node::Node`], its socket, and the
 //! state it shares with the HTTP API.
 
+pub(crate) mod beater;
 pub mod checks;
 pub(crate) mod drift;
 pub mod durable;

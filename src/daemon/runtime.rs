@@ -64,6 +64,7 @@
 
 mod config;
 mod control;
+mod delegate;
 mod health;
 mod persist;
 mod publish;
@@ -153,6 +154,7 @@ pub async fn run_with<T: Transport>(
 ) -> Result<(), RuntimeError> {
     let group_socket = net.multicast.as_mut().and_then(|m| m.1.take());
     let beats = net.heartbeats.take();
+    let beat_thread = net.beat_thread;
     let v4_only = socket.local_addr().map(|a| a.is_ipv4()).unwrap_or(false);
     let (resolved_tx, mut resolved_rx) = mpsc::channel(64);
     let mut d = Driver::new(cfg, shared, socket.wall_clock())?;
@@ -165,6 +167,9 @@ pub async fn run_with<T: Transport>(
     let has_names = !d.resolver.names.is_empty();
     d.resolve_due();
     d.boot();
+    if let Some(b) = beats.as_ref().filter(|_| beat_thread) {
+        d.start_beater(b);
+    }
     d.flush(&socket).await;
     let mut buf = vec![0u8; MAX_DATAGRAM + 1];
     let mut gbuf = vec![0u8; MAX_DATAGRAM + 1];
@@ -186,11 +191,14 @@ pub async fn run_with<T: Transport>(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut control_open = true;
     loop {
+        // Whether this turn is the timer's (the only turn that hands beats over).
+        let mut timed = false;
         tokio::select! {
             biased;
             _ = &mut shutdown => break,
             c = control.recv(), if control_open => match c {
                 Some(c) => {
+                    d.reclaim_beats();
                     read_beats(&mut d);
                     d.control(c);
                     d.note_input();
@@ -200,6 +208,8 @@ pub async fn run_with<T: Transport>(
             // Due timers first: a leader's heartbeats go out on time however full
             // the socket is.
             _ = timer.wait(), if !d.paused => {
+                d.reclaim_beats();
+                timed = true;
                 d.shared.metrics.timer_late(Instant::now().saturating_duration_since(due));
                 // What already waits in the sockets is read first (bounded):
                 // an answer that arrived before its timeout must not lose to it, and
@@ -210,17 +220,23 @@ pub async fn run_with<T: Transport>(
             }
             // A write of the state file made on the writer's thread: what it held
             // back goes out, what waited for it is reported (at the flush below).
-            Some(w) = written(d.writer.as_mut()) => d.written(w),
+            Some(w) = written(d.writer.as_mut()) => {
+                d.reclaim_beats();
+                d.written(w);
+            }
             r = socket.recv_from(&mut buf) => {
+                d.reclaim_beats();
                 read_beats(&mut d);
                 d.received(r, &buf);
                 d.drain_batch(&socket, &mut buf);
             }
             r = recv_group(group_socket.as_ref(), &mut gbuf) => {
+                d.reclaim_beats();
                 read_beats(&mut d);
                 d.received(r, &gbuf);
             }
             Some((id, r)) = resolved_rx.recv() => {
+                d.reclaim_beats();
                 read_beats(&mut d);
                 // Accept the peer's datagrams from where its name points now.
                 if let Some(addr) = r {
@@ -233,6 +249,7 @@ pub async fn run_with<T: Transport>(
                 d.check_roster();
             }
             _ = tick.tick(), if has_names => {
+                d.reclaim_beats();
                 read_beats(&mut d);
                 d.resolve_due();
             }
@@ -241,9 +258,11 @@ pub async fn run_with<T: Transport>(
         if let Some(b) = &beats {
             d.select_heartbeats(b);
         }
+        d.hand_beats(timed);
         due = d.deadline();
         timer.set(due);
     }
+    d.reclaim_beats();
     d.leave(&socket, &mut buf).await;
     Ok(())
 }
@@ -357,6 +376,14 @@ struct Driver {
     config_due: Time,
     /// Peers to send this node's CONFIG to at the next flush.
     config_out: Vec<NodeId>,
+    /// The thread that sends an idle leader's beats between turns, if any
+    /// ([`crate::daemon::beater`]).
+    beater: Option<crate::daemon::beater::Beater>,
+    /// Beats were handed to it since the last turn (to take back and book).
+    handed: bool,
+    /// While beats are handed: when the runtime turns next (the beat after them, or
+    /// an earlier deadline).
+    beats_wake: Option<Time>,
 }
 
 impl Driver {
@@ -462,6 +489,9 @@ impl Driver {
             drift,
             config_due: Time::ZERO,
             config_out: Vec::new(),
+            beater: None,
+            handed: false,
+            beats_wake: None,
             cfg,
         })
     }
@@ -490,7 +520,13 @@ impl Driver {
             return Instant::now() + Duration::from_secs(3600);
         }
         let config = self.drift.as_ref().map(|_| self.config_due);
-        match self.node.poll_timeout().into_iter().chain(config).min() {
+        // With beats handed to the beat thread, the node's next deadline is their
+        // first: the runtime turns after them.
+        let node = match self.beats_wake {
+            Some(w) => Some(w),
+            None => self.node.poll_timeout(),
+        };
+        match node.into_iter().chain(config).min() {
             Some(t) => self.origin + t,
             None => Instant::now() + Duration::from_secs(3600),
         }

@@ -138,6 +138,11 @@ impl Transport for tokio::net::UdpSocket {
     }
 }
 
+/// `sendmmsg(2)` of up to 256 of `msgs` on `fd`, without waiting; how many left.
+pub(crate) fn send_mmsg(fd: std::os::fd::RawFd, msgs: &[(&[u8], SocketAddr)]) -> io::Result<usize> {
+    mmsg::send(fd, msgs)
+}
+
 /// `sendmmsg(2)` on a raw socket.
 mod mmsg {
     use std::io;

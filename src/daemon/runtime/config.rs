@@ -122,6 +122,10 @@ pub struct NetOptions {
     /// (`None`: every datagram arrives on the main socket): see
     /// [`crate::daemon::heartbeats::bind_udp_pair`].
     pub heartbeats: Option<HeartbeatSocket>,
+    /// An idle leader's heartbeats leave from a thread of their own between the
+    /// runtime's turns (`transport.beat_thread`; see [`crate::daemon::beater`]). Off
+    /// by default here, on by default in a configuration.
+    pub beat_thread: bool,
 }
 
 impl NetOptions {
@@ -138,6 +142,7 @@ impl NetOptions {
                 .filter_map(|p| p.name.clone().map(|n| (p.id, n)))
                 .collect(),
             resolve_every: c.resolve_every,
+            beat_thread: c.beat_thread,
         }
     }
 }

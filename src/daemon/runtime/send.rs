@@ -251,7 +251,7 @@ impl Driver {
     }
 
     /// A dual-stack socket reaches IPv4 peers by their IPv4-mapped address.
-    fn wire_addr(&self, addr: SocketAddr) -> SocketAddr {
+    pub(super) fn wire_addr(&self, addr: SocketAddr) -> SocketAddr {
         match (self.bound, addr) {
             (Some(SocketAddr::V6(_)), SocketAddr::V4(v4)) => {
                 SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port())
@@ -262,7 +262,7 @@ impl Driver {
 
     /// Count a send's result `r` (to `addr`, node `to`; 0 for the multicast group) and
     /// judge the `send` health check; whether it succeeded.
-    fn sent(&mut self, r: io::Result<usize>, addr: SocketAddr, to: NodeId) -> bool {
+    pub(super) fn sent(&mut self, r: io::Result<usize>, addr: SocketAddr, to: NodeId) -> bool {
         let addr = self.wire_addr(addr);
         let metrics = &self.shared.metrics;
         match r {
