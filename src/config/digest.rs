@@ -14,7 +14,7 @@
 //! healthy cluster: `node_id`, every path (`[state]`, key file, admin token file, hook
 //! command), `[hooks]`, `[[check]]`s, `[[vip]]`s, the link's retransmission tuning
 //! (`transport.retransmit`, `rto_*`, `give_up`, `max_attempts`), `resolve_every`,
-//! `batch_heartbeats`, `[security] check_source`, `[process]`, the log settings. The key itself is
+//! `batch_heartbeats`, `beat_thread`, `[security] check_source`, `[process]`, the log settings. The key itself is
 //! not in it either: nodes with different keys cannot hear each other at all.
 //!
 //! # How it is computed

@@ -26,6 +26,8 @@
 //! resolve_every = "30s"               # re-resolve DNS names of peers (and when unreachable)
 //! # batch_heartbeats = true           # a follower reads its leader's heartbeats in batches,
 //! #                                   # as of their arrival, instead of waking for each
+//! # beat_thread = true                # an idle leader's heartbeats leave from a thread of
+//! #                                   # their own between the runtime's turns
 //!
 //! [security]
 //! key_file = "electd.key"             # from `electd keygen`; relative to this file
@@ -234,6 +236,9 @@ pub struct Config {
     /// instead of waking for each (`transport.batch_heartbeats`, default true; see
     /// `daemon::heartbeats`).
     pub batch_heartbeats: bool,
+    /// An idle leader's heartbeats leave from a thread of their own between the
+    /// runtime's turns (`transport.beat_thread`, default true; see `daemon::beater`).
+    pub beat_thread: bool,
     /// `[security]`: the keyring, or insecure.
     pub security: Security,
     /// The key file (absolute), to re-read on `SIGHUP`; `None` when insecure.

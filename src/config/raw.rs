@@ -101,6 +101,7 @@ pub(super) struct RawTransport {
     pub(super) multicast: Option<String>,
     pub(super) resolve_every: Option<String>,
     pub(super) batch_heartbeats: Option<bool>,
+    pub(super) beat_thread: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -226,6 +227,7 @@ pub(super) const SECTIONS: [(&str, &[&str]); 9] = [
             "multicast",
             "resolve_every",
             "batch_heartbeats",
+            "beat_thread",
         ],
     ),
     ("security", &["key_file", "insecure", "check_source"]),
@@ -324,7 +326,7 @@ fn env_value(key: &str, value: &str) -> Result<toml::Value, String> {
             .map(toml::Value::Integer)
             .map_err(|_| format!("{:?} is not an integer", value.trim()))?,
         "insecure" | "check_source" | "pre_vote" | "check_quorum" | "ranked_timeouts"
-        | "ephemeral" | "require_quorum" | "batch_heartbeats" => {
+        | "ephemeral" | "require_quorum" | "batch_heartbeats" | "beat_thread" => {
             match value.trim().to_ascii_lowercase().as_str() {
                 "true" | "1" | "yes" | "on" => toml::Value::Boolean(true),
                 "false" | "0" | "no" | "off" => toml::Value::Boolean(false),

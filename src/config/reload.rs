@@ -81,12 +81,20 @@ impl Config {
         cmp(
             "transport",
             format!(
-                "{:?} {:?} {:?} {}",
-                self.link, self.multicast, self.resolve_every, self.batch_heartbeats
+                "{:?} {:?} {:?} {} {}",
+                self.link,
+                self.multicast,
+                self.resolve_every,
+                self.batch_heartbeats,
+                self.beat_thread
             ),
             format!(
-                "{:?} {:?} {:?} {}",
-                disk.link, disk.multicast, disk.resolve_every, disk.batch_heartbeats
+                "{:?} {:?} {:?} {} {}",
+                disk.link,
+                disk.multicast,
+                disk.resolve_every,
+                disk.batch_heartbeats,
+                disk.beat_thread
             ),
         );
         let mode = |c: &Config| match c.security {

@@ -209,6 +209,7 @@ impl Template {
              # give_up = \"750ms\"         # unacked this long: peer unreachable (default 3/4 x failure_timeout)\n\
              resolve_every = \"30s\"        # re-resolve DNS peer names this often (and when one is unreachable)\n\
              # batch_heartbeats = true     # followers read heartbeats in batches, as of their arrival\n\
+             # beat_thread = true          # an idle leader's heartbeats leave from a thread of their own\n\
              # Send broadcasts (COORDINATOR, heartbeats, ...) as one datagram to a multicast\n\
              # group that every node joins (one LAN segment; see deploy/README.md):\n\
              {mcast}\n"

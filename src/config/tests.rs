@@ -536,6 +536,10 @@ fn every_override_is_read_in_its_keys_type() {
     )
     .expect("a boolean override");
     assert!(!c.batch_heartbeats);
+    assert!(c.beat_thread, "on unless turned off");
+    let c = parse_env(&head(""), &[("ELECTD_TRANSPORT_BEAT_THREAD", "no")], None)
+        .expect("a boolean override");
+    assert!(!c.beat_thread);
 }
 
 #[test]

@@ -156,6 +156,7 @@ impl Validator<'_> {
             multicast: transport.multicast,
             resolve_every: transport.resolve_every,
             batch_heartbeats: raw.transport.batch_heartbeats.unwrap_or(true),
+            beat_thread: raw.transport.beat_thread.unwrap_or(true),
             security,
             key_file,
             check_source: raw.security.check_source.unwrap_or(true),

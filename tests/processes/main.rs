@@ -9,6 +9,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod beat_thread;
 mod bench_quick;
 mod checks;
 mod config_drift;
