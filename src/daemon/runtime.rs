@@ -381,6 +381,9 @@ struct Driver {
     beater: Option<crate::daemon::beater::Beater>,
     /// Beats were handed to it since the last turn (to take back and book).
     handed: bool,
+    /// The last turn was the timer's, and so was the one before it with nothing
+    /// between ([`Driver::hand_beats`]).
+    beats_quiet: bool,
     /// While beats are handed: when the runtime turns next (the beat after them, or
     /// an earlier deadline).
     beats_wake: Option<Time>,
@@ -491,6 +494,7 @@ impl Driver {
             config_out: Vec::new(),
             beater: None,
             handed: false,
+            beats_quiet: false,
             beats_wake: None,
             cfg,
         })

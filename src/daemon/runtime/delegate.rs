@@ -29,13 +29,20 @@ impl Driver {
     /// After a turn: when all the node owes next is heartbeats, seal the next ones
     /// (up to [`beater::ahead`], each before any other deadline) and hand them to the
     /// beat thread; the runtime's next turn is then the beat after them (or the other
-    /// deadline, if sooner). Only after a turn of the timer (`timed`), the one that
-    /// sends the runtime's own beat: a turn for a datagram or a command leaves the
-    /// next beat to the runtime, so that each beat is sealed once however busy the
-    /// leader (a leader of 256 members seals 255 datagrams per beat).
+    /// deadline, if sooner). Only after a turn of the timer (`timed`) that followed
+    /// another with no datagram or command between them: a leader that is being
+    /// talked to (a new leader while its members adopt it, an election around it)
+    /// sends its beats itself, one turn at a time, and seals each beat once however
+    /// busy it is (a leader of 256 members seals 255 datagrams per beat; handing eight
+    /// beats at once in the middle of an announcement would put 2,040 seals on cores
+    /// the announcement is short of).
     pub(super) fn hand_beats(&mut self, timed: bool) {
         self.beats_wake = None;
         if !timed {
+            self.beats_quiet = false;
+            return;
+        }
+        if !std::mem::replace(&mut self.beats_quiet, true) {
             return;
         }
         let Some(n) = self
