@@ -6,7 +6,9 @@
 //! When all a node owes next is heartbeats ([`crate::node::Node::beat_only`]), the
 //! runtime seals the next few beats ahead, each datagram with its own counter, and
 //! hands them to this thread, which sends each beat at its instant (one `sendmmsg`)
-//! and does nothing else. The runtime's own next turn comes after them.
+//! and does nothing else; after a stall that overran several instants it sends the
+//! last one due and skips the others, as the node resumes its own schedule. The
+//! runtime's own next turn comes after them.
 //!
 //! The guarantees:
 //! - **Nothing stale leaves.** Every turn of the runtime begins by taking back what
@@ -45,8 +47,16 @@ pub(crate) struct Beat {
 pub(crate) struct Sent {
     /// How late after its instant the thread sent it.
     pub(crate) late: Duration,
-    /// Each datagram's result, in order.
+    /// Each datagram's result, in order; none for a beat skipped (a later one was due
+    /// too when the thread ran: after a stall it sends the last beat due, no burst,
+    /// as the node does).
     pub(crate) results: Vec<std::io::Result<usize>>,
+}
+
+impl Sent {
+    pub(crate) fn skipped(&self) -> bool {
+        self.results.is_empty()
+    }
 }
 
 #[derive(Default)]
@@ -136,20 +146,33 @@ fn run(socket: &UdpSocket, state: &(Mutex<Plan>, Condvar)) {
             return;
         }
         let next = plan.sent.len();
-        let Some(at) = plan.beats.get(next).map(|b| b.at) else {
+        let Some(first) = plan.beats.get(next).map(|b| b.at) else {
             plan = state.1.wait(plan).unwrap_or_else(|e| e.into_inner());
             continue;
         };
         let now = Instant::now();
-        if now < at {
+        if now < first {
             plan = state
                 .1
-                .wait_timeout(plan, at - now)
+                .wait_timeout(plan, first - now)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
             continue;
         }
-        let msgs: Vec<(&[u8], SocketAddr)> = plan.beats[next]
+        // Every beat due but the last is skipped: a stalled thread (a stopped process,
+        // a busy machine) resumes with one beat, as the node does.
+        let last = (next..plan.beats.len())
+            .take_while(|&i| plan.beats[i].at <= now)
+            .last()
+            .unwrap_or(next);
+        for _ in next..last {
+            plan.sent.push(Sent {
+                late: Duration::ZERO,
+                results: Vec::new(),
+            });
+        }
+        let at = plan.beats[last].at;
+        let msgs: Vec<(&[u8], SocketAddr)> = plan.beats[last]
             .datagrams
             .iter()
             .map(|d| (d.bytes.as_slice(), d.addr))
@@ -233,19 +256,18 @@ mod tests {
                 bytes: vec![i; 3],
             }],
         };
-        // Two due now, one an hour away.
+        // One due now, one an hour away.
         let later = start + Duration::from_secs(3600);
-        b.hand(vec![beat(1, start), beat(2, start), beat(3, later)]);
+        b.hand(vec![beat(1, start), beat(3, later)]);
         let mut buf = [0u8; 16];
-        for i in [1u8, 2] {
-            let (n, _) = rx.recv_from(&mut buf).unwrap();
-            assert_eq!(&buf[..n], &[i; 3]);
-        }
-        // Both were sent under one hold of the lock (both due), booked before the
-        // thread waits for the third: taking back now finds both.
+        let (n, _) = rx.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &[1; 3]);
+        // Sent and booked under one hold of the lock, before the thread waits for the
+        // next: taking back now finds it.
         let taken = b.take();
-        assert_eq!(taken.len(), 2, "both due beats booked");
+        assert_eq!(taken.len(), 1, "the due beat booked");
         for (beat, sent) in &taken {
+            assert!(!sent.skipped());
             assert_eq!(sent.results.len(), beat.datagrams.len());
             assert!(
                 sent.results.iter().all(|r| matches!(r, Ok(3))),
@@ -253,11 +275,31 @@ mod tests {
                 sent.results
             );
         }
+        // Two beats overdue at once: only the last leaves (no burst), the first is
+        // booked as skipped.
+        let past = Instant::now() - Duration::from_millis(20);
+        b.hand(vec![beat(5, past), beat(6, past), beat(7, later)]);
+        let (n, _) = rx.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &[6; 3], "the last beat due, not the first");
+        let taken = b.take();
+        assert_eq!(taken.len(), 2);
+        assert!(taken[0].1.skipped() && !taken[1].1.skipped());
         // The hour-away beat was taken back: the next datagram is the next plan's.
         b.hand(vec![beat(4, Instant::now())]);
         let (n, _) = rx.recv_from(&mut buf).unwrap();
         assert_eq!(&buf[..n], &[4; 3], "a taken-back beat was sent");
         assert_eq!(b.take().len(), 1);
+        // Taken back before its instant: never sent, though it would have left first.
+        let soon = Instant::now() + Duration::from_millis(30);
+        b.hand(vec![beat(8, soon)]);
+        assert_eq!(b.take().len(), 0, "nothing sent yet");
+        b.hand(vec![beat(9, soon + Duration::from_millis(30))]);
+        let (n, _) = rx.recv_from(&mut buf).unwrap();
+        assert_eq!(
+            &buf[..n],
+            &[9; 3],
+            "a beat taken back before its instant left"
+        );
         drop(b);
     }
 }

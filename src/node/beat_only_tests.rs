@@ -102,7 +102,7 @@ fn an_idle_leaders_next_beat_is_all_it_owes_and_is_what_it_would_send() {
     // Three beats left without the node: booked as its own, and the next is its.
     let (next, _) = leader.beat_only().expect("still idle");
     assert_eq!(next, at + Timing::default().heartbeat);
-    leader.beats_sent(3);
+    leader.beats_sent(3, 3);
     for (i, &k) in kinds.iter().enumerate() {
         assert_eq!(
             heartbeats_sent(leader, k),
@@ -119,11 +119,25 @@ fn an_idle_leaders_next_beat_is_all_it_owes_and_is_what_it_would_send() {
     assert_eq!(leader.beat_only().map(|b| b.0), Some(next + hb * 3));
     // Nothing was sent by the booking itself.
     assert_eq!(leader.drain_transmits().count(), 0);
-    leader.beats_sent(0);
+    leader.beats_sent(0, 0);
     assert_eq!(
         leader.poll_timeout(),
         Some(next + hb * 3),
         "zero beats: no change"
+    );
+    // Two instants passed, one beat skipped: one counted, the schedule two on.
+    leader.beats_sent(2, 1);
+    assert_eq!(leader.poll_timeout(), Some(next + hb * 5));
+    for (i, &k) in kinds.iter().enumerate() {
+        assert_eq!(
+            heartbeats_sent(leader, k),
+            after[i] + 4 * by_node[i],
+            "{k:?}"
+        );
+    }
+    assert_eq!(
+        leader.link.stats.datagrams_sent,
+        datagrams_before + 5 * by_link
     );
 }
 

@@ -209,12 +209,13 @@ impl Node {
         out
     }
 
-    /// `beats` beats of [`Node::beat_datagrams`] left without the node, the first at the
-    /// heartbeat deadline [`Node::beat_only`] gave, one period apart: counted as sent
-    /// (as [`Node::handle_timeout`] counts its own), and the next beat is due one
-    /// period after the last of them.
-    pub fn beats_sent(&mut self, beats: u32) {
-        if beats == 0 {
+    /// The `passed` beats of [`Node::beat_datagrams`] due from the heartbeat deadline
+    /// [`Node::beat_only`] gave, one period apart, were dealt with without the node,
+    /// `beats` of them sent (the others skipped after a stall, as
+    /// [`Node::handle_timeout`] skips the beats a stall overran): those are counted as
+    /// sent, and the next beat is due one period after the last that passed.
+    pub fn beats_sent(&mut self, passed: u32, beats: u32) {
+        if passed == 0 {
             return;
         }
         let hb = self.timing.heartbeat;
@@ -225,7 +226,7 @@ impl Node {
             if slot != Slot::Heartbeat {
                 continue;
             }
-            self.timers[i].2 = at + hb * beats;
+            self.timers[i].2 = at + hb * passed;
             let grp = &mut self.groups[g as usize];
             grp.stats.sent[crate::contract::message::MessageType::Heartbeat as usize] += n * others;
             self.link.stats.datagrams_sent += n * others;

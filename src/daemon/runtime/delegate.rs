@@ -111,8 +111,13 @@ impl Driver {
             return;
         };
         let sent = b.take();
-        let n = u32::try_from(sent.len()).unwrap_or(u32::MAX);
+        let passed = u32::try_from(sent.len()).unwrap_or(u32::MAX);
+        let skipped = sent.iter().filter(|s| s.1.skipped()).count();
+        let beats = passed - u32::try_from(skipped).unwrap_or(passed);
         for (beat, sent) in sent {
+            if sent.skipped() {
+                continue;
+            }
             self.shared.metrics.timer_late(sent.late);
             for (d, r) in beat.datagrams.iter().zip(sent.results) {
                 if self.sent(r, d.addr, d.to) {
@@ -122,7 +127,7 @@ impl Driver {
                 }
             }
         }
-        self.node.beats_sent(n);
+        self.node.beats_sent(passed, beats);
     }
 
     /// One beat's datagrams sealed as a flush would seal them (one BEATS per peer for
