@@ -102,18 +102,17 @@ fn an_idle_leaders_next_beat_is_all_it_owes_and_is_what_it_would_send() {
     // Three beats left without the node: booked as its own, and the next is its.
     let (next, _) = leader.beat_only().expect("still idle");
     assert_eq!(next, at + Timing::default().heartbeat);
+    // The node's counts after `beats` beats besides the one it sent.
+    let booked = |leader: &Node, beats: u64| {
+        for (i, &k) in kinds.iter().enumerate() {
+            let want = after[i] + beats * by_node[i];
+            assert_eq!(heartbeats_sent(leader, k), want, "{k:?}");
+        }
+        let want = datagrams_before + (1 + beats) * by_link;
+        assert_eq!(leader.link.stats.datagrams_sent, want);
+    };
     leader.beats_sent(3, 3);
-    for (i, &k) in kinds.iter().enumerate() {
-        assert_eq!(
-            heartbeats_sent(leader, k),
-            after[i] + 3 * by_node[i],
-            "{k:?}"
-        );
-    }
-    assert_eq!(
-        leader.link.stats.datagrams_sent,
-        datagrams_before + 4 * by_link
-    );
+    booked(leader, 3);
     let hb = Timing::default().heartbeat;
     assert_eq!(leader.poll_timeout(), Some(next + hb * 3));
     assert_eq!(leader.beat_only().map(|b| b.0), Some(next + hb * 3));
@@ -128,17 +127,7 @@ fn an_idle_leaders_next_beat_is_all_it_owes_and_is_what_it_would_send() {
     // Two instants passed, one beat skipped: one counted, the schedule two on.
     leader.beats_sent(2, 1);
     assert_eq!(leader.poll_timeout(), Some(next + hb * 5));
-    for (i, &k) in kinds.iter().enumerate() {
-        assert_eq!(
-            heartbeats_sent(leader, k),
-            after[i] + 4 * by_node[i],
-            "{k:?}"
-        );
-    }
-    assert_eq!(
-        leader.link.stats.datagrams_sent,
-        datagrams_before + 5 * by_link
-    );
+    booked(leader, 4);
 }
 
 #[test]

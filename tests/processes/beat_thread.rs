@@ -7,14 +7,9 @@ use crate::common::{wait_for, with_admin_token, Cluster, Timing};
 use electd::contract::algorithm::AlgorithmKind;
 use std::time::{Duration, Instant};
 
-const TIMING: Timing = Timing {
-    heartbeat_ms: 10,
-    failure_ms: 100,
-    answer_ms: 20,
-    coordinator_ms: 60,
-    retransmit_ms: 5,
-    max_attempts: 4,
-};
+/// The failover measurement's timing: heartbeat 10 ms, failure timeout 100 ms (eight
+/// beats handed at a time).
+const TIMING: Timing = crate::failover::TIMING;
 
 fn heartbeats(c: &Cluster, id: u32) -> Option<f64> {
     c.metric(
@@ -35,6 +30,8 @@ fn threads(pid: u32) -> Vec<String> {
 
 #[test]
 fn an_idle_leaders_beats_leave_from_its_thread_counted_and_stop_at_a_pause() {
+    // Counted against the clock: no other cluster beside it.
+    let _alone = crate::common::alone();
     let token = "beat-thread-token";
     let mut c = Cluster::new("beat-thread", 5, &[AlgorithmKind::Bully], &TIMING);
     with_admin_token(&c, token, "");
@@ -49,8 +46,10 @@ fn an_idle_leaders_beats_leave_from_its_thread_counted_and_stop_at_a_pause() {
     );
 
     // Over at least a second, the counted heartbeats follow the schedule: four peers
-    // per period, less the beats not booked yet at each reading (at most the ⌊F/H⌋ − 2
-    // the thread holds, plus the one under way) at either end.
+    // per period, give or take the beats not booked yet at each reading (at most the
+    // ⌊F/H⌋ − 2 the thread holds, plus the one under way). Never more; and at least
+    // half the periods (a stalled machine skips beats, as the node does, but beats
+    // left unbooked would count only the runtime's own, one in nine).
     let hb = Duration::from_millis(TIMING.heartbeat_ms);
     let peers = 4.0;
     let (t0, h0) = (Instant::now(), heartbeats(&c, 5).expect("metrics"));
@@ -63,7 +62,7 @@ fn an_idle_leaders_beats_leave_from_its_thread_counted_and_stop_at_a_pause() {
     let held = (TIMING.failure_ms / TIMING.heartbeat_ms - 2 + 1) as f64;
     let counted = (h1 - h0) / peers;
     assert!(
-        counted <= periods + held + 1.0 && counted >= periods - 2.0 * held - 1.0,
+        counted <= periods + held + 1.0 && counted >= periods / 2.0,
         "{counted} beats counted in {elapsed:?} ({periods:.1} periods)"
     );
     // No follower lost its leader meanwhile.

@@ -17,7 +17,7 @@ use electd::NodeId;
 use std::time::{Duration, Instant};
 
 const KILLS: usize = 30;
-const TIMING: Timing = Timing {
+pub(crate) const TIMING: Timing = Timing {
     heartbeat_ms: 10,
     failure_ms: 100,
     answer_ms: 20,

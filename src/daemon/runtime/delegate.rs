@@ -104,6 +104,9 @@ impl Driver {
     /// those sent (the node counts them and moves its next beat, the metrics count
     /// their bytes and how late each beat left, the `send` check their results).
     pub(super) fn reclaim_beats(&mut self) {
+        // The node's deadlines are the runtime's again (a leave after this waits on
+        // them).
+        self.beats_wake = None;
         if !std::mem::take(&mut self.handed) {
             return;
         }
