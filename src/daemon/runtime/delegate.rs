@@ -133,42 +133,19 @@ impl Driver {
         self.node.beats_sent(passed, beats);
     }
 
-    /// One beat's datagrams sealed as a flush would seal them (one BEATS per peer for
-    /// several groups), each with the next counter towards its peer.
+    /// One beat's datagrams sealed as a flush seals them
+    /// ([`Driver::seal_unicast`]), each with the next counter towards its peer.
     fn seal_beat(&mut self, dgs: &[(NodeId, Datagram)]) -> Vec<beater::Sealed> {
-        let mut out = Vec::with_capacity(dgs.len());
-        for p in crate::node::pack(dgs) {
-            let (to, groups, sealed) = match p {
-                Packet::One(to, dg) => (to, dg.group.into_iter().collect(), self.gate.seal(to, dg)),
-                Packet::Beats(to, list) => {
-                    let beats: Vec<(AlgorithmKind, &Message)> = list
-                        .iter()
-                        .filter_map(|d| Some((d.group?, d.body.as_ref()?)))
-                        .collect();
-                    let groups = beats.iter().map(|b| b.0).collect();
-                    let first = list[0];
-                    (
-                        to,
-                        groups,
-                        self.gate
-                            .seal_beats(to, first.from, first.incarnation, &beats),
-                    )
-                }
-            };
-            let Some(&addr) = self.peers.get(&to) else {
-                self.shared.metrics.send_error("no_address");
-                continue;
-            };
-            match sealed {
-                Ok(bytes) => out.push(beater::Sealed {
-                    to,
-                    addr: self.wire_addr(addr),
-                    groups,
-                    bytes,
-                }),
-                Err(e) => self.shared.metrics.send_error(e.reason()),
-            }
-        }
-        out
+        let (mut sealed, mut groups) = (Vec::with_capacity(dgs.len()), Vec::new());
+        self.seal_unicast(dgs, &mut sealed, &mut groups);
+        sealed
+            .into_iter()
+            .map(|s| beater::Sealed {
+                to: s.to,
+                addr: self.wire_addr(s.addr),
+                groups: groups[s.groups].to_vec(),
+                bytes: s.bytes,
+            })
+            .collect()
     }
 }

@@ -100,33 +100,7 @@ impl Driver {
         let mut sealed: Vec<Sealed> = Vec::with_capacity(transmits.len() + multicasts.len());
         // The groups of every sealed datagram, one after another (`Sealed::groups`).
         let mut groups: Vec<AlgorithmKind> = Vec::with_capacity(sealed.capacity());
-        for p in crate::node::pack(&transmits) {
-            match p {
-                Packet::One(to, dg) => {
-                    let Some(&addr) = self.peers.get(&to) else {
-                        self.shared.metrics.send_error("no_address");
-                        continue;
-                    };
-                    if let Some(t) = self.shared.tracer() {
-                        t.sent(self.cfg.id, to, dg);
-                    }
-                    match self.gate.seal(to, dg) {
-                        Ok(bytes) => sealed.push(Sealed {
-                            to,
-                            addr,
-                            groups: push_groups(&mut groups, dg.group),
-                            bytes,
-                        }),
-                        Err(e) => self.shared.metrics.send_error(e.reason()),
-                    }
-                }
-                Packet::Beats(to, dgs) => {
-                    if let Some(s) = self.seal_beats(to, &dgs, &mut groups) {
-                        sealed.push(s);
-                    }
-                }
-            }
-        }
+        self.seal_unicast(&transmits, &mut sealed, &mut groups);
         if let Some(group) = self.multicast {
             for dg in &multicasts {
                 match self.gate.seal(0, dg) {
@@ -153,6 +127,44 @@ impl Driver {
                 let mine = &groups[s.groups.clone()];
                 for (&g, share) in mine.iter().zip(shares(s.bytes.len(), mine.len())) {
                     self.shared.metrics.group_datagram_sent(g, share);
+                }
+            }
+        }
+    }
+
+    /// Trace and seal `transmits` as they go on the wire ([`crate::node::pack`]): each
+    /// datagram into `sealed`, the groups of its messages into `groups`
+    /// ([`Sealed::groups`]).
+    pub(super) fn seal_unicast(
+        &mut self,
+        transmits: &[(NodeId, Datagram)],
+        sealed: &mut Vec<Sealed>,
+        groups: &mut Vec<AlgorithmKind>,
+    ) {
+        for p in crate::node::pack(transmits) {
+            match p {
+                Packet::One(to, dg) => {
+                    let Some(&addr) = self.peers.get(&to) else {
+                        self.shared.metrics.send_error("no_address");
+                        continue;
+                    };
+                    if let Some(t) = self.shared.tracer() {
+                        t.sent(self.cfg.id, to, dg);
+                    }
+                    match self.gate.seal(to, dg) {
+                        Ok(bytes) => sealed.push(Sealed {
+                            to,
+                            addr,
+                            groups: push_groups(groups, dg.group),
+                            bytes,
+                        }),
+                        Err(e) => self.shared.metrics.send_error(e.reason()),
+                    }
+                }
+                Packet::Beats(to, dgs) => {
+                    if let Some(s) = self.seal_beats(to, &dgs, groups) {
+                        sealed.push(s);
+                    }
                 }
             }
         }
@@ -385,13 +397,13 @@ pub(crate) fn shares(bytes: usize, n: usize) -> impl Iterator<Item = usize> {
 }
 
 /// A datagram sealed for the wire, waiting for its flush's send.
-struct Sealed {
-    to: NodeId,
-    addr: SocketAddr,
+pub(super) struct Sealed {
+    pub(super) to: NodeId,
+    pub(super) addr: SocketAddr,
     /// Where the groups whose messages it carries stand in its flush's list of groups
     /// (its bytes are shared out among them).
-    groups: std::ops::Range<usize>,
-    bytes: Vec<u8>,
+    pub(super) groups: std::ops::Range<usize>,
+    pub(super) bytes: Vec<u8>,
 }
 
 /// Append `group` (if any) to a flush's list of groups; where it stands.
