@@ -13,7 +13,12 @@
 //!   `--detect-one-cluster`, one cluster running them all as groups of its own, so a
 //!   stalled process stalls every group), with heartbeat F / 5 and the other timeouts
 //!   derived from F by [`timing_for`]; beside them in the same window a five-member
-//!   etcd cluster with E = F and heartbeat E / 5.
+//!   etcd cluster with E = F and heartbeat E / 5. A system whose search has ended
+//!   runs on beside them at every later candidate as load only, neither polled nor
+//!   counted ([`Layout`]): every window has the same processes on the machine, so a
+//!   system that passes more candidates does not meet a quieter machine at the
+//!   smaller ones (before, at 10 ms a lone cluster ran beside the hogs at a load of
+//!   5, where six clusters and etcd had made it 24 at 15 ms).
 //!   Each system must agree on a leader, unchanged for [`SETTLED_FOR`], within
 //!   [`AGREE_WITHIN`]; then it is watched for
 //!   the window (10 minutes unless `--detect-window` says otherwise). Nobody is killed,
@@ -168,6 +173,8 @@ pub struct Step {
     pub load_start: f64,
     pub load_end: f64,
     pub watches: Vec<Watch>,
+    /// The systems whose search had ended, run beside the others as load only.
+    pub ballast: Vec<String>,
 }
 
 /// What the search found for one system, and its failover at that value.
@@ -427,27 +434,69 @@ fn poll(
     out
 }
 
+/// The electd clusters of one candidate: what each runs, and which of those groups
+/// are watched. Every algorithm runs at every candidate; those whose search has ended
+/// only as load.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layout {
+    /// Per cluster: the algorithms its nodes run, and those of them watched.
+    pub clusters: Vec<(Vec<AlgorithmKind>, Vec<AlgorithmKind>)>,
+}
+
+impl Layout {
+    /// `searching` watched, every other algorithm run as load; one cluster per
+    /// algorithm, or all of them as the groups of one (`one_cluster`).
+    pub fn new(searching: &[AlgorithmKind], one_cluster: bool) -> Layout {
+        let all = AlgorithmKind::ALL.to_vec();
+        let watched = |algos: &[AlgorithmKind]| -> Vec<AlgorithmKind> {
+            algos
+                .iter()
+                .copied()
+                .filter(|k| searching.contains(k))
+                .collect()
+        };
+        let clusters = if one_cluster {
+            vec![(all.clone(), watched(&all))]
+        } else {
+            all.iter().map(|&k| (vec![k], watched(&[k]))).collect()
+        };
+        Layout { clusters }
+    }
+
+    /// The algorithms run as load only.
+    pub fn ballast(&self) -> Vec<AlgorithmKind> {
+        let mut out: Vec<AlgorithmKind> = self
+            .clusters
+            .iter()
+            .flat_map(|(run, watched)| run.iter().filter(|k| !watched.contains(k)).copied())
+            .collect();
+        out.dedup();
+        out
+    }
+}
+
 /// Watch one candidate: start the clusters, wait for agreement, watch the window.
+/// `etcd`: its binary, and whether it is watched (else it runs as load only).
 fn watch_step(
     opts: &BenchOptions,
     f_ms: u64,
     kinds: &[AlgorithmKind],
-    etcd_exe: Option<&std::path::Path>,
+    etcd_exe: Option<(&std::path::Path, bool)>,
     window: Duration,
     log: &dyn Fn(&str),
 ) -> anyhow::Result<Step> {
     let t = timing_for(f_ms);
     // One cluster per algorithm (the issue's question), or every algorithm as a group
-    // of one cluster (`--detect-one-cluster`).
-    let layouts: Vec<Vec<AlgorithmKind>> = if opts.detect_one_cluster {
-        vec![kinds.to_vec()]
-    } else {
-        kinds.iter().map(|&k| vec![k]).collect()
-    };
+    // of one cluster (`--detect-one-cluster`); the algorithms no longer searching as
+    // load.
+    let layout = Layout::new(kinds, opts.detect_one_cluster);
+    // The clusters that hold a watched group (polled, their histograms read), and the
+    // ones run as load only.
     let mut clusters = Vec::new();
-    // The algorithms each cluster runs, in the same order.
+    let mut load = Vec::new();
+    // The algorithms each watched cluster runs, in the same order.
     let mut hosted: Vec<Vec<String>> = Vec::new();
-    for algos in layouts.iter().filter(|a| !a.is_empty()) {
+    for (algos, watched) in &layout.clusters {
         let name = match algos.as_slice() {
             [one] => format!("detect-{f_ms}-{one}"),
             _ => format!("detect-{f_ms}"),
@@ -461,18 +510,37 @@ fn watch_step(
             &t,
         )?;
         start_nodes(&mut c, opts.detect_realtime)?;
-        clusters.push(c);
-        hosted.push(algos.iter().map(|a| a.as_str().to_string()).collect());
+        if watched.is_empty() {
+            load.push(c);
+        } else {
+            clusters.push(c);
+            hosted.push(algos.iter().map(|a| a.as_str().to_string()).collect());
+        }
     }
-    let etcd = match etcd_exe {
-        Some(exe) => Some(versus_etcd::Etcd::new_in_class(
-            exe.to_path_buf(),
-            &format!("detect-{f_ms}"),
-            etcd_interval(f_ms),
-            opts.detect_realtime,
-        )?),
-        None => None,
+    let (etcd, etcd_load) = match etcd_exe {
+        Some((exe, watched)) => {
+            let e = versus_etcd::Etcd::new_in_class(
+                exe.to_path_buf(),
+                &format!("detect-{f_ms}"),
+                etcd_interval(f_ms),
+                opts.detect_realtime,
+            )?;
+            if watched {
+                (Some(e), None)
+            } else {
+                (None, Some(e))
+            }
+        }
+        None => (None, None),
     };
+    let mut ballast: Vec<String> = layout
+        .ballast()
+        .iter()
+        .map(|k| k.as_str().to_string())
+        .collect();
+    if etcd_load.is_some() {
+        ballast.push("etcd".into());
+    }
     let systems: Vec<String> = poll(&clusters, kinds, etcd.as_ref())
         .into_iter()
         .map(|(s, _)| s)
@@ -587,9 +655,15 @@ fn watch_step(
     // followers, the runtime's lateness at every member, and the gaps each logged as
     // leaving less than a beat of margin.
     let hist_end = histograms(&clusters, &hosted);
+    let watched_line = |l: &&str| {
+        l.contains("heartbeat gap of")
+            && kinds
+                .iter()
+                .any(|k| l.contains(&format!("algorithm={}", k.as_str())))
+    };
     for c in &clusters {
         for id in 1..=MEMBERS as NodeId {
-            for line in c.log(id).lines().filter(|l| l.contains("heartbeat gap of")) {
+            for line in c.log(id).lines().filter(watched_line) {
                 log(&format!("    node {id}: {line}"));
             }
         }
@@ -606,7 +680,9 @@ fn watch_step(
         load_start,
         load_end: super::load_average(),
         watches,
+        ballast,
     })
+    // The clusters and etcd run as load stop here, with the watched ones.
 }
 
 /// One member's histograms: per algorithm its heartbeat gaps, and its runtime's
@@ -793,16 +869,26 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
         if etcd_searching {
             names.push("etcd");
         }
+        let mut load: Vec<&str> = Layout::new(&searching, opts.detect_one_cluster)
+            .ballast()
+            .iter()
+            .map(|k| k.as_str())
+            .collect();
+        if etcd.is_some() && !etcd_searching {
+            load.push("etcd");
+        }
+        let load = if load.is_empty() {
+            String::new()
+        } else {
+            format!(" (beside them as load only: {})", load.join(", "))
+        };
         log(&format!(
-            "  {f} ms (heartbeat {} ms), {:.0} s: {}",
+            "  {f} ms (heartbeat {} ms), {:.0} s: {}{load}",
             timing_for(f).heartbeat_ms,
             window.as_secs_f64(),
             names.join(", ")
         ));
-        let exe = etcd
-            .as_ref()
-            .filter(|_| etcd_searching)
-            .map(|(p, _)| p.as_path());
+        let exe = etcd.as_ref().map(|(p, _)| (p.as_path(), etcd_searching));
         let step = watch_step(opts, f, &searching, exe, window, log)?;
         for w in &step.watches {
             let verdict = if w.safe() { "safe" } else { "FAILED" };
@@ -1058,7 +1144,9 @@ pub fn markdown(s: &mut String, d: &Detect) {
         "The machine made busy by the bench: {}. Candidates {} ms, largest first; at each, \
          {}, each node with its state file in the bench's temporary directory, with \
          heartbeat F / 5, answer F / 10, coordinator F / 2, Raft F..2F; beside them in the \
-         same window {MEMBERS} etcd members ({}) with E = F and heartbeat E / 5. Each window \
+         same window {MEMBERS} etcd members ({}) with E = F and heartbeat E / 5. A system \
+         whose search has ended runs on at every later candidate as load only, neither \
+         watched nor counted, so that every window has the same processes. Each window \
          starts once every system's leader and term have held for 1 s. Nobody is killed, so \
          every election in the {:.0} s window is spurious (a rise of the term). \
          A system's search ends at the first candidate with an election; its smallest safe \
@@ -1076,11 +1164,14 @@ pub fn markdown(s: &mut String, d: &Detect) {
             .join(", "),
         if d.one_cluster {
             format!(
-                "one {MEMBERS}-node electd cluster runs every algorithm still searching as a \
-                 group of its own (`--detect-one-cluster`: a stalled node stalls every group)"
+                "one {MEMBERS}-node electd cluster runs every algorithm as a group of its own \
+                 (`--detect-one-cluster`: a stalled node stalls every group), those still \
+                 searching watched"
             )
         } else {
-            format!("one {MEMBERS}-node electd cluster per algorithm still searching")
+            format!(
+                "one {MEMBERS}-node electd cluster per algorithm, those still searching watched"
+            )
         },
         if d.etcd_version.is_empty() {
             "not run: no etcd"
@@ -1142,6 +1233,17 @@ pub fn markdown(s: &mut String, d: &Detect) {
         }
     }
     let _ = writeln!(s);
+    for st in d.steps.iter().filter(|st| !st.ballast.is_empty()) {
+        let _ = writeln!(
+            s,
+            "- {} ms: beside them as load only, {}.",
+            st.timeout_ms,
+            st.ballast.join(", ")
+        );
+    }
+    if d.steps.iter().any(|st| !st.ballast.is_empty()) {
+        let _ = writeln!(s);
+    }
     super::report::header(
         s,
         &[
@@ -1286,7 +1388,35 @@ mod tests {
             load_start: 0.0,
             load_end: 0.0,
             watches,
+            ballast: Vec::new(),
         }
+    }
+
+    #[test]
+    fn every_algorithm_runs_at_every_candidate_those_done_as_load() {
+        use AlgorithmKind::*;
+        let searching = [Ring, Raft];
+        // One cluster each: all six clusters, two of them watched.
+        let l = Layout::new(&searching, false);
+        assert_eq!(l.clusters.len(), AlgorithmKind::ALL.len());
+        for (run, watched) in &l.clusters {
+            assert_eq!(run.len(), 1);
+            assert_eq!(watched.is_empty(), !searching.contains(&run[0]), "{run:?}");
+        }
+        assert_eq!(l.ballast(), vec![Bully, ImprovedBully, Lcr, Hs]);
+        // One cluster: every algorithm a group of it, the two watched.
+        let l = Layout::new(&searching, true);
+        assert_eq!(
+            l.clusters,
+            vec![(AlgorithmKind::ALL.to_vec(), searching.to_vec())]
+        );
+        assert_eq!(l.ballast(), vec![Bully, ImprovedBully, Lcr, Hs]);
+        // At the first candidate nothing is load; once all are done, all are.
+        assert!(Layout::new(&AlgorithmKind::ALL, false).ballast().is_empty());
+        assert_eq!(
+            Layout::new(&[], true).ballast(),
+            AlgorithmKind::ALL.to_vec()
+        );
     }
 
     #[test]
