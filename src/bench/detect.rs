@@ -315,7 +315,7 @@ impl Busy {
         let (stop, dd) = (busy.stop.clone(), busy.dd.clone());
         let of = format!("of={}", file.display());
         busy.writer = Some(std::thread::spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
+            while !stop.load(Ordering::SeqCst) && !super::stop::exiting() {
                 let mut cmd = Command::new("dd");
                 cmd.args([
                     "if=/dev/zero",
@@ -329,7 +329,7 @@ impl Busy {
                     return;
                 };
                 let mut slot = dd.lock().unwrap_or_else(|e| e.into_inner());
-                if stop.load(Ordering::SeqCst) {
+                if stop.load(Ordering::SeqCst) || super::stop::exiting() {
                     let mut c = child;
                     let _ = c.kill();
                     let _ = c.wait();

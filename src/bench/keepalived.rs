@@ -228,6 +228,10 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
     let pid = std::process::id();
     let work = std::env::temp_dir().join(format!("electd-bench-ka.{pid}"));
     std::fs::create_dir_all(&work)?;
+    // SIGINT and SIGTERM stop the section after its cleanup (the namespaces outlive
+    // a killed process): bench::stop. Declared before `b`, so that it lasts until `b`'s
+    // drop has deleted them.
+    let _graceful = super::stop::Graceful::begin();
     let mut b = Bench {
         p: format!("kad-b{}", pid % 100_000),
         net: format!("10.236.{}", pid % 250 + 1),
@@ -239,7 +243,6 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
         rec: Arc::new(Recorder::default()),
         threads: Vec::new(),
     };
-    catch_stop_signals();
     b.setup()?;
     let mut rows = Vec::new();
     let only = std::env::var("KA_SYSTEMS").unwrap_or_default();
@@ -261,7 +264,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<VersusKeep
             for (k, &phase) in phases.iter().enumerate() {
                 // Interrupted: return, and `b`'s drop stops the daemons and deletes
                 // the namespaces (a signal's default action would leave them).
-                anyhow::ensure!(!stop_signalled(), "keepalived section interrupted");
+                anyhow::ensure!(!super::stop::requested(), "keepalived section interrupted");
                 let Some(r) = b.round(sys, fault, phase)? else {
                     not_started += 1;
                     log(&format!(
@@ -333,32 +336,6 @@ pub(crate) fn kill_phases(seed: u64, fault: usize, rounds: usize) -> Vec<u64> {
     (0..rounds as u64)
         .map(|k| k * slice + rng.next_u64() % slice.max(1))
         .collect()
-}
-
-/// A SIGINT or SIGTERM arrived while the section ran.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// From now on SIGINT and SIGTERM set [`STOP`] instead of ending the process, so that
-/// the section cleans up after itself (the namespaces outlive a killed process).
-fn catch_stop_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic (async-signal-safe); the
-        // sigaction struct is fully initialised (zeroed, then the handler set).
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
-
-pub(super) fn stop_signalled() -> bool {
-    STOP.load(Ordering::SeqCst)
 }
 
 fn opt_ms(x: Option<f64>) -> String {

@@ -70,6 +70,8 @@ pub struct BenchArgs {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    // From here a signal kills what the bench started (bench::stop).
+    bench::stop::install();
     if std::env::var_os("ELECTD_LOG").is_none() && std::env::var_os("RUST_LOG").is_none() {
         // The in-process runtimes log every election at info: keep stderr for progress.
         std::env::set_var("ELECTD_LOG", "warn");

@@ -138,3 +138,117 @@ fn bench_quick_writes_the_report_and_the_results() {
     assert!(targets.iter().all(|t| t["met"].is_boolean()));
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A bench ended by SIGTERM (`timeout`, `kill`) kills the nodes it started, removes its
+/// temporary directories and exits with 128 + 15; its nodes start with no signal
+/// blocked (they must see the SIGTERM of the failover section's graceful stops).
+#[test]
+fn a_bench_stopped_by_sigterm_stops_its_nodes() {
+    let _alone = crate::common::alone();
+    let out = crate::common::scratch("bench-sigterm");
+    let err = std::fs::File::create(out.join("stderr")).expect("stderr file");
+    let mut bench = crate::common::electd_command(&["bench", "--quick", "--only", "failover"])
+        .arg("--out")
+        .arg(out.join("report"))
+        .env("ELECTD_LOG", "warn")
+        .stderr(err)
+        .spawn()
+        .expect("run electd bench");
+    let pid = bench.id();
+    // Its `electd run` children, once five of them run.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let nodes = loop {
+        let nodes: Vec<u32> = children(pid)
+            .into_iter()
+            .filter(|c| {
+                std::fs::read(format!("/proc/{c}/cmdline"))
+                    .is_ok_and(|b| String::from_utf8_lossy(&b).contains("run\0--config"))
+            })
+            .collect();
+        if nodes.len() >= 5 {
+            break nodes;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the bench started no cluster within 30 s (children: {nodes:?})"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for n in &nodes {
+        let status = std::fs::read_to_string(format!("/proc/{n}/status")).unwrap_or_default();
+        if let Some(blocked) = status.lines().find(|l| l.starts_with("SigBlk:")) {
+            assert_eq!(
+                blocked.split_whitespace().nth(1),
+                Some("0000000000000000"),
+                "node {n} started with signals blocked"
+            );
+        }
+    }
+    // SAFETY: kill(2) on the bench this test started and has not reaped.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = bench.try_wait().expect("wait for the bench") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = bench.kill();
+            let _ = bench.wait();
+            panic!("the bench did not exit within 20 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Its nodes were killed and reaped before it left: their PIDs are free. One that
+    // outlived it is stopped here by its PID, then reported.
+    let outlived: Vec<u32> = nodes
+        .iter()
+        .copied()
+        .filter(|n| {
+            std::fs::read(format!("/proc/{n}/cmdline"))
+                .is_ok_and(|b| String::from_utf8_lossy(&b).contains("run\0--config"))
+        })
+        .collect();
+    for &n in &outlived {
+        // SAFETY: kill(2) on a node the bench started (checked by its command line).
+        unsafe {
+            libc::kill(n as libc::pid_t, libc::SIGKILL);
+        }
+    }
+    let stderr = std::fs::read_to_string(out.join("stderr")).unwrap_or_default();
+    assert!(
+        outlived.is_empty(),
+        "nodes {outlived:?} outlived the bench: {stderr}"
+    );
+    assert_eq!(status.code(), Some(128 + 15), "{status}: {stderr}");
+    assert!(stderr.contains("SIGTERM received"), "{stderr}");
+    let left: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("electd-bench-") && n.ends_with(&format!("-{pid}")))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The PIDs whose parent is `parent` (`/proc/<pid>/stat`, the field after the last `)`).
+fn children(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let ppid: u32 = stat[stat.rfind(')')? + 1..]
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            (ppid == parent).then_some(pid)
+        })
+        .collect()
+}

@@ -301,7 +301,7 @@ impl Bench {
 
     pub(super) fn wait_settled(&self, host: usize, within: Duration) -> bool {
         let deadline = Instant::now() + within;
-        while Instant::now() < deadline && !stop_signalled() {
+        while Instant::now() < deadline && !crate::bench::stop::requested() {
             if self
                 .rec
                 .settled_on(host, self.macs[host], Duration::from_millis(200))
