@@ -55,6 +55,25 @@ fn timing() -> Timing {
     electd::testkit::procs::ClusterTiming::failover().timing()
 }
 
+/// The demo's directory of state files, removed when dropped (at the end of the run,
+/// or when it fails to start).
+struct StateDir(std::path::PathBuf);
+
+impl StateDir {
+    fn create(path: std::path::PathBuf) -> std::io::Result<StateDir> {
+        std::fs::create_dir_all(&path)?;
+        Ok(StateDir(path))
+    }
+}
+
+impl Drop for StateDir {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            eprintln!("cannot remove {}: {e}", self.0.display());
+        }
+    }
+}
+
 /// The file_sd JSON for nodes `(id, http address)` of cluster `demo`.
 fn file_sd(nodes: &[(NodeId, std::net::SocketAddr)]) -> String {
     let groups: Vec<serde_json::Value> = nodes
@@ -125,6 +144,10 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         .enumerate()
         .map(|(i, s)| Ok((i as NodeId + 1, s.local_addr()?)))
         .collect::<std::io::Result<_>>()?;
+    // Durable state (fencing tokens, Raft's vote) as a real cluster keeps it: one file
+    // per node, here in a directory of the temp dir for this run, removed with it.
+    let state_dir =
+        StateDir::create(std::env::temp_dir().join(format!("electd-demo-{}", std::process::id())))?;
     if let Some(path) = &args.prometheus_file_sd {
         let http: Vec<(NodeId, std::net::SocketAddr)> = listeners
             .iter()
@@ -150,10 +173,6 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    // Durable state (fencing tokens, Raft's vote) as a real cluster keeps it: one file
-    // per node, here in a directory of the temp dir for this run.
-    let state_dir = std::env::temp_dir().join(format!("electd-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&state_dir)?;
     for (i, (socket, listener)) in sockets.into_iter().zip(listeners).enumerate() {
         let id = i as NodeId + 1;
         let cfg = RuntimeConfig {
@@ -167,7 +186,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
             keys: Some(keys.clone()),
             incarnation: incarnation_now(),
             start: Start::Electing,
-            state_file: Some(state_dir.join(format!("{id}.state"))),
+            state_file: Some(state_dir.0.join(format!("{id}.state"))),
             sources: Some(peers.iter().map(|&(id, a)| (id, vec![a])).collect()),
         };
         let metrics = Metrics::for_cluster("demo", id, &algorithms, timing().failure_timeout)?;
@@ -327,6 +346,8 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
     for t in tasks {
         let _ = tokio::time::timeout(Duration::from_secs(2), t).await;
     }
+    // The nodes are stopped: their state files go with the run (a demo starts fresh).
+    drop(state_dir);
     if let Some(path) = &args.prometheus_file_sd {
         if let Err(e) = std::fs::remove_file(path) {
             eprintln!("cannot remove {}: {e}", path.display());

@@ -31,6 +31,8 @@ fn demo_runs_chaos_and_stops_cleanly() {
     .stderr(Stdio::piped())
     .spawn()
     .expect("run electd demo");
+    // Its nodes' state files, in a directory of the temp dir named after its PID.
+    let state = std::env::temp_dir().join(format!("electd-demo-{}", child.id()));
     let deadline = Instant::now() + Duration::from_secs(10);
     let written = loop {
         if let Ok(text) = std::fs::read_to_string(&sd) {
@@ -43,6 +45,11 @@ fn demo_runs_chaos_and_stops_cleanly() {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
+    assert!(
+        state.is_dir(),
+        "no state directory at {} while the demo runs",
+        state.display()
+    );
     let out = child.wait_with_output().expect("demo output");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -72,5 +79,10 @@ fn demo_runs_chaos_and_stops_cleanly() {
         assert_eq!(g["labels"]["node"], (i + 1).to_string(), "{written}");
     }
     assert!(!sd.exists(), "the file_sd file outlives the demo");
+    assert!(
+        !state.exists(),
+        "the demo's state files outlive it: {}",
+        state.display()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
