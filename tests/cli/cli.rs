@@ -355,4 +355,5 @@ fn bench_detect_options_are_checked_before_anything_runs() {
         !dir.join("out").exists(),
         "nothing ran, nothing was written"
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -105,8 +105,32 @@ pub(crate) fn scratch(name: &str) -> PathBuf {
     );
     let dir = std::env::temp_dir().join(format!("electd-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
+    sweep_dead(name);
     std::fs::create_dir_all(&dir).expect("create a scratch directory");
     dir
+}
+
+/// Remove the scratch directories of `name` that test processes no longer running left
+/// behind (a test that failed keeps its directory for a look until the next run; one
+/// that passed may keep it too): `electd-{name}-{pid}` whose PID is not a live process.
+fn sweep_dead(name: &str) {
+    let prefix = format!("electd-{name}-");
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// Tests that load the whole machine (`bench --quick`, `demo`: several clusters and the
