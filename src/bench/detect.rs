@@ -18,7 +18,7 @@
 //!   counted ([`Layout`]): every window has the same processes on the machine, so a
 //!   system that passes more candidates does not meet a quieter machine at the
 //!   smaller ones (before, at 10 ms a lone cluster ran beside the hogs at a load of
-//!   5, where six clusters and etcd had made it 24 at 15 ms).
+//!   5, where six clusters and etcd had made it 19–25 at 15 ms).
 //!   Each system must agree on a leader, unchanged for [`SETTLED_FOR`], within
 //!   [`AGREE_WITHIN`]; then it is watched for
 //!   the window (10 minutes unless `--detect-window` says otherwise). Nobody is killed,
