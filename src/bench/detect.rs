@@ -465,13 +465,10 @@ impl Layout {
 
     /// The algorithms run as load only.
     pub fn ballast(&self) -> Vec<AlgorithmKind> {
-        let mut out: Vec<AlgorithmKind> = self
-            .clusters
+        self.clusters
             .iter()
             .flat_map(|(run, watched)| run.iter().filter(|k| !watched.contains(k)).copied())
-            .collect();
-        out.dedup();
-        out
+            .collect()
     }
 }
 
@@ -481,15 +478,12 @@ fn watch_step(
     opts: &BenchOptions,
     f_ms: u64,
     kinds: &[AlgorithmKind],
+    layout: &Layout,
     etcd_exe: Option<(&std::path::Path, bool)>,
     window: Duration,
     log: &dyn Fn(&str),
 ) -> anyhow::Result<Step> {
     let t = timing_for(f_ms);
-    // One cluster per algorithm (the question), or every algorithm as a group
-    // of one cluster (`--detect-one-cluster`); the algorithms no longer searching as
-    // load.
-    let layout = Layout::new(kinds, opts.detect_one_cluster);
     // The clusters that hold a watched group (polled, their histograms read), and the
     // ones run as load only.
     let mut clusters = Vec::new();
@@ -869,11 +863,11 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
         if etcd_searching {
             names.push("etcd");
         }
-        let mut load: Vec<&str> = Layout::new(&searching, opts.detect_one_cluster)
-            .ballast()
-            .iter()
-            .map(|k| k.as_str())
-            .collect();
+        // One cluster per algorithm (the question), or every algorithm as a
+        // group of one cluster (`--detect-one-cluster`); those no longer searching as
+        // load.
+        let layout = Layout::new(&searching, opts.detect_one_cluster);
+        let mut load: Vec<&str> = layout.ballast().iter().map(|k| k.as_str()).collect();
         if etcd.is_some() && !etcd_searching {
             load.push("etcd");
         }
@@ -889,7 +883,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
             names.join(", ")
         ));
         let exe = etcd.as_ref().map(|(p, _)| (p.as_path(), etcd_searching));
-        let step = watch_step(opts, f, &searching, exe, window, log)?;
+        let step = watch_step(opts, f, &searching, &layout, exe, window, log)?;
         for w in &step.watches {
             let verdict = if w.safe() { "safe" } else { "FAILED" };
             log(&format!(

@@ -19,6 +19,8 @@
 //! which outlive any process) holds a [`Graceful`]: the first signal then only sets
 //! [`requested`], which the section polls; a second one ends the bench as above.
 
+use electd::testkit::procs::children_of;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A section is running that stops by itself when [`requested`].
@@ -142,14 +144,14 @@ pub fn exiting() -> bool {
 fn stop_children_and_exit(sig: libc::c_int) -> ! {
     EXITING.store(true, Ordering::SeqCst);
     let me = std::process::id();
-    let children = children_of(me, std::path::Path::new("/proc"));
+    let children = children_of(me, Path::new("/proc"));
     eprintln!(
         "bench: {} received: killing its {} child processes {children:?} and leaving",
         name(sig),
         children.len()
     );
     kill_and_clean(me, &children);
-    kill_and_clean(me, &children_of(me, std::path::Path::new("/proc")));
+    kill_and_clean(me, &children_of(me, Path::new("/proc")));
     std::process::exit(128 + sig);
 }
 
@@ -170,12 +172,14 @@ fn kill_and_clean(me: u32, children: &[u32]) {
             libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0);
         }
     }
-    let suffix = format!("-{me}");
+    // The names the bench gives them: `…-{pid}` (clusters, etcd), `….{pid}`
+    // (keepalived), `…-{pid}.dd` (the detect section's writer).
+    let ends = [format!("-{me}"), format!(".{me}"), format!("-{me}.dd")];
     // KEEP asks the bench to keep its clusters' directories (`ProcCluster`).
     let dirs = if std::env::var_os("KEEP").is_some() {
         Vec::new()
     } else {
-        vec![std::env::temp_dir(), std::path::PathBuf::from("/var/tmp")]
+        vec![std::env::temp_dir(), Path::new("/var/tmp").to_path_buf()]
     };
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -183,76 +187,11 @@ fn kill_and_clean(me: u32, children: &[u32]) {
         };
         for e in entries.flatten() {
             let n = e.file_name().to_string_lossy().into_owned();
-            let ours = n.starts_with("electd-bench-")
-                && (n.ends_with(&suffix)
-                    || n.ends_with(&format!(".{me}"))
-                    || n.ends_with(&format!("{suffix}.dd")));
+            let ours = n.starts_with("electd-bench-") && ends.iter().any(|x| n.ends_with(x));
             if ours {
                 let p = e.path();
                 let _ = std::fs::remove_dir_all(&p).or_else(|_| std::fs::remove_file(&p));
             }
         }
-    }
-}
-
-/// The PIDs whose parent is `parent`, from `proc`'s `<pid>/stat` (the field after the
-/// command name, which is in parentheses and may hold any byte, so read after the last
-/// `)`).
-pub fn children_of(parent: u32, proc: &std::path::Path) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir(proc) else {
-        return Vec::new();
-    };
-    let mut out: Vec<u32> = entries
-        .flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            let after = &stat[stat.rfind(')')? + 1..];
-            let ppid: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
-            (ppid == parent).then_some(pid)
-        })
-        .collect();
-    out.sort_unstable();
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_children_are_read_from_proc_whatever_their_names() {
-        let dir = std::env::temp_dir().join(format!("electd-stop-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        for (pid, stat) in [
-            ("10", "10 (electd) S 7 10 10 0 -1"),
-            // A name with spaces and a parenthesis: the parent follows the last `)`.
-            ("11", "11 (a) S 3 (x) S 9 11 11 0 -1"),
-            ("12", "12 (sh) S 9 12 12 0 -1"),
-            ("13", "13 (etcd) R 7 13 13 0 -1"),
-        ] {
-            std::fs::create_dir_all(dir.join(pid)).unwrap();
-            std::fs::write(dir.join(pid).join("stat"), stat).unwrap();
-        }
-        // Not a process: no numeric name, or no stat.
-        std::fs::create_dir_all(dir.join("self")).unwrap();
-        std::fs::create_dir_all(dir.join("14")).unwrap();
-        assert_eq!(children_of(7, &dir), vec![10, 13]);
-        assert_eq!(children_of(9, &dir), vec![11, 12]);
-        assert!(children_of(1, &dir).is_empty());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn this_process_has_the_child_it_spawned() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .expect("spawn sleep");
-        let pid = child.id();
-        let found = children_of(std::process::id(), std::path::Path::new("/proc"));
-        let _ = child.kill();
-        let _ = child.wait();
-        assert!(found.contains(&pid), "{pid} not in {found:?}");
     }
 }

@@ -111,6 +111,27 @@ fn free_pair(held: &mut Vec<Box<dyn std::any::Any>>) -> std::io::Result<(SocketA
     Ok(addrs)
 }
 
+/// The PIDs whose parent is `parent`, from `proc`'s `<pid>/stat` (pass `/proc`). The
+/// parent is the field after the command name, which is in parentheses and may hold
+/// any byte, so it is read after the last `)`.
+pub fn children_of(parent: u32, proc: &Path) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir(proc) else {
+        return Vec::new();
+    };
+    let mut out: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let after = &stat[stat.rfind(')')? + 1..];
+            let ppid: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
+            (ppid == parent).then_some(pid)
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
 /// Make `dir` empty (removing what a previous run left) and write a fresh
 /// `cluster.key` in it.
 pub fn fresh_dir(dir: &Path) -> anyhow::Result<()> {
@@ -415,5 +436,46 @@ impl Drop for ProcCluster {
         } else if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_children_are_read_from_proc_whatever_their_names() {
+        let dir = std::env::temp_dir().join(format!("electd-children-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (pid, stat) in [
+            ("10", "10 (electd) S 7 10 10 0 -1"),
+            // A name with spaces and a parenthesis: the parent follows the last `)`.
+            ("11", "11 (a) S 3 (x) S 9 11 11 0 -1"),
+            ("12", "12 (sh) S 9 12 12 0 -1"),
+            ("13", "13 (etcd) R 7 13 13 0 -1"),
+        ] {
+            std::fs::create_dir_all(dir.join(pid)).unwrap();
+            std::fs::write(dir.join(pid).join("stat"), stat).unwrap();
+        }
+        // Not a process: no numeric name, or no stat.
+        std::fs::create_dir_all(dir.join("self")).unwrap();
+        std::fs::create_dir_all(dir.join("14")).unwrap();
+        assert_eq!(children_of(7, &dir), vec![10, 13]);
+        assert_eq!(children_of(9, &dir), vec![11, 12]);
+        assert!(children_of(1, &dir).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn this_process_has_the_child_it_spawned() {
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn sleep");
+        let pid = child.id();
+        let found = children_of(std::process::id(), Path::new("/proc"));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(found.contains(&pid), "{pid} not in {found:?}");
     }
 }
