@@ -420,5 +420,15 @@ fn read_file(path: &Path) -> Result<(String, &Path), ConfigError> {
         var: None,
         at: None,
     })?;
-    Ok((text, path.parent().unwrap_or(Path::new("."))))
+    Ok((text, base_dir(path)))
+}
+
+/// The directory relative paths in the configuration file `path` are resolved
+/// against: its own, `.` for a bare file name (whose `parent()` is the empty path,
+/// which names no directory: a state directory under it could not be created).
+fn base_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
 }

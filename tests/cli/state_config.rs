@@ -106,3 +106,27 @@ fn contradictions_name_the_key() {
     let err = load(&p, &[]).unwrap_err();
     assert!(err.contains("fiel"), "{err}");
 }
+
+#[test]
+fn a_config_named_bare_resolves_against_the_working_directory() {
+    // `--config electd.toml` (no directory part): its relative paths are the working
+    // directory's, and a missing state directory there is one `run` creates, as for
+    // `./electd.toml`. The bare name's parent is the empty path, which once made the
+    // directory look impossible to create.
+    let p = write(
+        "bare",
+        "\"bully\"",
+        "[state]\nfile = \"state/{node}.state\"",
+    );
+    let dir = p.parent().unwrap();
+    for name in ["electd.toml", "./electd.toml"] {
+        let out = crate::common::electd_command(&["config", "check", "--config", name])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {err}");
+        assert!(err.contains("creates it (mode 0700)"), "{name}: {err}");
+        assert!(!dir.join("state").exists(), "{name}: check creates nothing");
+    }
+}
