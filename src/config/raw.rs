@@ -205,7 +205,7 @@ pub(super) fn raw_config<'a>(
     }
 }
 
-pub(super) const SECTIONS: [(&str, &[&str]); 9] = [
+pub(super) const SECTIONS: [(&str, &[&str]); 10] = [
     (
         "timing",
         &[
@@ -240,8 +240,9 @@ pub(super) const SECTIONS: [(&str, &[&str]); 9] = [
     ("state", &["file", "ephemeral"]),
     ("lease", &["require_quorum", "clock_drift"]),
     ("process", &["realtime_priority"]),
+    ("policy", &["preempt", "preempt_delay"]),
 ];
-const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
+pub(super) const TOP: [&str; 3] = ["cluster", "node_id", "algorithms"];
 const NOT_CONFIG: [&str; 3] = ["ELECTD_LOG", "ELECTD_LOG_FORMAT", "ELECTD_CONFIG"];
 
 /// 1-based line and column of byte `offset` in `text`.
@@ -326,7 +327,7 @@ fn env_value(key: &str, value: &str) -> Result<toml::Value, String> {
             .map(toml::Value::Integer)
             .map_err(|_| format!("{:?} is not an integer", value.trim()))?,
         "insecure" | "check_source" | "pre_vote" | "check_quorum" | "ranked_timeouts"
-        | "ephemeral" | "require_quorum" | "batch_heartbeats" | "beat_thread" => {
+        | "ephemeral" | "require_quorum" | "batch_heartbeats" | "beat_thread" | "preempt" => {
             match value.trim().to_ascii_lowercase().as_str() {
                 "true" | "1" | "yes" | "on" => toml::Value::Boolean(true),
                 "false" | "0" | "no" | "off" => toml::Value::Boolean(false),

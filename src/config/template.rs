@@ -195,7 +195,7 @@ impl Template {
              heartbeat = \"100ms\"          # leader beacon period; must be below failure_timeout\n\
              failure_timeout = \"1s\"       # silence after which followers declare the leader lost\n\
              answer_timeout = \"300ms\"     # Bully T: wait for OK; above transport.retransmit\n\
-             coordinator_timeout = \"1s\"   # Bully T': wait for COORDINATOR; above answer_timeout\n\
+             coordinator_timeout = \"1s\"   # Bully T': wait for COORDINATOR; above 2 T + retransmit\n\
              election_timeout = \"1s..2s\"  # Raft randomized timeout; above heartbeat\n"
         );
         let mcast = match self.multicast {

@@ -540,6 +540,93 @@ fn every_override_is_read_in_its_keys_type() {
     let c = parse_env(&head(""), &[("ELECTD_TRANSPORT_BEAT_THREAD", "no")], None)
         .expect("a boolean override");
     assert!(!c.beat_thread);
+    // `[policy]`'s own keys too (they were refused as unknown variables while the
+    // example file promised every scalar key).
+    let c = parse_env(&head(""), &[("ELECTD_POLICY_PREEMPT", "off")], None)
+        .expect("a boolean override");
+    assert!(!c.options.policy.preempt.preempt);
+    let c = parse_env(
+        &head(""),
+        &[("ELECTD_POLICY_PREEMPT_DELAY", "1500ms")],
+        None,
+    )
+    .expect("a duration override");
+    assert!(c.options.policy.preempt.preempt);
+    assert_eq!(c.options.policy.preempt.delay, Duration::from_millis(1500));
+    fails(
+        parse_env(&head(""), &[("ELECTD_POLICY_PREEMPT_DELAY", "soon")], None),
+        "policy.preempt_delay",
+        "not a duration",
+    );
+}
+
+/// The key reference (deploy/systemd/electd.toml.example, README: "every key, its
+/// constraints and the ELECTD_* environment overrides") and the overrides agree: every
+/// key an `ELECTD_<SECTION>_<KEY>` variable sets is written in its section there
+/// (`transport.beat_thread` was not), and every key written in a single table there
+/// can be set by one (`[policy]`'s could not, while the file said every scalar key).
+#[test]
+fn the_example_file_documents_exactly_the_overridable_keys() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/systemd/electd.toml.example"
+    );
+    let text = std::fs::read_to_string(path).expect("the example file");
+    let mut written: Vec<(String, String)> = Vec::new();
+    let mut section = String::new();
+    for line in text.lines() {
+        let bare = line.trim_start_matches('#').trim();
+        // A table header, written or commented out: `[timing]`, `# [[check]]`.
+        if let Some(name) = bare
+            .split('#')
+            .next()
+            .map(str::trim)
+            .filter(|h| h.starts_with('[') && h.ends_with(']'))
+        {
+            section = name.trim_matches(|c| c == '[' || c == ']').to_string();
+            continue;
+        }
+        let Some((key, _)) = bare.split_once('=') else {
+            continue;
+        };
+        let key = key.trim();
+        if !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+            written.push((section.clone(), key.to_string()));
+        }
+    }
+    let has = |s: &str, k: &str| written.iter().any(|(ws, wk)| ws == s && wk == k);
+    for (section, keys) in raw::SECTIONS {
+        for key in keys {
+            // The older spelling is named in the text of [state], not written as a key.
+            let older = (section, *key) == ("raft", "state_file")
+                && text.contains("[raft] state_file is the older spelling");
+            assert!(
+                has(section, key) || older,
+                "{section}.{key} is overridable but not written in [{section}] of {path}"
+            );
+        }
+    }
+    for key in raw::TOP {
+        assert!(has("", key), "top-level {key} is not written in {path}");
+    }
+    for (section, key) in &written {
+        let single = raw::SECTIONS.iter().find(|(s, _)| s == section);
+        match single {
+            Some((_, keys)) => assert!(
+                keys.contains(&key.as_str()),
+                "{section}.{key} is written in {path} but no ELECTD_ variable sets it"
+            ),
+            None if section.is_empty() => assert!(raw::TOP.contains(&key.as_str()), "{key}"),
+            // [[peer]], [[check]], [[vip]], [lease.<algorithm>], [policy.<algorithm>]:
+            // the file says these come from the file only.
+            None => assert!(
+                ["peer", "check", "vip"].contains(&section.as_str())
+                    || section.starts_with("lease.")
+                    || section.starts_with("policy."),
+                "[{section}] in {path} is neither a single table nor one the file excludes"
+            ),
+        }
+    }
 }
 
 #[test]
@@ -567,4 +654,30 @@ mod family {
         assert!(reachable_from(a("[fd00::1]:1"), a("[fd00::2]:1")));
         assert!(!reachable_from(a("[fd00::1]:1"), a("10.0.0.2:1")));
     }
+}
+
+/// The cluster name's bound is 64 characters, as the docs and the error say, not 64
+/// bytes: a name of non-ASCII letters is held to the same count.
+#[test]
+fn the_cluster_name_is_counted_in_characters() {
+    let named = |name: &str| {
+        format!("cluster = \"{name}\"\nnode_id = 2\nalgorithms = [\"bully\"]\n[security]\ninsecure = true\n{ROSTER}")
+    };
+    let c = parse_env(&named(&"é".repeat(64)), &[], None).expect("64 characters, 128 bytes");
+    assert_eq!(c.cluster.chars().count(), 64);
+    fails(
+        parse_env(&named(&"é".repeat(65)), &[], None),
+        "cluster",
+        "1 to 64 characters",
+    );
+    fails(
+        parse_env(&named(&"a".repeat(65)), &[], None),
+        "cluster",
+        "1 to 64 characters",
+    );
+    fails(
+        parse_env(&named(" "), &[], None),
+        "cluster",
+        "1 to 64 characters",
+    );
 }

@@ -90,7 +90,7 @@ impl Validator<'_> {
                 "missing (a name shared by every node of the cluster)",
             )
         })?;
-        if cluster.trim().is_empty() || cluster.len() > 64 {
+        if cluster.trim().is_empty() || cluster.chars().count() > 64 {
             return Err(self.err("cluster", "must be 1 to 64 characters"));
         }
 
