@@ -36,10 +36,8 @@ mod tests;
 pub use labels::invalid_reasons;
 pub(crate) use labels::{election_buckets, failover_buckets};
 #[cfg(test)]
-use labels::{
-    known_message_types, ERROR_CLASSES, HOOK_RESULTS, KEY_RELOAD_RESULTS, SEND_ERROR_KINDS,
-};
-use labels::{process_registry, zero_known_series};
+use labels::{known_message_types, HOOK_RESULTS, KEY_RELOAD_RESULTS, SEND_ERROR_KINDS};
+use labels::{process_registry, zero_known_series, ERROR_CLASSES};
 use sync::Exported;
 
 /// Per-algorithm slots of [`Exported`], indexed by `AlgorithmKind as usize`.
@@ -341,12 +339,18 @@ impl Metrics {
         )?;
         let errors = counter_vec(
             "errors_total",
-            "Runtime failures without a counter of their own, by class (state_write, receive, resolve).",
+            &format!(
+                "Runtime failures without a counter of their own, by class ({}).",
+                ERROR_CLASSES.join(", ")
+            ),
             &["class"],
         )?;
         let health = gauge_vec(
             "health",
-            "1 while a health check passes, 0 while it fails (check: send, persist, roster); /healthz answers 503 while any is 0.",
+            &format!(
+                "1 while a health check passes, 0 while it fails (check: {}); /healthz answers 503 while any is 0.",
+                crate::daemon::shared::HEALTH_CHECKS.join(", ")
+            ),
             &["check"],
         )?;
         for check in crate::daemon::shared::HEALTH_CHECKS {

@@ -363,3 +363,52 @@ fn the_first_election_is_counted_by_series_that_existed_before_it() {
         }
     }
 }
+
+/// The HELP of a labelled series names every label value the code exports (it is
+/// built from the same constants), as docs/observability.md does.
+#[test]
+fn the_help_of_errors_and_health_lists_every_label_value() {
+    let m = Metrics::new(4, &AlgorithmKind::ALL).expect("registry");
+    let text = m.encode();
+    let help = |name: &str| -> String {
+        let prefix = format!("# HELP {name} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no HELP for {name}"))
+            .to_string()
+    };
+    let errors = help("electd_errors_total");
+    for class in ERROR_CLASSES {
+        assert!(errors.contains(class), "{class}: {errors}");
+    }
+    let health = help("electd_health");
+    for check in crate::daemon::shared::HEALTH_CHECKS {
+        assert!(health.contains(check), "{check}: {health}");
+    }
+}
+
+/// docs/observability.md's table of alerts lists exactly the alerts of the shipped
+/// rules (two of them, the `[[vip]]` ones, were missing from it).
+#[test]
+fn the_alert_table_lists_every_shipped_alert() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let rules = std::fs::read_to_string(format!("{root}/deploy/prometheus/rules/electd.rules.yml"))
+        .expect("rules");
+    let doc = std::fs::read_to_string(format!("{root}/docs/observability.md")).expect("doc");
+    let shipped: std::collections::BTreeSet<&str> = rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- alert:"))
+        .map(str::trim)
+        .collect();
+    let table: std::collections::BTreeSet<&str> = doc
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `Electd"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    let table: std::collections::BTreeSet<String> =
+        table.into_iter().map(|n| format!("Electd{n}")).collect();
+    let shipped: std::collections::BTreeSet<String> =
+        shipped.into_iter().map(String::from).collect();
+    assert!(shipped.len() >= 11, "{shipped:?}");
+    assert_eq!(table, shipped, "the alert table against the rules file");
+}
