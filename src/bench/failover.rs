@@ -45,6 +45,61 @@ pub struct FailoverRun {
     pub timeouts: usize,
     /// Leaders that did not rejoin before the next action (skipped iterations).
     pub recoveries_failed: usize,
+    /// Each sample of `samples_ms` (same order) taken apart by the survivors' own
+    /// stamps, so that a slow one says where its time went.
+    pub phases: Vec<Phases>,
+}
+
+/// One timed failover taken apart by the survivors' own stamps (`at_us` of their
+/// `/watch` events; the bench and the nodes share one machine and one clock). `None`
+/// where a stamp is missing (a node without them, or no event without a leader: a
+/// survivor may go from the old leader straight to the new one).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Phases {
+    /// The action → the first survivor's event without a leader (its detection).
+    pub detect_ms: Option<f64>,
+    /// That detection → the last survivor's adoption of the new leader.
+    pub elect_ms: Option<f64>,
+    /// The action → the last adoption, by the survivors' stamps: the failover as the
+    /// nodes lived it.
+    pub stamped_ms: Option<f64>,
+    /// The last adoption's stamp → its event's arrival at the bench: what the bench's
+    /// reading added (its reader threads wait for a core like anyone).
+    pub deliver_ms: Option<f64>,
+}
+
+impl Phases {
+    /// The phases of a failover timed from `t0_us` (Unix µs, just before the action),
+    /// the first survivor's loss at `lost_us`, the last adoption at `adopted_us`, and
+    /// its event's arrival `arrived_ms` after the action.
+    pub fn of(
+        t0_us: u64,
+        lost_us: Option<u64>,
+        adopted_us: Option<u64>,
+        arrived_ms: f64,
+    ) -> Phases {
+        let span = |a: u64, b: u64| b.saturating_sub(a) as f64 / 1e3;
+        let stamped = adopted_us.map(|a| span(t0_us, a));
+        Phases {
+            detect_ms: lost_us.map(|l| span(t0_us, l)),
+            elect_ms: lost_us.zip(adopted_us).map(|(l, a)| span(l, a)),
+            stamped_ms: stamped,
+            deliver_ms: stamped.map(|s| (arrived_ms - s).max(0.0)),
+        }
+    }
+
+    /// "detection 95.2 + election 8.1 ms; delivery to the bench 0.3 ms", as far as known.
+    pub fn describe(&self) -> String {
+        let f = |v: Option<f64>| v.map_or("?".to_string(), |v| format!("{v:.1}"));
+        format!(
+            "detection {} + election {} ms (adopted {} ms after the action by the nodes' stamps); \
+             delivery to the bench {} ms",
+            f(self.detect_ms),
+            f(self.elect_ms),
+            f(self.stamped_ms),
+            f(self.deliver_ms)
+        )
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -189,6 +244,7 @@ pub(super) fn measure(
     let all = c.ids();
     let hb = Duration::from_millis(t.heartbeat_ms);
     let mut samples = Vec::with_capacity(count);
+    let mut phases = Vec::with_capacity(count);
     let mut flagged = Vec::new();
     let limit = detection_limit_ms(kind, t.failure_ms, t.election_min_ms, t.heartbeat_ms);
     let (mut timeouts, mut recoveries_failed) = (0, 0);
@@ -225,6 +281,13 @@ pub(super) fn measure(
         }
         match w.wait_agreement(&survivors, t0 + Duration::from_secs(5)) {
             Some((new, at)) => {
+                let arrived = ms(at.saturating_duration_since(t0));
+                let taken_apart = Phases::of(
+                    t0_us,
+                    w.first_lost_us(&survivors, t0_us),
+                    w.adopted_span_us(&survivors, new).map(|(_, last)| last),
+                    arrived,
+                );
                 let took = match clock {
                     Clock::Arrival => ms(at.saturating_duration_since(t0)),
                     // No stamp (an older node): the arrival, an upper bound.
@@ -251,6 +314,7 @@ pub(super) fn measure(
                     });
                 } else {
                     samples.push(took);
+                    phases.push(taken_apart);
                 }
             }
             None => {
@@ -294,6 +358,7 @@ pub(super) fn measure(
         flagged,
         timeouts,
         recoveries_failed,
+        phases,
     })
 }
 

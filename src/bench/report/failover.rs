@@ -101,6 +101,7 @@ pub(super) fn failover(s: &mut String, r: &Results) {
                 flagged.join("\n")
             );
         }
+        phases(s, f, mode);
         // The plot is written only when the mode has runs (`plot::failover`).
         if f.runs.iter().any(|x| x.mode == mode) {
             let _ = writeln!(s, "\n![failover {mode}](failover-{mode}.svg)\n");
@@ -134,6 +135,81 @@ pub(super) fn failover(s: &mut String, r: &Results) {
             )
         }
     );
+}
+
+/// A mode's samples taken apart by the survivors' own stamps: how long the nodes took
+/// against how long the bench took to read it, and where the time of every sample over
+/// 1.3 × failure_timeout (the p99 target of the Bully and ring families) went.
+fn phases(s: &mut String, f: &crate::bench::failover::FailoverResults, mode: &str) {
+    use crate::bench::Stats;
+    let runs: Vec<_> = f
+        .runs
+        .iter()
+        .filter(|x| x.mode == mode && !x.phases.is_empty())
+        .collect();
+    if runs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nThe same samples by the survivors' own stamps (`at_us` of their `/watch` events, \
+         one machine and one clock): `stamped` runs from the action to the last adoption as \
+         the nodes stamped it, `delivery` from that stamp to the event's arrival at the \
+         bench, whose reader threads wait for a core like the nodes.\n"
+    );
+    header(
+        s,
+        &[
+            "algorithm",
+            "stamped median ms",
+            "stamped max ms",
+            "delivery median ms",
+            "delivery max ms",
+            "detection median ms",
+            "election median ms",
+        ],
+    );
+    let of = |v: Vec<f64>| (!v.is_empty()).then(|| Stats::of(&v));
+    let cell = |st: &Option<Stats>, pick: fn(&Stats) -> f64| {
+        st.as_ref()
+            .map_or("-".to_string(), |x| format!("{:.1}", pick(x)))
+    };
+    let mut slow = Vec::new();
+    let bound = 1.3 * f.timing.failure_ms as f64;
+    for run in &runs {
+        let stamped = of(run.phases.iter().filter_map(|p| p.stamped_ms).collect());
+        let deliver = of(run.phases.iter().filter_map(|p| p.deliver_ms).collect());
+        let detect = of(run.phases.iter().filter_map(|p| p.detect_ms).collect());
+        let elect = of(run.phases.iter().filter_map(|p| p.elect_ms).collect());
+        row(
+            s,
+            &[
+                run.algorithm.to_string(),
+                cell(&stamped, |x| x.median),
+                cell(&stamped, |x| x.max),
+                cell(&deliver, |x| x.median),
+                cell(&deliver, |x| x.max),
+                cell(&detect, |x| x.median),
+                cell(&elect, |x| x.median),
+            ],
+        );
+        for (ms, p) in run.samples_ms.iter().zip(&run.phases) {
+            if *ms > bound {
+                slow.push(format!(
+                    "- {}: {ms:.1} ms = {}",
+                    run.algorithm,
+                    p.describe()
+                ));
+            }
+        }
+    }
+    if !slow.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nSamples over 1.3 × failure_timeout ({bound:.0} ms), taken apart:\n\n{}",
+            slow.join("\n")
+        );
+    }
 }
 
 /// Raft beside etcd under one poll-based driver; left out of the report when `--only`

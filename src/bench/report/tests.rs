@@ -44,6 +44,12 @@ fn fixture() -> Results {
                 ratio: stats(base / 100.0),
                 timeouts: usize::from(mode == "pause"),
                 recoveries_failed: 0,
+                phases: vec![failover::Phases::of(
+                    1_000_000,
+                    Some(1_000_000 + (base * 900.0) as u64),
+                    Some(1_000_000 + (base * 1000.0) as u64),
+                    base + 0.5,
+                )],
             });
         }
     }
@@ -419,4 +425,33 @@ fn a_run_beside_etcd_without_a_measured_round_shows_no_figures() {
     assert!(!t.met);
     assert!(t.measured.starts_with("not measured"), "{}", t.measured);
     assert!(t.note.contains("not run: no stable leader"), "{}", t.note);
+}
+
+/// Every failover over 1.3 × failure_timeout is taken apart in the report by the nodes'
+/// stamps, so that a slow stretch says whether the nodes or the bench's reading were
+/// slow; one within it is not listed.
+#[test]
+fn a_slow_failover_is_taken_apart_by_the_nodes_stamps() {
+    use crate::bench::failover::Phases;
+    let p = Phases::of(1_000_000, Some(1_095_000), Some(1_103_500), 548.25);
+    assert_eq!(p.detect_ms, Some(95.0));
+    assert_eq!(p.elect_ms, Some(8.5));
+    assert_eq!(p.stamped_ms, Some(103.5));
+    assert_eq!(p.deliver_ms, Some(444.75));
+    // Missing stamps are unknown, not zero.
+    let none = Phases::of(1_000_000, None, None, 120.0);
+    assert_eq!(none, Phases::default());
+    assert!(none.describe().contains("detection ? + election ?"));
+
+    let r = fixture();
+    let md = markdown(&r);
+    let bound = 1.3 * r.failover.timing.failure_ms as f64;
+    let sigkill =
+        &md[md.find("### sigkill").expect("sigkill")..md.find("### pause").expect("pause")];
+    assert!(sigkill.contains("stamped median ms"), "{sigkill}");
+    for run in r.failover.runs.iter().filter(|x| x.mode == "sigkill") {
+        let ms = run.samples_ms[0];
+        let listed = format!("- {}: {ms:.1} ms = detection", run.algorithm);
+        assert_eq!(sigkill.contains(&listed), ms > bound, "{listed}\n{sigkill}");
+    }
 }
