@@ -175,6 +175,19 @@ pub(crate) fn deadlines(
     }
 }
 
+/// When a command stopped at `now` (an answer that the node no longer leads, or a new
+/// term) gets its SIGKILL: `grace` later, but never after the SIGKILL the last
+/// confirmation's deadlines set (`last`, from [`deadlines`]): with a lease that one
+/// lands before the lease ends, and the whole grace from now would outlive it.
+pub(crate) fn kill_when_stopped(
+    now: Instant,
+    grace: Duration,
+    last: Option<(Instant, Instant)>,
+) -> Instant {
+    let by_grace = now + grace;
+    last.map_or(by_grace, |(_, kill_at)| by_grace.min(kill_at))
+}
+
 fn address(args: &ExecArgs) -> anyhow::Result<SocketAddr> {
     local_address(args.url.as_deref(), args.config.as_deref(), args.node_id)
 }
@@ -373,6 +386,7 @@ async fn supervise(args: ExecArgs, addr: SocketAddr, lock: ExecLock) -> anyhow::
                     _ => asked,
                 };
                 leading_since = Some((since, a.term));
+                let before = confirmed;
                 confirmed = Some(deadlines(asked, args.timeout, args.grace, a.lease));
                 if let Some(r) = running.as_mut() {
                     if r.stopping.is_none() && r.term != a.term {
@@ -390,7 +404,8 @@ async fn supervise(args: ExecArgs, addr: SocketAddr, lock: ExecLock) -> anyhow::
                             "new term, same leader: restarting the command under the new token"
                         );
                         signal_group(r.pgid, libc::SIGTERM);
-                        r.stopping = Some(Instant::now() + args.grace);
+                        // The old term's lease still bounds the old copy.
+                        r.stopping = Some(kill_when_stopped(Instant::now(), args.grace, before));
                     }
                 }
                 let settled = asked.saturating_duration_since(since) >= settle;
@@ -403,14 +418,14 @@ async fn supervise(args: ExecArgs, addr: SocketAddr, lock: ExecLock) -> anyhow::
             other => {
                 leading_since = None;
                 if let Some(a) = &other {
-                    // An answer that this node does not lead: stop now.
-                    confirmed = None;
+                    // An answer that this node does not lead: stop now, and kill by
+                    // the last confirmation's lease at the latest.
+                    let last = confirmed.take();
                     if let Some(r) = running.as_mut() {
                         if r.stopping.is_none() {
                             tracing::info!(leader = ?a.leader, "not leading any more: stopping the command");
                             signal_group(r.pgid, libc::SIGTERM);
-                            let kill_at = Instant::now() + args.grace;
-                            r.stopping = Some(kill_at);
+                            r.stopping = Some(kill_when_stopped(Instant::now(), args.grace, last));
                         }
                     }
                 } else if running.is_none() && args.once && stopped_once {
@@ -593,5 +608,26 @@ mod tests {
             assert!(term_at <= t + ms(timeout));
             assert!(term_at < kill_at || grace == 0);
         }
+    }
+
+    /// A command stopped by an answer "not leading" (or a new term) is killed by the
+    /// lease of the last confirmation, not a whole grace later: the paused Raft leader
+    /// of the audit had 435 ms of lease and its copy ran 1 s, past the next leader's
+    /// election.
+    #[test]
+    fn a_stop_keeps_the_lease_of_the_last_confirmation() {
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let last = deadlines(t, ms(300), ms(1000), Some(ms(435)));
+        let now = t + ms(50);
+        let kill = kill_when_stopped(now, ms(1000), Some(last));
+        assert_eq!(kill, last.1);
+        assert!(kill <= t + ms(435));
+        // Without a lease the whole grace from the stop, which comes before the
+        // confirmation's own deadline.
+        let last = deadlines(t, ms(300), ms(1000), None);
+        assert_eq!(kill_when_stopped(now, ms(1000), Some(last)), now + ms(1000));
+        // No confirmation kept (the command was never confirmed): the grace.
+        assert_eq!(kill_when_stopped(now, ms(200), None), now + ms(200));
     }
 }

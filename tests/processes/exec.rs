@@ -21,6 +21,8 @@ struct FakeDaemon {
     addr: SocketAddr,
     leads: Arc<AtomicBool>,
     term: Arc<AtomicU64>,
+    /// The lease it reports while leading, in ms (0: `"lease":"none"`).
+    lease_ms: Arc<AtomicU64>,
     first_request: Arc<Mutex<Option<Instant>>>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -35,11 +37,13 @@ impl FakeDaemon {
         let first_request = Arc::new(Mutex::new(None));
         let stop = Arc::new(AtomicBool::new(false));
         let term = Arc::new(AtomicU64::new(3));
-        let (l, f, s, tm) = (
+        let lease_ms = Arc::new(AtomicU64::new(0));
+        let (l, f, s, tm, ls) = (
             leads.clone(),
             first_request.clone(),
             stop.clone(),
             term.clone(),
+            lease_ms.clone(),
         );
         let thread = std::thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
@@ -59,8 +63,13 @@ impl FakeDaemon {
                 }
                 f.lock().unwrap().get_or_insert_with(Instant::now);
                 let leader = l.load(Ordering::Relaxed);
+                let lease = match ls.load(Ordering::Relaxed) {
+                    0 => r#""lease":"none""#.to_string(),
+                    ms if leader => format!(r#""lease":"quorum","lease_remaining_ms":{ms}"#),
+                    _ => r#""lease":"quorum","lease_remaining_ms":0"#.to_string(),
+                };
                 let body = format!(
-                    r#"{{"node":1,"algorithm":"bully","leader":{},"is_leader":{leader},"term":{},"paused":false,"lease":"none"}}"#,
+                    r#"{{"node":1,"algorithm":"bully","leader":{},"is_leader":{leader},"term":{},"paused":false,{lease}}}"#,
                     if leader { "1" } else { "2" },
                     tm.load(Ordering::Relaxed)
                 );
@@ -80,6 +89,7 @@ impl FakeDaemon {
             addr,
             leads,
             term,
+            lease_ms,
             first_request,
             stop,
             thread: Some(thread),
@@ -357,6 +367,42 @@ fn a_new_term_of_the_same_leader_restarts_the_command_under_the_new_token() {
         dead(second).then_some(())
     });
     assert_eq!(term, 4);
+    drop(daemon);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// docs/exec.md: with a lease, "the grace is shortened so that the SIGKILL lands before
+/// the lease ends". An answer that the node no longer leads used to give the command
+/// the whole `--grace` from that answer: a copy that ignores SIGTERM ran on past the
+/// lease of its last confirmation, beside the next leader (the audit's paused Raft
+/// leader: 435 ms of lease left, killed 1 s later). Here the lease is 1 s and the grace
+/// 30 s: the copy must be gone long before the grace (the build before this test
+/// killed it 30 s after the answer).
+#[test]
+fn a_copy_that_ignores_sigterm_is_killed_by_the_lease_not_the_grace() {
+    let d = scratch("lease-kill");
+    let daemon = FakeDaemon::start(true);
+    daemon.lease_ms.store(1000, Ordering::Relaxed);
+    let own = d.join("own");
+    let script = format!(
+        "trap '' TERM; echo $$ > {}.tmp && mv {}.tmp {}; while :; do sleep 1; done",
+        own.display(),
+        own.display(),
+        own.display()
+    );
+    let mut child = exec(
+        &d,
+        daemon.addr,
+        &["--settle", "0", "--grace", "30s"],
+        &["sh", "-c", &script],
+    );
+    let pid = wait_for("the command to start", || pid_in(&own));
+    daemon.leads.store(false, Ordering::Relaxed);
+    // DEADLINE (20 s) is below the grace: only the lease's deadline can end it in time.
+    wait_for("the copy to be killed by its lease", || {
+        dead(pid).then_some(())
+    });
+    assert!(stop(&mut child).is_some_and(|s| s.success()));
     drop(daemon);
     let _ = std::fs::remove_dir_all(&d);
 }
