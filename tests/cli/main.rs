@@ -14,3 +14,4 @@ mod config_init;
 mod config_probes;
 mod state_config;
 mod view;
+mod vip_hook;
