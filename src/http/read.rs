@@ -149,7 +149,8 @@ struct Leader {
     /// This node may act as the leader now: it leads, is not paused and, where the
     /// group keeps a lease, holds it. Exactly when `/is-leader` answers 200.
     is_leader: bool,
-    /// Why not, when this node believes it leads but `is_leader` is false.
+    /// Why not, when the node is paused (it names no leader then: it stopped as a
+    /// crashed node would) or believes it leads but `is_leader` is false.
     #[serde(skip_serializing_if = "Option::is_none")]
     why: Option<String>,
     term: u64,
@@ -173,10 +174,11 @@ fn view(shared: &Shared, kind: AlgorithmKind) -> Result<Leader, ApiError> {
     let (lease, lease_remaining_ms) = g.lease.remaining();
     let paused = shared.is_paused();
     let leads = g.leader == Some(shared.node);
-    let why = if !leads {
-        None
-    } else if paused {
+    let why = if paused {
+        // Whether or not it led: a pause publishes every group without a leader.
         Some("paused: the node simulates a crash (POST /admin/resume)".to_string())
+    } else if !leads {
+        None
     } else if lease_remaining_ms == Some(0) {
         Some(
             "leads, but holds no lease: no majority has answered its heartbeats recently \

@@ -311,6 +311,19 @@ async fn pause_makes_the_node_look_down_and_resume_brings_it_back() {
     assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(r.json()["is_leader"], false, "{}", r.body);
     assert!(r.json()["why"].as_str().unwrap_or("").contains("paused"));
+    // The real runtime publishes a paused node's groups without a leader (as a crash
+    // would leave them): `why` still says it is paused (docs/leases.md; it was absent).
+    s.publish_status(vec![view(Bully, Some(5), 1), view(Raft, None, 4)]);
+    for algorithm in ["raft", "bully"] {
+        let r = get(a, &format!("/is-leader?algorithm={algorithm}")).await;
+        assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
+        assert_eq!(r.json()["is_leader"], false, "{}", r.body);
+        assert!(
+            r.json()["why"].as_str().unwrap_or("").contains("paused"),
+            "{}",
+            r.body
+        );
+    }
     assert_eq!(get(a, "/status").await.json()["paused"], true);
     let r = call(
         a,
