@@ -1244,6 +1244,7 @@ def self_test():
     assert d == want, "spoof.py does not encode docs/wire.md's bully-coordinator vector"
     print("self-test: spoof.py encodes docs/wire.md's raft-heartbeat and bully-coordinator "
           "vectors exactly")
+    doc_table_check()
     tmp = tempfile.mkdtemp(prefix="nemesis-selftest.")
     failures = []
     try:
@@ -1271,6 +1272,54 @@ def self_test():
         return 1
     print("self-test: every planted anomaly was flagged, the clean run was not")
     return 0
+
+
+# docs/nemesis.md's table of bounds: its rows (as written there) and the model rows.
+DOC_ROWS = {"leader killed (j = 0)": "killed", "SIGCONT (resumed)": "resumed",
+            "healed": "healed", "restarted, undrained": "rejoined",
+            "killed under 30 % loss": "loss", "drain, transfer": "resigned"}
+DOC_FURTHER = "per further node down or cut off (Bully family: or drained), added"
+
+
+def doc_table_check():
+    """docs/nemesis.md's table of bounds is this model at the nemesis timing: every
+    number of it, and the "per further node" row's text read as the increments from
+    j = 0 to 1, 1 to 2 and 2 to 3 (its ring figure once said 3500 where the model
+    adds 4500). Raises AssertionError naming the cell."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "nemesis.md")
+    t = {"heartbeat": 50, "failure_timeout": 500, "answer_timeout": 150,
+         "coordinator_timeout": 500, "election_min": 500, "election_max": 1000,
+         "retransmit": 50}
+    n, obs = 5, observation_ms(0.1)
+    cells = {}
+    for line in open(path, encoding="utf-8"):
+        parts = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(parts) == 1 + len(ALGORITHMS) and (parts[0] in DOC_ROWS or parts[0] == DOC_FURTHER):
+            cells[parts[0]] = parts[1:]
+    missing = set(DOC_ROWS) | {DOC_FURTHER}
+    assert set(cells) == missing, f"docs/nemesis.md: rows {sorted(missing - set(cells))} not found"
+    for text, row in DOC_ROWS.items():
+        for alg, cell in zip(ALGORITHMS, cells[text]):
+            want = round(model_row_ms(alg, row, t, n) + obs)
+            assert int(cell) == want, f"docs/nemesis.md, {text!r}, {alg}: {cell} but the model says {want}"
+    for alg, cell in zip(ALGORITHMS, cells[DOC_FURTHER]):
+        m = [model_row_ms(alg, "killed", t, n, j) for j in range(4)]
+        model = [round(b - a) for a, b in zip(m, m[1:])]
+        if cell == "0":
+            doc = [0, 0, 0]
+        elif (g := re.fullmatch(r"(\d+) \(\+ (\d+) once\)", cell)):
+            a, b = int(g[1]), int(g[2])
+            doc = [a + b, a, a]
+        elif (g := re.fullmatch(r"(\d+) from the second \(\+ (\d+) once\)", cell)):
+            a, b = int(g[1]), int(g[2])
+            doc = [0, a + b, a]
+        elif (g := re.fullmatch(r"(\d+) \(\+ (\d+) once from the second\)", cell)):
+            a, b = int(g[1]), int(g[2])
+            doc = [a, a + b, a]
+        else:
+            raise AssertionError(f"docs/nemesis.md, per further node, {alg}: cannot read {cell!r}")
+        assert doc == model, f"docs/nemesis.md, per further node, {alg}: {cell!r} reads {doc}, the model adds {model}"
+    print("self-test: docs/nemesis.md's table of bounds is the model's at the nemesis timing")
 
 
 def main():
