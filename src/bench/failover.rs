@@ -66,6 +66,18 @@ pub struct Phases {
     /// The last adoption's stamp → its event's arrival at the bench: what the bench's
     /// reading added (its reader threads wait for a core like anyone).
     pub deliver_ms: Option<f64>,
+    /// Each survivor's own stamps, ms after the action: when it last said it had no
+    /// leader (its detection, or an election reaching it) and when it adopted the new
+    /// leader; which survivor was late, and at what.
+    pub survivors: Vec<SurvivorStamps>,
+}
+
+/// One survivor's stamps in a failover (see [`Phases::survivors`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SurvivorStamps {
+    pub node: NodeId,
+    pub lost_ms: Option<f64>,
+    pub adopted_ms: Option<f64>,
 }
 
 impl Phases {
@@ -85,20 +97,48 @@ impl Phases {
             elect_ms: lost_us.zip(adopted_us).map(|(l, a)| span(l, a)),
             stamped_ms: stamped,
             deliver_ms: stamped.map(|s| (arrived_ms - s).max(0.0)),
+            survivors: Vec::new(),
         }
+    }
+
+    /// With each survivor's (node, lost, adopted) stamps, Unix µs, taken from `t0_us`.
+    pub fn with_survivors(
+        mut self,
+        t0_us: u64,
+        stamps: &[(NodeId, Option<u64>, Option<u64>)],
+    ) -> Phases {
+        let rel = |t: Option<u64>| t.filter(|&t| t >= t0_us).map(|t| (t - t0_us) as f64 / 1e3);
+        self.survivors = stamps
+            .iter()
+            .map(|&(node, lost, adopted)| SurvivorStamps {
+                node,
+                lost_ms: rel(lost),
+                adopted_ms: rel(adopted),
+            })
+            .collect();
+        self
     }
 
     /// "detection 95.2 + election 8.1 ms; delivery to the bench 0.3 ms", as far as known.
     pub fn describe(&self) -> String {
         let f = |v: Option<f64>| v.map_or("?".to_string(), |v| format!("{v:.1}"));
-        format!(
+        let mut s = format!(
             "detection {} + election {} ms (adopted {} ms after the action by the nodes' stamps); \
              delivery to the bench {} ms",
             f(self.detect_ms),
             f(self.elect_ms),
             f(self.stamped_ms),
             f(self.deliver_ms)
-        )
+        );
+        if !self.survivors.is_empty() {
+            let each: Vec<String> = self
+                .survivors
+                .iter()
+                .map(|x| format!("{} {} → {}", x.node, f(x.lost_ms), f(x.adopted_ms)))
+                .collect();
+            s += &format!("; per survivor, lost → adopted (ms): {}", each.join(", "));
+        }
+        s
     }
 }
 
@@ -133,7 +173,10 @@ pub fn plan(quick: bool) -> (Vec<AlgorithmKind>, usize) {
 
 pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<FailoverResults> {
     let timing = ClusterTiming::failover();
-    let (algorithms, planned) = plan(opts.quick);
+    let (mut algorithms, planned) = plan(opts.quick);
+    if !opts.algorithms.is_empty() {
+        algorithms = opts.algorithms.clone();
+    }
     let per_mode = opts.failover_samples.unwrap_or(planned).max(1);
     let modes: Vec<&'static str> = MODES
         .into_iter()
@@ -287,7 +330,8 @@ pub(super) fn measure(
                     w.first_lost_us(&survivors, t0_us),
                     w.adopted_span_us(&survivors, new).map(|(_, last)| last),
                     arrived,
-                );
+                )
+                .with_survivors(t0_us, &w.stamps(&survivors));
                 let took = match clock {
                     Clock::Arrival => ms(at.saturating_duration_since(t0)),
                     // No stamp (an older node): the arrival, an upper bound.

@@ -56,7 +56,7 @@ pub struct BenchOptions {
     pub failover_modes: Vec<String>,
     /// Node counts of the `scale-cold` section (empty: its default plan).
     pub nodes: Vec<usize>,
-    /// Algorithms of the `scale-cold` section (empty: all).
+    /// Algorithms of the `failover` and `scale-cold` sections (empty: all).
     pub algorithms: Vec<electd::contract::algorithm::AlgorithmKind>,
     /// Cold starts per algorithm and N of the `scale-cold` section's separate
     /// processes (each on a fresh cluster; the last one goes on to the failover).

@@ -171,6 +171,19 @@ impl Watchers {
         span
     }
 
+    /// Each of `nodes` with its last "no leader" stamp and the stamp of its current
+    /// leader's adoption (Unix µs; `None` where it has none).
+    pub fn stamps(&self, nodes: &[NodeId]) -> Vec<(NodeId, Option<u64>, Option<u64>)> {
+        let s = self.lock();
+        nodes
+            .iter()
+            .map(|&id| {
+                let v = s.get(&id);
+                (id, v.and_then(|v| v.lost_us), v.and_then(|v| v.stamp_us))
+            })
+            .collect()
+    }
+
     /// The earliest moment, at or after `since_us`, at which one of `nodes` said it had
     /// no leader (by its own stamp): in a failover, the first survivor's detection.
     pub fn first_lost_us(&self, nodes: &[NodeId], since_us: u64) -> Option<u64> {

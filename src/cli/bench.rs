@@ -38,7 +38,7 @@ pub struct BenchArgs {
     /// scaled by N/64 above 64 nodes).
     #[arg(long)]
     pub processes: bool,
-    /// Algorithms of the scale-cold section (comma-separated). Default: all.
+    /// Algorithms of the failover and scale-cold sections (comma-separated). Default: all.
     #[arg(long, value_delimiter = ',')]
     pub algorithms: Vec<electd::contract::algorithm::AlgorithmKind>,
     /// Cold starts per algorithm and N of the scale-cold section's separate processes,

@@ -110,9 +110,34 @@ fn scratch(name: &str) -> PathBuf {
     crate::common::scratch(&format!("exec-{name}"))
 }
 
+/// A running `electd exec`, stopped ([`stop`]) when dropped: a test that fails midway
+/// leaves no `exec` (nor its command) running.
+struct Exec(Child);
+
+impl std::ops::Deref for Exec {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Exec {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Exec {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            stop(&mut self.0);
+        }
+    }
+}
+
 /// `electd exec` for group bully at `daemon`, its lock in `dir` (by the default path
 /// rule: `$RUNTIME_DIRECTORY`), its stderr in `dir/exec.err`.
-fn exec(dir: &Path, daemon: SocketAddr, extra: &[&str], command: &[&str]) -> Child {
+fn exec(dir: &Path, daemon: SocketAddr, extra: &[&str], command: &[&str]) -> Exec {
     let err = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -128,6 +153,7 @@ fn exec(dir: &Path, daemon: SocketAddr, extra: &[&str], command: &[&str]) -> Chi
         .stdout(Stdio::null())
         .stderr(err)
         .spawn()
+        .map(Exec)
         .expect("spawn electd exec")
 }
 

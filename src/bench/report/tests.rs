@@ -455,3 +455,25 @@ fn a_slow_failover_is_taken_apart_by_the_nodes_stamps() {
         assert_eq!(sigkill.contains(&listed), ms > bound, "{listed}\n{sigkill}");
     }
 }
+
+#[test]
+fn a_slow_failover_names_each_survivors_stamps() {
+    use crate::bench::failover::Phases;
+    let p = Phases::of(1_000_000, Some(1_093_000), Some(1_150_000), 150.5).with_survivors(
+        1_000_000,
+        &[
+            (1, Some(1_093_000), Some(1_101_000)),
+            (4, Some(900_000), Some(1_150_000)),
+            (3, None, None),
+        ],
+    );
+    assert_eq!(p.survivors.len(), 3);
+    // A stamp from before the action is not this failover's.
+    assert_eq!(p.survivors[1].lost_ms, None);
+    assert_eq!(p.survivors[1].adopted_ms, Some(150.0));
+    let d = p.describe();
+    assert!(
+        d.contains("per survivor, lost → adopted (ms): 1 93.0 → 101.0, 4 ? → 150.0, 3 ? → ?"),
+        "{d}"
+    );
+}
