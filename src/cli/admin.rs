@@ -37,7 +37,7 @@ pub struct AdminArgs {
     pub token_file: Option<PathBuf>,
     /// How long the whole request may take, from connecting to the last byte of the
     /// answer (a drain waits for the hand-over).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = super::positive_duration_arg)]
     pub timeout: Duration,
     /// Print the daemon's JSON answer instead of a table.
     #[arg(long)]

@@ -57,7 +57,7 @@ pub struct BenchArgs {
     pub detect_timeouts: Vec<u64>,
     /// detect: how long each candidate is watched, e.g. 600s or 10m (default 10 minutes;
     /// quick 5 s).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = super::positive_duration_arg)]
     pub detect_window: Option<std::time::Duration>,
     /// detect: run the algorithms as the groups of one five-node cluster (a stalled
     /// process stalls every group) instead of one five-node cluster each.

@@ -94,7 +94,9 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
     super::init_tracing();
     let env: Vec<(String, String)> = std::env::vars().collect();
     let (roster, node_given) = Config::roster(&a.config, env.clone())?;
-    let ids: Vec<Option<electd::NodeId>> = if a.node_id.is_some() || node_given {
+    let ids: Vec<Option<electd::NodeId>> = if a.node_id.is_some() || node_given || roster.is_empty()
+    {
+        // No roster: load it as `run` would, for the error `run` would give.
         vec![a.node_id]
     } else {
         roster.into_iter().map(Some).collect()

@@ -29,14 +29,14 @@ pub struct DemoArgs {
     /// Number of nodes (2 to 64).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(2..=64))]
     pub nodes: u32,
-    /// Stop by itself after this many seconds (default: run until Ctrl-C).
-    #[arg(long)]
+    /// Stop by itself after this many seconds, 1 to 31536000 (default: run until Ctrl-C).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
     pub duration: Option<u64>,
-    /// Seconds between two take-downs of a leader.
-    #[arg(long, default_value_t = 3.0)]
+    /// Seconds between two take-downs of a leader (0.001 to 31536000).
+    #[arg(long, default_value_t = 3.0, value_parser = super::seconds_arg)]
     pub chaos_every: f64,
-    /// Seconds a taken-down node stays down before it restarts.
-    #[arg(long, default_value_t = 1.5)]
+    /// Seconds a taken-down node stays down before it restarts (0.001 to 31536000).
+    #[arg(long, default_value_t = 1.5, value_parser = super::seconds_arg)]
     pub down_for: f64,
     /// Write a Prometheus file_sd file for the demo's nodes (labels `cluster="demo"`
     /// and `node`) to this path; it is removed when the demo stops.
@@ -97,9 +97,6 @@ fn write_atomically(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
-    if !(args.chaos_every > 0.0 && args.down_for > 0.0) {
-        anyhow::bail!("--chaos-every and --down-for must be above zero");
-    }
     let link = LinkConfig::default();
     timing()
         .validate(link.retransmit, link.give_up)

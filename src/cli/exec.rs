@@ -43,7 +43,7 @@
 
 use super::exec_lock::{self, ExecLock};
 use super::AlgorithmArg;
-use electd::http::client::http_request_within;
+use electd::http::client::request;
 use electd::NodeId;
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -68,21 +68,21 @@ pub struct ExecArgs {
     pub node_id: Option<NodeId>,
     /// How often the daemon is asked (each answer must come within --timeout and
     /// --poll, at least 20 ms).
-    #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "50ms", value_parser = super::positive_duration_arg)]
     pub poll: Duration,
     /// No answer confirming the leadership for this long: stop the command.
-    #[arg(long, default_value = "300ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "300ms", value_parser = super::positive_duration_arg)]
     pub timeout: Duration,
     /// Between SIGTERM and SIGKILL to the command's process group (shortened to end
     /// before a reported lease runs out).
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = super::duration_arg)]
     pub grace: Duration,
     /// The node must have answered "leader" without a break for this long before the
     /// command starts [default: --poll + --timeout + --grace, 1.35s with the other
     /// defaults]. Below --timeout + --grace a node that preempts a live leader can start
     /// its copy before the old one is gone (a warning says so); 0 starts at the first
     /// answer.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = super::duration_arg)]
     pub settle: Option<Duration>,
     /// The lock file that ties the command's processes to this exec (docs/exec.md)
     /// [default: in $RUNTIME_DIRECTORY, $XDG_RUNTIME_DIR or the temporary directory,
@@ -271,15 +271,48 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     rt.block_on(supervise(args, addr, lock))
 }
 
-/// Ask `/is-leader` once; `None` for no answer within `timeout` (refused, silent,
-/// garbage).
-async fn ask(addr: SocketAddr, path: String, timeout: Duration) -> Option<Answer> {
-    let call = tokio::task::spawn_blocking(move || {
-        http_request_within(addr, "GET", &path, None, timeout, timeout)
-    });
+/// What one question to the daemon got.
+#[derive(Debug)]
+pub(crate) enum Asked {
+    /// An answer of `/is-leader`.
+    Answer(Answer),
+    /// None within the time allowed, or not one of `/is-leader` (refused, silent,
+    /// garbage): why, for the log.
+    NoAnswer(String),
+    /// 404: the daemon does not run the group (its own words). It cannot start to
+    /// without a restart with another configuration, so `exec` stops.
+    NotRun(String),
+}
+
+/// Ask `/is-leader` once.
+async fn ask(addr: SocketAddr, path: String, timeout: Duration) -> Asked {
+    let call =
+        tokio::task::spawn_blocking(move || request(addr, "GET", &path, None, timeout, timeout));
     match tokio::time::timeout(timeout, call).await {
-        Ok(Ok(Some((code, body)))) => parse_answer(code, &body),
-        _ => None,
+        Ok(Ok(Ok((code, body)))) => classify(code, &body),
+        Ok(Ok(Err(e))) => Asked::NoAnswer(e.to_string()),
+        Ok(Err(e)) => Asked::NoAnswer(format!("the request failed: {e}")),
+        Err(_) => Asked::NoAnswer(format!(
+            "no answer within {}",
+            humantime::format_duration(timeout)
+        )),
+    }
+}
+
+/// An HTTP answer of the daemon to `/is-leader`, read.
+pub(crate) fn classify(code: u16, body: &str) -> Asked {
+    if code == 404 {
+        let said = serde_json::from_str::<Value>(body)
+            .ok()
+            .and_then(|v| v["error"].as_str().map(str::to_string))
+            .unwrap_or_else(|| body.chars().take(200).collect());
+        return Asked::NotRun(said);
+    }
+    match parse_answer(code, body) {
+        Some(a) => Asked::Answer(a),
+        None => Asked::NoAnswer(format!(
+            "HTTP {code} with a body that is not an /is-leader answer"
+        )),
     }
 }
 
@@ -296,7 +329,9 @@ async fn supervise(args: ExecArgs, addr: SocketAddr, lock: ExecLock) -> anyhow::
     let mut stopped_once = false;
     let mut next_poll = Instant::now();
     // The request in flight and when it was sent: the deadlines are kept meanwhile.
-    let mut pending: Option<(Instant, tokio::task::JoinHandle<Option<Answer>>)> = None;
+    let mut pending: Option<(Instant, tokio::task::JoinHandle<Asked>)> = None;
+    // Why the daemon has not answered, since its last answer (logged once per outage).
+    let mut silent: Option<String> = None;
     let request_timeout = args.request_timeout();
     loop {
         // 1. The command's own end.
@@ -372,7 +407,34 @@ async fn supervise(args: ExecArgs, addr: SocketAddr, lock: ExecLock) -> anyhow::
             _ = async { running.as_mut().map(|r| r.child.wait()).expect("running").await }, if has_child => None,
             a = async { (&mut pending.as_mut().expect("asking").1).await }, if asking => {
                 let (asked, _) = pending.take().expect("asking");
-                Some((asked, a.ok().flatten()))
+                let a = a.unwrap_or_else(|e| Asked::NoAnswer(format!("the request failed: {e}")));
+                let answer = match a {
+                    Asked::Answer(a) => {
+                        if silent.take().is_some() {
+                            tracing::info!(daemon = %addr, "the daemon answers again");
+                        }
+                        Some(a)
+                    }
+                    Asked::NoAnswer(why) => {
+                        if silent.is_none() {
+                            tracing::warn!(
+                                daemon = %addr,
+                                "no answer from the daemon ({why}): the command does not run \
+                                 until it answers that this node leads"
+                            );
+                            silent = Some(why);
+                        }
+                        None
+                    }
+                    Asked::NotRun(said) => {
+                        shut_down(running.take(), args.grace).await;
+                        anyhow::bail!(
+                            "the daemon at {addr} does not run {}: {said}",
+                            algorithm.as_str()
+                        );
+                    }
+                };
+                Some((asked, answer))
             }
             () = &mut stop_signal => return Ok(shut_down(running, args.grace).await),
         };
@@ -608,6 +670,23 @@ mod tests {
             assert!(term_at <= t + ms(timeout));
             assert!(term_at < kill_at || grace == 0);
         }
+    }
+
+    /// A 404 is the daemon saying it does not run the group (exec stops, exit 1: it
+    /// waited forever before, silently); an answer that is not /is-leader's is no answer.
+    #[test]
+    fn a_404_means_the_group_is_not_run_and_garbage_is_no_answer() {
+        let said =
+            r#"{"error":"algorithm hs is not configured on this node; it runs: bully, raft"}"#;
+        match classify(404, said) {
+            Asked::NotRun(s) => assert!(s.contains("it runs: bully, raft"), "{s}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(classify(404, "<html>"), Asked::NotRun(s) if s == "<html>"));
+        assert!(matches!(classify(200, "not json"), Asked::NoAnswer(s) if s.contains("HTTP 200")));
+        let body =
+            r#"{"node":1,"leader":1,"is_leader":true,"term":3,"paused":false,"lease":"none"}"#;
+        assert!(matches!(classify(200, body), Asked::Answer(a) if a.leads && a.term == 3));
     }
 
     /// A command stopped by an answer "not leading" (or a new term) is killed by the

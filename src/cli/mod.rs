@@ -102,14 +102,98 @@ pub enum Command {
     View(view::ViewArgs),
 }
 
+/// The longest duration a command-line option takes: a year. Nothing waits longer,
+/// and a deadline that far is still a valid instant (a value near 2^64 s overflowed
+/// the clock and panicked).
+pub(crate) const MAX_ARG_DURATION: std::time::Duration =
+    std::time::Duration::from_secs(365 * 24 * 3600);
+
+/// A duration option (`300ms`, `10s`, `2m`, `0`), at most [`MAX_ARG_DURATION`].
+pub(crate) fn duration_arg(s: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    if d > MAX_ARG_DURATION {
+        return Err("must be at most a year (365d)".into());
+    }
+    Ok(d)
+}
+
+/// A duration option that must be above zero (a timeout, a period).
+pub(crate) fn positive_duration_arg(s: &str) -> Result<std::time::Duration, String> {
+    let d = duration_arg(s)?;
+    if d.is_zero() {
+        return Err("must be above zero".into());
+    }
+    Ok(d)
+}
+
+/// Seconds as a decimal number (`1.5`), at least a millisecond and at most a year.
+pub(crate) fn seconds_arg(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !(0.001..=MAX_ARG_DURATION.as_secs_f64()).contains(&v) {
+        return Err("must be between 0.001 (a millisecond) and 31536000 (a year)".into());
+    }
+    Ok(v)
+}
+
+/// The filter of `ELECTD_LOG` (or `RUST_LOG`; default `info`). A value that is not a
+/// filter (a typo such as `inof`, which the filter's grammar reads as a target's name
+/// and so silences everything else, warnings and errors included) is an error.
+pub(crate) fn log_filter() -> Result<tracing_subscriber::EnvFilter, String> {
+    let (var, filter) = match std::env::var("ELECTD_LOG") {
+        Ok(v) => ("ELECTD_LOG", v),
+        Err(_) => match std::env::var("RUST_LOG") {
+            Ok(v) => ("RUST_LOG", v),
+            Err(_) => return Ok(tracing_subscriber::EnvFilter::new("info")),
+        },
+    };
+    check_log_filter(&filter).map_err(|e| format!("{var}={filter:?}: {e}"))?;
+    tracing_subscriber::EnvFilter::try_new(normalize_log_filter(&filter))
+        .map_err(|e| format!("{var}={filter:?}: {e}"))
+}
+
+/// The directives of a filter without the blanks around them (`info, electd=debug`),
+/// which the filter's parser refuses.
+pub(crate) fn normalize_log_filter(filter: &str) -> String {
+    filter
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Every directive of `filter` names a level, or a target with `=level` (a bare word
+/// that is no level is a typo, not a target: `info`, `electd=debug`, `warn,electd::daemon=trace`).
+pub(crate) fn check_log_filter(filter: &str) -> Result<(), String> {
+    const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+    for d in filter.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let level = match d.rsplit_once('=') {
+            Some((_, level)) => level,
+            None => d,
+        };
+        if !LEVELS.contains(&level.to_ascii_lowercase().as_str()) {
+            return Err(format!(
+                "{d:?} is not a level (off, error, warn, info, debug, trace) or TARGET=LEVEL"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Log to stderr; filter from `ELECTD_LOG` (or `RUST_LOG`), default `info`; text or
-/// JSON lines as `--log-format` says.
+/// JSON lines as `--log-format` says. A filter that does not parse is reported and
+/// `info` used instead (every command logs through here; `run` refuses it first, see
+/// [`log_filter`]).
 pub fn init_tracing() {
-    let filter = std::env::var("ELECTD_LOG")
-        .or_else(|_| std::env::var("RUST_LOG"))
-        .unwrap_or_else(|_| "info".into());
+    let filter = log_filter().unwrap_or_else(|e| {
+        eprintln!("electd: warning: {e}; logging at info");
+        tracing_subscriber::EnvFilter::new("info")
+    });
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_env_filter(filter)
         .with_writer(std::io::stderr);
     let _ = match LOG_FORMAT.get().copied().unwrap_or_default() {
         LogFormat::Text => builder
@@ -301,4 +385,58 @@ pub fn algorithms_or_all(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod arg_tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Values the parser took and the commands then panicked on (a deadline past the
+    /// clock's end, an infinite float of seconds) are refused with the bound.
+    #[test]
+    fn durations_beyond_a_year_or_at_zero_are_refused() {
+        assert_eq!(duration_arg("0s"), Ok(Duration::ZERO));
+        assert_eq!(duration_arg("365d"), Ok(MAX_ARG_DURATION));
+        for huge in ["366d", "9223372036854775807s", "18446744073709551615s"] {
+            let e = duration_arg(huge).unwrap_err();
+            assert!(
+                e.contains("at most a year") || e.contains("overflow") || e.contains("too big"),
+                "{huge}: {e}"
+            );
+        }
+        assert!(positive_duration_arg("0s")
+            .unwrap_err()
+            .contains("above zero"));
+        assert_eq!(positive_duration_arg("1ns"), Ok(Duration::from_nanos(1)));
+        assert!(duration_arg("abc").is_err());
+        assert!(duration_arg("-1s").is_err());
+        assert_eq!(seconds_arg("1.5"), Ok(1.5));
+        for bad in ["inf", "NaN", "0", "1e-300", "-1", "1e9", "x"] {
+            assert!(seconds_arg(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// A typo in ELECTD_LOG (`inof`) is read by the filter's grammar as a target's name,
+    /// which silences every other target, warnings and errors included.
+    #[test]
+    fn a_log_filter_is_levels_and_targets_with_levels() {
+        for good in [
+            "info",
+            "DEBUG",
+            "warn,electd=debug",
+            "electd::daemon::runtime::publish=debug",
+            "off",
+            "info, electd=trace",
+        ] {
+            assert_eq!(check_log_filter(good), Ok(()), "{good}");
+            assert!(
+                tracing_subscriber::EnvFilter::try_new(normalize_log_filter(good)).is_ok(),
+                "{good}"
+            );
+        }
+        for typo in ["inof", "info,electd", "electd=loud", "debgu"] {
+            assert!(check_log_filter(typo).is_err(), "{typo}");
+        }
+    }
 }

@@ -35,6 +35,8 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    // A daemon whose log filter is a typo would run without a single warning logged.
+    super::log_filter().map_err(|e| anyhow::anyhow!("{e}"))?;
     // Tracing first: loading logs the roster names that do not resolve yet.
     super::init_tracing();
     let cfg = Config::load(&args.config, std::env::vars(), args.node_id)?;

@@ -41,7 +41,7 @@ pub struct StatusArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub format: StatusFormat,
     /// How long to wait for each node to accept the connection and to answer.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = super::positive_duration_arg)]
     pub timeout: Duration,
 }
 
@@ -65,7 +65,7 @@ pub struct WatchArgs {
     #[arg(long, value_enum, default_value = "text")]
     pub format: WatchFormat,
     /// Stop after this long, e.g. `30s` (default: until interrupted).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = super::positive_duration_arg)]
     pub duration: Option<Duration>,
 }
 
@@ -81,6 +81,7 @@ pub enum WatchFormat {
 #[derive(Debug, Deserialize)]
 struct RosterFile {
     cluster: Option<String>,
+    algorithms: Option<Vec<String>>,
     #[serde(default)]
     peer: Vec<RosterPeer>,
 }
@@ -94,6 +95,9 @@ struct RosterPeer {
 pub(super) struct Roster {
     pub(super) cluster: Option<String>,
     pub(super) peers: Vec<(NodeId, String)>,
+    /// The groups the cluster runs: `ELECTD_ALGORITHMS` where set (as for the nodes),
+    /// else the file's `algorithms`; `None` if neither says.
+    pub(super) algorithms: Option<Vec<String>>,
 }
 
 pub(super) fn load_roster(path: &Path) -> anyhow::Result<Roster> {
@@ -113,9 +117,19 @@ pub(super) fn load_roster(path: &Path) -> anyhow::Result<Roster> {
     if let Some(w) = peers.windows(2).find(|w| w[0].0 == w[1].0) {
         anyhow::bail!("{}: peer id {} is listed twice", path.display(), w[0].0);
     }
+    let algorithms = match std::env::var("ELECTD_ALGORITHMS") {
+        Ok(v) if !v.trim().is_empty() => Some(
+            v.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
+        ),
+        _ => raw.algorithms,
+    };
     Ok(Roster {
         cluster: raw.cluster,
         peers,
+        algorithms,
     })
 }
 

@@ -357,3 +357,127 @@ fn bench_detect_options_are_checked_before_anything_runs() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Values the argument parsers took and the commands then panicked on (exit 101: a
+/// deadline past the clock's end, infinite seconds) or misread (a zero timeout
+/// reported every healthy node as dead) are usage errors, exit 2, before anything runs.
+#[test]
+fn huge_or_zero_durations_are_usage_errors() {
+    let dir = scratch("cli-durations");
+    let c = dir.join("c.toml");
+    std::fs::write(
+        &c,
+        "cluster = \"c\"\nalgorithms = [\"bully\"]\n[security]\ninsecure = true\n\
+         [[peer]]\nid = 1\naddr = \"127.0.0.1:1\"\nhttp = \"127.0.0.1:1\"\n",
+    )
+    .unwrap();
+    let c = c.to_str().unwrap();
+    for (args, needle) in [
+        (
+            vec!["watch", "--config", c, "--duration", "9223372036854775807s"],
+            "at most a year",
+        ),
+        (
+            vec!["status", "--config", c, "--timeout", "0s"],
+            "above zero",
+        ),
+        (
+            vec![
+                "status",
+                "--config",
+                c,
+                "--timeout",
+                "18446744073709551615s",
+            ],
+            "--timeout",
+        ),
+        (
+            vec![
+                "drain",
+                "--url",
+                "127.0.0.1:1",
+                "--timeout",
+                "18446744073709551615s",
+            ],
+            "--timeout",
+        ),
+        (
+            vec![
+                "exec",
+                "-a",
+                "bully",
+                "--url",
+                "127.0.0.1:1",
+                "--poll",
+                "9223372036854775807s",
+                "--",
+                "true",
+            ],
+            "at most a year",
+        ),
+        (
+            vec![
+                "exec",
+                "-a",
+                "bully",
+                "--url",
+                "127.0.0.1:1",
+                "--timeout",
+                "0s",
+                "--",
+                "true",
+            ],
+            "above zero",
+        ),
+        (vec!["demo", "--down-for", "inf"], "between 0.001"),
+        (vec!["demo", "--chaos-every", "1e-300"], "between 0.001"),
+        (
+            vec!["demo", "--duration", "18446744073709551615"],
+            "--duration",
+        ),
+    ] {
+        let out = electd(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+    }
+    // A group the cluster file does not run: an error at once, not every node
+    // "unreachable" until the end.
+    let out = electd(&[
+        "watch",
+        "--config",
+        c,
+        "--algorithm",
+        "hs",
+        "--duration",
+        "5s",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("runs bully, not hs"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `config check` of a file `run` refuses (an empty one) fails as `run` does, instead
+/// of "ok for every node (0 of them)"; a typo in ELECTD_LOG stops `run` instead of
+/// silencing its every log line.
+#[test]
+fn config_check_of_an_empty_file_and_a_log_filter_typo_fail() {
+    let dir = scratch("cli-empty-config");
+    let c = dir.join("empty.toml");
+    std::fs::write(&c, "").unwrap();
+    let c = c.to_str().unwrap();
+    let out = electd(&["config", "check", "--config", c]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cluster"), "{err}");
+    let out = electd_command(&["run", "--config", c, "--node-id", "1"])
+        .env("ELECTD_LOG", "inof")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("ELECTD_LOG=\"inof\""), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -52,6 +52,19 @@ pub fn watch(args: WatchArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // A group the cluster does not run: every node would answer 404, which the
+    // reconnecting readers below reported as "unreachable" until the end.
+    if let (Some(a), Some(runs)) = (&args.algorithm, &roster.algorithms) {
+        if !runs.iter().any(|r| r == a.0.as_str()) {
+            eprintln!(
+                "electd: error: {} runs {}, not {}",
+                args.config.display(),
+                runs.join(", "),
+                a.0
+            );
+            return ExitCode::from(1);
+        }
+    }
     let path = match args.algorithm {
         Some(a) => format!("/watch?algorithm={}", a.0),
         None => "/watch".to_string(),
