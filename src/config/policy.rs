@@ -142,6 +142,9 @@ fn preempt_table(
                 p.delay = humantime::parse_duration(s.trim()).map_err(|e| {
                     err(&key, format!("{s:?} is not a duration like \"30s\" ({e})"))
                 })?;
+                if p.delay > super::validate::MAX_DURATION {
+                    return Err(err(key, format!("{s:?} is more than a day")));
+                }
             }
             ("preempt_delay", _) => return Err(err(key, "must be a duration string like \"30s\"")),
             _ if extra_ok => {}

@@ -681,3 +681,34 @@ fn the_cluster_name_is_counted_in_characters() {
         "1 to 64 characters",
     );
 }
+
+/// Timing a setting cannot mean: a heartbeat below a millisecond (1 ns spun an idle
+/// node at 75 % of a core) or any duration beyond a day (99999999999999h was taken, and
+/// a node never elected).
+#[test]
+fn absurd_durations_are_refused_with_the_key() {
+    fails(
+        parse(&head("[timing]\nheartbeat = \"1ns\"")),
+        "timing.heartbeat",
+        "below 1ms",
+    );
+    fails(
+        parse(&head(
+            "[timing]\nheartbeat = \"1s\"\nfailure_timeout = \"99999999999999h\"",
+        )),
+        "timing.failure_timeout",
+        "more than a day",
+    );
+    fails(
+        parse(&head("[timing]\nelection_timeout = \"1s..2000000h\"")),
+        "timing.election_timeout",
+        "more than a day",
+    );
+    fails(
+        parse(&head("[policy]\npreempt_delay = \"25h\"")),
+        "policy.preempt_delay",
+        "more than a day",
+    );
+    // The edges are taken.
+    assert!(parse(&head("[timing]\nheartbeat = \"1ms\"\nfailure_timeout = \"5ms\"\nanswer_timeout = \"2ms\"\ncoordinator_timeout = \"10ms\"\nelection_timeout = \"5ms..10ms\"\n[transport]\nretransmit = \"1ms\"")).is_ok());
+}

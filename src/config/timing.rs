@@ -30,6 +30,15 @@ impl Validator<'_> {
         let d = Timing::default();
         let t = &raw.timing;
         let heartbeat = self.duration("timing.heartbeat", &t.heartbeat, d.heartbeat)?;
+        if heartbeat < super::validate::MIN_HEARTBEAT {
+            return Err(self.err(
+                "timing.heartbeat",
+                format!(
+                    "{} is below 1ms: the leader would beat faster than it can turn",
+                    ms(heartbeat)
+                ),
+            ));
+        }
         let failure_timeout = self.duration(
             "timing.failure_timeout",
             &t.failure_timeout,

@@ -66,6 +66,12 @@ impl Validator<'_> {
         if d.is_zero() {
             return Err(self.err(key, "must be above zero"));
         }
+        if d > MAX_DURATION {
+            return Err(self.err(
+                key,
+                format!("{s:?} is more than a day: no timeout or period of electd is that long"),
+            ));
+        }
         Ok(d)
     }
 
@@ -178,3 +184,11 @@ impl Validator<'_> {
 pub(super) fn ms(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
+
+/// The longest duration a setting takes (a day): beyond it a value is a typo (an
+/// `h` for an `ms`), and a deadline computed from it could pass the clock's end.
+pub(super) const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
+/// The shortest heartbeat (a millisecond): below it a leader's timer fires faster than
+/// a turn of the runtime ends, and the node spins (1 ns took 75 % of a core, idle).
+pub(super) const MIN_HEARTBEAT: Duration = Duration::from_millis(1);
