@@ -52,12 +52,29 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Every route the server answers (`super::router`), as a 404 lists them.
+pub const ROUTES: [&str; 13] = [
+    "/metrics",
+    "/healthz",
+    "/readyz",
+    "/status",
+    "/leader",
+    "/is-leader",
+    "/watch",
+    "/admin/election",
+    "/admin/pause",
+    "/admin/resume",
+    "/admin/drain",
+    "/admin/undrain",
+    "/admin/transfer",
+];
+
 /// Answer for a route that does not exist.
 pub(super) async fn not_found(uri: Uri) -> ApiError {
     ApiError::not_found(format!(
-        "no route {}; routes: /metrics /healthz /readyz /status /leader /is-leader /watch \
-         /admin/election /admin/pause /admin/resume",
-        uri.path()
+        "no route {}; routes: {}",
+        uri.path(),
+        ROUTES.join(" ")
     ))
 }
 

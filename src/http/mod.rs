@@ -35,6 +35,7 @@ mod params;
 mod read;
 mod watch;
 
+pub use error::ROUTES;
 pub use watch::KEEP_ALIVE as WATCH_KEEP_ALIVE;
 
 use crate::daemon::shared::Shared;

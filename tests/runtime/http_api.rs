@@ -324,6 +324,8 @@ async fn pause_makes_the_node_look_down_and_resume_brings_it_back() {
             r.body
         );
     }
+    // As before the pause (the fake runtime keeps what it was given).
+    s.publish_status(vec![view(Bully, Some(5), 1), view(Raft, Some(3), 4)]);
     assert_eq!(get(a, "/status").await.json()["paused"], true);
     let r = call(
         a,
@@ -516,5 +518,33 @@ async fn leader_answers_say_whether_a_lease_is_held_and_for_how_long() {
     );
     let leader = get(a, "/leader?algorithm=raft").await.json();
     assert_eq!(leader["is_leader"], false);
+    server.stop().await;
+}
+
+/// A 404 lists every route, and every route it lists exists (the list once left out
+/// /admin/drain, /admin/undrain and /admin/transfer).
+#[tokio::test]
+async fn a_404_lists_exactly_the_routes_that_exist() {
+    let (_s, server, _rx) = node3(None).await;
+    let a = server.addr;
+    let r = get(a, "/nope").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let said = r.json()["error"].as_str().unwrap_or_default().to_string();
+    for route in electd::http::ROUTES {
+        assert!(
+            said.split_whitespace().any(|w| w == route),
+            "{route} not in {said}"
+        );
+        let method = if route.starts_with("/admin/") {
+            Method::POST
+        } else {
+            Method::GET
+        };
+        if route == "/watch" {
+            continue; // a stream: it answers, and does not end
+        }
+        let r = call(a, method, route, None).await;
+        assert_ne!(r.status, StatusCode::NOT_FOUND, "{route}: {}", r.body);
+    }
     server.stop().await;
 }
