@@ -432,3 +432,40 @@ fn a_copy_that_ignores_sigterm_is_killed_by_the_lease_not_the_grace() {
     drop(daemon);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A daemon that does not run the group answers 404 with its reason; `exec` waited
+/// for ever without a word. It now exits 1 with the daemon's words.
+#[test]
+fn a_group_the_daemon_does_not_run_ends_exec_with_its_reason() {
+    let d = scratch("not-run");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        // Answers until the test's exec has asked once (bounded: a few requests).
+        for _ in 0..8 {
+            let Ok((mut conn, _)) = listener.accept() else {
+                return;
+            };
+            let mut buf = [0u8; 1024];
+            let _ = conn.read(&mut buf);
+            let body =
+                r#"{"error":"algorithm bully is not configured on this node; it runs: raft"}"#;
+            let _ = write!(
+                conn,
+                "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            return;
+        }
+    });
+    let mut child = exec(&d, addr, &["--settle", "0"], &["true"]);
+    let status = wait_for("exec to end", || child.try_wait().ok().flatten());
+    assert_eq!(status.code(), Some(1));
+    let err = std::fs::read_to_string(d.join("exec.err")).unwrap_or_default();
+    assert!(
+        err.contains("does not run bully") && err.contains("it runs: raft"),
+        "{err}"
+    );
+    let _ = server.join();
+    let _ = std::fs::remove_dir_all(&d);
+}
