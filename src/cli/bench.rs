@@ -30,8 +30,8 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(bench::failover::MODES))]
     pub failover_modes: Vec<String>,
     /// Node counts of the scale-cold section (comma-separated; up to 64 as separate
-    /// processes, above in one process). Default: 8,16,32,64,128,256.
-    #[arg(long, value_delimiter = ',')]
+    /// processes, above in one process), each 2 to 1024. Default: 8,16,32,64,128,256.
+    #[arg(long, value_delimiter = ',', value_parser = node_count)]
     pub nodes: Vec<usize>,
     /// scale-cold: run every N of `--nodes` as separate `electd run` processes, above
     /// 64 too, at the timing deploy/README.md recommends for that size (every period
@@ -135,4 +135,16 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         results.targets.len()
     );
     Ok(())
+}
+
+/// One `--nodes` count: 2 to 1024 (a cluster of one has no failover to measure).
+fn node_count(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a node count"))?;
+    if !(2..=1024).contains(&n) {
+        return Err(format!("{n}: a cluster here has 2 to 1024 nodes"));
+    }
+    Ok(n)
 }

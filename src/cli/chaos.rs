@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 #[derive(Debug, clap::Args)]
 pub struct ChaosArgs {
     /// Seeds per algorithm.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub seeds: u64,
     /// First seed.
     #[arg(long, default_value_t = 0)]

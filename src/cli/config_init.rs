@@ -40,8 +40,8 @@ pub struct CheckArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
-    /// Number of nodes (ids 1..=N).
-    #[arg(long)]
+    /// Number of nodes (ids 1..=N), 1 to 1000.
+    #[arg(long, value_parser = clap::builder::ValueParser::new(clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..=1000), usize::from)))]
     pub nodes: usize,
     /// Algorithms to run side by side (comma-separated; default: every available one).
     #[arg(long, value_enum, value_delimiter = ',')]

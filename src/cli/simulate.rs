@@ -157,7 +157,7 @@ fn parse_nodes(s: &str) -> Result<usize, String> {
     }
 }
 
-fn parse_loss(s: &str) -> Result<f64, String> {
+pub(super) fn parse_loss(s: &str) -> Result<f64, String> {
     let p: f64 = s
         .parse()
         .map_err(|_| format!("{s:?} is not a probability"))?;

@@ -31,7 +31,7 @@ pub struct ViewArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// With --simulate: datagram loss probability (0 ≤ P < 1).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = super::simulate::parse_loss)]
     pub loss: f64,
     /// With --simulate --scenario chaos: the fault mix.
     #[arg(long, value_enum, default_value = "basic")]

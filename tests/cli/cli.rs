@@ -481,3 +481,35 @@ fn config_check_of_an_empty_file_and_a_log_filter_typo_fail() {
     assert!(err.contains("ELECTD_LOG=\"inof\""), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Bad values of these options are the argument parser's (exit 2, before anything
+/// runs), as their sibling options' are: they were exit 1 from the command, or (bench
+/// --nodes 0) a 30 s run ending in "0 missed".
+#[test]
+fn out_of_range_counts_are_usage_errors() {
+    for (args, needle) in [
+        (vec!["chaos", "--seeds", "0"], "--seeds"),
+        (
+            vec!["config", "init", "--nodes", "0", "--insecure"],
+            "--nodes",
+        ),
+        (
+            vec!["config", "init", "--nodes", "1001", "--insecure"],
+            "--nodes",
+        ),
+        (vec!["view", "--simulate", "--loss", "1"], "[0, 1)"),
+        (
+            vec!["bench", "--only", "scale-cold", "--nodes", "0"],
+            "2 to 1024",
+        ),
+        (
+            vec!["bench", "--only", "scale-cold", "--nodes", "8,1"],
+            "2 to 1024",
+        ),
+    ] {
+        let out = electd(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+    }
+}

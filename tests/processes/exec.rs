@@ -440,12 +440,17 @@ fn a_group_the_daemon_does_not_run_ends_exec_with_its_reason() {
     let d = scratch("not-run");
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
     let server = std::thread::spawn(move || {
-        // Answers until the test's exec has asked once (bounded: a few requests).
-        for _ in 0..8 {
+        // One answer, to exec's first question (bounded: DEADLINE).
+        let start = Instant::now();
+        while start.elapsed() < DEADLINE {
             let Ok((mut conn, _)) = listener.accept() else {
-                return;
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
             };
+            let _ = conn.set_nonblocking(false);
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
             let mut buf = [0u8; 1024];
             let _ = conn.read(&mut buf);
             let body =
