@@ -251,7 +251,12 @@ fn cpu_model() -> String {
 /// Run every section and write `report.md`, `results.json` and the plots to
 /// `opts.out`. `log` receives one line per step (progress, for stderr).
 pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Results> {
-    std::fs::create_dir_all(&opts.out)?;
+    std::fs::create_dir_all(&opts.out).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot create the output directory {}: {e}",
+            opts.out.display()
+        )
+    })?;
     let started = std::time::Instant::now();
     let meta_start = load_average();
     let mut codec = codec::CodecResults { points: Vec::new() };

@@ -90,13 +90,37 @@ fn file_sd(nodes: &[(NodeId, std::net::SocketAddr)]) -> String {
 
 /// Write `text` to `path` atomically (Prometheus may read it at any time).
 fn write_atomically(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
-    let tmp = path.with_extension("tmp");
+    // Beside it under a name of this process's (not `X.tmp`, which may be someone's).
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
     std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, path)
         .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
 }
 
+/// The output paths, checked before anything starts: a trace that cannot be written
+/// failed only when the demo stopped, its recording lost; the file_sd file is the
+/// demo's own (it is removed at the end), so an existing file is not taken over.
+fn check_outputs(args: &DemoArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.trace {
+        std::fs::File::create(path)
+            .with_context(|| format!("cannot create the trace file {}", path.display()))?;
+    }
+    if let Some(path) = &args.prometheus_file_sd {
+        if path.exists() {
+            anyhow::bail!(
+                "--prometheus-file-sd {} exists: the demo writes a file of its own there \
+                 and removes it when it stops; remove it or give another path",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
+    check_outputs(&args)?;
     let link = LinkConfig::default();
     timing()
         .validate(link.retransmit, link.give_up)

@@ -78,6 +78,25 @@ fn start_time(pid: i32) -> Option<u64> {
 }
 
 /// (exec's pid and start time, the command's process group) as the file records them.
+/// Empty, or nothing but the lines [`ExecLock::record`] writes (`pid P START`,
+/// `group G`).
+fn is_lock_record(bytes: &[u8]) -> bool {
+    if bytes.len() > 4096 {
+        return false;
+    }
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    text.lines().all(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.as_slice() {
+            ["pid", pid, start] => pid.parse::<i32>().is_ok() && start.parse::<u64>().is_ok(),
+            ["group", g] => g.parse::<i32>().is_ok(),
+            _ => false,
+        }
+    })
+}
+
 fn read_record(file: &File) -> (Option<(i32, u64)>, i32) {
     let mut text = String::new();
     let _ = (&*file).read_to_string(&mut text);
@@ -121,6 +140,17 @@ impl ExecLock {
             .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .with_context(|| format!("cannot open the lock file {}", path.display()))?;
+        // A file that holds something else (a mistyped --lock naming a config file)
+        // is not overwritten: an exec lock is empty or holds exec's own record.
+        let mut head = vec![0u8; 4097];
+        let n = file.read_at(&mut head, 0).unwrap_or(0);
+        if !is_lock_record(&head[..n]) {
+            bail!(
+                "{} exists and is not an electd exec lock file (it holds other data): give \
+                 --lock a path of its own",
+                path.display()
+            );
+        }
         let lock = ExecLock {
             file,
             path: path.to_path_buf(),
@@ -218,5 +248,33 @@ mod tests {
         assert_ne!(p, default_path("bully", a, &cmd("w")));
         assert_ne!(p, default_path("raft", b, &cmd("w")));
         assert_ne!(p, default_path("raft", a, &cmd("v")));
+    }
+
+    /// A mistyped `--lock` naming another file (a config) is refused, not truncated
+    /// to exec's record; an empty file and exec's own record are locks.
+    #[test]
+    fn a_file_that_holds_other_data_is_not_taken_as_a_lock() {
+        assert!(is_lock_record(b""));
+        assert!(is_lock_record(b"pid 31783 5715887\ngroup 0\n"));
+        assert!(is_lock_record(b"pid 31783 5715887\ngroup 4242\n"));
+        assert!(!is_lock_record(b"cluster = \"prod\"\n"));
+        assert!(!is_lock_record(&[0xff, 0xfe, 0x00]));
+        assert!(!is_lock_record(&vec![b'\n'; 5000]));
+        let dir = std::env::temp_dir().join(format!("electd-lock-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("electd.toml");
+        std::fs::write(&path, "cluster = \"prod\"\n").unwrap();
+        let e = ExecLock::acquire(&path, Duration::from_millis(10))
+            .err()
+            .expect("refused");
+        assert!(
+            e.to_string().contains("not an electd exec lock file"),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "cluster = \"prod\"\n"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -152,6 +152,8 @@ impl std::fmt::Display for ConfigError {
                 self.key, self.message
             ),
             (None, Some((line, col))) => write!(f, "{file}:{line}:{col}: {}", self.message),
+            // `-`: no key to blame (the file itself: unreadable, an unknown table).
+            (None, None) if self.key == "-" => write!(f, "{file}: {}", self.message),
             (None, None) => write!(f, "{file}: {}: {}", self.key, self.message),
         }
     }

@@ -86,3 +86,34 @@ fn demo_runs_chaos_and_stops_cleanly() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The demo's output paths are checked before it starts: a trace that cannot be
+/// written failed only when the demo stopped (its recording lost), and an existing
+/// file given as the file_sd path was overwritten, then removed at the end.
+#[test]
+fn the_demo_checks_its_output_paths_before_it_starts() {
+    let dir = crate::common::scratch("demo-paths");
+    let missing = dir.join("no-such-dir").join("t.jsonl");
+    let out = crate::common::electd_command(&["demo", "--duration", "30", "--trace"])
+        .arg(&missing)
+        .output()
+        .expect("run electd demo");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot create the trace file"), "{err}");
+    let theirs = dir.join("targets.json");
+    std::fs::write(&theirs, "[]\n").unwrap();
+    let out = crate::common::electd_command(&["demo", "--duration", "30", "--prometheus-file-sd"])
+        .arg(&theirs)
+        .output()
+        .expect("run electd demo");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("exists"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&theirs).unwrap(),
+        "[]\n",
+        "untouched"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
