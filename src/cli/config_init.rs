@@ -53,10 +53,10 @@ pub struct InitArgs {
     #[arg(long, value_delimiter = ',')]
     pub hosts: Option<Vec<String>>,
     /// UDP port of every node's election datagrams (`addr`).
-    #[arg(long, default_value_t = 5740)]
+    #[arg(long, default_value_t = 5740, value_parser = clap::value_parser!(u16).range(1..))]
     pub udp_port: u16,
     /// TCP port of every node's HTTP API and /metrics (`http`).
-    #[arg(long, default_value_t = 5741)]
+    #[arg(long, default_value_t = 5741, value_parser = clap::value_parser!(u16).range(1..))]
     pub http_port: u16,
     /// Cluster name (datagrams of another cluster are dropped).
     #[arg(long, default_value = "electd")]
@@ -205,7 +205,7 @@ fn init(a: InitArgs) -> anyhow::Result<()> {
             bail!("these hosts do not make a working cluster: {e}");
         }
         if !e.message.contains("resolve") {
-            bail!("internal error: the generated configuration does not load: {e}");
+            bail!("these options do not make a configuration that loads: {e}");
         }
     }
     let key_file = match &t.key {
@@ -231,34 +231,64 @@ fn init(a: InitArgs) -> anyhow::Result<()> {
             out.display()
         );
     }
-    let tmp = out.with_extension("toml.tmp");
-    {
-        let mut f = std::fs::File::create(&tmp)
-            .with_context(|| format!("cannot create {}", tmp.display()))?;
-        f.write_all(text.as_bytes())
-            .and_then(|_| f.sync_all())
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-    }
-    std::fs::rename(&tmp, &out).with_context(|| format!("cannot write {}", out.display()))?;
-    eprintln!("wrote {} ({} nodes)", out.display(), a.nodes);
-    if let Some(k) = key_file {
-        // Relative to the written file, as the loader resolves it.
+    // The key first (relative to the written file, as the loader resolves it): an
+    // existing one must be a key file, and nothing is written when it is not, or when
+    // a new one cannot be written.
+    let key = key_file.as_ref().map(|k| {
         let dir = out.parent().filter(|p| !p.as_os_str().is_empty());
-        let key = dir.unwrap_or(Path::new(".")).join(&k);
-        if key.exists() {
-            eprintln!("using the existing key {}", key.display());
-        } else {
-            electd::security::keyring::write_key_file(&key).with_context(|| {
+        dir.unwrap_or(Path::new(".")).join(k)
+    });
+    if let Some(key) = key.as_ref().filter(|k| k.exists()) {
+        electd::security::keyring::Keyring::load(key).map_err(|e| {
+            anyhow::anyhow!(
+                "{} exists but is not a usable key file ({e}): move it away, or name another \
+                 with --key-file",
+                key.display()
+            )
+        })?;
+    }
+    // Beside it under a name of this process's; gone again if anything fails.
+    let mut tmp = out.as_os_str().to_owned();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let written = (|| -> anyhow::Result<bool> {
+        {
+            let mut f = std::fs::File::create(&tmp)
+                .with_context(|| format!("cannot create {}", tmp.display()))?;
+            f.write_all(text.as_bytes())
+                .and_then(|_| f.sync_all())
+                .with_context(|| format!("cannot write {}", tmp.display()))?;
+        }
+        let mut new_key = false;
+        if let Some(key) = key.as_ref().filter(|k| !k.exists()) {
+            electd::security::keyring::write_key_file(key).with_context(|| {
                 format!(
                     "cannot write key file {} (create it with `electd keygen --out {}`)",
                     key.display(),
                     key.display()
                 )
             })?;
+            new_key = true;
+        }
+        std::fs::rename(&tmp, &out).with_context(|| format!("cannot write {}", out.display()))?;
+        Ok(new_key)
+    })();
+    let new_key = match written {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    eprintln!("wrote {} ({} nodes)", out.display(), a.nodes);
+    if let Some(key) = &key {
+        if new_key {
             eprintln!(
                 "wrote a new cluster key to {} (mode 0600): copy it to every node with the config",
                 key.display()
             );
+        } else {
+            eprintln!("using the existing key {}", key.display());
         }
     }
     eprintln!(

@@ -237,3 +237,75 @@ fn a_check_program_that_does_not_exist_is_refused() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// An existing key file that is no key (a directory, garbage, empty) was taken as
+/// "the existing key" and the config written; port 0 was an "internal error"; a failed
+/// write left `FILE.toml.tmp` behind. Now: refused before anything is written, a usage
+/// error, and nothing left.
+#[test]
+fn init_refuses_an_unusable_key_and_leaves_nothing_behind() {
+    let d = tmp("bad-key");
+    let out = d.join("electd.toml");
+    for (name, make) in [
+        ("garbage.key", Some(&b"\xff\xfe not hex\n"[..])),
+        ("empty.key", Some(&b""[..])),
+        ("dir.key", None),
+    ] {
+        let key = d.join(name);
+        match make {
+            Some(bytes) => std::fs::write(&key, bytes).unwrap(),
+            None => std::fs::create_dir_all(&key).unwrap(),
+        }
+        let r = electd(&[
+            "config",
+            "init",
+            "--nodes",
+            "3",
+            "--key-file",
+            name,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains("not a usable key file"), "{name}: {err}");
+        assert!(!out.exists(), "{name}: the config was written");
+    }
+    let r = electd(&[
+        "config",
+        "init",
+        "--nodes",
+        "3",
+        "--insecure",
+        "--udp-port",
+        "0",
+    ]);
+    assert_eq!(
+        r.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    // --out a directory: an error, and no temporary file beside it.
+    let target = d.join("a-dir");
+    std::fs::create_dir_all(&target).unwrap();
+    let r = electd(&[
+        "config",
+        "init",
+        "--nodes",
+        "3",
+        "--insecure",
+        "--force",
+        "--out",
+        target.to_str().unwrap(),
+    ]);
+    assert_eq!(r.status.code(), Some(1));
+    let left: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
