@@ -150,7 +150,9 @@ pub(crate) fn parse_answer(code: u16, body: &str) -> Option<Answer> {
         leads,
         leader: v["leader"].as_u64().map(|l| l as NodeId),
         node: v["node"].as_u64().map(|n| n as NodeId),
-        term: v["term"].as_u64().unwrap_or(0),
+        // The fencing token the command runs under: an answer without a valid one is no
+        // answer (a negative term was read as 0).
+        term: v["term"].as_u64()?,
         lease,
     })
 }
@@ -200,11 +202,7 @@ pub(super) fn local_address(
     node_id: Option<NodeId>,
 ) -> anyhow::Result<SocketAddr> {
     let http = match (url, config, node_id) {
-        (Some(url), _, _) => url
-            .trim()
-            .trim_start_matches("http://")
-            .trim_end_matches('/')
-            .to_string(),
+        (Some(url), _, _) => host_port(url)?,
         (None, Some(config), Some(id)) => {
             let roster = super::status::load_roster(config)?;
             roster
@@ -219,6 +217,28 @@ pub(super) fn local_address(
         _ => anyhow::bail!("give --url, or --config with --node-id"),
     };
     super::status::resolve(&http).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// `HOST:PORT` of a `--url`: `http://HOST:PORT`, `HOST:PORT`, a trailing `/`. The
+/// daemon serves plain HTTP on its root: `https://` or a path is an error that says so
+/// (they were looked up as host names, or read as a port).
+pub(crate) fn host_port(url: &str) -> anyhow::Result<String> {
+    let url = url.trim();
+    let rest = match url.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
+        Some((scheme, _)) => {
+            anyhow::bail!("{url}: electd's HTTP API is plain http:// (not {scheme}://)")
+        }
+        None => url,
+    };
+    let rest = rest.trim_end_matches('/');
+    if let Some((hp, path)) = rest.split_once('/') {
+        anyhow::bail!("{url}: give the node's address (http://{hp}), without a path (/{path})");
+    }
+    if rest.is_empty() {
+        anyhow::bail!("{url:?}: no address");
+    }
+    Ok(rest.to_string())
 }
 
 /// The running command.
@@ -672,6 +692,26 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_url_is_plain_http_to_a_host_and_port() {
+        for ok in [
+            "http://127.0.0.1:5741",
+            "HTTP://127.0.0.1:5741/",
+            "127.0.0.1:5741",
+            " node-3:5741 ",
+        ] {
+            let hp = host_port(ok).unwrap();
+            assert!(hp.ends_with(":5741") && !hp.contains('/'), "{ok}: {hp}");
+        }
+        let e = host_port("https://127.0.0.1:5741").unwrap_err().to_string();
+        assert!(e.contains("plain http://"), "{e}");
+        let e = host_port("http://127.0.0.1:5741/status")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("without a path (/status)"), "{e}");
+        assert!(host_port("http://").is_err());
+    }
+
     /// A 404 is the daemon saying it does not run the group (exec stops, exit 1: it
     /// waited forever before, silently); an answer that is not /is-leader's is no answer.
     #[test]
@@ -687,6 +727,9 @@ mod tests {
         let body =
             r#"{"node":1,"leader":1,"is_leader":true,"term":3,"paused":false,"lease":"none"}"#;
         assert!(matches!(classify(200, body), Asked::Answer(a) if a.leads && a.term == 3));
+        // No valid fencing token, no answer (a term of -5 was read as 0).
+        let negative = body.replace("\"term\":3", "\"term\":-5");
+        assert!(matches!(classify(200, &negative), Asked::NoAnswer(_)));
     }
 
     /// A command stopped by an answer "not leading" (or a new term) is killed by the
