@@ -134,6 +134,16 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
             }
             Err(e) => return Err(e.into()),
         };
+        // A state file already here is read as `run` reads it (run refuses one it
+        // cannot read: garbage, an empty file, a term too large).
+        if let Some(path) = c.raft_state_file.as_ref().filter(|p| p.is_file()) {
+            electd::daemon::durable::load(path).map_err(|e| {
+                anyhow::anyhow!(
+                    "node {}: state.file: {e} (`electd run` refuses it)",
+                    c.node_id
+                )
+            })?;
+        }
         checked.push(c.node_id);
         for n in notes {
             warn(format!("{n} ({})", here(id)));

@@ -81,6 +81,17 @@ impl Validator<'_> {
             // The nearest path that exists must be a writable directory: `run` creates
             // the rest below it.
             let existing = dir.ancestors().skip(1).find(|a| a.exists());
+            // A file where a directory of the path must be.
+            if let Some(file) = dir.ancestors().find(|a| a.exists() && !a.is_dir()) {
+                return Err(self.err(
+                    key,
+                    format!(
+                        "{}: {} is a file, not a directory",
+                        path.display(),
+                        file.display()
+                    ),
+                ));
+            }
             return match existing {
                 Some(a) if a.is_dir() && writable(a) && !dir.exists() => {
                     Ok(Some(dir.to_path_buf()))

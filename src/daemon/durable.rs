@@ -149,6 +149,11 @@ fn read(path: &Path) -> Result<(u64, Saved), DurableError> {
         let saved = parse_json(text).map_err(corrupt)?;
         return bounded(path, saved).map(|s| (0, s));
     }
+    if bytes.is_empty() {
+        return Err(corrupt(
+            "the file is empty (cut short before its first record was written?)".into(),
+        ));
+    }
     let mut best: Option<(u64, Saved)> = None;
     let mut problems = Vec::new();
     for (i, slot) in bytes.chunks(SLOT).take(2).enumerate() {
@@ -453,6 +458,10 @@ mod tests {
         // A file cut short (a crash while it was first laid out) is not a record either.
         std::fs::write(&path, &bytes[..10]).unwrap();
         assert!(load(&path).is_err());
+        // An empty file says so (the reason was blank: "no intact record: ").
+        std::fs::write(&path, b"").unwrap();
+        let err = load(&path).unwrap_err().to_string();
+        assert!(err.contains("the file is empty"), "{err}");
     }
 
     /// Damage at the very start of the file (slot 0's header zeroed, as a torn sector

@@ -137,10 +137,11 @@ fn cases(f: &Fixture) -> Vec<Case> {
         env_case(
             "state file in a missing directory",
             "ELECTD_RAFT_STATE_FILE",
-            // One that cannot be created (/dev/null is no directory): a missing one
-            // that can be is created by `run` (issue 28, §3 item 13).
+            // One that cannot be created (/dev/null is no directory, and the error
+            // says so): a missing one that can be is created by `run` (issue 28, §3
+            // item 13).
             "/dev/null/dir/raft.state".into(),
-            Refused("ELECTD_RAFT_STATE_FILE", "does not exist"),
+            Refused("ELECTD_RAFT_STATE_FILE", "/dev/null is a file, not a directory"),
         ),
         // Item 10: a state file that is a directory (said once).
         case(

@@ -130,3 +130,32 @@ fn a_config_named_bare_resolves_against_the_working_directory() {
         assert!(!dir.join("state").exists(), "{name}: check creates nothing");
     }
 }
+
+/// `config check` reads a state file that is already there as `run` does: one `run`
+/// refuses (garbage, empty) fails the check too (it said "ok").
+#[test]
+fn config_check_reads_an_existing_state_file() {
+    let p = write(
+        "check-reads",
+        "\"bully\"",
+        "[state]\nfile = \"{node}.state\"",
+    );
+    let dir = p.parent().unwrap();
+    let check = || {
+        crate::common::electd_command(&["config", "check", "--config", p.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    assert!(check().status.success(), "no state file yet: ok");
+    for bad in [&b"\x01\x02 not a state file"[..], &b""[..]] {
+        std::fs::write(dir.join("2.state"), bad).unwrap();
+        let out = check();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("node 2: state.file") && err.contains("refuses it"),
+            "{err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

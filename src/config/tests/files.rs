@@ -116,13 +116,14 @@ fn raft_state_file_must_be_writable_where_it_is() {
     let c = parse(&with(&later)).expect("a directory run can create");
     assert_eq!(c.state_dir_to_create, Some(dir.join("later/dir")));
     assert!(!dir.join("later").exists(), "loading creates nothing");
-    // One that cannot be created (below a file).
+    // One that cannot be created (below a file): the file is named (the message was
+    // that the directory "does not exist and this user cannot create it").
     std::fs::write(dir.join("a-file"), "").unwrap();
     let below_file = format!("{}/a-file/dir/raft.state", dir.display());
     fails(
         parse(&with(&below_file)),
         "raft.state_file",
-        "does not exist and this user cannot create it",
+        "a-file is a file, not a directory",
     );
     let is_dir = format!("{}/taken.state", dir.display());
     fails(parse(&with(&is_dir)), "raft.state_file", "is a directory");
