@@ -600,6 +600,8 @@ pub fn read(
         }
     }
     let header: Header = serde_json::from_value(v).map_err(|e| ReadError::Header(e.to_string()))?;
+    check_header(&header).map_err(ReadError::Header)?;
+    let mut check = RecordCheck::new(&header);
     let mut records = Vec::new();
     for (i, l) in lines.enumerate() {
         let l = l?;
@@ -609,19 +611,197 @@ pub fn read(
         if records.len() >= max_records {
             return Err(ReadError::TooLarge(max_records, too_large));
         }
+        let line = i + 2;
         let rec: Record = serde_json::from_str(&l).map_err(|e| ReadError::Line {
-            line: i + 2,
+            line,
             msg: e.to_string(),
         })?;
+        check
+            .record(&rec)
+            .map_err(|msg| ReadError::Line { line, msg })?;
         records.push(rec);
     }
     Ok((header, records))
+}
+
+/// The header describes lanes and groups a diagram can draw: at least one node, no
+/// node twice, and known algorithms, each once.
+fn check_header(h: &Header) -> Result<(), String> {
+    if h.nodes.is_empty() {
+        return Err("\"nodes\" is empty: a trace has at least one node".into());
+    }
+    let mut seen = HashSet::new();
+    if let Some(n) = h.nodes.iter().find(|&&n| !seen.insert(n)) {
+        return Err(format!("node {n} is listed twice in \"nodes\""));
+    }
+    let mut algs = HashSet::new();
+    for a in &h.algorithms {
+        if a.parse::<crate::contract::algorithm::AlgorithmKind>()
+            .is_err()
+        {
+            return Err(format!("unknown algorithm {a:?} in \"algorithms\""));
+        }
+        if !algs.insert(a.as_str()) {
+            return Err(format!("algorithm {a:?} is listed twice"));
+        }
+    }
+    Ok(())
+}
+
+/// What every record must keep (docs/trace.md): time order, nodes among the header's
+/// lanes, algorithms among its groups, and a delivery or drop of a datagram sent
+/// before it.
+struct RecordCheck<'h> {
+    header: &'h Header,
+    last: u64,
+    sent: HashSet<u64>,
+}
+
+impl<'h> RecordCheck<'h> {
+    fn new(header: &'h Header) -> Self {
+        RecordCheck {
+            header,
+            last: 0,
+            sent: HashSet::new(),
+        }
+    }
+
+    fn record(&mut self, r: &Record) -> Result<(), String> {
+        let t = r.time();
+        if t < self.last {
+            return Err(format!(
+                "at t = {t} ns, before the record above it (t = {} ns): records are in time order",
+                self.last
+            ));
+        }
+        self.last = t;
+        let node = |n: NodeId| {
+            if self.header.nodes.contains(&n) {
+                Ok(())
+            } else {
+                Err(format!("node {n} is not in the header's \"nodes\""))
+            }
+        };
+        let alg = |a: &str| {
+            if self.header.algorithms.iter().any(|h| h == a) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "algorithm {a:?} is not in the header's \"algorithms\""
+                ))
+            }
+        };
+        match r {
+            Record::Send(m) | Record::Retransmit(m) => {
+                node(m.from)?;
+                node(m.to)?;
+                alg(&m.alg)?;
+                self.sent.insert(m.id);
+            }
+            Record::Ack { from, to, .. } => {
+                node(*from)?;
+                node(*to)?;
+            }
+            Record::Deliver { id, to, .. } => {
+                node(*to)?;
+                if !self.sent.contains(id) {
+                    return Err(format!("a delivery of datagram {id}, never sent before it"));
+                }
+            }
+            Record::Drop { id, .. } => {
+                if !self.sent.contains(id) {
+                    return Err(format!("a drop of datagram {id}, never sent before it"));
+                }
+            }
+            Record::Timer {
+                node: n, alg: a, ..
+            }
+            | Record::State {
+                node: n, alg: a, ..
+            }
+            | Record::Leader {
+                node: n, alg: a, ..
+            } => {
+                node(*n)?;
+                alg(a)?;
+            }
+            Record::Start { node: n, .. } | Record::Crash { node: n, .. } => node(*n)?,
+            Record::Partition { sides, .. } => {
+                for n in sides.iter().flatten() {
+                    node(*n)?;
+                }
+            }
+            Record::OneWay { from, to, .. } => {
+                for n in from.iter().chain(to) {
+                    node(*n)?;
+                }
+            }
+            Record::End { alg: a, .. } => alg(a)?,
+            Record::Heal { .. } | Record::Net { .. } | Record::Truncated { .. } => {}
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::contract::algorithm::AlgorithmKind;
+
+    /// docs/trace.md's rules a reader holds a trace to: lanes and groups from the
+    /// header, time order, a delivery only of a datagram sent before it. `view` drew
+    /// traces that broke each of them.
+    #[test]
+    fn a_trace_that_breaks_the_format_is_refused_naming_the_line() {
+        let head = r#"{"format":"electd-trace","version":1,"source":"simulate","clock":"virtual","algorithms":["bully"],"nodes":[1,2,3]}"#;
+        let send = |t: u64, id: u64, from: u32, to: u32, alg: &str| {
+            format!(
+                r#"{{"ev":"send","t":{t},"id":{id},"alg":"{alg}","from":{from},"to":{to},"type":"election","token":1,"seq":1,"incarnation":1,"body":""}}"#
+            )
+        };
+        let read_all = |text: String| read(text.as_bytes(), 1000, "test").map(|_| ());
+        assert!(read_all(format!(
+            "{head}\n{}\n{{\"ev\":\"deliver\",\"t\":7,\"id\":1,\"to\":2}}\n",
+            send(5, 1, 1, 2, "bully")
+        ))
+        .is_ok());
+        for (text, want) in [
+            (
+                format!("{head}\n{}\n", send(5, 1, 1, 99, "bully")),
+                "node 99 is not in",
+            ),
+            (
+                format!("{head}\n{}\n", send(5, 1, 1, 2, "paxos")),
+                "\"paxos\" is not in",
+            ),
+            (
+                format!(
+                    "{head}\n{}\n{}\n",
+                    send(50, 1, 1, 2, "bully"),
+                    send(5, 2, 2, 1, "bully")
+                ),
+                "time order",
+            ),
+            (
+                format!("{head}\n{{\"ev\":\"deliver\",\"t\":7,\"id\":4,\"to\":2}}\n"),
+                "never sent",
+            ),
+            (head.replace("[1,2,3]", "[]"), "at least one node"),
+            (head.replace("[1,2,3]", "[1,1,1]"), "node 1 is listed twice"),
+            (
+                head.replace("[\"bully\"]", "[\"paxos\"]"),
+                "unknown algorithm",
+            ),
+        ] {
+            let e = read_all(text.clone()).unwrap_err().to_string();
+            assert!(e.contains(want), "{want:?} not in {e:?} for {text}");
+        }
+        // A record's error names its line.
+        let e = read_all(format!("{head}\n\n{}\n", send(5, 1, 1, 99, "bully")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("line 3:"), "{e}");
+    }
     use crate::contract::message::ElectionTag;
 
     fn datagram(seq: u64, body: Option<Message>) -> Datagram {

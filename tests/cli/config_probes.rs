@@ -141,7 +141,10 @@ fn cases(f: &Fixture) -> Vec<Case> {
             // says so): a missing one that can be is created by `run` (issue 28, §3
             // item 13).
             "/dev/null/dir/raft.state".into(),
-            Refused("ELECTD_RAFT_STATE_FILE", "/dev/null is a file, not a directory"),
+            Refused(
+                "ELECTD_RAFT_STATE_FILE",
+                "/dev/null is a file, not a directory",
+            ),
         ),
         // Item 10: a state file that is a directory (said once).
         case(
