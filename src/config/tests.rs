@@ -712,3 +712,26 @@ fn absurd_durations_are_refused_with_the_key() {
     // The edges are taken.
     assert!(parse(&head("[timing]\nheartbeat = \"1ms\"\nfailure_timeout = \"5ms\"\nanswer_timeout = \"2ms\"\ncoordinator_timeout = \"10ms\"\nelection_timeout = \"5ms..10ms\"\n[transport]\nretransmit = \"1ms\"")).is_ok());
 }
+
+/// A hook whose program is a path that does not exist failed at every leader change,
+/// and the config check said nothing; a shell line starting with a word (a builtin, a
+/// function, an assignment) is not second-guessed.
+#[test]
+fn a_hook_program_that_does_not_exist_is_refused() {
+    fails(
+        parse(&head(
+            "[hooks]\non_leader_change = \"/nonexistent/hook --flag\"",
+        )),
+        "hooks.on_leader_change",
+        "would fail at every leader change",
+    );
+    for fine in [
+        "/bin/true",
+        "echo $ELECTD_STATE >> /tmp/x",
+        "X=/nonexistent/y /bin/true",
+    ] {
+        let c = parse(&head(&format!("[hooks]\non_leader_change = \"{fine}\"")))
+            .unwrap_or_else(|e| panic!("{fine}: {e}"));
+        assert_eq!(c.hooks.on_leader_change.as_deref(), Some(fine));
+    }
+}

@@ -137,6 +137,24 @@ impl Validator<'_> {
                 Duration::from_secs(5),
             )?,
         };
+        // A hook whose program is a path that cannot run fails at every leader change
+        // (and what it manages never follows the leader): refused as a [[check]]'s
+        // program is. Only a path is checked: the line is a shell's, and a bare word
+        // may be a builtin or a function.
+        if let Some(cmd) = &hooks.on_leader_change {
+            if let Some(program) = cmd
+                .split_whitespace()
+                .next()
+                .filter(|w| w.contains('/') && !w.contains('='))
+            {
+                if let Err(why) = super::checks::find_program(program) {
+                    self.host_local(self.err(
+                        "hooks.on_leader_change",
+                        format!("{why}: the hook would fail at every leader change"),
+                    ))?;
+                }
+            }
+        }
         let (admin_token, admin_token_file) = self.admin(&raw)?;
         let (raft_state_file, ephemeral, state_dir_to_create) =
             self.state(&raw, node_id, &algorithms)?;
