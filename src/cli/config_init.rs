@@ -111,11 +111,10 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
     let mut checked = Vec::new();
     let mut to_create = std::collections::BTreeSet::new();
     for id in ids {
-        let here = |id: Option<electd::NodeId>| {
-            format!(
-                "here; node {} checks it again when it starts",
-                id.unwrap_or_default()
-            )
+        // Said once for every node (the same note of each node was printed per node).
+        let here = |id: Option<electd::NodeId>| match (every, id) {
+            (false, Some(id)) => format!("here; node {id} checks it again when it starts"),
+            _ => "here; each node checks it again when it starts".to_string(),
         };
         // Checking every node from one machine: what depends on the machine (a node's
         // own host name, its state directory, a check's program) is checked here as a

@@ -367,7 +367,13 @@ pub fn parse_node_counts(s: &str) -> Result<Vec<usize>, String> {
         }
         return Ok((a..=b).collect());
     }
-    s.split(',').map(parse).collect()
+    let counts: Vec<usize> = s.split(',').map(parse).collect::<Result<_, _>>()?;
+    // A count given twice would be run and printed twice.
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(n) = counts.iter().find(|&&n| !seen.insert(n)) {
+        return Err(format!("{n} is listed twice"));
+    }
+    Ok(counts)
 }
 
 /// The algorithms of an `--algorithms` list in the order given, each once; every
@@ -415,6 +421,15 @@ mod arg_tests {
         for bad in ["inf", "NaN", "0", "1e-300", "-1", "1e9", "x"] {
             assert!(seconds_arg(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_node_count_list_names_each_count_once() {
+        assert_eq!(parse_node_counts("3,5,8"), Ok(vec![3, 5, 8]));
+        assert_eq!(parse_node_counts("3..=5"), Ok(vec![3, 4, 5]));
+        assert!(parse_node_counts("3,3")
+            .unwrap_err()
+            .contains("3 is listed twice"));
     }
 
     /// A typo in ELECTD_LOG (`inof`) is read by the filter's grammar as a target's name,
