@@ -70,6 +70,12 @@ pub struct Phases {
     /// leader (its detection, or an election reaching it) and when it adopted the new
     /// leader; which survivor was late, and at what.
     pub survivors: Vec<SurvivorStamps>,
+    /// The longest stall of the bench's own probe thread ([`super::stallprobe`]) from
+    /// the action to the last adoption, ms; `None`: none of 5 ms or more (or no probe).
+    /// A stall of every survivor that the bench's thread shared was the machine's.
+    pub bench_stall_ms: Option<f64>,
+    /// Whether the probe ran (`bench_stall_ms` means something).
+    pub probed: bool,
 }
 
 /// One survivor's stamps in a failover (see [`Phases::survivors`]).
@@ -98,7 +104,18 @@ impl Phases {
             stamped_ms: stamped,
             deliver_ms: stamped.map(|s| (arrived_ms - s).max(0.0)),
             survivors: Vec::new(),
+            bench_stall_ms: None,
+            probed: false,
         }
+    }
+
+    /// With the probe's longest stall from `t0_us` to `until_ms` after it.
+    pub fn with_probe(mut self, t0_us: u64, until_ms: f64) -> Phases {
+        if let Some(p) = super::stallprobe::running() {
+            self.probed = true;
+            self.bench_stall_ms = p.longest_within(t0_us, t0_us + (until_ms * 1e3) as u64);
+        }
+        self
     }
 
     /// With each survivor's (node, lost, adopted) stamps, Unix µs, taken from `t0_us`.
@@ -137,6 +154,15 @@ impl Phases {
                 .map(|x| format!("{} {} → {}", x.node, f(x.lost_ms), f(x.adopted_ms)))
                 .collect();
             s += &format!("; per survivor, lost → adopted (ms): {}", each.join(", "));
+        }
+        match (self.probed, self.bench_stall_ms) {
+            (true, Some(g)) => {
+                s += &format!(
+                    "; the bench's own probe thread stalled {g:.1} ms meanwhile (the machine)"
+                )
+            }
+            (true, None) => s += "; the bench's own probe thread ran on time (no stall of 5 ms)",
+            (false, _) => {}
         }
         s
     }
@@ -184,6 +210,8 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<FailoverRe
         .collect();
     let mut rng = Rng::new(opts.seed ^ 0xFA11_0FE5);
     let mut runs = Vec::new();
+    super::stallprobe::start();
+    let _probe = StopProbe;
     for kind in algorithms {
         // A fresh cluster must agree within 15 s; if it does not (seen once under heavy
         // load), say what each node believed and start over once with a new cluster.
@@ -255,6 +283,15 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<FailoverRe
         per_mode,
         runs,
     })
+}
+
+/// Stops the stall probe when the section ends, however it ends.
+struct StopProbe;
+
+impl Drop for StopProbe {
+    fn drop(&mut self) {
+        super::stallprobe::stop();
+    }
 }
 
 /// How a failover's end is timed.
@@ -331,7 +368,8 @@ pub(super) fn measure(
                     w.adopted_span_us(&survivors, new).map(|(_, last)| last),
                     arrived,
                 )
-                .with_survivors(t0_us, &w.stamps(&survivors));
+                .with_survivors(t0_us, &w.stamps(&survivors))
+                .with_probe(t0_us, arrived);
                 let took = match clock {
                     Clock::Arrival => ms(at.saturating_duration_since(t0)),
                     // No stamp (an older node): the arrival, an upper bound.

@@ -29,6 +29,7 @@ pub mod plot;
 pub mod report;
 pub mod scale;
 pub mod sse;
+pub mod stallprobe;
 pub mod stop;
 pub mod targets;
 pub mod versus_etcd;

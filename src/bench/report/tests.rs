@@ -477,3 +477,20 @@ fn a_slow_failover_names_each_survivors_stamps() {
         "{d}"
     );
 }
+
+/// A slow sample says whether the bench's own probe thread stalled with it.
+#[test]
+fn a_slow_failover_says_whether_the_machine_stalled() {
+    use crate::bench::failover::Phases;
+    let mut p = Phases::of(1_000_000, Some(1_126_000), Some(1_137_000), 137.5);
+    assert!(!p.describe().contains("probe"), "no probe, nothing said");
+    p.probed = true;
+    assert!(p.describe().contains("ran on time"), "{}", p.describe());
+    p.bench_stall_ms = Some(28.4);
+    assert!(
+        p.describe()
+            .contains("stalled 28.4 ms meanwhile (the machine)"),
+        "{}",
+        p.describe()
+    );
+}
