@@ -76,6 +76,47 @@ pub struct Phases {
     pub bench_stall_ms: Option<f64>,
     /// Whether the probe ran (`bench_stall_ms` means something).
     pub probed: bool,
+    /// The slowest state-file write of any survivor between a scrape just before the
+    /// action and one after the agreement, as its histogram bucket's upper bound (ms),
+    /// with the node: a claim and an adoption wait for their writes. `None`: no write,
+    /// or the scrapes failed.
+    pub slowest_write: Option<(NodeId, f64)>,
+}
+
+/// `electd_state_write_seconds` of a node's `/metrics` text: (upper bound in seconds,
+/// cumulative count) per bucket, `+Inf` as infinity.
+pub fn write_buckets(metrics: &str) -> Vec<(f64, u64)> {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("electd_state_write_seconds_bucket{"))
+        .filter_map(|l| {
+            let le = l.split("le=\"").nth(1)?.split('"').next()?;
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            let count = l.rsplit(' ').next()?.trim().parse().ok()?;
+            Some((le, count))
+        })
+        .collect()
+}
+
+/// The upper bound (s) of the bucket of the slowest write between two readings of
+/// [`write_buckets`]; `None` when no write came between them.
+pub fn slowest_between(before: &[(f64, u64)], after: &[(f64, u64)]) -> Option<f64> {
+    let delta: Vec<(f64, u64)> = after
+        .iter()
+        .map(|&(le, n)| {
+            let was = before.iter().find(|b| b.0 == le).map_or(0, |b| b.1);
+            (le, n.saturating_sub(was))
+        })
+        .collect();
+    let total = delta.iter().map(|d| d.1).max()?;
+    if total == 0 {
+        return None;
+    }
+    delta.iter().find(|d| d.1 == total).map(|d| d.0)
 }
 
 /// One survivor's stamps in a failover (see [`Phases::survivors`]).
@@ -106,6 +147,7 @@ impl Phases {
             survivors: Vec::new(),
             bench_stall_ms: None,
             probed: false,
+            slowest_write: None,
         }
     }
 
@@ -154,6 +196,9 @@ impl Phases {
                 .map(|x| format!("{} {} → {}", x.node, f(x.lost_ms), f(x.adopted_ms)))
                 .collect();
             s += &format!("; per survivor, lost → adopted (ms): {}", each.join(", "));
+        }
+        if let Some((node, ms)) = self.slowest_write {
+            s += &format!("; slowest state write {ms:.1} ms or less (node {node}'s)");
         }
         match (self.probed, self.bench_stall_ms) {
             (true, Some(g)) => {
@@ -348,6 +393,13 @@ pub(super) fn measure(
         // What the survivors were doing just before the action: an election under way
         // then explains a failover faster than the detector allows.
         let busy = election_under_way(c, &survivors, leader);
+        let writes_before: Vec<Vec<(f64, u64)>> = survivors
+            .iter()
+            .map(|&id| {
+                c.get(id, "/metrics")
+                    .map_or_else(Vec::new, |m| write_buckets(&m))
+            })
+            .collect();
         let t0 = Instant::now();
         let t0_us = super::unix_us();
         match mode {
@@ -370,6 +422,15 @@ pub(super) fn measure(
                 )
                 .with_survivors(t0_us, &w.stamps(&survivors))
                 .with_probe(t0_us, arrived);
+                let mut taken_apart = taken_apart;
+                taken_apart.slowest_write = survivors
+                    .iter()
+                    .zip(&writes_before)
+                    .filter_map(|(&id, before)| {
+                        let after = write_buckets(&c.get(id, "/metrics")?);
+                        Some((id, slowest_between(before, &after)? * 1e3))
+                    })
+                    .max_by(|a, b| a.1.total_cmp(&b.1));
                 let took = match clock {
                     Clock::Arrival => ms(at.saturating_duration_since(t0)),
                     // No stamp (an older node): the arrival, an upper bound.

@@ -494,3 +494,28 @@ fn a_slow_failover_says_whether_the_machine_stalled() {
         p.describe()
     );
 }
+
+/// The slowest state write between two scrapes is the bucket where the new writes
+/// all are.
+#[test]
+fn the_slowest_write_between_two_scrapes_is_read_from_the_histogram() {
+    use crate::bench::failover::{slowest_between, write_buckets};
+    let scrape = |counts: [u64; 4]| {
+        format!(
+            "# HELP x\nelectd_state_write_seconds_bucket{{cluster=\"c\",node=\"4\",le=\"0.0064\"}} {}\n\
+             electd_state_write_seconds_bucket{{cluster=\"c\",node=\"4\",le=\"0.0128\"}} {}\n\
+             electd_state_write_seconds_bucket{{cluster=\"c\",node=\"4\",le=\"0.0256\"}} {}\n\
+             electd_state_write_seconds_bucket{{cluster=\"c\",node=\"4\",le=\"+Inf\"}} {}\n\
+             electd_state_write_seconds_sum{{cluster=\"c\",node=\"4\"}} 0.5\n",
+            counts[0], counts[1], counts[2], counts[3]
+        )
+    };
+    let before = write_buckets(&scrape([10, 11, 11, 11]));
+    assert_eq!(before.len(), 4);
+    assert_eq!(before[3], (f64::INFINITY, 11));
+    // Two writes: one fast, one in (12.8, 25.6] ms.
+    let after = write_buckets(&scrape([11, 12, 13, 13]));
+    assert_eq!(slowest_between(&before, &after), Some(0.0256));
+    assert_eq!(slowest_between(&before, &before), None);
+    assert_eq!(slowest_between(&before, &[]), None);
+}
