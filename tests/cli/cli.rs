@@ -14,6 +14,15 @@ fn assert_clean_error(args: &[&str], needle: &str) {
     );
 }
 
+/// `args` is refused by the argument parser: exit 2, no panic, `needle` said.
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let out = electd(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+}
+
 #[test]
 fn bad_simulate_input_is_a_clear_error() {
     assert_clean_error(
@@ -436,11 +445,7 @@ fn huge_or_zero_durations_are_usage_errors() {
             "--duration",
         ),
     ] {
-        let out = electd(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(!err.contains("panicked"), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+        assert_usage_error(&args, needle);
     }
     // A group the cluster file does not run: an error at once, not every node
     // "unreachable" until the end.
@@ -507,9 +512,6 @@ fn out_of_range_counts_are_usage_errors() {
             "2 to 1024",
         ),
     ] {
-        let out = electd(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+        assert_usage_error(&args, needle);
     }
 }

@@ -157,6 +157,13 @@ fn exec(dir: &Path, daemon: SocketAddr, extra: &[&str], command: &[&str]) -> Exe
         .expect("spawn electd exec")
 }
 
+/// A shell step that writes `what` to `file` whole (through a temporary and a rename,
+/// so a reader never sees it half written).
+fn writes_to(file: &Path, what: &str) -> String {
+    let f = file.display();
+    format!("echo {what} > {f}.tmp && mv {f}.tmp {f}")
+}
+
 /// The pid written to `file` (by the command), once it is there.
 fn pid_in(file: &Path) -> Option<i32> {
     std::fs::read_to_string(file)
@@ -324,12 +331,7 @@ fn the_command_runs_only_while_the_node_leads() {
     let d = scratch("follows");
     let daemon = FakeDaemon::start(false);
     let own = d.join("own");
-    let script = format!(
-        "echo $$ > {}.tmp && mv {}.tmp {}; exec sleep 300",
-        own.display(),
-        own.display(),
-        own.display()
-    );
+    let script = format!("{}; exec sleep 300", writes_to(&own, "$$"));
     let mut child = exec(
         &d,
         daemon.addr,
@@ -359,12 +361,7 @@ fn a_new_term_of_the_same_leader_restarts_the_command_under_the_new_token() {
     let d = scratch("new-term");
     let daemon = FakeDaemon::start(true);
     let own = d.join("own");
-    let script = format!(
-        "echo \"$ELECTD_TERM $$\" > {}.tmp && mv {}.tmp {}; exec sleep 300",
-        own.display(),
-        own.display(),
-        own.display()
-    );
+    let script = format!("{}; exec sleep 300", writes_to(&own, "\"$ELECTD_TERM $$\""));
     let mut child = exec(
         &d,
         daemon.addr,
@@ -411,10 +408,8 @@ fn a_copy_that_ignores_sigterm_is_killed_by_the_lease_not_the_grace() {
     daemon.lease_ms.store(1000, Ordering::Relaxed);
     let own = d.join("own");
     let script = format!(
-        "trap '' TERM; echo $$ > {}.tmp && mv {}.tmp {}; while :; do sleep 1; done",
-        own.display(),
-        own.display(),
-        own.display()
+        "trap '' TERM; {}; while :; do sleep 1; done",
+        writes_to(&own, "$$")
     );
     let mut child = exec(
         &d,
