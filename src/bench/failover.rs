@@ -197,8 +197,12 @@ impl Phases {
                 .collect();
             s += &format!("; per survivor, lost → adopted (ms): {}", each.join(", "));
         }
-        if let Some((node, ms)) = self.slowest_write {
-            s += &format!("; slowest state write {ms:.1} ms or less (node {node}'s)");
+        match self.slowest_write {
+            Some((node, ms)) if ms.is_finite() => {
+                s += &format!("; slowest state write {ms:.1} ms or less (node {node}'s)")
+            }
+            Some((node, _)) => s += &format!("; slowest state write over 1 s (node {node}'s)"),
+            None => {}
         }
         match (self.probed, self.bench_stall_ms) {
             (true, Some(g)) => {
@@ -426,6 +430,9 @@ pub(super) fn measure(
                 taken_apart.slowest_write = survivors
                     .iter()
                     .zip(&writes_before)
+                    // A node whose first scrape failed has no baseline: its whole
+                    // history would read as this window's.
+                    .filter(|(_, before)| !before.is_empty())
                     .filter_map(|(&id, before)| {
                         let after = write_buckets(&c.get(id, "/metrics")?);
                         Some((id, slowest_between(before, &after)? * 1e3))
