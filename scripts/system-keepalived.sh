@@ -107,12 +107,23 @@ is_arping() { # is_arping PID: a live (not zombie) arping
         && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
 }
 mkdir -p "$WORK/run-0"
+# A veth's carrier comes up a moment after `link set up`: arping refuses a link without
+# it and exits at once (a CI run failed here once: "no arping announcing the VIP").
+for i in $(seq 100); do
+    ip -n "$(ns 1)" link show dev eth0 | grep -q LOWER_UP && break
+    sleep 0.05
+done
 t=$(date +%s%N); hook leader; t=$(( ($(date +%s%N) - t) / 1000000 ))
 # 5 ARPs 1 s apart take 4 s in the foreground: the run must return long before.
 [ "$t" -lt 1000 ] || { echo "system-keepalived: the leader run took $t ms (arping in the foreground?)" >&2; exit 1; }
 expect_holders "hook leader run ($t ms)" "1 " 1
 read -r apid <"$WORK/run-0/electd-vip-bully.arping"
-is_arping "$apid" || { echo "system-keepalived: no arping announcing the VIP" >&2; exit 1; }
+is_arping "$apid" || {
+    echo "system-keepalived: no arping announcing the VIP; eth0 in namespace 1 and arping's own word:" >&2
+    ip -n "$(ns 1)" link show dev eth0 >&2
+    ip netns exec "$(ns 1)" arping -U -c 1 -I eth0 "$VIP" >&2
+    exit 1
+}
 hook follower
 expect_holders "hook follower run" "" 1
 for i in $(seq 50); do is_arping "$apid" || break; sleep 0.01; done
