@@ -990,6 +990,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<Detect> {
                     mode: "sigkill",
                     count: rounds,
                     clock: super::failover::Clock::Stamp,
+                    take_apart: false,
                 },
                 &t,
                 &mut rng,

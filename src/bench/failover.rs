@@ -315,6 +315,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> anyhow::Result<FailoverRe
                     mode,
                     count: per_mode,
                     clock: Clock::Arrival,
+                    take_apart: true,
                 },
                 &timing,
                 &mut rng,
@@ -359,6 +360,10 @@ pub(super) struct Actions {
     pub(super) mode: &'static str,
     pub(super) count: usize,
     pub(super) clock: Clock,
+    /// Take every sample apart ([`Phases`]): the survivors' stamps, and the stall
+    /// probe and state writes, whose scrapes of every survivor's `/metrics` before
+    /// each action are work the detect section's busy machine should not get.
+    pub(super) take_apart: bool,
 }
 
 pub(super) fn measure(
@@ -369,7 +374,12 @@ pub(super) fn measure(
     t: &ClusterTiming,
     rng: &mut Rng,
 ) -> anyhow::Result<FailoverRun> {
-    let Actions { mode, count, clock } = actions;
+    let Actions {
+        mode,
+        count,
+        clock,
+        take_apart,
+    } = actions;
     let all = c.ids();
     let hb = Duration::from_millis(t.heartbeat_ms);
     let mut samples = Vec::with_capacity(count);
@@ -388,22 +398,24 @@ pub(super) fn measure(
             recoveries_failed += 1;
             continue;
         };
+        let survivors: Vec<NodeId> = all.iter().copied().filter(|&i| i != leader).collect();
+        // The survivors' state writes so far, before the wait that sets the action's
+        // phase (the scrapes' work stays clear of the action).
+        let writes_before: Vec<Vec<(f64, u64)>> = survivors
+            .iter()
+            .map(|&id| {
+                let scraped = take_apart.then(|| c.get(id, "/metrics")).flatten();
+                scraped.map_or_else(Vec::new, |m| write_buckets(&m))
+            })
+            .collect();
         // A random phase of the heartbeat period (see the module documentation).
         std::thread::sleep(3 * hb + rng.duration(Duration::ZERO, hb));
         if w.agreement(&all).map(|a| a.0) != Some(leader) {
             continue;
         }
-        let survivors: Vec<NodeId> = all.iter().copied().filter(|&i| i != leader).collect();
         // What the survivors were doing just before the action: an election under way
         // then explains a failover faster than the detector allows.
         let busy = election_under_way(c, &survivors, leader);
-        let writes_before: Vec<Vec<(f64, u64)>> = survivors
-            .iter()
-            .map(|&id| {
-                c.get(id, "/metrics")
-                    .map_or_else(Vec::new, |m| write_buckets(&m))
-            })
-            .collect();
         let t0 = Instant::now();
         let t0_us = super::unix_us();
         match mode {
@@ -418,7 +430,7 @@ pub(super) fn measure(
         match w.wait_agreement(&survivors, t0 + Duration::from_secs(5)) {
             Some((new, at)) => {
                 let arrived = ms(at.saturating_duration_since(t0));
-                let taken_apart = Phases::of(
+                let mut taken_apart = Phases::of(
                     t0_us,
                     w.first_lost_us(&survivors, t0_us),
                     w.adopted_span_us(&survivors, new).map(|(_, last)| last),
@@ -426,7 +438,6 @@ pub(super) fn measure(
                 )
                 .with_survivors(t0_us, &w.stamps(&survivors))
                 .with_probe(t0_us, arrived);
-                let mut taken_apart = taken_apart;
                 taken_apart.slowest_write = survivors
                     .iter()
                     .zip(&writes_before)

@@ -5,7 +5,7 @@
 //! the nodes did. The failover section starts it ([`start`]); [`running`] is `None`
 //! elsewhere, so the other sections pay nothing for it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -16,29 +16,29 @@ const KEPT: usize = 100_000;
 /// The probe: its gaps, (Unix µs when the sleep began, µs it took).
 pub struct StallProbe {
     gaps: Mutex<Vec<(u64, u64)>>,
-    stop: AtomicBool,
+    /// A thread is sleeping and measuring (between [`start`] and [`stop`]).
+    running: AtomicBool,
+    /// Bumped by every start and stop: a thread runs while it holds the current one.
+    generation: AtomicU64,
 }
 
 static PROBE: OnceLock<StallProbe> = OnceLock::new();
 
-/// Start the probe's thread (once; later calls do nothing). It runs until [`stop`].
+/// Start the probe's thread, unless one runs. It runs until [`stop`].
 pub fn start() {
-    let mut first = false;
-    let probe = PROBE.get_or_init(|| {
-        first = true;
-        StallProbe {
-            gaps: Mutex::new(Vec::new()),
-            stop: AtomicBool::new(false),
-        }
+    let probe = PROBE.get_or_init(|| StallProbe {
+        gaps: Mutex::new(Vec::new()),
+        running: AtomicBool::new(false),
+        generation: AtomicU64::new(0),
     });
-    if !first {
-        probe.stop.store(false, Ordering::Relaxed);
+    if probe.running.swap(true, Ordering::SeqCst) {
         return;
     }
-    let _ = std::thread::Builder::new()
+    let generation = probe.generation.fetch_add(1, Ordering::SeqCst) + 1;
+    let spawned = std::thread::Builder::new()
         .name("stall-probe".into())
         .spawn(move || {
-            while !probe.stop.load(Ordering::Relaxed) {
+            while probe.generation.load(Ordering::SeqCst) == generation {
                 let (at, from) = (super::unix_us(), Instant::now());
                 std::thread::sleep(Duration::from_millis(2));
                 let took = from.elapsed();
@@ -47,18 +47,22 @@ pub fn start() {
                 }
             }
         });
+    if spawned.is_err() {
+        probe.running.store(false, Ordering::SeqCst);
+    }
 }
 
 /// Stop the probe's thread at its next wakeup (its gaps are kept).
 pub fn stop() {
     if let Some(p) = PROBE.get() {
-        p.stop.store(true, Ordering::Relaxed);
+        p.running.store(false, Ordering::SeqCst);
+        p.generation.fetch_add(1, Ordering::SeqCst);
     }
 }
 
-/// The probe, once started.
+/// The probe while its thread runs: a stopped one would read as "on time".
 pub fn running() -> Option<&'static StallProbe> {
-    PROBE.get()
+    PROBE.get().filter(|p| p.running.load(Ordering::SeqCst))
 }
 
 impl StallProbe {
@@ -89,7 +93,8 @@ mod tests {
     fn the_longest_gap_overlapping_a_window_is_found() {
         let p = StallProbe {
             gaps: Mutex::new(Vec::new()),
-            stop: AtomicBool::new(false),
+            running: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
         };
         p.record(1_000, 6_000); // 1.000 .. 7.000 ms
         p.record(20_000, 30_000); // 20 .. 50 ms
@@ -98,5 +103,19 @@ mod tests {
         assert_eq!(p.longest_within(0, 100_000), Some(30.0));
         assert_eq!(p.longest_within(49_000, 60_000), Some(30.0));
         assert_eq!(p.longest_within(51_000, 60_000), None);
+    }
+
+    /// A stopped probe is not "running": its silence would read as "no stall"; a
+    /// second start after a stop runs a thread again.
+    #[test]
+    fn a_stopped_probe_is_not_read_and_a_restart_runs_again() {
+        start();
+        assert!(running().is_some());
+        stop();
+        assert!(running().is_none());
+        start();
+        assert!(running().is_some());
+        stop();
+        assert!(running().is_none());
     }
 }
