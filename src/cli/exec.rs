@@ -95,8 +95,9 @@ pub struct ExecArgs {
     #[arg(long)]
     pub once: bool,
     /// The command and its arguments (run directly, no shell).
-    #[arg(last = true, required = true, num_args = 1..)]
-    pub command: Vec<String>,
+    /// Taken as the operating system gives them: an argument need not be UTF-8.
+    #[arg(last = true, required = true, num_args = 1.., value_parser = clap::value_parser!(std::ffi::OsString))]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 impl ExecArgs {
@@ -519,7 +520,7 @@ async fn supervise(args: ExecArgs, addr: SocketAddr, lock: ExecLock) -> anyhow::
 }
 
 fn start(
-    command: &[String],
+    command: &[std::ffi::OsString],
     algorithm: electd::contract::algorithm::AlgorithmKind,
     a: &Answer,
     lock: &ExecLock,

@@ -31,7 +31,11 @@ pub(super) struct ExecLock {
 /// else `$XDG_RUNTIME_DIR`, else the temporary directory; named after the user, the
 /// group and a hash of the daemon's address, the network namespace (nodes in several
 /// namespaces of one machine may share an address) and the command line.
-pub(super) fn default_path(algorithm: &str, daemon: SocketAddr, command: &[String]) -> PathBuf {
+pub(super) fn default_path(
+    algorithm: &str,
+    daemon: SocketAddr,
+    command: &[std::ffi::OsString],
+) -> PathBuf {
     let dir = std::env::var_os("RUNTIME_DIRECTORY")
         .and_then(|d| std::env::split_paths(&d).next())
         .or_else(|| std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from))
@@ -40,8 +44,15 @@ pub(super) fn default_path(algorithm: &str, daemon: SocketAddr, command: &[Strin
     // FNV-1a (64 bit): stable across builds, unlike std's hasher.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let netns = std::fs::read_link("/proc/self/ns/net").unwrap_or_default();
-    let key = format!("{daemon}\0{}\0{}", netns.display(), command.join("\0"));
-    for b in key.bytes() {
+    // The command's bytes as given (an argument need not be UTF-8), NUL between them.
+    let mut key = format!("{daemon}\0{}\0", netns.display()).into_bytes();
+    for (i, arg) in command.iter().enumerate() {
+        if i > 0 {
+            key.push(0);
+        }
+        key.extend_from_slice(std::os::unix::ffi::OsStrExt::as_bytes(arg.as_os_str()));
+    }
+    for &b in &key {
         h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
     }
     // SAFETY: getuid(2) cannot fail and touches no memory.
@@ -242,7 +253,7 @@ mod tests {
     fn the_default_path_depends_on_daemon_group_and_command() {
         let a: SocketAddr = "127.0.0.1:5741".parse().unwrap();
         let b: SocketAddr = "127.0.0.1:5742".parse().unwrap();
-        let cmd = |s: &str| vec![s.to_string()];
+        let cmd = |s: &str| vec![std::ffi::OsString::from(s)];
         let p = default_path("raft", a, &cmd("w"));
         assert_eq!(p, default_path("raft", a, &cmd("w")));
         assert_ne!(p, default_path("bully", a, &cmd("w")));

@@ -260,11 +260,12 @@ impl Validator<'_> {
 /// is a path (relative to the working directory), any other name is looked up in the
 /// directories of `PATH` (`/bin:/usr/bin` when it is unset). Err says why it cannot be
 /// run: no such file, a directory, not executable, or not on `PATH`.
-pub fn find_program(program: &str) -> Result<PathBuf, String> {
+pub fn find_program(program: impl AsRef<std::ffi::OsStr>) -> Result<PathBuf, String> {
+    let program = program.as_ref();
     if program.is_empty() {
         return Err("an empty program name".into());
     }
-    if program.contains('/') {
+    if std::os::unix::ffi::OsStrExt::as_bytes(program).contains(&b'/') {
         let p = Path::new(program);
         return match std::fs::metadata(p) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

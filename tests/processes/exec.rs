@@ -137,7 +137,12 @@ impl Drop for Exec {
 
 /// `electd exec` for group bully at `daemon`, its lock in `dir` (by the default path
 /// rule: `$RUNTIME_DIRECTORY`), its stderr in `dir/exec.err`.
-fn exec(dir: &Path, daemon: SocketAddr, extra: &[&str], command: &[&str]) -> Exec {
+fn exec<S: AsRef<std::ffi::OsStr>>(
+    dir: &Path,
+    daemon: SocketAddr,
+    extra: &[&str],
+    command: &[S],
+) -> Exec {
     let err = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -346,6 +351,42 @@ fn the_command_runs_only_while_the_node_leads() {
     let pid = wait_for("the command to start", || pid_in(&own));
     daemon.leads.store(false, Ordering::Relaxed);
     wait_for("the command to stop", || dead(pid).then_some(()));
+    assert!(stop(&mut child).is_some_and(|s| s.success()));
+    drop(daemon);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// An argument that is not UTF-8 (a file name in Latin-1, say) reaches the command
+/// byte for byte: `exec` took its command as `String`s and refused such a line at
+/// parse time (round 31's audit).
+#[test]
+fn arguments_that_are_not_utf8_reach_the_command_as_given() {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let d = scratch("bytes");
+    let daemon = FakeDaemon::start(true);
+    let out = d.join("arg");
+    let script = format!(
+        "printf %s \"$1\" > {f}.tmp && mv {f}.tmp {f}; exec sleep 300",
+        f = out.display()
+    );
+    let odd = std::ffi::OsString::from_vec(vec![b'c', 0xe9, b'-', 0xff, 0xfe]);
+    let command = [
+        std::ffi::OsString::from("sh"),
+        "-c".into(),
+        script.into(),
+        "sh".into(),
+        odd.clone(),
+    ];
+    let mut child = exec(
+        &d,
+        daemon.addr,
+        &["--settle", "0", "--grace", "200ms"],
+        &command,
+    );
+    let got = wait_for("the command to write its argument", || {
+        std::fs::read(&out).ok()
+    });
+    assert_eq!(got, odd.as_bytes(), "the argument's bytes, as given");
     assert!(stop(&mut child).is_some_and(|s| s.success()));
     drop(daemon);
     let _ = std::fs::remove_dir_all(&d);
