@@ -8,7 +8,7 @@
 mod bench;
 mod cli;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use cli::{Cli, Command};
 use std::process::ExitCode;
 
@@ -25,6 +25,15 @@ fn exit_quietly_on_broken_pipe() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some((sub, why)) = cli.mode_conflict() {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let cmd = cmd
+            .find_subcommand_mut(sub)
+            .expect("a subcommand of the parser");
+        cmd.error(clap::error::ErrorKind::ArgumentConflict, why)
+            .exit();
+    }
     cli::set_log_format(cli.log_format);
     if matches!(
         cli.command,

@@ -38,6 +38,32 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// A flag given that the chosen mode does not read (clap's `requires` cannot say
+    /// "only with this value of another flag"): said, instead of silently ignored.
+    /// Returns the subcommand's name and what is wrong.
+    pub fn mode_conflict(&self) -> Option<(&'static str, String)> {
+        use electd::sim::scenario::Scenario;
+        let (sub, scenario, faults) = match &self.command {
+            Command::Simulate(a) => ("simulate", Some(a.scenario.0), a.faults.is_some()),
+            Command::View(a) if a.simulate => ("view", Some(a.scenario.0), a.faults.is_some()),
+            _ => ("", None, false),
+        };
+        match scenario {
+            Some(s) if faults && s != Scenario::Chaos => Some((
+                sub,
+                format!(
+                    "--faults is the fault mix of --scenario chaos; this run's scenario is {}",
+                    ScenarioArg(s)
+                        .to_possible_value()
+                        .map_or_else(String::new, |v| v.get_name().to_string())
+                ),
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// `--log-format`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {

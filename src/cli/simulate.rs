@@ -29,9 +29,9 @@ pub struct SimulateArgs {
     /// Seed of the network and timer generators; the same seed replays the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Fault mix of `--scenario chaos`.
-    #[arg(long, value_enum, default_value = "basic")]
-    pub faults: FaultSetArg,
+    /// Fault mix of `--scenario chaos` [default: basic].
+    #[arg(long, value_enum)]
+    pub faults: Option<FaultSetArg>,
     /// Probability that a datagram is lost (0 ≤ P < 1); with `chaos`, the largest loss drawn.
     #[arg(long, default_value_t = 0.0, value_parser = parse_loss)]
     pub loss: f64,
@@ -192,7 +192,9 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     p.scenario = args.scenario.0;
     p.seed = args.seed;
     p.loss = args.loss;
-    p.faults = args.faults.0;
+    p.faults = args
+        .faults
+        .map_or(electd::sim::chaos::FaultSet::Basic, |f| f.0);
     let report = match &args.trace {
         None => simulate(&p)?,
         Some(path) => {

@@ -22,25 +22,30 @@ pub struct ViewArgs {
     #[arg(long)]
     pub simulate: bool,
     /// With --simulate: number of nodes (ids 1..N).
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, requires = "simulate", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub nodes: u32,
     /// With --simulate: the scenario every algorithm runs.
-    #[arg(long, value_enum, default_value = "leader-crash")]
+    #[arg(
+        long,
+        requires = "simulate",
+        value_enum,
+        default_value = "leader-crash"
+    )]
     pub scenario: super::ScenarioArg,
     /// With --simulate: seed of the network, timers and the chaos plan.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, requires = "simulate", default_value_t = 1)]
     pub seed: u64,
     /// With --simulate: datagram loss probability (0 ≤ P < 1).
-    #[arg(long, default_value_t = 0.0, value_parser = super::simulate::parse_loss)]
+    #[arg(long, requires = "simulate", default_value_t = 0.0, value_parser = super::simulate::parse_loss)]
     pub loss: f64,
-    /// With --simulate --scenario chaos: the fault mix.
-    #[arg(long, value_enum, default_value = "basic")]
-    pub faults: super::FaultSetArg,
+    /// With --simulate --scenario chaos: the fault mix [default: basic].
+    #[arg(long, requires = "simulate", value_enum)]
+    pub faults: Option<super::FaultSetArg>,
     /// With --simulate: algorithms (comma-separated); default: all six.
-    #[arg(long, value_enum, value_delimiter = ',')]
+    #[arg(long, requires = "simulate", value_enum, value_delimiter = ',')]
     pub algorithms: Vec<super::AlgorithmArg>,
     /// With --simulate: also write each algorithm's trace here as ALGORITHM.jsonl.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, requires = "simulate", value_name = "DIR")]
     pub save_traces: Option<PathBuf>,
     /// Do not open the page in a browser (it is opened only from a terminal with a
     /// graphical session).
@@ -94,7 +99,9 @@ pub fn run(args: ViewArgs) -> anyhow::Result<()> {
             p.scenario = args.scenario.0;
             p.seed = args.seed;
             p.loss = args.loss;
-            p.faults = args.faults.0;
+            p.faults = args
+                .faults
+                .map_or(electd::sim::chaos::FaultSet::Basic, |f| f.0);
             p.initiator = Initiator::Lowest;
             let (report, header, records) = simulate_traced(&p, trace::DEFAULT_LIMIT)?;
             eprintln!(

@@ -515,3 +515,54 @@ fn out_of_range_counts_are_usage_errors() {
         assert_usage_error(&args, needle);
     }
 }
+
+/// A flag that the chosen mode does not read is a usage error naming it: `simulate
+/// --faults full` ran the startup scenario without a fault, and `view`'s simulation
+/// flags without `--simulate` were dropped (round 31's audit).
+#[test]
+fn flags_of_another_mode_are_usage_errors() {
+    for (args, needle) in [
+        (
+            vec!["simulate", "-a", "bully", "--faults", "full"],
+            "--scenario chaos",
+        ),
+        (
+            vec![
+                "simulate",
+                "-a",
+                "raft",
+                "--scenario",
+                "leader-crash",
+                "--faults",
+                "basic",
+            ],
+            "leader-crash",
+        ),
+        (vec!["view", "--nodes", "4", "t.jsonl"], "--simulate"),
+        (vec!["view", "--seed", "4", "t.jsonl"], "--simulate"),
+        (vec!["view", "--faults", "full", "t.jsonl"], "--simulate"),
+        (
+            vec!["view", "--simulate", "--faults", "full"],
+            "--scenario chaos",
+        ),
+    ] {
+        assert_usage_error(&args, needle);
+    }
+    // The mode that reads it takes it.
+    let out = electd(&[
+        "simulate",
+        "-a",
+        "bully",
+        "--scenario",
+        "chaos",
+        "--faults",
+        "full",
+        "--nodes",
+        "4",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
