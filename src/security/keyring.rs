@@ -303,6 +303,50 @@ mod tests {
         );
     }
 
+    /// docs/security.md's rotation steps on files `electd keygen` wrote (a comment line,
+    /// then the key): step 2 (the new key's hex line appended, as `grep -v '^#' new.key
+    /// >> electd.key` does) keeps the old key signing; step 3 (the new key's line moved
+    /// above the old one's) signs with the new key. The doc said "the second line",
+    /// which in such a file is above the old key: the new key signed at once.
+    #[test]
+    fn the_documented_rotation_steps_hold_on_keygen_files() {
+        let old_file = new_key_file().unwrap();
+        let new_file = new_key_file().unwrap();
+        let hex = |f: &str| {
+            f.lines()
+                .filter(|l| !l.starts_with('#'))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let old = Keyring::parse(&old_file).unwrap();
+        let new = Keyring::parse(&new_file).unwrap();
+        let step2 = Keyring::parse(&format!("{old_file}{}\n", hex(&new_file))).unwrap();
+        assert_eq!(step2.len(), 2);
+        assert_eq!(
+            step2.primary().id,
+            old.primary().id,
+            "step 2 signs with the old key"
+        );
+        let step3_text = format!(
+            "{}\n{}\n{}\n",
+            old_file.lines().next().unwrap(),
+            hex(&new_file),
+            hex(&old_file)
+        );
+        let step3 = Keyring::parse(&step3_text).unwrap();
+        assert_eq!(
+            step3.primary().id,
+            new.primary().id,
+            "step 3 signs with the new key"
+        );
+        // What "the second line" of a keygen file did: the new key above the old one.
+        let mut lines: Vec<&str> = old_file.lines().collect();
+        let new_hex = hex(&new_file);
+        lines.insert(1, &new_hex);
+        let second_line = Keyring::parse(&lines.join("\n")).unwrap();
+        assert_eq!(second_line.primary().id, new.primary().id);
+    }
+
     #[test]
     fn a_byte_order_mark_is_not_part_of_the_key_and_lengths_count_characters() {
         let plain = Keyring::parse(&key(9)).unwrap();
