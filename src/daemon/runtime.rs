@@ -305,8 +305,11 @@ struct Driver {
     incarnation: u64,
     /// Durable state as last written to `cfg.state_file`.
     stored: Vec<(AlgorithmKind, Durable)>,
-    /// The drained groups as last written to `cfg.state_file`.
+    /// The drained groups as last written to `cfg.state_file` (sorted).
     stored_drained: Vec<AlgorithmKind>,
+    /// Drains found in the state file of groups this configuration does not run: kept
+    /// on disk, so that a restart that runs the group again finds it drained.
+    kept_drains: Vec<AlgorithmKind>,
     /// Transfers under way that an admin request waits on: where to say that the
     /// target refused (group, target, the request's end of the channel).
     transfer_waiters: Vec<(AlgorithmKind, NodeId, tokio::sync::oneshot::Sender<String>)>,
@@ -332,7 +335,10 @@ struct Driver {
     retry_at: Instant,
     /// Drains answered at the next report (the status shows them then), with the
     /// hand-over bound to answer.
-    drain_replies: Vec<(tokio::sync::oneshot::Sender<Duration>, Duration)>,
+    drain_replies: Vec<(
+        tokio::sync::oneshot::Sender<Result<Duration, String>>,
+        Duration,
+    )>,
     /// Events to `/watch` and the hooks made while a token they name was not on disk
     /// yet: emitted with the next report.
     deferred: Vec<LeaderEvent>,
@@ -420,11 +426,28 @@ impl Driver {
                  the group until `electd undrain`"
             );
         }
+        // A drain of a group this configuration does not run stays on disk until an
+        // undrain of that group (docs/policy.md): it was forgotten at the first write.
+        let kept_drains: Vec<AlgorithmKind> = saved
+            .drained
+            .iter()
+            .copied()
+            .filter(|k| !cfg.algorithms.contains(k))
+            .collect();
+        for kind in &kept_drains {
+            tracing::warn!(
+                node = cfg.id,
+                algorithm = %kind,
+                "the state file holds a drain of a group this configuration does not run:                  kept there, so this node starts drained in it when it runs it again"
+            );
+        }
         let writer =
             file.map(|f| Writer::new(f, saved.groups.clone(), saved.drained.clone(), threaded));
         let stored = saved.groups;
         let wanted = stored.clone();
-        let stored_drained = saved.drained;
+        let mut stored_drained = saved.drained;
+        stored_drained.sort_unstable();
+        stored_drained.dedup();
         let drift = shared.config_digest().map(|mine| {
             let peers: Vec<NodeId> = cfg
                 .peers
@@ -457,6 +480,7 @@ impl Driver {
             node,
             stored,
             stored_drained,
+            kept_drains,
             transfer_waiters: Vec::new(),
             term_unhealthy: false,
             writer,

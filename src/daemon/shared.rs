@@ -198,8 +198,8 @@ pub enum Control {
         algorithm: Option<AlgorithmKind>,
         /// Drain (true) or undrain (false).
         on: bool,
-        /// The hand-over bound.
-        reply: oneshot::Sender<std::time::Duration>,
+        /// The hand-over bound, or why the change is not on disk.
+        reply: oneshot::Sender<Result<std::time::Duration, String>>,
     },
     /// A health check changed: this node is in FAULT (`on`, ineligible with
     /// [`crate::contract::policy::Ineligible::Fault`]) in one group or every group

@@ -58,6 +58,9 @@ struct Queue {
     /// waits (holding it) until the second's sender says go, or is dropped.
     #[cfg(test)]
     gate: Option<(std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>)>,
+    /// Tests: the next drain write fails as a full disk would.
+    #[cfg(test)]
+    fail_drain: bool,
 }
 
 /// The file under a lock of its own, held for a whole write (the queue's is not: a
@@ -101,6 +104,8 @@ impl Writer {
                 next: None,
                 #[cfg(test)]
                 gate: None,
+                #[cfg(test)]
+                fail_drain: false,
             }),
             wake: Condvar::new(),
             quit: AtomicBool::new(false),
@@ -160,6 +165,13 @@ impl Writer {
     /// under way, if any); every later write carries it too.
     pub(crate) fn store_drained(&self, drained: &[AlgorithmKind]) -> Result<(), DurableError> {
         let mut file = lock(&self.slot.file);
+        #[cfg(test)]
+        if std::mem::take(&mut lock(&self.slot.queue).fail_drain) {
+            return Err(DurableError::Io {
+                path: "test".into(),
+                source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+            });
+        }
         let on_disk = lock(&self.slot.queue).on_disk.clone();
         file.store(&on_disk, drained)?;
         lock(&self.slot.queue).drained = drained.to_vec();
@@ -169,6 +181,11 @@ impl Writer {
 
 #[cfg(test)]
 impl Writer {
+    /// A full disk for the next drain write.
+    pub(crate) fn fail_next_drain(&self) {
+        lock(&self.slot.queue).fail_drain = true;
+    }
+
     /// A slow disk: the next write waits, holding the file's lock, until the returned
     /// [`Stall`] is dropped.
     pub(crate) fn stall(&self) -> Stall {

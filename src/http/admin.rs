@@ -185,7 +185,17 @@ async fn drain_or_undrain(app: &App, query: &RawQuery, on: bool) -> Result<Respo
         return Err(gone());
     }
     let bound = match tokio::time::timeout(REPLY_TIMEOUT, rx).await {
-        Ok(Ok(bound)) => bound,
+        Ok(Ok(Ok(bound))) => bound,
+        Ok(Ok(Err(why))) => {
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!(
+                    "{} in this process, but not on disk ({why}): it would not survive a \
+                     restart",
+                    if on { "drained" } else { "undrained" }
+                ),
+            ))
+        }
         Ok(Err(_)) | Err(_) => return Err(gone()),
     };
     let me = app.shared.node;

@@ -118,12 +118,13 @@ impl Driver {
     }
 
     /// [`Control::Drain`]: drain or undrain one group or every group, on disk before
-    /// the answer; the reply is the hand-over bound at this node's timing.
+    /// the answer; the reply is the hand-over bound at this node's timing, or why the
+    /// change is not on disk (it holds in this process all the same).
     fn drain(
         &mut self,
         algorithm: Option<AlgorithmKind>,
         on: bool,
-        reply: oneshot::Sender<Duration>,
+        reply: oneshot::Sender<Result<Duration, String>>,
     ) {
         let now = self.now();
         let changed = self
@@ -135,7 +136,7 @@ impl Driver {
             }
         }
         // On disk before the answer: a drain survives a restart.
-        self.persist_drains();
+        let written = self.persist_drains();
         tracing::info!(
             node = self.cfg.id,
             groups = changed,
@@ -149,13 +150,18 @@ impl Driver {
         // Answered once the status shows the change (the caller reads it next): now if
         // everything the status would show is on disk, else when the node reports
         // again, after the write (an undrained node may have claimed at once).
+        if let Err(why) = written {
+            self.publish();
+            let _ = reply.send(Err(why));
+            return;
+        }
         let on_disk =
             self.writer.is_none() || (!self.writing() && self.node.durable() == self.stored);
         if !on_disk {
             self.drain_replies.push((reply, bound));
         } else {
             self.publish();
-            let _ = reply.send(bound);
+            let _ = reply.send(Ok(bound));
         }
     }
 

@@ -254,17 +254,27 @@ impl Driver {
     }
 
     /// The groups this node is drained in now.
+    /// The drained groups to keep on disk (sorted): this node's, and those kept from
+    /// the state file of groups it does not run.
     pub(super) fn drained_now(&self) -> Vec<AlgorithmKind> {
-        self.node.drained().collect()
+        let mut all: Vec<AlgorithmKind> = self
+            .node
+            .drained()
+            .chain(self.kept_drains.iter().copied())
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
     }
 
     /// Write the drained groups (with the durable state as last written) at once, if
     /// they changed: a drain holds across restarts (see [`durable`]). Without a state
     /// file a drain lasts as long as the process, and the log says so.
-    pub(super) fn persist_drains(&mut self) {
+    /// Err says why the drains are not on disk.
+    pub(super) fn persist_drains(&mut self) -> Result<(), String> {
         let drained = self.drained_now();
         if drained == self.stored_drained {
-            return;
+            return Ok(());
         }
         let Some(w) = &self.writer else {
             if !drained.is_empty() {
@@ -275,10 +285,13 @@ impl Driver {
                 );
             }
             self.stored_drained = drained;
-            return;
+            return Ok(());
         };
         match w.store_drained(&drained) {
-            Ok(()) => self.stored_drained = drained,
+            Ok(()) => {
+                self.stored_drained = drained;
+                Ok(())
+            }
             Err(e) => {
                 self.shared.metrics.error("state_write");
                 self.shared
@@ -287,6 +300,7 @@ impl Driver {
                     "state_write",
                     &format!("the drain is not on disk and would not survive a restart: {e}"),
                 );
+                Err(format!("cannot write the state file: {e}"))
             }
         }
     }

@@ -129,7 +129,7 @@ impl Driver {
         self.shared.metrics.sync_at(&self.node, now);
         self.publish();
         for (reply, bound) in self.drain_replies.drain(..) {
-            let _ = reply.send(bound);
+            let _ = reply.send(Ok(bound));
         }
         for ev in std::mem::take(&mut self.deferred) {
             self.shared.emit(ev);

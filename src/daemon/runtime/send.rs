@@ -15,7 +15,8 @@ impl Driver {
             return;
         }
         if self.drained_now() != self.stored_drained {
-            self.persist_drains();
+            // A failure is logged and counted there; the next flush tries again.
+            let _ = self.persist_drains();
         }
         let now = self.node.durable();
         // A vote or a claim must be on disk before it is sent: the datagrams of the

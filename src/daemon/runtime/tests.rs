@@ -322,7 +322,7 @@ async fn drain_answers_the_hand_over_bound_and_undrain_ends_it() {
         on: true,
         reply: tx,
     });
-    assert_eq!(rx.await.ok(), Some(bound));
+    assert_eq!(rx.await.ok(), Some(Ok(bound)));
     assert_eq!(d.node.drained().collect::<Vec<_>>(), vec![Bully]);
     assert_eq!(
         d.stored_drained,
@@ -335,8 +335,102 @@ async fn drain_answers_the_hand_over_bound_and_undrain_ends_it() {
         on: false,
         reply: tx,
     });
-    assert_eq!(rx.await.ok(), Some(bound));
+    assert_eq!(rx.await.ok(), Some(Ok(bound)));
     assert_eq!(d.node.drained().count(), 0);
+}
+
+/// An empty directory of this test process for `name`.
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("electd-rt-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// docs/policy.md: a drain holds "until undrain, restarts included". A restart with a
+/// configuration that did not run the drained group wrote the state file without that
+/// drain at its first write, and the group came back undrained (the audit's run).
+#[tokio::test]
+async fn a_drain_of_a_group_not_run_is_kept_in_the_state_file() {
+    let dir = scratch_dir("kept-drain");
+    let path = dir.join("2.state");
+    let with = |algorithms: Vec<AlgorithmKind>| {
+        let mut cfg = runtime_config();
+        cfg.algorithms = algorithms;
+        cfg.state_file = Some(path.clone());
+        driver(cfg)
+    };
+    let drain = |d: &mut Driver, kind, on| {
+        let (tx, _rx) = oneshot::channel();
+        d.control(Control::Drain {
+            algorithm: Some(kind),
+            on,
+            reply: tx,
+        });
+    };
+    let mut d = with(vec![Bully, Raft]);
+    drain(&mut d, Raft, true);
+    drop(d);
+    assert_eq!(durable::load_saved(&path).unwrap().drained, vec![Raft]);
+    // A life that runs Bully alone writes the file (a drain and an undrain of Bully).
+    let mut d = with(vec![Bully]);
+    drain(&mut d, Bully, true);
+    assert_eq!(
+        durable::load_saved(&path).unwrap().drained,
+        vec![Bully, Raft]
+    );
+    drain(&mut d, Bully, false);
+    assert_eq!(
+        durable::load_saved(&path).unwrap().drained,
+        vec![Raft],
+        "the drain of the group not run is still on disk"
+    );
+    drop(d);
+    let d = with(vec![Bully, Raft]);
+    assert_eq!(
+        d.node.drained().collect::<Vec<_>>(),
+        vec![Raft],
+        "drained again"
+    );
+    drop(d);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A drain whose state-file write fails is not "done": the call gets why (the drain
+/// holds in the process, not across a restart), instead of the hand-over bound.
+#[tokio::test]
+async fn a_drain_that_cannot_be_written_says_so() {
+    let dir = scratch_dir("drain-fails");
+    let mut cfg = runtime_config();
+    cfg.state_file = Some(dir.join("2.state"));
+    let path = dir.join("2.state");
+    let mut d = driver(cfg);
+    d.writer.as_ref().unwrap().fail_next_drain();
+    let (tx, rx) = oneshot::channel();
+    d.control(Control::Drain {
+        algorithm: None,
+        on: true,
+        reply: tx,
+    });
+    let why = rx.await.expect("an answer").expect_err("not on disk");
+    assert!(why.contains("cannot write the state file"), "{why}");
+    assert_eq!(
+        d.node.drained().collect::<Vec<_>>(),
+        vec![Bully],
+        "drained all the same"
+    );
+    assert!(durable::load_saved(&path).unwrap().drained.is_empty());
+    // The next write goes through (its answer waits for the node's report, which
+    // this test does not run).
+    let (tx, _rx) = oneshot::channel();
+    d.control(Control::Drain {
+        algorithm: Some(Bully),
+        on: true,
+        reply: tx,
+    });
+    assert_eq!(durable::load_saved(&path).unwrap().drained, vec![Bully]);
+    drop(d);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
