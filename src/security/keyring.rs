@@ -304,10 +304,10 @@ mod tests {
     }
 
     /// docs/security.md's rotation steps on files `electd keygen` wrote (a comment line,
-    /// then the key): step 2 (the new key's hex line appended, as `grep -v '^#' new.key
-    /// >> electd.key` does) keeps the old key signing; step 3 (the new key's line moved
-    /// above the old one's) signs with the new key. The doc said "the second line",
-    /// which in such a file is above the old key: the new key signed at once.
+    /// then the key): step 2 (the new key's hex line appended, as the doc's `grep`
+    /// does) keeps the old key signing; step 3 (the new key's line moved above the old
+    /// one's) signs with the new key. The doc said "the second line", which in such a
+    /// file is above the old key: the new key signed at once.
     #[test]
     fn the_documented_rotation_steps_hold_on_keygen_files() {
         let old_file = new_key_file().unwrap();

@@ -70,7 +70,7 @@ fn fake_runtime(shared: Arc<Shared>, mut rx: mpsc::Receiver<Control>) {
                         }
                     }
                     shared.publish_status(all);
-                    let _ = reply.send(std::time::Duration::from_millis(500));
+                    let _ = reply.send(Ok(std::time::Duration::from_millis(500)));
                 }
             }
         }
@@ -546,5 +546,36 @@ async fn a_404_lists_exactly_the_routes_that_exist() {
         let r = call(a, method, route, None).await;
         assert_ne!(r.status, StatusCode::NOT_FOUND, "{route}: {}", r.body);
     }
+    server.stop().await;
+}
+
+/// A drain the runtime could not write to the state file is not "done": 500 with the
+/// runtime's words (it holds in the process only), not a 200 after the hand-over.
+#[tokio::test]
+async fn a_drain_that_is_not_on_disk_is_a_500_naming_why() {
+    let (s, server, mut rx) = node3(Some(TOKEN)).await;
+    tokio::spawn(async move {
+        while let Some(cmd) = rx.recv().await {
+            if let Control::Drain { reply, .. } = cmd {
+                let _ = reply.send(Err(
+                    "cannot write the state file: No space left on device".into()
+                ));
+            }
+        }
+    });
+    let r = call(
+        server.addr,
+        Method::POST,
+        "/admin/drain?algorithm=raft",
+        Some(BEARER),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", r.body);
+    assert!(
+        r.body.contains("not on disk") && r.body.contains("No space left"),
+        "{}",
+        r.body
+    );
+    drop(s);
     server.stop().await;
 }
