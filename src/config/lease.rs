@@ -48,6 +48,17 @@ impl Validator<'_> {
         let mut out = LeaseOptions::default();
         for &kind in algorithms {
             let own = own.iter().find(|(k, _)| *k == kind).map(|(_, o)| o);
+            // Raft's lease is its check-quorum's: a table of its own asking for
+            // require_quorum would get nothing from it, so it is refused, not ignored.
+            if kind.info().leads_by_majority() && own.and_then(|o| o.require_quorum) == Some(true) {
+                return Err(self.err(
+                    format!("lease.{kind}.require_quorum"),
+                    format!(
+                        "{kind} keeps its lease through its check-quorum ([raft] check_quorum, \
+                         on by default), not through require_quorum: remove the key"
+                    ),
+                ));
+            }
             let quorum = own
                 .and_then(|o| o.require_quorum)
                 .or(raw.require_quorum)
@@ -71,9 +82,9 @@ impl Validator<'_> {
             };
             let given = drift.is_some();
             let d = match drift {
-                Some(d) => humantime::parse_duration(d.trim()).map_err(|e| {
-                    self.err(&key, format!("{d:?} is not a duration like \"10ms\" ({e})"))
-                })?,
+                // Above zero (a lease without a margin for drift and delay promises
+                // more than any machine keeps) and at most a day, as every duration.
+                Some(d) => self.duration(&key, &Some(d), base / 10)?,
                 None => base / 10,
             };
             let room = base.saturating_sub(timing.heartbeat);

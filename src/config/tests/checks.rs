@@ -44,6 +44,34 @@ fn lease_settings_per_algorithm_with_overrides() {
         "lease.ring",
         "clock_drif",
     );
+    // The audit's two: a drift of zero (a lease with no margin at all) and a Raft
+    // table asking for require_quorum (Raft's lease is its check-quorum's; the key
+    // was accepted and nothing came of it).
+    fails(
+        parse(&two("[lease]\nrequire_quorum = true\nclock_drift = \"0s\"")),
+        "lease.clock_drift",
+        "above zero",
+    );
+    fails(
+        parse(&two("[lease.ring]\nclock_drift = \"2d\"")),
+        "lease.ring.clock_drift",
+        "more than a day",
+    );
+    let raft = |extra: &str| {
+        head(&format!("[state]\nephemeral = true\n{extra}"))
+            .replace("[\"bully\"]", "[\"bully\", \"raft\"]")
+    };
+    fails(
+        parse(&raft("[lease.raft]\nrequire_quorum = true")),
+        "lease.raft.require_quorum",
+        "check-quorum",
+    );
+    // The shared switch is for the other algorithms, and Raft's own false is harmless.
+    let c = parse(&raft(
+        "[lease]\nrequire_quorum = true\n[lease.raft]\nrequire_quorum = false",
+    ))
+    .expect("the shared switch with Raft in the roster");
+    assert_eq!(c.options.lease.require_quorum, vec![Bully]);
 }
 
 #[test]
