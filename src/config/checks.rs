@@ -232,7 +232,8 @@ impl Validator<'_> {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
         };
-        if authority.is_empty() || authority.contains('@') {
+        // `http://:80/` has an authority but no host.
+        if authority.is_empty() || authority.starts_with(':') || authority.contains('@') {
             return Err(self.err(
                 key,
                 format!("{url:?}: no host (or user info, not supported)"),

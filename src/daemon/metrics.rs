@@ -368,7 +368,7 @@ impl Metrics {
         )?;
         let priority_penalty = gauge_vec(
             "priority_penalty",
-            "How much failing weighted [[check]]s take off this node's priority in the group (0: none).",
+            "The sum of the weights of the failing weighted [[check]]s in the group, up to 255 (0: none); the priority drops by it but never below 1.",
             &["algorithm"],
         )?;
         let config_mismatch = gauge_vec(

@@ -148,6 +148,11 @@ fn health_checks_parse_with_defaults_and_every_bad_key_is_blamed() {
             "bad port",
         ),
         (
+            "name = \"x\"\nurl = \"http://:80/\"",
+            "check[0].url",
+            "no host",
+        ),
+        (
             "name = \"x\"\ncommand = [\"true\"]\ninterval = \"1s\"\ntimeout = \"2s\"",
             "check[0].timeout",
             "longer than interval",
