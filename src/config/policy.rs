@@ -38,6 +38,18 @@ impl Validator<'_> {
 /// Refuse switches an enabled algorithm does not implement (rather than ignore them;
 /// see [`crate::contract::info::Info::policy_preempt`]).
 pub(super) fn check(policy: &Policy, algorithms: &[AlgorithmKind]) -> Result<(), PolicyError> {
+    // A table of a group the node does not run (a typo of the roster, or a group
+    // removed from it) is refused as `[lease.<algorithm>]`'s is, not ignored.
+    if let Some(kind) = policy
+        .per_algorithm
+        .keys()
+        .find(|k| !algorithms.contains(k))
+    {
+        return Err(err(
+            format!("policy.{kind}"),
+            format!("{kind} is not in `algorithms`"),
+        ));
+    }
     for &kind in algorithms {
         if !kind.info().policy_preempt && !policy.preempt_for(kind).is_textbook() {
             return Err(err(
@@ -220,5 +232,11 @@ mod tests {
             let e = parse(Some(&table(bad)), &[]).unwrap_err();
             assert_eq!(e.key, key, "{bad}: {e:?}");
         }
+        // A table of a group not run is refused, as [lease.<algorithm>]'s is (it was
+        // accepted and did nothing).
+        let e = check(&p, &[AlgorithmKind::Bully]).unwrap_err();
+        assert_eq!(e.key, "policy.raft");
+        assert!(e.message.contains("not in `algorithms`"), "{e:?}");
+        check(&p, &[AlgorithmKind::Bully, AlgorithmKind::Raft]).expect("raft is run");
     }
 }
