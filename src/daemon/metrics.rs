@@ -13,8 +13,9 @@
 //!
 //! Counting conventions are docs/architecture.md's: `messages_sent_total` counts logical messages
 //! per recipient when first sent (so the literature's counts hold), liveness traffic
-//! (`heartbeat`, `heartbeat_ack`) carries its own `type` and is excluded from the
-//! "messages per election" figures by the dashboard and the recording rules.
+//! (`heartbeat`, `heartbeat_ack`, `priority`: [`MessageType::is_liveness`]) carries its
+//! own `type` and is excluded from the "messages per election" figures by the
+//! dashboard and the recording rules (a test holds their filters to that list).
 
 use crate::contract::algorithm::AlgorithmKind;
 use crate::contract::message::MessageType;

@@ -412,3 +412,39 @@ fn the_alert_table_lists_every_shipped_alert() {
     assert!(shipped.len() >= 11, "{shipped:?}");
     assert_eq!(table, shipped, "the alert table against the rules file");
 }
+
+/// Every `type` filter on `electd_messages_sent_total` in the shipped rules and
+/// dashboard names exactly the liveness types ([`MessageType::is_liveness`]): they
+/// named heartbeats and acks only, and a leader whose weighted check failed sent a
+/// `priority` advert with every heartbeat, which they counted as election messages
+/// (236 of them against 5 in the audit's 12 s).
+#[test]
+fn the_rules_and_dashboard_leave_out_exactly_the_liveness_types() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut liveness: Vec<&str> = MessageType::ALL
+        .into_iter()
+        .filter(|t| t.is_liveness())
+        .map(MessageType::as_str)
+        .collect();
+    liveness.sort_unstable();
+    let mut seen = 0;
+    for file in [
+        "deploy/prometheus/rules/electd.rules.yml",
+        "dashboards/electd.json",
+    ] {
+        let text = std::fs::read_to_string(format!("{root}/{file}")).expect(file);
+        let text = text.replace("\\\"", "\"");
+        for (i, _) in text.match_indices("electd_messages_sent_total{") {
+            let labels = &text[i..i + text[i..].find('}').expect("a closing brace")];
+            let Some(at) = labels.find("type") else {
+                continue;
+            };
+            let value = labels[at..].split('"').nth(1).expect("a quoted value");
+            let mut names: Vec<&str> = value.split('|').collect();
+            names.sort_unstable();
+            assert_eq!(names, liveness, "{file}: {labels}");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 6, "the filters were found ({seen})");
+}
