@@ -25,7 +25,7 @@ fn exit_quietly_on_broken_pipe() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some((sub, why)) = cli.mode_conflict() {
+    if let Some((sub, why)) = cli.usage_problem() {
         let mut cmd = Cli::command();
         cmd.build();
         let cmd = cmd

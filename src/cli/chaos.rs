@@ -25,17 +25,24 @@ pub struct ChaosArgs {
 /// More workers than this only costs memory: each runs one simulation at a time.
 const MAX_THREADS: i64 = 1024;
 
-pub fn run(args: ChaosArgs) -> anyhow::Result<()> {
+/// What is wrong with the command line as a whole (a usage error, before anything runs).
+pub fn usage_problem(args: &ChaosArgs) -> Option<String> {
     if args.seeds == 0 {
-        anyhow::bail!("--seeds must be at least 1");
+        return Some("--seeds must be at least 1".into());
     }
-    if args.start.checked_add(args.seeds).is_none() {
-        anyhow::bail!(
+    args.start.checked_add(args.seeds).is_none().then(|| {
+        format!(
             "--start {} + --seeds {} is beyond the last seed ({}): lower --start or --seeds",
             args.start,
             args.seeds,
             u64::MAX
-        );
+        )
+    })
+}
+
+pub fn run(args: ChaosArgs) -> anyhow::Result<()> {
+    if let Some(why) = usage_problem(&args) {
+        anyhow::bail!(why);
     }
     let kinds = super::algorithms_or_all(&args.algorithms)?;
     let faults = args.faults.0;

@@ -39,16 +39,27 @@ pub struct Cli {
 }
 
 impl Cli {
-    /// A flag given that the chosen mode does not read (clap's `requires` cannot say
-    /// "only with this value of another flag"): said, instead of silently ignored.
+    /// A command line that clap's rules cannot refuse: a flag given that the chosen
+    /// mode does not read (`requires` cannot say "only with this value of another
+    /// flag"), or values that contradict each other (`simulate --ids 3,1,3`); a usage
+    /// error (exit 2) before anything runs, instead of exit 1 or a flag ignored.
     /// Returns the subcommand's name and what is wrong.
-    pub fn mode_conflict(&self) -> Option<(&'static str, String)> {
+    pub fn usage_problem(&self) -> Option<(&'static str, String)> {
         use electd::sim::scenario::Scenario;
         let (sub, scenario, faults) = match &self.command {
             Command::Simulate(a) => ("simulate", Some(a.scenario.0), a.faults.is_some()),
             Command::View(a) if a.simulate => ("view", Some(a.scenario.0), a.faults.is_some()),
             _ => ("", None, false),
         };
+        let own = match &self.command {
+            Command::Simulate(a) => simulate::usage_problem(a).map(|w| ("simulate", w)),
+            Command::Chaos(a) => chaos::usage_problem(a).map(|w| ("chaos", w)),
+            Command::View(a) => view::usage_problem(a).map(|w| ("view", w)),
+            _ => None,
+        };
+        if own.is_some() {
+            return own;
+        }
         match scenario {
             Some(s) if faults && s != Scenario::Chaos => Some((
                 sub,

@@ -167,22 +167,46 @@ pub(super) fn parse_loss(s: &str) -> Result<f64, String> {
     Ok(p)
 }
 
-pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
-    let ids = match args.ids {
-        Some(ids) => {
-            if ids.is_empty() {
-                anyhow::bail!("--ids: empty list");
-            }
-            if ids.contains(&0) {
-                anyhow::bail!("--ids: node id 0 is reserved; ids start at 1");
-            }
-            let mut sorted = ids.clone();
-            sorted.sort_unstable();
-            if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-                anyhow::bail!("--ids: node {} is listed twice", w[0]);
-            }
-            ids
+/// What is wrong with the command line as a whole (checked before anything runs, a
+/// usage error): `--ids` with id 0 or a duplicate, an `--initiator` not in the roster.
+pub fn usage_problem(args: &SimulateArgs) -> Option<String> {
+    if let Some(ids) = &args.ids {
+        if ids.is_empty() {
+            return Some("--ids: empty list".into());
         }
+        if ids.contains(&0) {
+            return Some("--ids: node id 0 is reserved; ids start at 1".into());
+        }
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Some(format!("--ids: node {} is listed twice", w[0]));
+        }
+    }
+    if let Initiator::Id(i) = args.initiator {
+        let known = match &args.ids {
+            Some(ids) => ids.contains(&i),
+            None => i >= 1 && usize::try_from(i).is_ok_and(|i| i <= args.nodes),
+        };
+        if !known {
+            let roster = match &args.ids {
+                Some(ids) => format!("{ids:?}"),
+                None => format!("1..={}", args.nodes),
+            };
+            return Some(format!(
+                "--initiator {i} is not in the roster (ids {roster})"
+            ));
+        }
+    }
+    None
+}
+
+pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
+    if let Some(why) = usage_problem(&args) {
+        anyhow::bail!(why);
+    }
+    let ids = match args.ids {
+        Some(ids) => ids,
         None => args.ring_order.0.ids(args.nodes, args.seed),
     };
     check_size(args.algorithm.0, ids.len(), args.scenario.0, args.force)?;

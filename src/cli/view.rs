@@ -80,9 +80,15 @@ fn read_trace(path: &Path) -> anyhow::Result<Trace> {
     })
 }
 
+/// What is wrong with the command line as a whole (a usage error, before anything runs).
+pub fn usage_problem(args: &ViewArgs) -> Option<String> {
+    (args.traces.is_empty() && !args.simulate)
+        .then(|| "give trace files (electd simulate --trace FILE) or --simulate".to_string())
+}
+
 pub fn run(args: ViewArgs) -> anyhow::Result<()> {
-    if args.traces.is_empty() && !args.simulate {
-        anyhow::bail!("give trace files (electd simulate --trace FILE) or --simulate");
+    if let Some(why) = usage_problem(&args) {
+        anyhow::bail!(why);
     }
     if !(0.0..1.0).contains(&args.loss) {
         anyhow::bail!("--loss must be in [0, 1), got {}", args.loss);

@@ -276,10 +276,10 @@ fn chaos_and_simulate_refuse_what_cannot_run() {
             "{err}"
         );
     }
-    // A start whose range would wrap.
+    // A start whose range would wrap: a usage error, as the flags' own ranges are.
     let out = electd(&["chaos", "--seeds", "2", "--start", "18446744073709551615"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("beyond the last seed"), "{err}");
     // Bully on 10 000 nodes sends about N² = 10⁸ messages: refused with an estimate
     // (tens of GB, a quarter of an hour) before anything runs.
@@ -518,7 +518,8 @@ fn out_of_range_counts_are_usage_errors() {
 
 /// A flag that the chosen mode does not read is a usage error naming it: `simulate
 /// --faults full` ran the startup scenario without a fault, and `view`'s simulation
-/// flags without `--simulate` were dropped (round 31's audit).
+/// flags without `--simulate` were dropped (round 31's audit); so are values that
+/// contradict each other (docs/architecture.md: exit 2 for usage errors).
 #[test]
 fn flags_of_another_mode_are_usage_errors() {
     for (args, needle) in [
@@ -545,6 +546,26 @@ fn flags_of_another_mode_are_usage_errors() {
             vec!["view", "--simulate", "--faults", "full"],
             "--scenario chaos",
         ),
+        // Values that contradict each other (the audit: these were exit 1, as if
+        // something had run and failed).
+        (vec!["view", "--no-open"], "give trace files"),
+        (
+            vec!["simulate", "-a", "bully", "--initiator", "99"],
+            "not in the roster",
+        ),
+        (
+            vec!["simulate", "-a", "bully", "--initiator", "0"],
+            "not in the roster",
+        ),
+        (
+            vec!["simulate", "-a", "ring", "--ids", "3,1", "--initiator", "2"],
+            "not in the roster",
+        ),
+        (
+            vec!["simulate", "-a", "ring", "--ids", "3,1,3"],
+            "listed twice",
+        ),
+        (vec!["simulate", "-a", "ring", "--ids", "0,1"], "reserved"),
     ] {
         assert_usage_error(&args, needle);
     }
