@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::signal::unix::{signal, SignalKind};
 use tokio::time::Instant;
 
 #[derive(Debug, clap::Args)]
@@ -256,9 +257,16 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
     let mut ticks = 0u64;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
+    // SIGTERM (kill, timeout, systemd, docker stop) and SIGHUP (the terminal closed)
+    // end the demo as Ctrl-C does: the trace and the summary are written, the
+    // file_sd file and the state directory removed.
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
     loop {
         tokio::select! {
             _ = &mut ctrl_c => break,
+            _ = term.recv() => break,
+            _ = hup.recv() => break,
             _ = tick.tick() => {}
         }
         ticks += 1;
@@ -295,14 +303,25 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
                 .filter_map(|k| agreed(&demo_nodes, k).map(|l| (k, l)))
                 .min_by_key(|(k, _)| rows.get(k).and_then(|r| r.last_hit));
             if let Some((kind, leader)) = target {
+                // The groups it leads now (not as the table last showed them).
+                let led: Vec<AlgorithmKind> = algorithms
+                    .iter()
+                    .copied()
+                    .filter(|&k| agreed(&demo_nodes, k) == Some(leader))
+                    .collect();
                 demo_nodes[leader as usize - 1]
                     .shared
                     .command(Control::Pause)
                     .await;
-                down = Some((leader, now));
-                for row in rows.values_mut().filter(|r| r.leader == Some(leader)) {
-                    row.pending = Some((leader, now));
-                    row.last_hit = Some(now);
+                // Stamped once the pause is asked for: on a busy machine (64 nodes on
+                // two cores) that await can outlast a failover, and a stamp from
+                // before it read 0 ms.
+                let at = Instant::now();
+                down = Some((leader, at));
+                for k in led {
+                    let row = rows.entry(k).or_default();
+                    row.pending = Some((leader, at));
+                    row.last_hit = Some(at);
                 }
                 event(
                     tty,
@@ -320,13 +339,16 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
             }
             if let (Some(l), Some((gone, at))) = (leader, row.pending) {
                 if l != gone {
-                    row.last_failover = Some(now - at);
+                    // Seen now, not at the top of this turn (the awaits above take
+                    // their time on a busy machine).
+                    let took = Instant::now().saturating_duration_since(at);
+                    row.last_failover = Some(took);
                     row.pending = None;
                     event(
                         tty,
                         &format!(
                             "{kind}: failover to node {l} in {:.0} ms",
-                            (now - at).as_secs_f64() * 1e3
+                            took.as_secs_f64() * 1e3
                         ),
                     );
                 }

@@ -66,6 +66,26 @@ fn demo_runs_chaos_and_stops_cleanly() {
     }
     assert!(stdout.contains("restarts (new incarnation)"), "{stdout}");
     assert!(stdout.contains("summary after"), "{stdout}");
+    // No failover is quicker than its detection: a paused leader is missed a failure
+    // timeout (less a heartbeat) after its last heartbeat at the soonest, Raft's after
+    // the election timeout's lower bound. (The demo stamped the take-down before
+    // awaiting the pause, and at 64 nodes printed "failover … in 0 ms".)
+    let t = electd::testkit::procs::ClusterTiming::failover().timing();
+    let soonest = t
+        .failure_timeout
+        .min(t.election_timeout_min)
+        .saturating_sub(t.heartbeat);
+    for line in stdout.lines().filter(|l| l.contains(": failover to node")) {
+        let ms: f64 = line
+            .rsplit(" in ")
+            .next()
+            .and_then(|r| r.trim_end_matches(" ms").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no time in {line:?}"));
+        assert!(
+            ms >= soonest.as_secs_f64() * 1e3,
+            "{line:?}: sooner than a detection ({soonest:?})"
+        );
+    }
     let groups: serde_json::Value = serde_json::from_str(&written).expect("file_sd is JSON");
     let groups = groups.as_array().expect("a list of target groups");
     assert_eq!(groups.len(), 4, "{written}");
@@ -115,5 +135,57 @@ fn the_demo_checks_its_output_paths_before_it_starts() {
         "[]\n",
         "untouched"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// SIGTERM (kill, `timeout`, systemd, `docker stop`) ends the demo as Ctrl-C does:
+/// exit 0, the trace written, the file_sd file and the state directory removed. It
+/// handled SIGINT alone: SIGTERM left both behind, exit 143, no trace (the audit).
+#[test]
+fn sigterm_stops_the_demo_as_ctrl_c_does() {
+    let _alone = crate::common::alone();
+    let dir = crate::common::scratch("demo-term");
+    let sd = dir.join("sd.json");
+    let trace = dir.join("demo.jsonl");
+    let mut child = crate::common::electd_command(&["demo", "--nodes", "3", "--duration", "120"])
+        .arg("--prometheus-file-sd")
+        .arg(&sd)
+        .arg("--trace")
+        .arg(&trace)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run electd demo");
+    let state = std::env::temp_dir().join(format!("electd-demo-{}", child.id()));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !sd.exists() {
+        assert!(Instant::now() < deadline, "no file_sd file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the demo did not stop within 20 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+    }
+    assert!(status.success(), "{status:?}: {err}");
+    assert!(!sd.exists(), "the file_sd file outlives a SIGTERM");
+    assert!(!state.exists(), "the state directory outlives a SIGTERM");
+    let written = std::fs::read_to_string(&trace).expect("the trace is written");
+    assert!(written.lines().count() > 1, "the trace holds records");
     let _ = std::fs::remove_dir_all(&dir);
 }
