@@ -241,6 +241,12 @@ pub fn permission_warning(path: &Path) -> Option<String> {
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+        // Group bits alone on a read-only mount: a Kubernetes Secret mounted with
+        // `defaultMode: 0440` for the pod's fsGroup (deploy/k8s), where `chmod` cannot
+        // be run and the group is the service's own. Others' bits are warned of always.
+        if mode & 0o007 == 0 && mode & 0o070 != 0 && read_only_mount(path) {
+            return None;
+        }
         (mode & 0o077 != 0).then(|| {
             format!(
                 "key file {} has mode {mode:04o}: other users may read the cluster key; run `chmod 600 {}`",
@@ -253,6 +259,20 @@ pub fn permission_warning(path: &Path) -> Option<String> {
     {
         let _ = path;
         None
+    }
+}
+
+/// Is `path` on a file system mounted read-only (statvfs's `ST_RDONLY`)?
+#[cfg(unix)]
+fn read_only_mount(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statvfs(2) fills the zeroed struct from a NUL-terminated path.
+    unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        libc::statvfs(c.as_ptr(), &mut st) == 0 && st.f_flag & libc::ST_RDONLY != 0
     }
 }
 
@@ -421,6 +441,14 @@ mod tests {
                 "{w}"
             );
             assert!(w.contains("chmod 600"), "{w}");
+            // Group bits alone are warned of where chmod can be run (a writable
+            // mount); only a read-only one (a Kubernetes Secret) is spared.
+            assert!(
+                !read_only_mount(&path),
+                "the temporary directory is writable"
+            );
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o440)).unwrap();
+            assert!(permission_warning(&path).is_some_and(|w| w.contains("0440")));
         }
         // Two fresh keys differ.
         assert_ne!(random_key().unwrap(), random_key().unwrap());
