@@ -25,6 +25,9 @@ pub struct ChaosArgs {
 /// More workers than this only costs memory: each runs one simulation at a time.
 const MAX_THREADS: i64 = 1024;
 
+/// Violations printed in full per algorithm.
+const SHOWN: usize = 5;
+
 /// What is wrong with the command line as a whole (a usage error, before anything runs).
 pub fn usage_problem(args: &ChaosArgs) -> Option<String> {
     if args.seeds == 0 {
@@ -90,8 +93,23 @@ pub fn run(args: ChaosArgs) -> anyhow::Result<()> {
         );
         failed += outcome.violations.len();
     }
-    for (_, outcome) in &results {
-        for v in outcome.violations.iter().take(5) {
+    for (kind, outcome) in &results {
+        // The first five per algorithm in full (each with its replay); the count of
+        // the rest, so that a broken change does not print ten thousand of them.
+        let more = outcome.violations.len().saturating_sub(SHOWN);
+        if more > 0 {
+            println!(
+                "\n{kind}: the first {SHOWN} of {} violations (seeds {}):",
+                outcome.violations.len(),
+                outcome
+                    .violations
+                    .iter()
+                    .map(|v| v.seed.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+        }
+        for v in outcome.violations.iter().take(SHOWN) {
             println!(
                 "\n{} seed {}: {} violated: {}\n  replay: {}",
                 v.algorithm,

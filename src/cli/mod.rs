@@ -99,7 +99,7 @@ pub enum Command {
     /// Messages per election against N for every algorithm, beside the literature.
     Compare(compare::CompareArgs),
     /// Chaos campaign: many seeded fault plans per algorithm, checking safety and
-    /// liveness; prints every violation with the command that replays it.
+    /// liveness; prints the first five violations per algorithm with the command that replays each, and every violating seed.
     Chaos(chaos::ChaosArgs),
     /// Run one node of a cluster (roster and settings from a TOML file).
     Run(run::RunArgs),
