@@ -348,18 +348,40 @@ fn contradictory_timings() {
         "transport.max_attempts",
         "gives up on a peer after 115ms",
     );
+    // Raft's relations hold where Raft runs.
+    let raft = |extra: &str| {
+        head(&format!("[state]\nephemeral = true\n{extra}"))
+            .replace("[\"bully\"]", "[\"bully\", \"raft\"]")
+    };
     fails(
-        parse(&head("[timing]\nelection_timeout = \"150ms..150ms\"")),
+        parse(&raft("[timing]\nelection_timeout = \"150ms..150ms\"")),
         "timing.election_timeout",
         "lo < hi",
     );
     fails(
-        parse(&head(
+        parse(&raft(
             "[timing]\nheartbeat = \"50ms\"\nelection_timeout = \"40ms..80ms\"",
         )),
         "timing.election_timeout",
         "not above timing.heartbeat",
     );
+    // Where Raft does not run, its (default) election timeout is no reason to refuse
+    // a timing: a Bully cluster at a 100 ms heartbeat was refused over Raft's default
+    // 100..200 ms (the audit). Nor are the failure detector's relations a reason to
+    // refuse a Raft-only cluster.
+    let slow = "[timing]\nheartbeat = \"100ms\"\nfailure_timeout = \"1s\"\n\
+                answer_timeout = \"300ms\"\ncoordinator_timeout = \"700ms\"";
+    parse(&head(slow)).expect("a Bully cluster ignores Raft's election timeout");
+    fails(
+        parse(&raft(slow)),
+        "timing.election_timeout",
+        "not above timing.heartbeat",
+    );
+    let raft_only = |extra: &str| raft(extra).replace("[\"bully\", \"raft\"]", "[\"raft\"]");
+    parse(&raft_only(
+        "[timing]\nheartbeat = \"100ms\"\nelection_timeout = \"1s..2s\"",
+    ))
+    .expect("a Raft cluster ignores the failure timeout's relations");
     fails(
         parse(&head("[timing]\nheartbeat = \"0ms\"")),
         "timing.heartbeat",

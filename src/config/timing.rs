@@ -4,7 +4,7 @@
 use super::raw::RawConfig;
 use super::validate::{ms, Validator};
 use super::{ConfigError, Peer};
-use crate::contract::algorithm::Timing;
+use crate::contract::algorithm::{AlgorithmKind, Timing};
 use crate::node::link::LinkConfig;
 use crate::NodeId;
 use std::net::SocketAddr;
@@ -26,6 +26,7 @@ impl Validator<'_> {
         raw: &RawConfig,
         peers: &[Peer],
         node_id: NodeId,
+        algorithms: &[AlgorithmKind],
     ) -> Result<Transport, ConfigError> {
         let d = Timing::default();
         let t = &raw.timing;
@@ -111,18 +112,20 @@ impl Validator<'_> {
             election_timeout_min,
             election_timeout_max,
         };
-        timing.validate(retransmit, give_up).map_err(|e| {
-            // A legacy `max_attempts` without `give_up` set the give-up time: blame it.
-            let key = if e.key == "transport.give_up"
-                && raw.transport.give_up.is_none()
-                && max_attempts.is_some()
-            {
-                "transport.max_attempts"
-            } else {
-                e.key
-            };
-            self.err(key, e.message)
-        })?;
+        timing
+            .validate_for(retransmit, give_up, algorithms)
+            .map_err(|e| {
+                // A legacy `max_attempts` without `give_up` set the give-up time: blame it.
+                let key = if e.key == "transport.give_up"
+                    && raw.transport.give_up.is_none()
+                    && max_attempts.is_some()
+                {
+                    "transport.max_attempts"
+                } else {
+                    e.key
+                };
+                self.err(key, e.message)
+            })?;
         let resolve_every = self.duration(
             "transport.resolve_every",
             &raw.transport.resolve_every,

@@ -123,7 +123,7 @@ impl Validator<'_> {
         }
         self.policy_check(&policy, &algorithms)?;
 
-        let transport = self.transport(&raw, &peers, node_id)?;
+        let transport = self.transport(&raw, &peers, node_id, &algorithms)?;
         let (key_file, security) = self.security(&raw)?;
         let hooks = Hooks {
             on_leader_change: raw

@@ -300,6 +300,22 @@ impl Timing {
     /// - `election_timeout_min` above `heartbeat` (Raft followers would time out
     ///   between heartbeats).
     pub fn validate(&self, retransmit: Duration, give_up: Duration) -> Result<(), TimingError> {
+        self.validate_for(retransmit, give_up, &AlgorithmKind::ALL)
+    }
+
+    /// [`Timing::validate`] for the groups of `algorithms` only: Raft's relations
+    /// (its range, above the heartbeat) when Raft runs, the failure detector's and the
+    /// Bully family's (`heartbeat` below `failure_timeout`, T, T', `give_up`) when an
+    /// algorithm with a failure detector runs. A Bully cluster with a 100 ms heartbeat
+    /// was refused over Raft's default election timeout, which it never uses.
+    pub fn validate_for(
+        &self,
+        retransmit: Duration,
+        give_up: Duration,
+        algorithms: &[AlgorithmKind],
+    ) -> Result<(), TimingError> {
+        let raft = algorithms.iter().any(|k| !k.info().uses_failure_detector());
+        let detector = algorithms.iter().any(|k| k.info().uses_failure_detector());
         let fail = |key: &'static str, message: String| Err(TimingError { key, message });
         let ms = |d: Duration| humantime::format_duration(d).to_string();
         for (key, d) in [
@@ -314,7 +330,7 @@ impl Timing {
                 return fail(key, "must be above zero".into());
             }
         }
-        if self.election_timeout_min >= self.election_timeout_max {
+        if raft && self.election_timeout_min >= self.election_timeout_max {
             return fail(
                 "timing.election_timeout",
                 format!(
@@ -324,7 +340,7 @@ impl Timing {
                 ),
             );
         }
-        if self.heartbeat >= self.failure_timeout {
+        if detector && self.heartbeat >= self.failure_timeout {
             return fail(
                 "timing.heartbeat",
                 format!(
@@ -334,7 +350,7 @@ impl Timing {
                 ),
             );
         }
-        if self.answer_timeout <= retransmit {
+        if detector && self.answer_timeout <= retransmit {
             return fail(
                 "timing.answer_timeout",
                 format!(
@@ -346,7 +362,7 @@ impl Timing {
             );
         }
         let t_prime_min = self.answer_timeout * 2 + retransmit;
-        if self.coordinator_timeout <= t_prime_min {
+        if detector && self.coordinator_timeout <= t_prime_min {
             return fail(
                 "timing.coordinator_timeout",
                 format!(
@@ -357,7 +373,7 @@ impl Timing {
                 ),
             );
         }
-        if give_up >= self.failure_timeout || give_up <= retransmit {
+        if detector && (give_up >= self.failure_timeout || give_up <= retransmit) {
             return fail(
                 "transport.give_up",
                 format!(
@@ -370,7 +386,7 @@ impl Timing {
                 ),
             );
         }
-        if self.election_timeout_min <= self.heartbeat {
+        if raft && self.election_timeout_min <= self.heartbeat {
             return fail(
                 "timing.election_timeout",
                 format!(
