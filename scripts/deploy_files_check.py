@@ -11,7 +11,8 @@ files agree with each other and with electd's configuration contract (docs/archi
   configs ROOT             every electd.toml in deploy/, checked by `electd config check`
                            (the daemon's own rules: keys, timing relations, roster …) for
                            every node; deployment-only paths and host names stand in as
-                           temporary files and loopback addresses
+                           temporary files and loopback addresses; the example scrape
+                           configuration against the example roster
   k8s ROOT RENDERED.yaml   kustomize output vs deploy/k8s/electd.toml and the task's
                            requirements (probes, securityContext, headless Service …)
   render-kustomize DIR     fallback when kubectl is missing: resources + configMapGenerator
@@ -135,6 +136,23 @@ def electd_check(root, path, cfg):
         expect(r.returncode == 0, f"{name}: electd config check passes for every node ({detail})")
 
 
+def prom_targets_match(prom, cfg, what):
+    """The scrape job 'electd' of `prom` names every peer's http address of `cfg`, and
+    nothing else, each labelled with its node id and the cluster."""
+    job = next((j for j in prom["scrape_configs"] if j["job_name"] == "electd"), None)
+    if expect(job is not None, f"{what} has the job 'electd'"):
+        targets = {}
+        for sc in job["static_configs"]:
+            for t in sc["targets"]:
+                targets[t] = sc.get("labels", {})
+        expect(sorted(targets) == sorted(p["http"] for p in cfg["peer"]),
+               f"{what} targets = the roster's http addresses")
+        for p in cfg["peer"]:
+            lab = targets.get(p["http"], {})
+            expect(lab.get("node") == str(p["id"]) and lab.get("cluster") == cfg["cluster"],
+                   f"{what} labels {p['http']} node={p['id']} cluster={cfg['cluster']}")
+
+
 def cmd_configs(root):
     paths = sorted(glob.glob(os.path.join(root, "deploy/**/electd.toml*"), recursive=True))
     expect(len(paths) >= 3, f"found the electd configs in deploy/ ({len(paths)})")
@@ -142,6 +160,11 @@ def cmd_configs(root):
         cfg = check_config(p)
         if cfg is not None:
             electd_check(root, p, cfg)
+    # The example scrape configuration scrapes the example cluster (it named two
+    # nodes the example roster does not have, which would read `up == 0` for ever).
+    example = os.path.join(root, "deploy/systemd/electd.toml.example")
+    prom_targets_match(load_yaml(os.path.join(root, "deploy/prometheus/prometheus.yml")),
+                       load_toml(example), "deploy/prometheus/prometheus.yml")
 
 
 # ------------------------------------------------------------------ compose
@@ -200,18 +223,7 @@ def cmd_compose(root):
            f"compose keygen writes the key_file of electd.toml ({key_vol})")
 
     prom = load_yaml(os.path.join(cdir, "prometheus.yml"))
-    job = next((j for j in prom["scrape_configs"] if j["job_name"] == "electd"), None)
-    if expect(job is not None, "compose prometheus.yml has the job 'electd'"):
-        targets = {}
-        for sc in job["static_configs"]:
-            for t in sc["targets"]:
-                targets[t] = sc.get("labels", {})
-        expect(sorted(targets) == sorted(p["http"] for p in cfg["peer"]),
-               "compose prometheus.yml targets = the roster's http addresses")
-        for p in cfg["peer"]:
-            lab = targets.get(p["http"], {})
-            expect(lab.get("node") == str(p["id"]) and lab.get("cluster") == cfg["cluster"],
-                   f"compose prometheus.yml labels {p['http']} node={p['id']} cluster={cfg['cluster']}")
+    prom_targets_match(prom, cfg, "compose prometheus.yml")
     # The rules the compose Prometheus loads exist in deploy/prometheus/.
     prom_svc = services["prometheus"]
     rules_mount = next(v for v in prom_svc["volumes"] if v.startswith("../prometheus"))
