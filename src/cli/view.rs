@@ -100,6 +100,11 @@ pub fn run(args: ViewArgs) -> anyhow::Result<()> {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
+        // The page's bound is checked as each simulation ends, and a simulation
+        // records at most what a trace file may hold: a run far over the bound
+        // (`--loss 0.99`, `--nodes 1000 --scenario chaos`) stops at its first
+        // algorithm instead of simulating and holding every one (30 M records, 4 GB).
+        let mut messages = 0usize;
         for alg in algorithms {
             let mut p = SimulateParams::new(alg, args.nodes as usize);
             p.scenario = args.scenario.0;
@@ -109,7 +114,23 @@ pub fn run(args: ViewArgs) -> anyhow::Result<()> {
                 .faults
                 .map_or(electd::sim::chaos::FaultSet::Basic, |f| f.0);
             p.initiator = Initiator::Lowest;
-            let (report, header, records) = simulate_traced(&p, trace::DEFAULT_LIMIT)?;
+            let (report, header, records) = simulate_traced(&p, view::MAX_RECORDS)?;
+            messages += records
+                .iter()
+                .filter(|r| matches!(r, Record::Send(_) | Record::Retransmit(_)))
+                .count();
+            if messages > view::MAX_MESSAGES {
+                return Err(view::ViewError::TooManyMessages(
+                    messages,
+                    view::MAX_MESSAGES,
+                ))
+                .with_context(|| {
+                    format!(
+                        "with {alg} (N = {}), the page would go past its bound",
+                        args.nodes
+                    )
+                });
+            }
             eprintln!(
                 "{alg}: leader {} · {} election messages · {} trace records",
                 report

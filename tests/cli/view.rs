@@ -220,6 +220,27 @@ fn bad_traces_are_clear_errors() {
     }
     let out = electd(&["view", "-o", dir.join("x.html").to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("give trace files"));
+    // A simulation far over the page's bound is refused at its first algorithm (it
+    // simulated and held all six, 30 M records, before refusing).
+    let out = electd(&[
+        "view",
+        "--simulate",
+        "--loss",
+        "0.99",
+        "-o",
+        dir.join("x.html").to_str().unwrap(),
+        "--no-open",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("with bully") && stderr.contains("a view draws at most"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("improved-bully:"),
+        "simulated on: {stderr}"
+    );
     assert!(
         !dir.join("x.html").exists(),
         "no page is written from a bad trace"

@@ -15,7 +15,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
 /// Most messages (arrows) one page draws, over all its panels.
-pub(crate) const MAX_MESSAGES: usize = 600_000;
+pub const MAX_MESSAGES: usize = 600_000;
 
 /// Most records read from one trace file (a trace also holds timers, states, …).
 pub const MAX_RECORDS: usize = 4 * MAX_MESSAGES;
