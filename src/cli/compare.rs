@@ -28,6 +28,20 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
+    // The plot's directory before the simulations: a typo failed after the whole run.
+    if let Some(path) = &args.plot {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        if !dir.is_dir() {
+            anyhow::bail!(
+                "cannot write plot {}: {} is not a directory",
+                path.display(),
+                dir.display()
+            );
+        }
+    }
     let nodes = args.nodes.0;
     let algorithms = super::algorithms_or_all(&args.algorithms)?;
     let runs: Vec<(AlgorithmKind, usize)> = algorithms

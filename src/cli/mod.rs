@@ -373,8 +373,19 @@ impl ValueEnum for AlgorithmArg {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeCounts(pub Vec<usize>);
 
+/// `compare --nodes`: each count at least 2 (the literature's formulas are for a
+/// cluster that elects among several: with one node, 0 messages against formulas of 1,
+/// 2 or 9 marked exact).
 pub fn parse_node_count_list(s: &str) -> Result<NodeCounts, String> {
-    parse_node_counts(s).map(NodeCounts)
+    let counts = parse_node_counts(s)?;
+    if counts.contains(&1) {
+        return Err(
+            "the formulas compared are for two nodes or more: a single node sends no \
+             election message (give N ≥ 2)"
+                .into(),
+        );
+    }
+    Ok(NodeCounts(counts))
 }
 
 /// Parse `N`, `A..B`, `A..=B` or `A,B,C` into a list of node counts (each ≥ 1).

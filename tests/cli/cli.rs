@@ -292,6 +292,18 @@ fn chaos_and_simulate_refuse_what_cannot_run() {
             && err.contains("--force"),
         "{err}"
     );
+    // A plot that cannot be written is refused before the simulations, not after.
+    let out = electd(&[
+        "compare",
+        "--nodes",
+        "3",
+        "--plot",
+        "/nonexistent-dir/x.svg",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not a directory"), "{err}");
+    assert!(out.stdout.is_empty(), "no table before the refusal");
     // The same bound holds for a comparison, which runs every N one after the other.
     let out = electd(&["compare", "--algorithms", "bully", "--nodes", "2..5000"]);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -566,6 +578,8 @@ fn flags_of_another_mode_are_usage_errors() {
             "listed twice",
         ),
         (vec!["simulate", "-a", "ring", "--ids", "0,1"], "reserved"),
+        (vec!["compare", "--nodes", "1"], "N ≥ 2"),
+        (vec!["compare", "--nodes", "1..4"], "N ≥ 2"),
     ] {
         assert_usage_error(&args, needle);
     }
