@@ -612,9 +612,15 @@ pub fn read(
             return Err(ReadError::TooLarge(max_records, too_large));
         }
         let line = i + 2;
-        let rec: Record = serde_json::from_str(&l).map_err(|e| ReadError::Line {
-            line,
-            msg: e.to_string(),
+        // serde_json places the error in the one line it parsed ("at line 1 column
+        // 18"): the column is kept, the file's line number is ours.
+        let rec: Record = serde_json::from_str(&l).map_err(|e| {
+            let text = e.to_string();
+            let msg = match text.rfind(" at line ") {
+                Some(at) => format!("{} (column {})", &text[..at], e.column()),
+                None => text,
+            };
+            ReadError::Line { line, msg }
         })?;
         check
             .record(&rec)
@@ -801,6 +807,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("line 3:"), "{e}");
+        // A record that does not parse names the file's line and the column in it,
+        // not serde's "at line 1" of the one line it saw.
+        let e = read_all(format!("{head}\n{{\"ev\":\"frobnicate\",\"t\":1}}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("line 2:") && e.contains("frobnicate"), "{e}");
+        assert!(e.contains("(column 18)") && !e.contains("at line 1"), "{e}");
     }
     use crate::contract::message::ElectionTag;
 
