@@ -290,6 +290,15 @@ impl Driver {
         match w.store_drained(&drained) {
             Ok(()) => {
                 self.stored_drained = drained;
+                // The disk works again: a problem a drain's failed write set is over,
+                // unless the fencing tokens' latest write is still failing.
+                if !self.write_failed
+                    && !self.writing()
+                    && self.shared.problems().iter().any(|p| p.0 == "persist")
+                {
+                    tracing::info!(node = self.cfg.id, "the state file is written again");
+                    self.shared.set_problem("persist", None);
+                }
                 Ok(())
             }
             Err(e) => {

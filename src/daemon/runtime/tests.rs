@@ -414,6 +414,8 @@ async fn a_drain_that_cannot_be_written_says_so() {
     });
     let why = rx.await.expect("an answer").expect_err("not on disk");
     assert!(why.contains("cannot write the state file"), "{why}");
+    let persist = |d: &Driver| d.shared.problems().iter().any(|p| p.0 == "persist");
+    assert!(persist(&d), "/healthz reports the failed write");
     assert_eq!(
         d.node.drained().collect::<Vec<_>>(),
         vec![Bully],
@@ -429,6 +431,9 @@ async fn a_drain_that_cannot_be_written_says_so() {
         reply: tx,
     });
     assert_eq!(durable::load_saved(&path).unwrap().drained, vec![Bully]);
+    // ...and clears the problem: /healthz stayed 503 until a fencing token's write
+    // (a leader change), which a quiet cluster may not have for days (the audit).
+    assert!(!persist(&d), "the problem is over once a write succeeds");
     drop(d);
     let _ = std::fs::remove_dir_all(&dir);
 }
