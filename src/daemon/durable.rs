@@ -315,7 +315,7 @@ impl StateFile {
             let at = (k % 2) as usize * SLOT;
             image[at..at + SLOT].copy_from_slice(&record(k, states, drained).map_err(io)?);
         }
-        let tmp = path.with_extension("tmp");
+        let tmp = temp_path(path);
         {
             let mut f = std::fs::File::create(&tmp).map_err(io)?;
             f.write_all(&image).map_err(io)?;
@@ -366,8 +366,27 @@ impl StateFile {
     }
 }
 
+/// Where a new state file is written before its rename: the whole name and ".tmp".
+/// (`with_extension` replaced the extension, so nodes sharing a directory with
+/// `file = "st.{node}"` all wrote `st.tmp` and could rename each other's records into
+/// place: the audit.)
+fn temp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn each_state_file_has_a_temporary_of_its_own() {
+        let a = temp_path(Path::new("/var/lib/electd/st.1"));
+        let b = temp_path(Path::new("/var/lib/electd/st.2"));
+        assert_eq!(a, Path::new("/var/lib/electd/st.1.tmp"));
+        assert_ne!(a, b);
+        assert_eq!(temp_path(Path::new("node")), Path::new("node.tmp"));
+    }
+
     use super::*;
 
     fn tmp(name: &str) -> PathBuf {

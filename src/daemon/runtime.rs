@@ -434,6 +434,20 @@ impl Driver {
             .copied()
             .filter(|k| !cfg.algorithms.contains(k))
             .collect();
+        let kept_groups: Vec<AlgorithmKind> = saved
+            .groups
+            .iter()
+            .map(|(k, _)| *k)
+            .filter(|k| !cfg.algorithms.contains(k))
+            .collect();
+        if !kept_groups.is_empty() {
+            tracing::info!(
+                node = cfg.id,
+                groups = ?kept_groups,
+                "the state file holds the fencing tokens of groups this configuration does not \
+                 run: kept there for a start that runs them again"
+            );
+        }
         for kind in &kept_drains {
             tracing::warn!(
                 node = cfg.id,

@@ -238,10 +238,22 @@ fn write(slot: &Slot, seq: u64, groups: States) -> Written {
             let _ = gate.recv();
         }
     }
-    let drained = lock(&slot.queue).drained.clone();
-    let result = file.store(&groups, &drained);
+    // The groups this node does not run (its configuration changed since they were
+    // written) keep their state: a start that runs them again must not begin below
+    // their terms, nor forget a Raft vote (a second vote in that term).
+    let (drained, all) = {
+        let q = lock(&slot.queue);
+        let mut all = groups.clone();
+        for (kind, d) in &q.on_disk {
+            if !all.iter().any(|(k, _)| k == kind) {
+                all.push((*kind, *d));
+            }
+        }
+        (q.drained.clone(), all)
+    };
+    let result = file.store(&all, &drained);
     if result.is_ok() {
-        lock(&slot.queue).on_disk = groups.clone();
+        lock(&slot.queue).on_disk = all;
     }
     Written {
         seq,
@@ -385,6 +397,43 @@ mod tests {
         assert_eq!((r.seq, r.groups.clone()), (7, raft(7)));
         r.result.unwrap();
         assert_eq!(load_saved(&p).unwrap().groups, raft(7));
+        let _ = std::fs::remove_dir_all(p.parent().unwrap());
+    }
+
+    /// A node started with fewer groups than its state file holds (its configuration
+    /// changed for a while) keeps the others' fencing tokens and Raft's vote in the
+    /// file: only the groups it ran were written back, and a later start that ran
+    /// Raft again began at term 0 with no vote (a second vote in term 3; the audit).
+    #[test]
+    fn the_state_of_groups_not_run_stays_in_the_file() {
+        let p = path("kept");
+        let (file, saved) = StateFile::open(&p).unwrap();
+        let w = Writer::new(file, saved.groups, saved.drained, false);
+        let bully = |term| {
+            vec![(
+                AlgorithmKind::Bully,
+                Durable {
+                    term,
+                    voted_for: Some(3),
+                },
+            )]
+        };
+        let mut both = bully(2);
+        both.extend(raft(3));
+        w.submit(1, both).unwrap().result.unwrap();
+        drop(w);
+        // A life that runs Bully alone.
+        let (file, saved) = StateFile::open(&p).unwrap();
+        let w = Writer::new(file, saved.groups, saved.drained, false);
+        let r = w.submit(2, bully(5)).unwrap();
+        r.result.unwrap();
+        assert_eq!(r.groups, bully(5), "the report holds what was submitted");
+        let on_disk = load_saved(&p).unwrap().groups;
+        assert!(on_disk.contains(&bully(5)[0]), "{on_disk:?}");
+        assert!(
+            on_disk.contains(&raft(3)[0]),
+            "Raft's term and vote kept: {on_disk:?}"
+        );
         let _ = std::fs::remove_dir_all(p.parent().unwrap());
     }
 
