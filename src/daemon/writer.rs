@@ -61,6 +61,9 @@ struct Queue {
     /// Tests: the next drain write fails as a full disk would.
     #[cfg(test)]
     fail_drain: bool,
+    /// Tests: the next state writes fail as a full disk would.
+    #[cfg(test)]
+    fail_writes: u32,
 }
 
 /// The file under a lock of its own, held for a whole write (the queue's is not: a
@@ -106,6 +109,8 @@ impl Writer {
                 gate: None,
                 #[cfg(test)]
                 fail_drain: false,
+                #[cfg(test)]
+                fail_writes: 0,
             }),
             wake: Condvar::new(),
             quit: AtomicBool::new(false),
@@ -186,6 +191,11 @@ impl Writer {
         lock(&self.slot.queue).fail_drain = true;
     }
 
+    /// A full disk for the next `n` state writes.
+    pub(crate) fn fail_next_writes(&self, n: u32) {
+        lock(&self.slot.queue).fail_writes = n;
+    }
+
     /// A slow disk: the next write waits, holding the file's lock, until the returned
     /// [`Stall`] is dropped.
     pub(crate) fn stall(&self) -> Stall {
@@ -241,6 +251,22 @@ fn write(slot: &Slot, seq: u64, groups: States) -> Written {
     // The groups this node does not run (its configuration changed since they were
     // written) keep their state: a start that runs them again must not begin below
     // their terms, nor forget a Raft vote (a second vote in that term).
+    #[cfg(test)]
+    {
+        let mut q = lock(&slot.queue);
+        if q.fail_writes > 0 {
+            q.fail_writes -= 1;
+            return Written {
+                seq,
+                groups,
+                result: Err(DurableError::Io {
+                    path: "test".into(),
+                    source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+                }),
+                took: start.elapsed(),
+            };
+        }
+    }
     let (drained, all) = {
         let q = lock(&slot.queue);
         let mut all = groups.clone();

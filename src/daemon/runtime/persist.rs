@@ -97,7 +97,13 @@ impl Driver {
         let Some(w) = &self.writer else {
             return;
         };
-        if now == self.stored || (now == self.wanted && !self.write_failed) {
+        if now == self.stored {
+            // Everything `now` holds is on disk (the state a failed write meant to
+            // store was given up): nothing is missing any more.
+            self.write_failed = false;
+            return;
+        }
+        if now == self.wanted && !self.write_failed {
             return;
         }
         if self.write_failed && now == self.wanted && Instant::now() < self.retry_at {

@@ -40,8 +40,14 @@ impl Driver {
         self.check_write_time();
         self.send_released(socket).await;
         // Reported once on disk: status, /watch, hooks and metrics never show a token
-        // this node would not hold after a crash now.
-        if !self.writing() {
+        // this node would not hold after a crash now. Nor while a claim or a vote that
+        // a write failed to store is held back (`holding`): it is not on disk until a
+        // retry succeeds (a node whose disk failed reported "leader, term 3" and,
+        // restarted, claimed term 2, below the token a command had run under; the
+        // audit). An adoption's failed write holds nothing back: the token it reports
+        // is its leader's, and its datagrams have left.
+        let claim_not_stored = self.write_failed && !self.holding.is_empty();
+        if !self.writing() && !claim_not_stored {
             self.after_send();
         }
     }

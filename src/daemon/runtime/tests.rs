@@ -638,6 +638,79 @@ async fn settle(d: &mut Driver, socket: &tokio::net::UdpSocket) {
     panic!("writes kept coming");
 }
 
+/// A write that failed reports nothing of what it did not store: status (and with
+/// it /watch, the hooks and `exec`) showed "leader, term N" from a node whose disk
+/// refused the claim, which a restart then took back to a lower term (the audit:
+/// term 3 reported, term 2 claimed after a SIGKILL). Once a retry succeeds the claim
+/// is reported, and the file holds at least the reported term.
+#[tokio::test]
+async fn a_failed_write_reports_nothing_it_did_not_store() {
+    let dir = scratch_dir("failed-write");
+    let path = dir.join("2.state");
+    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let peer1 = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut cfg = runtime_config();
+    cfg.peers = vec![
+        (1, peer1.local_addr().unwrap()),
+        (2, socket.local_addr().unwrap()),
+    ];
+    cfg.state_file = Some(path.clone());
+    let mut d = new_driver(cfg, false);
+    d.writer.as_ref().unwrap().fail_next_writes(u32::MAX);
+    d.boot();
+    let leads = |d: &Driver| {
+        d.shared
+            .status()
+            .into_iter()
+            .find(|g| g.algorithm == Bully)
+            .filter(|g| g.leader == Some(2))
+            .map(|g| g.term)
+    };
+    // Node 2 of two claims Bully (the top node announces at once, or after its
+    // answer timeout); every write of the claim fails meanwhile.
+    let until = Instant::now() + Duration::from_secs(20);
+    for _ in 0..2000 {
+        d.timeout();
+        d.note_input();
+        d.flush(&socket).await;
+        if d.write_failed && d.node.leader(Bully) == Some(2) {
+            break;
+        }
+        assert!(Instant::now() < until, "node 2 claims within 20 s");
+        tokio::time::sleep_until(d.deadline().min(Instant::now() + Duration::from_millis(20)))
+            .await;
+    }
+    assert_eq!(d.node.leader(Bully), Some(2), "the node itself has claimed");
+    assert_eq!(leads(&d), None, "a claim not on disk is not reported");
+    assert!(d.shared.problems().iter().any(|p| p.0 == "persist"));
+    // The disk back: the next retry stores the claim, and then it is reported.
+    d.writer.as_ref().unwrap().fail_next_writes(0);
+    for _ in 0..2000 {
+        tokio::time::sleep_until(d.deadline().min(Instant::now() + Duration::from_millis(20)))
+            .await;
+        d.timeout();
+        d.flush(&socket).await;
+        if leads(&d).is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "reported within 20 s of the disk's return"
+        );
+    }
+    let reported = leads(&d).expect("reported");
+    let stored = durable::load_saved(&path)
+        .unwrap()
+        .groups
+        .into_iter()
+        .find(|g| g.0 == Bully)
+        .map(|g| g.1.term)
+        .expect("Bully on disk");
+    assert!(stored >= reported, "on disk {stored}, reported {reported}");
+    drop(d);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test]
 async fn a_write_under_way_holds_back_its_groups_datagrams_not_the_others() {
     let dir = std::env::temp_dir().join(format!("electd-rt-writer-{}", std::process::id()));
