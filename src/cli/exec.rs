@@ -178,6 +178,14 @@ pub(crate) fn deadlines(
     }
 }
 
+/// When to ask again after a confirming answer asked at `asked` whose SIGTERM is due at
+/// `term_at`: halfway there (at least 5 ms after the question), so that the next
+/// confirmation comes before it.
+pub(crate) fn next_question(asked: Instant, term_at: Instant) -> Instant {
+    let half = term_at.saturating_duration_since(asked) / 2;
+    asked + half.max(Duration::from_millis(5))
+}
+
 /// When a command stopped at `now` (an answer that the node no longer leads, or a new
 /// term) gets its SIGKILL: `grace` later, but never after the SIGKILL the last
 /// confirmation's deadlines set (`last`, from [`deadlines`]): with a lease that one
@@ -389,6 +397,10 @@ async fn supervise(args: ExecArgs, addr: SocketAddr, lock: ExecLock) -> anyhow::
                             );
                             signal_group(r.pgid, libc::SIGTERM);
                             r.stopping = Some(kill_at);
+                            // Its lease ran out unconfirmed: another node may lead
+                            // meanwhile. A start waits for --settle again, from the
+                            // next confirmation (it started again at once).
+                            leading_since = None;
                         }
                     }
                 }
@@ -470,7 +482,13 @@ async fn supervise(args: ExecArgs, addr: SocketAddr, lock: ExecLock) -> anyhow::
                 };
                 leading_since = Some((since, a.term));
                 let before = confirmed;
-                confirmed = Some(deadlines(asked, args.timeout, args.grace, a.lease));
+                let (term_at, kill_at) = deadlines(asked, args.timeout, args.grace, a.lease);
+                confirmed = Some((term_at, kill_at));
+                // Ask again before the SIGTERM a lease sets: halfway to it when that is
+                // sooner than --poll. With Raft's lease at the README's timing (some
+                // 80 ms, so a SIGTERM 40 ms after the answer) every 50 ms poll came
+                // too late, and the command was stopped and started again each time.
+                next_poll = next_poll.min(next_question(asked, term_at));
                 if let Some(r) = running.as_mut() {
                     if r.stopping.is_none() && r.term != a.term {
                         // The same node leads under a new term: another claim came

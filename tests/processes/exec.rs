@@ -24,6 +24,8 @@ struct FakeDaemon {
     /// The lease it reports while leading, in ms (0: `"lease":"none"`).
     lease_ms: Arc<AtomicU64>,
     first_request: Arc<Mutex<Option<Instant>>>,
+    /// Requests answered.
+    requests: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -38,12 +40,14 @@ impl FakeDaemon {
         let stop = Arc::new(AtomicBool::new(false));
         let term = Arc::new(AtomicU64::new(3));
         let lease_ms = Arc::new(AtomicU64::new(0));
-        let (l, f, s, tm, ls) = (
+        let requests = Arc::new(AtomicU64::new(0));
+        let (l, f, s, tm, ls, rq) = (
             leads.clone(),
             first_request.clone(),
             stop.clone(),
             term.clone(),
             lease_ms.clone(),
+            requests.clone(),
         );
         let thread = std::thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
@@ -62,6 +66,7 @@ impl FakeDaemon {
                     }
                 }
                 f.lock().unwrap().get_or_insert_with(Instant::now);
+                rq.fetch_add(1, Ordering::Relaxed);
                 let leader = l.load(Ordering::Relaxed);
                 let lease = match ls.load(Ordering::Relaxed) {
                     0 => r#""lease":"none""#.to_string(),
@@ -91,6 +96,7 @@ impl FakeDaemon {
             term,
             lease_ms,
             first_request,
+            requests,
             stop,
             thread: Some(thread),
         }
@@ -351,6 +357,38 @@ fn the_command_runs_only_while_the_node_leads() {
     let pid = wait_for("the command to start", || pid_in(&own));
     daemon.leads.store(false, Ordering::Relaxed);
     wait_for("the command to stop", || dead(pid).then_some(()));
+    assert!(stop(&mut child).is_some_and(|s| s.success()));
+    drop(daemon);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// docs/exec.md's first example: Raft, whose daemon reports a lease of some 80 ms at
+/// the README's timing, with the default --poll of 50 ms. The SIGTERM a lease sets
+/// (half of it before its end: 40 ms after the answer) came before every next poll,
+/// and the command was stopped and started again every poll (52 times in 4 s in the
+/// audit). exec now asks again before that SIGTERM: one start, no stop.
+#[test]
+fn a_short_lease_keeps_the_command_running_at_the_default_poll() {
+    let d = scratch("short-lease");
+    let daemon = FakeDaemon::start(true);
+    daemon.lease_ms.store(80, Ordering::Relaxed);
+    let starts = d.join("starts");
+    let script = format!("echo $$ >> {}; exec sleep 300", starts.display());
+    let mut child = exec(&d, daemon.addr, &["--settle", "0"], &["sh", "-c", &script]);
+    wait_for("the command to start", || {
+        std::fs::read_to_string(&starts)
+            .ok()
+            .filter(|t| !t.is_empty())
+    });
+    // Some 40 answers later (a second at the default poll, more often now)...
+    let seen = daemon.requests.load(Ordering::Relaxed);
+    wait_for("40 more answers", || {
+        (daemon.requests.load(Ordering::Relaxed) >= seen + 40).then_some(())
+    });
+    let text = std::fs::read_to_string(&starts).unwrap();
+    assert_eq!(text.lines().count(), 1, "started again: {text}");
+    let pid: i32 = text.trim().parse().unwrap();
+    assert!(!dead(pid), "the command still runs");
     assert!(stop(&mut child).is_some_and(|s| s.success()));
     drop(daemon);
     let _ = std::fs::remove_dir_all(&d);
