@@ -81,8 +81,13 @@ fn snapshot(node: NodeId, groups: &[GroupView], only: Option<AlgorithmKind>) -> 
         .iter()
         .filter(|g| only.is_none_or(|a| a == g.algorithm))
         .map(|g| {
-            let e = LeaderEvent::new(node, g.algorithm, g.leader, g.term)
+            let mut e = LeaderEvent::new(node, g.algorithm, g.leader, g.term)
                 .stamped((g.since * 1e6).max(0.0) as u64);
+            // A node in FAULT says so from the first event (it said false until the
+            // next change).
+            e.fault = g
+                .ineligible
+                .contains(&crate::contract::policy::Ineligible::Fault);
             leader_event(&e, true, g.lease.remaining())
         })
         .collect()

@@ -579,3 +579,27 @@ async fn a_drain_that_is_not_on_disk_is_a_500_naming_why() {
     drop(s);
     server.stop().await;
 }
+
+/// docs/policy.md: `/watch` events carry `"fault": true` while a failing check makes
+/// the node ineligible. The first events of a stream (the snapshot) said false for a
+/// node in FAULT, until its next change (the audit).
+#[tokio::test]
+async fn the_first_watch_event_of_a_node_in_fault_says_so() {
+    let (s, server, _rx) = node3(None).await;
+    let mut faulty = view(Bully, Some(5), 1);
+    faulty.ineligible = vec![electd::contract::policy::Ineligible::Fault];
+    s.publish_status(vec![faulty, view(Raft, Some(3), 4)]);
+    let mut all = Sse::open(server.addr, "/watch").await;
+    let mut seen = std::collections::BTreeMap::new();
+    while seen.len() < 2 {
+        let e = all.next().await.expect("an initial event").json();
+        assert_eq!(e["initial"], true, "{e}");
+        seen.insert(
+            e["algorithm"].as_str().unwrap().to_string(),
+            e["fault"].clone(),
+        );
+    }
+    assert_eq!(seen["bully"], true, "{seen:?}");
+    assert_eq!(seen["raft"], false, "{seen:?}");
+    server.stop().await;
+}
