@@ -452,7 +452,8 @@ impl Driver {
             tracing::warn!(
                 node = cfg.id,
                 algorithm = %kind,
-                "the state file holds a drain of a group this configuration does not run:                  kept there, so this node starts drained in it when it runs it again"
+                "the state file holds a drain of a group this configuration does not run: \
+                 kept there, so this node starts drained in it when it runs it again"
             );
         }
         let writer =

@@ -91,21 +91,27 @@ impl Driver {
                 self.resolver.lookup(id);
             }
         }
-        // A gap above failure_timeout − heartbeat left the detector less than one beat
-        // of margin: said in the log (at a bounded rate), with the leader.
+        // A gap above the timeout's base − heartbeat left the follower less than one
+        // beat of margin: said in the log (at a bounded rate), with the leader. The base
+        // is failure_timeout, or Raft's election timeout's lower bound (a Raft-only
+        // cluster need not keep failure_timeout above its heartbeat).
         let t = &self.cfg.timing;
-        let margin = t.failure_timeout.saturating_sub(t.heartbeat);
         let gaps: Vec<(AlgorithmKind, Duration)> = self.node.drain_gaps().collect();
         for (group, gap) in gaps {
             self.shared.metrics.heartbeat_gap(group, gap);
-            if gap > margin {
+            let (base, name) = if group.info().uses_failure_detector() {
+                (t.failure_timeout, "failure_timeout")
+            } else {
+                (t.election_timeout_min, "election_timeout min")
+            };
+            if gap > base.saturating_sub(t.heartbeat) {
                 let leader = self.node.leader(group);
                 let line = format!(
-                    "heartbeat gap of {:.1} ms from leader {leader:?} (failure_timeout {} ms, \
+                    "heartbeat gap of {:.1} ms from leader {leader:?} ({name} {} ms, \
                      heartbeat {} ms): less than one heartbeat of margin was left",
                     gap.as_secs_f64() * 1e3,
-                    self.cfg.timing.failure_timeout.as_millis(),
-                    self.cfg.timing.heartbeat.as_millis()
+                    base.as_millis(),
+                    t.heartbeat.as_millis()
                 );
                 let now = self.now();
                 match self.errlog.record("heartbeat_gap", now) {
