@@ -152,6 +152,13 @@ struct Row {
 }
 
 async fn demo(args: DemoArgs) -> anyhow::Result<()> {
+    // Ctrl-C, SIGTERM (kill, timeout, systemd, docker stop) and SIGHUP (the terminal
+    // closed) end the demo alike: the trace and the summary are written, the file_sd
+    // file and the state directory removed. Caught from here on, before anything is
+    // written: a signal between the file_sd file and the loop met its default action.
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
     let algorithms = AlgorithmKind::available();
     let n = args.nodes;
     let keys = Keyring::new(Key::new(random_key().context("no random key")?));
@@ -255,16 +262,9 @@ async fn demo(args: DemoArgs) -> anyhow::Result<()> {
     let mut drawn = false;
     let mut tick = tokio::time::interval(Duration::from_millis(5));
     let mut ticks = 0u64;
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
-    // SIGTERM (kill, timeout, systemd, docker stop) and SIGHUP (the terminal closed)
-    // end the demo as Ctrl-C does: the trace and the summary are written, the
-    // file_sd file and the state directory removed.
-    let mut term = signal(SignalKind::terminate())?;
-    let mut hup = signal(SignalKind::hangup())?;
     loop {
         tokio::select! {
-            _ = &mut ctrl_c => break,
+            _ = int.recv() => break,
             _ = term.recv() => break,
             _ = hup.recv() => break,
             _ = tick.tick() => {}
