@@ -25,6 +25,12 @@ fn head(extra: &str) -> String {
     format!("cluster = \"t\"\nnode_id = 2\nalgorithms = [\"bully\"]\n{extra}\n[security]\ninsecure = true\n{ROSTER}")
 }
 
+/// [`head`] running Bully and Raft (without a state file, knowingly).
+fn with_raft(extra: &str) -> String {
+    head(&format!("[state]\nephemeral = true\n{extra}"))
+        .replace("[\"bully\"]", "[\"bully\", \"raft\"]")
+}
+
 fn parse_env(
     text: &str,
     env: &[(&str, &str)],
@@ -349,10 +355,7 @@ fn contradictory_timings() {
         "gives up on a peer after 115ms",
     );
     // Raft's relations hold where Raft runs.
-    let raft = |extra: &str| {
-        head(&format!("[state]\nephemeral = true\n{extra}"))
-            .replace("[\"bully\"]", "[\"bully\", \"raft\"]")
-    };
+    let raft = with_raft;
     fails(
         parse(&raft("[timing]\nelection_timeout = \"150ms..150ms\"")),
         "timing.election_timeout",

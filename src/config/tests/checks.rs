@@ -57,10 +57,7 @@ fn lease_settings_per_algorithm_with_overrides() {
         "lease.ring.clock_drift",
         "more than a day",
     );
-    let raft = |extra: &str| {
-        head(&format!("[state]\nephemeral = true\n{extra}"))
-            .replace("[\"bully\"]", "[\"bully\", \"raft\"]")
-    };
+    let raft = with_raft;
     fails(
         parse(&raft("[lease.raft]\nrequire_quorum = true")),
         "lease.raft.require_quorum",

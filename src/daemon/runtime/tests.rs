@@ -347,6 +347,20 @@ fn scratch_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// Node 2 of a roster of two on real sockets, keeping its state in `path`: its
+/// configuration, its socket and node 1's (which never answers).
+async fn two_nodes(path: &Path) -> (RuntimeConfig, tokio::net::UdpSocket, std::net::UdpSocket) {
+    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let peer1 = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut cfg = runtime_config();
+    cfg.peers = vec![
+        (1, peer1.local_addr().unwrap()),
+        (2, socket.local_addr().unwrap()),
+    ];
+    cfg.state_file = Some(path.to_path_buf());
+    (cfg, socket, peer1)
+}
+
 /// docs/policy.md: a drain holds "until undrain, restarts included". A restart with a
 /// configuration that did not run the drained group wrote the state file without that
 /// drain at its first write, and the group came back undrained (the audit's run).
@@ -647,14 +661,7 @@ async fn settle(d: &mut Driver, socket: &tokio::net::UdpSocket) {
 async fn a_failed_write_reports_nothing_it_did_not_store() {
     let dir = scratch_dir("failed-write");
     let path = dir.join("2.state");
-    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let peer1 = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let mut cfg = runtime_config();
-    cfg.peers = vec![
-        (1, peer1.local_addr().unwrap()),
-        (2, socket.local_addr().unwrap()),
-    ];
-    cfg.state_file = Some(path.clone());
+    let (cfg, socket, _peer1) = two_nodes(&path).await;
     let mut d = new_driver(cfg, false);
     d.writer.as_ref().unwrap().fail_next_writes(u32::MAX);
     d.boot();
@@ -713,22 +720,13 @@ async fn a_failed_write_reports_nothing_it_did_not_store() {
 
 #[tokio::test]
 async fn a_write_under_way_holds_back_its_groups_datagrams_not_the_others() {
-    let dir = std::env::temp_dir().join(format!("electd-rt-writer-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("writer");
     let path = dir.join("2.state");
-    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let peer1 = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     // Node 2 of two: the top node, Bully's leader once its claim is written.
-    let mut cfg = runtime_config();
-    cfg.peers = vec![
-        (1, peer1.local_addr().unwrap()),
-        (2, socket.local_addr().unwrap()),
-    ];
+    let (mut cfg, socket, _peer1) = two_nodes(&path).await;
     cfg.algorithms = vec![Bully, Raft];
     // Without pre-vote, Raft's election takes a new term and votes at once.
     cfg.options.pre_vote = false;
-    cfg.state_file = Some(path.clone());
     let mut d = new_driver(cfg, true);
     assert!(d.writer.as_ref().is_some_and(|w| w.threaded()));
     d.boot();
