@@ -115,6 +115,16 @@ pub fn run(args: ViewArgs) -> anyhow::Result<()> {
                 .map_or(electd::sim::chaos::FaultSet::Basic, |f| f.0);
             p.initiator = Initiator::Lowest;
             let (report, header, records) = simulate_traced(&p, view::MAX_RECORDS)?;
+            // Past a trace file's bound the recorder stopped: refused as such a file
+            // is, rather than drawn without its end.
+            if let Some(Record::Truncated { dropped, .. }) = records.last() {
+                anyhow::bail!(
+                    "the simulation of {alg} (N = {}) makes more than {} trace records \
+                     ({dropped} more), the most a view reads: fewer nodes or a shorter run",
+                    args.nodes,
+                    view::MAX_RECORDS
+                );
+            }
             messages += records
                 .iter()
                 .filter(|r| matches!(r, Record::Send(_) | Record::Retransmit(_)))
