@@ -3,9 +3,10 @@
 //! abstract name starting with `@`). Without the variable (not started by systemd with
 //! `Type=notify`) every call does nothing.
 //!
-//! `electd run` sends `READY=1` once its UDP socket and HTTP listener are bound (so
-//! `systemctl start` returns when the node answers), `RELOADING=1` … `READY=1` around a
-//! `SIGHUP` key reload, and `STOPPING=1` when it starts to resign on SIGTERM.
+//! `electd run` sends `READY=1` once its UDP socket and HTTP listener are bound and its
+//! state file is read (so `systemctl start` returns when the node answers, and a file
+//! it refuses fails the start), `RELOADING=1` … `READY=1` around a `SIGHUP` key
+//! reload, and `STOPPING=1` when it starts to resign on SIGTERM.
 
 use std::io;
 

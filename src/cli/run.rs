@@ -8,7 +8,7 @@
 //! again and warns, naming the keys, when it differs from the running configuration
 //! (or no longer loads) ([`electd::config::reload`]).
 //!
-//! Under systemd (`Type=notify`) it reports `READY=1` once both sockets are bound,
+//! Under systemd (`Type=notify`) it reports `READY=1` once both sockets are bound and the state file is read,
 //! `RELOADING=1`/`READY=1` around a key reload and `STOPPING=1` on SIGTERM
 //! ([`super::notify`]).
 
@@ -170,6 +170,13 @@ async fn serve(cfg: Config, reload: Reload) -> anyhow::Result<()> {
         .collect();
     shared.set_config_digest(digest, &peers);
     let shared = Arc::new(shared);
+    // The state file is read (and a file it must refuse refused) before this node says
+    // it runs and tells systemd it is ready.
+    if let Some(path) = &cfg.raft_state_file {
+        let opened =
+            electd::daemon::durable::open_state(path).map_err(runtime::RuntimeError::from)?;
+        net.state = Some(opened);
+    }
     tracing::info!(node = cfg.node_id, udp = %me.bind_addr(), http = %me.http, cluster = %cfg.cluster, config_digest = %digest, "electd running");
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut http_stop = stopped.clone();

@@ -283,6 +283,22 @@ pub(crate) struct StateFile {
     seq: u64,
 }
 
+/// A state file opened, and read, before the runtime starts: `electd run` opens it
+/// before it says "running" and tells systemd `READY=1`, so that a file it must refuse
+/// stops the start before either (see [`crate::daemon::runtime::NetOptions::state`]).
+#[derive(Debug)]
+pub struct OpenedState {
+    pub(crate) file: StateFile,
+    pub(crate) saved: Saved,
+}
+
+/// Read the state file at `path` and lay it out afresh, as the runtime does at start
+/// ([`StateFile::open`]).
+pub fn open_state(path: &Path) -> Result<OpenedState, DurableError> {
+    let (file, saved) = StateFile::open(path)?;
+    Ok(OpenedState { file, saved })
+}
+
 impl StateFile {
     /// Read the state of a previous life at `path` and lay the file out afresh (a new
     /// file renamed over the old one) holding it, so that later writes go in place.

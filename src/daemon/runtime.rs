@@ -157,7 +157,7 @@ pub async fn run_with<T: Transport>(
     let beat_thread = net.beat_thread;
     let v4_only = socket.local_addr().map(|a| a.is_ipv4()).unwrap_or(false);
     let (resolved_tx, mut resolved_rx) = mpsc::channel(64);
-    let mut d = Driver::new(cfg, shared, socket.wall_clock())?;
+    let mut d = Driver::new(cfg, shared, socket.wall_clock(), net.state.take())?;
     d.multicast = net.multicast.as_ref().map(|m| m.0);
     d.node.set_multicast(d.multicast.is_some());
     d.gate.set_group(d.multicast.is_some());
@@ -402,16 +402,18 @@ impl Driver {
         cfg: RuntimeConfig,
         shared: Arc<Shared>,
         threaded: bool,
+        opened: Option<durable::OpenedState>,
     ) -> Result<Driver, RuntimeError> {
         let mut node = Node::new(cfg.node_config(cfg.incarnation))?;
         // Fails at start, not at the first election, if the file cannot be written
         // (a missing or read-only directory).
-        let (file, saved) = match &cfg.state_file {
-            Some(path) => {
+        let (file, saved) = match (opened, &cfg.state_file) {
+            (Some(o), _) => (Some(o.file), o.saved),
+            (None, Some(path)) => {
                 let (f, saved) = durable::StateFile::open(path)?;
                 (Some(f), saved)
             }
-            None => (None, durable::Saved::default()),
+            (None, None) => (None, durable::Saved::default()),
         };
         node.restore(&saved.groups);
         shared.set_incarnation(cfg.incarnation);

@@ -397,15 +397,25 @@ fn write_term(c: &Cluster, id: u32, term: u64) {
 }
 
 /// Item 7: a state file holding a term no fencing token carries (2^40, u64::MAX) is
-/// refused at start with the file, group and term named; one below 2^32 but out of
+/// refused at start with the file, group and term named, before the node says it runs
+/// or tells systemd it is ready; one below 2^32 but out of
 /// the peers' reach (they drop datagrams more than 2^31 ahead) starts, and `/healthz`
 /// says so (`term`) instead of answering 200 for a node that takes part in nothing.
 #[test]
 fn a_state_file_term_out_of_reach_is_refused_or_reported() {
     let mut c = Cluster::new("huge-term", 3, &[Raft], &TIMING);
+    let notify = c.dir.join("notify.sock");
+    let sock = std::os::unix::net::UnixDatagram::bind(&notify).expect("bind the notify socket");
+    sock.set_nonblocking(true).unwrap();
     for term in [1u64 << 40, u64::MAX] {
         write_term(&c, 1, term);
-        c.start(1);
+        c.start_with_env(
+            1,
+            &[
+                ("NOTIFY_SOCKET", notify.to_str().unwrap()),
+                ("ELECTD_LOG", "info"),
+            ],
+        );
         let status = c.wait_exit(1, DEADLINE);
         assert!(
             status.is_some_and(|s| !s.success()),
@@ -416,6 +426,14 @@ fn a_state_file_term_out_of_reach_is_refused_or_reported() {
         assert!(
             log.contains(&format!("term {term}")) && log.contains("1.state"),
             "{log}"
+        );
+        assert!(!log.contains("electd running"), "said it runs:\n{log}");
+        let mut buf = [0u8; 64];
+        let sent = sock.recv(&mut buf).map(|n| buf[..n].to_vec());
+        assert!(
+            sent.as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+            "notified systemd before refusing its state file: {sent:?}"
         );
     }
     let far = (1u64 << 31) + 1_000;

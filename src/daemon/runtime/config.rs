@@ -126,6 +126,9 @@ pub struct NetOptions {
     /// runtime's turns (`transport.beat_thread`; see [`crate::daemon::beater`]). Off
     /// by default here, on by default in a configuration.
     pub beat_thread: bool,
+    /// The state file, already opened (`electd run` opens it before it reports
+    /// ready); `None`: the runtime opens `RuntimeConfig::state_file` itself.
+    pub state: Option<durable::OpenedState>,
 }
 
 impl NetOptions {
@@ -143,6 +146,7 @@ impl NetOptions {
                 .collect(),
             resolve_every: c.resolve_every,
             beat_thread: c.beat_thread,
+            state: None,
         }
     }
 }

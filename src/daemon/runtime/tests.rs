@@ -77,7 +77,7 @@ fn new_driver(cfg: RuntimeConfig, threaded: bool) -> Driver {
         metrics,
         None,
     );
-    Driver::new(cfg, Arc::new(shared), threaded).expect("the driver starts")
+    Driver::new(cfg, Arc::new(shared), threaded, None).expect("the driver starts")
 }
 
 // --- config conversion ---
