@@ -23,8 +23,9 @@
 //!   the one that displaced it and any other rival forgotten (it was forged: it is
 //!   silent); a counter jump (more than [`WINDOW`] datagrams lost) as the window from
 //!   then on, the old window the rival in turn. The rivals are dropped when the
-//!   current window is heard twice in a row. While another incarnation is a rival, a
-//!   counter jump is refused (`replay`). A lower incarnation is `stale_incarnation`
+//!   current window is heard twice in a row (after the datagram that made it current:
+//!   two forged datagrams of one incarnation do not drop the real one). A lower
+//!   incarnation is `stale_incarnation`
 //!   unless it is a rival's, or the current window has had only its first datagram
 //!   (which may be the forged one) and there is no rival yet, or it is above a
 //!   rival's (a sender that restarted just before a forged datagram came: its real new
@@ -307,8 +308,11 @@ impl ReplayGuard {
             return Ok(());
         }
         let open = if incarnation == current {
-            // A counter jump, unless another incarnation is a rival.
-            rs.iter().all(|r| r.window.incarnation == current)
+            // A counter jump, whatever else is pending: refused while an older
+            // incarnation was a rival, a sender that restarted and then lost more than
+            // `WINDOW` datagrams to this node was refused until its next restart (its
+            // current window is never heard again to drop that rival).
+            true
         } else {
             // Lower: after a first datagram (which may have been forged), or a later
             // life than a pending rival (the sender restarted, and one forged datagram
@@ -546,5 +550,40 @@ mod tests {
             assert_eq!(g.check(2, NOW + k, 1, NOW), Ok(()));
         }
         assert_eq!(g.rivals_pending(), rivals::RIVALS);
+    }
+
+    /// A sender restarts, this node hears its new life once or twice (the old one
+    /// still a pending rival), then loses more than `WINDOW` of its datagrams: the
+    /// jump is accepted at once and is the window at its second datagram, as without a
+    /// restart. It was refused as `replay` for as long as the jump lasted, which is
+    /// for good (the audit's eight in a row).
+    #[test]
+    fn a_jump_right_after_a_restart_is_accepted() {
+        let restart = NOW + 3_000_000;
+        for heard in [1u64, 2] {
+            let mut g = ReplayGuard::new();
+            for c in 1..=5 {
+                assert_eq!(g.check(2, NOW, c, NOW), Ok(()));
+            }
+            for c in 1..=heard {
+                assert_eq!(g.check(2, restart, c, restart), Ok(()));
+            }
+            assert_eq!(g.rivals_pending(), 1, "the old life is still a rival");
+            let far = heard + 2 * WINDOW;
+            for c in far..far + 8 {
+                assert_eq!(g.check(2, restart, c, restart), Ok(()), "{heard}: {c}");
+            }
+            assert_eq!(g.incarnation_of(2), Some(restart));
+            assert_eq!(g.rivals_pending(), 0, "{heard}");
+            assert_eq!(
+                g.check(2, restart, far + 3, restart),
+                Err(ReplayError::Replay(far + 3))
+            );
+            assert_eq!(g.check(2, restart, 1, restart), Err(ReplayError::Replay(1)));
+            assert_eq!(
+                g.check(2, NOW, 6, restart).map_err(|e| e.reason()),
+                Err("stale_incarnation")
+            );
+        }
     }
 }
