@@ -109,3 +109,59 @@ fn failures_after_a_crash_are_all_to_the_lost_leader() {
         eprintln!("{kind}: {lost} delivery failures, all to the lost leader");
     }
 }
+
+/// An election that chooses the same leader again (the leader calls one) is counted
+/// as any other: one win in the cluster, and every node's election time is that
+/// election's. Left pending, its start was taken for the next real change's: a crash
+/// seconds later read as one election as long as the gap (the audit's ring hand-over
+/// of milliseconds recorded as 21.97 s on every node).
+#[test]
+fn an_election_that_keeps_the_leader_is_counted_and_timed() {
+    for kind in AlgorithmKind::available() {
+        let cfg = SimConfig::new(kind, N as usize, 11);
+        let mut sim = Sim::new(cfg).expect("sim");
+        for id in 1..=N {
+            sim.start(id, true).expect("start");
+        }
+        assert!(sim.run_until_settled(Duration::from_secs(5)), "{kind}");
+        sim.run_for(Duration::from_millis(500));
+        let stats = |sim: &Sim, id: NodeId| {
+            let s = sim
+                .node(id)
+                .and_then(|n| n.group_stats(kind))
+                .expect("live");
+            (s.elections_won, s.last_election)
+        };
+        let won = |sim: &Sim, ids: &[NodeId]| ids.iter().map(|&i| stats(sim, i).0).sum::<u64>();
+        let all: Vec<NodeId> = (1..=N).collect();
+        let before = won(&sim, &all);
+        let leader = leader_of(&sim, kind);
+        sim.elect(leader).expect("elect");
+        assert!(sim.run_until_settled(Duration::from_secs(5)), "{kind}");
+        assert_eq!(
+            won(&sim, &all),
+            before + 1,
+            "{kind}: the election the leader called has one winner"
+        );
+        // Long after, the leader crashes: each survivor's last election is the one
+        // that follows, not the gap since the leader's own.
+        let gap = Duration::from_secs(20);
+        sim.run_for(gap);
+        let leader = leader_of(&sim, kind);
+        sim.crash(leader).expect("crash");
+        sim.run_for(Duration::from_secs(3));
+        assert_ne!(leader_of(&sim, kind), leader, "{kind}");
+        let timed: Vec<(NodeId, Duration)> = all
+            .iter()
+            .filter(|&&i| i != leader)
+            .filter_map(|&i| stats(&sim, i).1.map(|d| (i, d)))
+            .collect();
+        assert!(!timed.is_empty(), "{kind}: no survivor timed an election");
+        for (id, last) in timed {
+            assert!(
+                last < gap / 4,
+                "{kind}: node {id} timed an election of {last:?}"
+            );
+        }
+    }
+}

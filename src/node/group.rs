@@ -200,17 +200,37 @@ impl Node {
             grp.holder = l;
         }
         if !changed {
-            if new_term && leader.is_some() {
-                // Same leader, a new token (it re-announced above a term it learned):
-                // observers that fence on the token must hear of it.
+            if let Some(l) = leader.filter(|_| new_term) {
+                // Same leader, a new token (an election that chose it again, or a
+                // re-announcement above a term it learned): observers that fence on
+                // the token must hear of it.
                 grp.since = now;
                 let kind = grp.kind;
+                // An election this node took part in ends here as any other does: its
+                // time is recorded and the winner counts it won. (Left pending, its
+                // start was taken for the next real change's, and the histogram held
+                // an "election" as long as the gap between the two.)
+                let finished = grp.election_started_at.take().map(|start| {
+                    let duration = now.saturating_sub(start);
+                    grp.stats.last_election = Some(duration);
+                    if l == me {
+                        grp.stats.elections_won += 1;
+                    }
+                    (duration, l == me)
+                });
                 self.events.push(Event::LeaderChanged {
                     group: kind,
                     leader,
                     term,
                     at: now,
                 });
+                if let Some((duration, won)) = finished {
+                    self.events.push(Event::ElectionFinished {
+                        group: kind,
+                        duration,
+                        won,
+                    });
+                }
             }
             return;
         }
