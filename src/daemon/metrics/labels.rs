@@ -65,11 +65,15 @@ pub(crate) const KEY_RELOAD_RESULTS: [&str; 3] = ["ok", "failed", "insecure"];
 /// Every `result` of `electd_hook_runs_total`.
 pub(crate) const HOOK_RESULTS: [&str; 5] = ["ok", "failed", "timeout", "error", "skipped"];
 
-/// The message types a group of `algorithm` may count: its own (the registry's) and
-/// the liveness and RESIGN messages every algorithm uses.
+/// The message types a group of `algorithm` may count: every type the group carries
+/// (docs/wire.md §7): its own, the liveness and RESIGN messages every algorithm uses,
+/// and its transfer and priority messages (TIMEOUT_NOW; HANDOFF and PRIORITY), which
+/// appeared only when first sent, so `increase()` lost the first transfer.
 pub(crate) fn known_message_types(algorithm: AlgorithmKind) -> impl Iterator<Item = MessageType> {
-    let own = algorithm.info().message_types.iter();
-    own.chain(crate::contract::info::COMMON_TYPES).copied()
+    let info = algorithm.info();
+    MessageType::ALL
+        .into_iter()
+        .filter(move |&t| info.carries(t))
 }
 
 /// Create, at 0, every series whose labels are known at start: each group's message

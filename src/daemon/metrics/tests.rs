@@ -191,6 +191,21 @@ fn sample(text: &str, name: &str, labels: &str) -> Option<f64> {
 fn a_fresh_node_exports_every_known_series_at_zero() {
     let m = Metrics::new(4, &AlgorithmKind::ALL).expect("registry");
     let text = m.encode();
+    // The transfer and priority messages too (the audit saw `timeout_now` and
+    // `priority` appear at their first use).
+    for (a, t) in [
+        ("raft", "timeout_now"),
+        ("bully", "handoff"),
+        ("bully", "priority"),
+        ("hs", "handoff"),
+    ] {
+        let labels = format!("algorithm=\"{a}\",node=\"4\",type=\"{t}\"");
+        assert_eq!(
+            sample(&text, "electd_messages_sent_total", &labels),
+            Some(0.0),
+            "{labels}"
+        );
+    }
     for a in AlgorithmKind::ALL {
         for t in known_message_types(a) {
             for name in [

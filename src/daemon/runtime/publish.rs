@@ -57,7 +57,9 @@ impl Driver {
                 ),
                 Refusal::Unreachable => format!(
                     "node {by} did not acknowledge the hand-over within transport.give_up: \
-                     it is down or cut off; this node leads on"
+                     it is down or cut off; this node leads on (if the hand-over still reaches \
+                     node {by}, as it does a stopped process that resumes, node {by} takes \
+                     over then, at a new term)"
                 ),
             };
             tracing::warn!(node = self.cfg.id, algorithm = %kind, to = by, reason = ?refusal, "leadership transfer refused or its target unreachable");
