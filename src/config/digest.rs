@@ -340,6 +340,21 @@ http = "127.0.0.1:5761"
         let expect = u64::from_be_bytes(hash[..8].try_into().unwrap());
         assert_eq!(c.digest(), ConfigDigest(expect));
         assert_eq!(c.digest().to_string(), format!("{expect:016x}"));
+        // Algorithms in the order of their wire values, as docs/observability.md
+        // says (it said "sorted by name", which gives hs before improved-bully).
+        let mixed = load(
+            &edit(
+                "algorithms = [\"bully\", \"raft\"]",
+                "algorithms = [\"hs\", \"raft\", \"lcr\", \"improved-bully\"]",
+            ),
+            1,
+            &[],
+        );
+        assert!(
+            canonical(&mixed).contains("\nalgorithms=improved-bully,lcr,hs,raft\n"),
+            "{}",
+            canonical(&mixed)
+        );
         // A cluster name cannot forge a line.
         let evil = load(&edit("\"prod\"", "\"prod\\nalgorithms=lcr\""), 1, &[]);
         assert_eq!(canonical(&evil).lines().count(), text.lines().count());
