@@ -123,6 +123,10 @@ pub struct LeaderEvent {
     /// The node is in FAULT for this group (a failing health check made it
     /// ineligible); hooks then get the state `fault`.
     pub fault: bool,
+    /// The node is paused (`POST /admin/pause`: it simulates a crash and names no
+    /// leader); `/watch` readers such as `electd watch` leave it out of the agreement,
+    /// as `electd status` does.
+    pub paused: bool,
 }
 
 impl LeaderEvent {
@@ -143,6 +147,7 @@ impl LeaderEvent {
             at_ms: 0,
             at_us: 0,
             fault: false,
+            paused: false,
         }
         .stamped(unix_us())
     }

@@ -5,14 +5,16 @@
 //!
 //! ```text
 //! event: leader
-//! data: {"node":3,"algorithm":"bully","leader":5,"term":2,"role":"follower","at_ms":1700000000000,"at_us":1700000000000000,"fault":false,"initial":false,"lease":"none"}
+//! data: {"node":3,"algorithm":"bully","leader":5,"term":2,"role":"follower","at_ms":1700000000000,"at_us":1700000000000000,"fault":false,"paused":false,"initial":false,"lease":"none"}
 //! ```
 //!
 //! `lease` is `none` when the group keeps no lease, else `quorum` with
 //! `lease_remaining_ms` (what is left of this node's leadership lease when the event is
 //! sent: 0 on followers and right after an election, until a majority has answered;
 //! docs/leases.md).
-//! `fault` is true while a failing health check makes this node ineligible.
+//! `fault` is true while a failing health check makes this node ineligible; `paused`
+//! while the node is paused (`POST /admin/pause`): the event of the pause and the
+//! first events of a stream opened meanwhile say so.
 //! `leader` is null when the node knows no leader (`role` is then `none`); `at_ms` is
 //! the unix time of the change in milliseconds, `at_us` the same in microseconds. Subscribing and copying the snapshot
 //! happen atomically ([`crate::daemon::shared::Shared::watch`]), so no change falls
@@ -76,7 +78,12 @@ fn leader_event(event: &LeaderEvent, initial: bool, lease: (&'static str, Option
     Event::default().event("leader").data(data)
 }
 
-fn snapshot(node: NodeId, groups: &[GroupView], only: Option<AlgorithmKind>) -> Vec<Event> {
+fn snapshot(
+    node: NodeId,
+    groups: &[GroupView],
+    only: Option<AlgorithmKind>,
+    paused: bool,
+) -> Vec<Event> {
     groups
         .iter()
         .filter(|g| only.is_none_or(|a| a == g.algorithm))
@@ -88,6 +95,7 @@ fn snapshot(node: NodeId, groups: &[GroupView], only: Option<AlgorithmKind>) -> 
             e.fault = g
                 .ineligible
                 .contains(&crate::contract::policy::Ineligible::Fault);
+            e.paused = paused;
             leader_event(&e, true, g.lease.remaining())
         })
         .collect()
@@ -107,7 +115,7 @@ pub(super) async fn watch(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let only = params::algorithm(&query, &app.shared, Need::Any)?;
     let (rx, groups) = app.shared.watch();
-    let pending = snapshot(app.shared.node, &groups, only).into();
+    let pending = snapshot(app.shared.node, &groups, only, app.shared.is_paused()).into();
     let closing = app.closing.clone();
     let state = Watch {
         app,
@@ -148,7 +156,7 @@ async fn next(mut w: Watch) -> Option<(Result<Event, Infallible>, Watch)> {
                     // atomically: the backlog is older than the snapshot, skip it.
                     let (rx, groups) = w.app.shared.watch();
                     w.rx = rx;
-                    w.pending.extend(snapshot(w.app.shared.node, &groups, w.only));
+                    w.pending.extend(snapshot(w.app.shared.node, &groups, w.only, w.app.shared.is_paused()));
                 }
                 Err(RecvError::Closed) => return None,
             }

@@ -324,6 +324,11 @@ async fn pause_makes_the_node_look_down_and_resume_brings_it_back() {
             r.body
         );
     }
+    // A stream opened while paused says so from its first event (`electd watch` then
+    // leaves the node out of the agreement, as `electd status` does).
+    let mut w = Sse::open(a, "/watch?algorithm=bully").await;
+    let first = w.next().await.expect("the initial event").json();
+    assert_eq!(first["paused"], true, "{first}");
     // As before the pause (the fake runtime keeps what it was given).
     s.publish_status(vec![view(Bully, Some(5), 1), view(Raft, Some(3), 4)]);
     assert_eq!(get(a, "/status").await.json()["paused"], true);
@@ -338,6 +343,9 @@ async fn pause_makes_the_node_look_down_and_resume_brings_it_back() {
     let r = call(a, Method::POST, "/admin/resume", Some(BEARER)).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(get(a, "/metrics").await.status, StatusCode::OK);
+    let mut w = Sse::open(a, "/watch?algorithm=bully").await;
+    let first = w.next().await.expect("the initial event").json();
+    assert_eq!(first["paused"], false, "{first}");
     assert_eq!(
         get(a, "/is-leader?algorithm=raft").await.status,
         StatusCode::OK

@@ -154,3 +154,54 @@ fn roster_errors_name_the_file() {
         .contains("line 1"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `electd watch` leaves a paused node out of the agreement, as `status` does: its
+/// groups name no leader while it simulates a crash, which kept the `cluster` line
+/// from ever coming. Resumed, it counts again.
+#[test]
+fn watch_leaves_a_paused_node_out_of_the_agreement() {
+    use super::watch::{Printer, Report};
+    let ev = |leader: Option<NodeId>, term: u64, paused: bool| {
+        json!({"algorithm": "bully", "leader": leader, "term": term,
+               "initial": false, "paused": paused, "at_ms": 1})
+    };
+    let cluster_lines = |p: &Printer| -> Vec<(u64, Vec<u64>)> {
+        p.kept()
+            .iter()
+            .filter(|v| v["type"] == "cluster")
+            .map(|v| {
+                let nodes = v["nodes"].as_array().unwrap().iter();
+                (
+                    v["leader"].as_u64().unwrap(),
+                    nodes.filter_map(Value::as_u64).collect(),
+                )
+            })
+            .collect()
+    };
+    let mut p = Printer::keeping(3);
+    for id in 1..=3 {
+        p.report(Report::Connected(id));
+    }
+    p.report(Report::Event(1, ev(Some(3), 1, false)));
+    p.report(Report::Event(2, ev(Some(3), 1, false)));
+    p.report(Report::Event(3, ev(Some(3), 1, false)));
+    assert_eq!(cluster_lines(&p), vec![(3, vec![1, 2, 3])]);
+    // Node 3 is paused: its event names no leader; the others elect 2.
+    p.report(Report::Event(3, ev(None, 1, true)));
+    p.report(Report::Event(1, ev(Some(2), 2, false)));
+    p.report(Report::Event(2, ev(Some(2), 2, false)));
+    assert_eq!(cluster_lines(&p)[1..], [(2, vec![1, 2])]);
+    let text = p.kept().iter().find(|v| v["paused"] == true);
+    assert!(
+        text.is_some_and(|v| v["type"] == "leader"),
+        "{:?}",
+        p.kept()
+    );
+    // Resumed: node 3 follows 2 and is counted again (2 was announced already).
+    p.report(Report::Event(3, ev(Some(2), 2, false)));
+    assert_eq!(cluster_lines(&p).len(), 2);
+    p.report(Report::Event(3, ev(Some(3), 3, false)));
+    p.report(Report::Event(1, ev(Some(3), 3, false)));
+    p.report(Report::Event(2, ev(Some(3), 3, false)));
+    assert_eq!(cluster_lines(&p)[2..], [(3, vec![1, 2, 3])]);
+}

@@ -1,5 +1,6 @@
 //! `electd watch`: every node's `/watch` stream followed at once, each leader change
-//! printed as it arrives, and a `cluster` line when the connected nodes agree.
+//! printed as it arrives, and a `cluster` line when the connected nodes agree (paused
+//! ones aside, as `electd status` leaves them out).
 
 use super::*;
 
@@ -108,13 +109,7 @@ pub fn watch(args: WatchArgs) -> ExitCode {
     }
     drop(tx);
     let deadline = args.duration.map(|d| Instant::now() + d);
-    let mut p = Printer {
-        json: args.format == WatchFormat::Json,
-        roster: roster.peers.len(),
-        views: BTreeMap::new(),
-        connected: BTreeMap::new(),
-        agreed: BTreeMap::new(),
-    };
+    let mut p = Printer::new(args.format == WatchFormat::Json, roster.peers.len());
     loop {
         let wait = match deadline {
             Some(d) => match d.checked_duration_since(Instant::now()) {
@@ -142,11 +137,46 @@ pub(super) struct Printer {
     connected: BTreeMap<NodeId, bool>,
     /// algorithm → the leader (and term) last announced as agreed.
     agreed: BTreeMap<String, (NodeId, u64)>,
+    /// The connected nodes whose last event said they are paused (`/admin/pause`:
+    /// they simulate a crash and name no leader). Left out of the agreement, as
+    /// `electd status` leaves them out.
+    paused: std::collections::BTreeSet<NodeId>,
+    /// Tests: the JSON lines, kept instead of printed.
+    kept: Option<Vec<Value>>,
 }
 
 impl Printer {
-    pub(super) fn out(&self, json: Value, text: String) {
-        if self.json {
+    pub(super) fn new(json: bool, roster: usize) -> Printer {
+        Printer {
+            json,
+            roster,
+            views: BTreeMap::new(),
+            connected: BTreeMap::new(),
+            agreed: BTreeMap::new(),
+            paused: Default::default(),
+            kept: None,
+        }
+    }
+
+    /// A printer that keeps its JSON lines (see [`Printer::kept`]) instead of printing.
+    #[cfg(test)]
+    pub(super) fn keeping(roster: usize) -> Printer {
+        Printer {
+            kept: Some(Vec::new()),
+            ..Printer::new(true, roster)
+        }
+    }
+
+    /// What a [`Printer::keeping`] printer would have printed.
+    #[cfg(test)]
+    pub(super) fn kept(&self) -> &[Value] {
+        self.kept.as_deref().unwrap_or_default()
+    }
+
+    pub(super) fn out(&mut self, json: Value, text: String) {
+        if let Some(k) = self.kept.as_mut() {
+            k.push(json);
+        } else if self.json {
             println!("{json}");
         } else {
             println!("{text}");
@@ -164,6 +194,7 @@ impl Printer {
             }
             Report::Gone(id, why) => {
                 let was = self.connected.insert(id, false);
+                self.paused.remove(&id);
                 for v in self.views.values_mut() {
                     v.remove(&id);
                 }
@@ -186,6 +217,12 @@ impl Printer {
                 let term = v["term"].as_u64().unwrap_or(0);
                 let at = v["at_ms"].as_u64().unwrap_or_else(now_ms);
                 let initial = v["initial"].as_bool().unwrap_or(false);
+                let paused = v["paused"].as_bool().unwrap_or(false);
+                let was_paused = if paused {
+                    !self.paused.insert(id)
+                } else {
+                    self.paused.remove(&id)
+                };
                 self.views
                     .entry(algorithm.clone())
                     .or_default()
@@ -194,19 +231,34 @@ impl Printer {
                 j["type"] = "leader".into();
                 let who = leader.map_or("no leader".to_string(), |l| format!("leader {l}"));
                 let verb = if initial { "follows" } else { "now follows" };
-                self.out(
-                    j,
+                let text = if paused {
+                    format!(
+                        "{} {algorithm:<14} node {id} is paused (it simulates a crash: \
+                         POST /admin/resume)",
+                        rfc3339_ms(at)
+                    )
+                } else {
                     format!(
                         "{} {algorithm:<14} node {id} {verb} {who} (term {term})",
                         rfc3339_ms(at)
-                    ),
-                );
-                self.check_agreement(&algorithm);
+                    )
+                };
+                self.out(j, text);
+                if paused != was_paused {
+                    // Every group's agreement changes with the node's standing.
+                    let algorithms: Vec<String> = self.views.keys().cloned().collect();
+                    for a in algorithms {
+                        self.check_agreement(&a);
+                    }
+                } else {
+                    self.check_agreement(&algorithm);
+                }
             }
         }
     }
 
-    /// Announce when every connected node follows one leader of `algorithm` that was
+    /// Announce when every connected node (paused ones aside) follows one leader of
+    /// `algorithm` that was
     /// not the last one announced.
     pub(super) fn check_agreement(&mut self, algorithm: &str) {
         let Some(views) = self.views.get(algorithm) else {
@@ -218,7 +270,7 @@ impl Printer {
         let connected: Vec<NodeId> = self
             .connected
             .iter()
-            .filter(|(_, &c)| c)
+            .filter(|(id, &c)| c && !self.paused.contains(id))
             .map(|(&id, _)| id)
             .collect();
         if connected.is_empty() || connected.iter().any(|id| !views.contains_key(id)) {

@@ -50,8 +50,9 @@ impl Driver {
         self.shared.set_paused(true);
         for s in self.node.status() {
             if s.leader.is_some() {
-                self.shared
-                    .emit(LeaderEvent::new(self.cfg.id, s.algorithm, None, s.term));
+                let mut ev = LeaderEvent::new(self.cfg.id, s.algorithm, None, s.term);
+                ev.paused = true;
+                self.shared.emit(ev);
             }
         }
     }
