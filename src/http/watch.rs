@@ -107,6 +107,31 @@ struct Watch {
     rx: broadcast::Receiver<LeaderEvent>,
     closing: signal::Receiver<bool>,
     pending: VecDeque<Event>,
+    /// What the snapshot showed of each group, until the group's first live event:
+    /// the runtime publishes its status before it announces the change, so a stream
+    /// opened between the two has the change in its snapshot and then as an event.
+    /// That event, the same as the snapshot, is not sent twice.
+    shown: Vec<(AlgorithmKind, Shown)>,
+}
+
+/// A group as an event shows it: leader, term, `fault`, `paused`.
+type Shown = (Option<NodeId>, u64, bool, bool);
+
+fn shown(
+    groups: &[GroupView],
+    only: Option<AlgorithmKind>,
+    paused: bool,
+) -> Vec<(AlgorithmKind, Shown)> {
+    groups
+        .iter()
+        .filter(|g| only.is_none_or(|a| a == g.algorithm))
+        .map(|g| {
+            let fault = g
+                .ineligible
+                .contains(&crate::contract::policy::Ineligible::Fault);
+            (g.algorithm, (g.leader, g.term, fault, paused))
+        })
+        .collect()
 }
 
 pub(super) async fn watch(
@@ -115,7 +140,8 @@ pub(super) async fn watch(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let only = params::algorithm(&query, &app.shared, Need::Any)?;
     let (rx, groups) = app.shared.watch();
-    let pending = snapshot(app.shared.node, &groups, only, app.shared.is_paused()).into();
+    let paused = app.shared.is_paused();
+    let pending = snapshot(app.shared.node, &groups, only, paused).into();
     let closing = app.closing.clone();
     let state = Watch {
         app,
@@ -123,6 +149,7 @@ pub(super) async fn watch(
         rx,
         closing,
         pending,
+        shown: shown(&groups, only, paused),
     };
     let stream = futures_util::stream::unfold(state, next);
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
@@ -145,8 +172,14 @@ async fn next(mut w: Watch) -> Option<(Result<Event, Infallible>, Watch)> {
             }
             r = w.rx.recv() => match r {
                 Ok(e) if w.only.is_none_or(|a| a == e.algorithm) => {
-                    let lease = lease_of(&w.app.shared, &e);
-                    w.pending.push_back(leader_event(&e, false, lease));
+                    let first = w.shown.iter().position(|(a, _)| *a == e.algorithm);
+                    let echo = first.is_some_and(|k| {
+                        w.shown.swap_remove(k).1 == (e.leader, e.term, e.fault, e.paused)
+                    });
+                    if !echo {
+                        let lease = lease_of(&w.app.shared, &e);
+                        w.pending.push_back(leader_event(&e, false, lease));
+                    }
                 }
                 Ok(_) => {}
                 Err(RecvError::Lagged(missed)) => {
@@ -156,7 +189,9 @@ async fn next(mut w: Watch) -> Option<(Result<Event, Infallible>, Watch)> {
                     // atomically: the backlog is older than the snapshot, skip it.
                     let (rx, groups) = w.app.shared.watch();
                     w.rx = rx;
-                    w.pending.extend(snapshot(w.app.shared.node, &groups, w.only, w.app.shared.is_paused()));
+                    let paused = w.app.shared.is_paused();
+                    w.pending.extend(snapshot(w.app.shared.node, &groups, w.only, paused));
+                    w.shown = shown(&groups, w.only, paused);
                 }
                 Err(RecvError::Closed) => return None,
             }
@@ -195,6 +230,7 @@ mod tests {
             rx,
             closing,
             pending: VecDeque::new(),
+            shown: Vec::new(),
         };
         let n = 1000u64; // far more than the broadcast buffer
         for term in 1..=n {
@@ -216,5 +252,62 @@ mod tests {
             "{}",
             text(&e)
         );
+    }
+
+    /// The runtime publishes its status, then announces the change: a stream opened
+    /// between the two shows the change in its first event and does not send it again
+    /// (it did: one change seen twice). The next change comes as usual.
+    #[tokio::test]
+    async fn a_change_in_the_snapshot_is_not_sent_again() {
+        use crate::daemon::shared::Lease;
+        use futures_util::StreamExt;
+        let metrics = Metrics::new(1, &[Bully]).expect("metrics");
+        let (s, _rx) = Shared::new(1, "t".into(), vec![Bully], metrics, None);
+        let s = Arc::new(s);
+        let (_open, closing) = signal::channel(false);
+        let app = App {
+            shared: s.clone(),
+            closing,
+        };
+        s.publish_status(vec![GroupView {
+            algorithm: Bully,
+            state: "follower",
+            leader: Some(2),
+            term: 5,
+            since: 1.0,
+            last_election_ms: None,
+            electing: false,
+            ineligible: Vec::new(),
+            lease: Lease::None,
+        }]);
+        let sse = watch(State(app), RawQuery(None)).await.expect("a stream");
+        let mut stream = Box::pin(sse_events(sse));
+        s.emit(LeaderEvent::new(1, Bully, Some(2), 5));
+        s.emit(LeaderEvent::new(1, Bully, Some(3), 6));
+        let first = stream.next().await.expect("the snapshot");
+        assert!(
+            first.contains("\"term\":5,") && first.contains("\"initial\":true"),
+            "{first}"
+        );
+        let second = stream.next().await.expect("the change");
+        assert!(
+            second.contains("\"term\":6,") && second.contains("\"initial\":false"),
+            "{second}"
+        );
+    }
+
+    /// The data of each event a `/watch` response streams.
+    fn sse_events(
+        sse: Sse<impl Stream<Item = Result<Event, Infallible>> + Send + 'static>,
+    ) -> impl Stream<Item = String> {
+        use axum::response::IntoResponse;
+        use futures_util::StreamExt;
+        let body = sse.into_response().into_body().into_data_stream();
+        body.filter_map(|chunk| async move {
+            let text = String::from_utf8(chunk.ok()?.to_vec()).ok()?;
+            text.lines()
+                .find_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
+                .map(str::to_string)
+        })
     }
 }
