@@ -30,6 +30,11 @@ const FORBIDDEN_CRATES: [(&str, &[&str]); 3] = [
     ("node", &["toml", "tokio", "electd"]),
 ];
 
+/// Methods a layer must not call: defined by an `impl` of a later layer on a type of an
+/// earlier one, they are a dependency no path shows (`AlgorithmKind::info` is the
+/// algorithms registry's; `Timing::validate_for` in contract called it).
+const FORBIDDEN_METHODS: [(&str, &[&str]); 1] = [("contract", &["info"])];
+
 /// A token and its line.
 type Toks = Vec<(Tok, usize)>;
 
@@ -476,6 +481,17 @@ fn violations(src: &Path, order: &[String], with_tests: bool) -> Vec<String> {
                     format!("crate::{}", u.name)
                 };
                 bad.push(format!("src/{shown}:{}: {layer} names {what}", u.line));
+            }
+        }
+        if let Some((_, methods)) = FORBIDDEN_METHODS.iter().find(|(l, _)| l == layer) {
+            for w in toks.windows(3) {
+                if let [(Tok::Punct('.'), line), (Tok::Ident(m), _), (Tok::Punct('('), _)] = w {
+                    if methods.contains(&m.as_str()) {
+                        bad.push(format!(
+                            "src/{shown}:{line}: {layer} calls .{m}(), a later layer's method"
+                        ));
+                    }
+                }
             }
         }
         if let Some((_, crates)) = FORBIDDEN_CRATES.iter().find(|(l, _)| l == layer) {

@@ -112,8 +112,12 @@ impl Validator<'_> {
             election_timeout_min,
             election_timeout_max,
         };
+        let uses = crate::contract::algorithm::TimingUse {
+            detector: algorithms.iter().any(|k| k.info().uses_failure_detector()),
+            randomized: algorithms.iter().any(|k| !k.info().uses_failure_detector()),
+        };
         timing
-            .validate_for(retransmit, give_up, algorithms)
+            .validate_for(retransmit, give_up, uses)
             .map_err(|e| {
                 // A legacy `max_attempts` without `give_up` set the give-up time: blame it.
                 let key = if e.key == "transport.give_up"

@@ -273,6 +273,16 @@ impl Default for Timing {
     }
 }
 
+/// Which timing relations apply ([`Timing::validate_for`]): whether some group has a
+/// heartbeat failure detector, and whether some group elects on randomized timeouts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimingUse {
+    /// A group watches its leader with the heartbeat failure detector.
+    pub detector: bool,
+    /// A group elects on randomized election timeouts (Raft).
+    pub randomized: bool,
+}
+
 /// A timing relation that does not hold: the configuration key to change and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{key}: {message}")]
@@ -300,22 +310,28 @@ impl Timing {
     /// - `election_timeout_min` above `heartbeat` (Raft followers would time out
     ///   between heartbeats).
     pub fn validate(&self, retransmit: Duration, give_up: Duration) -> Result<(), TimingError> {
-        self.validate_for(retransmit, give_up, &AlgorithmKind::ALL)
+        let every = TimingUse {
+            detector: true,
+            randomized: true,
+        };
+        self.validate_for(retransmit, give_up, every)
     }
 
-    /// [`Timing::validate`] for the groups of `algorithms` only: Raft's relations
-    /// (its range, above the heartbeat) when Raft runs, the failure detector's and the
-    /// Bully family's (`heartbeat` below `failure_timeout`, T, T', `give_up`) when an
-    /// algorithm with a failure detector runs. A Bully cluster with a 100 ms heartbeat
-    /// was refused over Raft's default election timeout, which it never uses.
+    /// [`Timing::validate`] for the groups that run only (`uses`, which the caller
+    /// reads from their algorithms' facts: this layer does not know them): Raft's
+    /// relations (its range, above the heartbeat) when a group elects on randomized
+    /// timeouts, the failure detector's and the Bully family's (`heartbeat` below
+    /// `failure_timeout`, T, T', `give_up`) when a group has a failure detector. A
+    /// Bully cluster with a 100 ms heartbeat was refused over Raft's default election
+    /// timeout, which it never uses.
     pub fn validate_for(
         &self,
         retransmit: Duration,
         give_up: Duration,
-        algorithms: &[AlgorithmKind],
+        uses: TimingUse,
     ) -> Result<(), TimingError> {
-        let raft = algorithms.iter().any(|k| !k.info().uses_failure_detector());
-        let detector = algorithms.iter().any(|k| k.info().uses_failure_detector());
+        let raft = uses.randomized;
+        let detector = uses.detector;
         let fail = |key: &'static str, message: String| Err(TimingError { key, message });
         let ms = |d: Duration| humantime::format_duration(d).to_string();
         for (key, d) in [
