@@ -28,9 +28,9 @@ writes), never judged by. Anomalies:
                       reported before (reset only by a restart with the state file
                       removed)
   raft_two_leaders    two nodes each reported themselves Raft leader of one term
-  drain_forgotten     a drained node, restarted while drained, answered without
-                      `drained` before it was undrained
-  drained_leads       a node that showed `drained` reported itself leader
+  drain_forgotten     a drained node (by the schedule) answered without `drained`
+                      before it was undrained, restarted meanwhile or not
+  drained_leads       a drained node (by the schedule) reported itself leader
   split               answering nodes disagreed on the leader longer than allowed after
                       the fault events (2 x failure_timeout after a heal or a forged
                       datagram: "a split that outlives the heal"; the event's leaderless
@@ -260,17 +260,38 @@ def ms(v):
 
 
 # ---------------------------------------------------------------------------------
+class InputError(Exception):
+    """The run's files cannot be judged: missing, empty, cut short or malformed. The
+    checker says so and exits 2; it never reports such a run as passing."""
+
+
 def read_jsonl(path):
+    """The JSON objects of a log, one per line. Only the last line may be cut (a
+    writer killed mid-line): it is left out. Any other line that is not a JSON object
+    is an InputError: a garbled line in the middle could hide the record that breaks
+    the promise."""
     out = []
     if not os.path.exists(path):
         return out
-    with open(path) as f:
-        for line in f:
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                pass  # a line cut by a kill: ignored
+    with open(path, errors="replace") as f:
+        lines = f.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for k, line in enumerate(lines):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            rec = None
+        if isinstance(rec, dict):
+            out.append(rec)
+        elif k < len(lines) - 1 or line.endswith("}"):
+            raise InputError(f"{path}:{k + 1}: not a JSON object: {line[:80]!r}")
     return out
+
+
+def require(cond, text):
+    if not cond:
+        raise InputError(text)
 
 
 def slow_state_writes(work, nodes, wall_offset):
@@ -303,8 +324,22 @@ def slow_state_writes(work, nodes, wall_offset):
 
 class Run:
     def __init__(self, work):
-        sched = read_jsonl(os.path.join(work, "schedule.jsonl"))
-        head = next(r for r in sched if r.get("ev") == "run")
+        try:
+            self.load(work)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+            raise InputError(f"{work}: a record lacks a field or has the wrong type "
+                             f"({type(e).__name__}: {e})") from e
+
+    def load(self, work):
+        require(os.path.isdir(work), f"{work}: not a directory")
+        path = os.path.join(work, "schedule.jsonl")
+        sched = read_jsonl(path)
+        head = next((r for r in sched if r.get("ev") == "run"), None)
+        require(head is not None, f"{path}: no `run` header line (missing or empty schedule)")
+        require(any(r.get("ev") == "stop" for r in sched),
+                f"{path}: no `stop` line: the run did not finish, and the time after its "
+                "last line would go unchecked")
+        require(any("id" in r for r in sched), f"{path}: no fault: nothing was tested")
         self.params = head
         self.timing = {k: float(v) for k, v in head["timing"].items()}
         self.exec = {k: ms(v) for k, v in head["exec"].items()}
@@ -317,6 +352,18 @@ class Run:
                            max(r["t"] for r in sched))
         self.polls = {n: sorted(read_jsonl(os.path.join(work, f"poll-{n}.jsonl")),
                                 key=lambda r: r["t"]) for n in self.nodes}
+        for n, rows in self.polls.items():
+            require(rows, f"poll-{n}.jsonl: no poll of node {n} (missing or empty)")
+            for r in rows:
+                require(r.get("node") == n,
+                        f"poll-{n}.jsonl: a poll of node {r.get('node')} (a miswired poller)")
+                for alg, g in r.get("groups", {}).items():
+                    require(isinstance(g, list) and len(g) == 4 and isinstance(g[0], int),
+                            f"poll-{n}.jsonl: {alg} is not [term, leader, state, ineligible]: {g!r}")
+            stop = next(r["t"] for r in sched if r.get("ev") == "stop")
+            require(rows[-1]["t"] >= stop - MAX_AGE,
+                    f"poll-{n}.jsonl: the polls of node {n} end {stop - rows[-1]['t']:.1f} s "
+                    "before the run's stop: the rest would go unchecked")
         self.poll_t = {n: [r["t"] for r in self.polls[n]] for n in self.nodes}
         self.slow_writes = slow_state_writes(work, self.nodes, head.get("wall_offset"))
         # The disk probe's writes (diskprobe.py): [(start, end, ms)], sorted by end.
@@ -327,6 +374,15 @@ class Run:
         self.store = read_jsonl(os.path.join(work, "store.jsonl"))
         self.writers = {a: read_jsonl(os.path.join(work, f"writer-{a}.jsonl"))
                         for a in self.exec_algorithms}
+        if self.exec_algorithms:
+            require(self.store, "store.jsonl: no write reached the store (missing or empty): "
+                    "the fencing checks would see nothing")
+            for a, rows in self.writers.items():
+                require(rows, f"writer-{a}.jsonl: no line (missing or empty)")
+        for w in self.store:
+            require(isinstance(w.get("t"), (int, float))
+                    and all(k in w for k in ("alg", "term", "leader", "ok")),
+                    f"store.jsonl: a write without `t`, `alg`, `term`, `leader` or `ok`: {w!r}")
         self.faults = {}
         for r in sched:
             if "id" not in r:
@@ -505,6 +561,39 @@ class Run:
             return heal_bound_ms(self.timing, self.poll)
         return max(self.allowance_ms(alg, ev, loss), heal_bound_ms(self.timing, self.poll))
 
+    @staticmethod
+    def reach(windows, a, b):
+        """How far from a the windows [(begin, end)] cover [a, b) without a gap: the
+        latest end of those begun by a, extended by each that begins before the
+        coverage so far ends. A window that begins after a gap explains nothing
+        before it."""
+        x = a
+        for beg, end in sorted(windows):
+            if beg >= b or beg > x:
+                break
+            x = max(x, end)
+        return x
+
+    def chain_windows(self, alg, evs, b):
+        """Each event begun before b as (when its action began, its serialized deadline
+        D_k of Run.chain)."""
+        seen, out = [], []
+        for e in evs:
+            if self.begin(e) >= b:
+                continue
+            bnd = self.allowance_ms(alg, e, self.loss_active(e[0], b)) / 1000
+            if bnd <= 0:
+                continue
+            opened = [(x, xb) for x, xb in seen if x[0] + xb > e[0]]
+            seen.append((e, bnd))
+            out.append((self.begin(e), e[0] + bnd + sum(x[0] + xb - e[0] for x, xb in opened)))
+        return out
+
+    def loss_windows(self):
+        """The times 30 % loss was on: [(start, end)]."""
+        return [(f.get("start_begin", f["start"]), f["end"])
+                for f in self.faults.values() if f["kind"] == "loss"]
+
     def chain(self, alg, evs, a, b):
         """The events that explain a leaderless stretch [a, b), and its deadline.
         Each event k alone allows until t_k + b_k (its bound). Faults overlap when a
@@ -593,13 +682,21 @@ def analyse(run):
             # without a possible majority is not counted (a majority comes back only by
             # an event: a restart, SIGCONT or heal, whose own bound then applies).
             chain, D = run.chain(alg, evs, a, b)
-            allowed = (D - a) * 1000 if chain else 0.0
-            # The bound of each fault alone: the latest deadline of one event by itself;
-            # the causes named: every event whose own window reaches into the stretch.
+            # An event explains the time from when its action began to its deadline,
+            # and only that: a fault that strikes in the middle of a stretch does not
+            # excuse the time before it (faults come every few seconds: a 43 s stretch
+            # read as "overlap" that way). The stretch is covered from a as far as the
+            # windows reach without a gap (Run.reach), each event alone (`single`) or
+            # serialized with the open ones (`allowed`, Run.chain's deadlines).
             ends = [(e, e[0] + run.allowance_ms(alg, e, run.loss_active(e[0], b)) / 1000)
                     for e in evs if run.begin(e) < b]
             causes = [e for e, end in ends if end > a] if chain else []
-            single = max([0.0] + [(end - a) * 1000 for _, end in ends])
+            single = (run.reach([(run.begin(e), end) for e, end in ends], a, b) - a) * 1000
+            serial = run.chain_windows(alg, evs, b)
+            allowed = (run.reach(serial, a, b) - a) * 1000 if chain else 0.0
+            # Under 30 % loss the model's budget is no bound: the time the loss was on
+            # is covered too, and nothing after it but the heal's own window.
+            loss_cover = run.reach(serial + run.loss_windows(), a, b)
             # The disk's share (Run.disk_ms): what the probe saw during the stretch.
             disk = run.disk_ms(a, b)
             single += disk
@@ -619,7 +716,7 @@ def analyse(run):
             elif chain and counted <= allowed:
                 verdict = "overlap"
                 why = f"overlapping faults {cause_txt} (overlap bound {allowed:.0f})"
-            elif chain and loss:
+            elif chain and loss and loss_cover >= b:
                 verdict = "loss"
                 why = (f"under 30 % loss beyond the loss row's budget ({cause_txt}; "
                        f"serialized bound {allowed:.0f})")
@@ -774,8 +871,13 @@ def analyse(run):
             continue
         n = f["nodes"][0]
         killed = [s["t"] for s in f["steps"] if s.get("what") == "killed"]
-        until = f["end"]
-        seen_drained = None
+        # Drained from the schedule's `drained` step (the drain request answered) until
+        # the undrain began; the node's own `drained` marks the start when the step is
+        # missing. Judged by the schedule, not by the node's word: a node that dropped
+        # its drain and led said so itself.
+        until = f.get("end_begin", f["end"])
+        step = next((s["t"] for s in f["steps"] if s.get("what") == "drained"), None)
+        seen_drained = step
         for r in run.polls[n]:
             if not f["start"] <= r["t"] < until:
                 continue
@@ -785,11 +887,11 @@ def analyse(run):
             drained = all("drained" in v[3] for v in g.values())
             if drained and seen_drained is None:
                 seen_drained = r["t"]
-            if killed and r["t"] > killed[0] and seen_drained is not None and seen_drained < killed[0]:
-                if not drained:
-                    flag("drain_forgotten", r["t"], f"node {n} (drain #{f['id']}) answered without "
-                         f"`drained` at +{rel(r['t']):.2f}s after its restart, before the undrain")
-                    break
+            if seen_drained is not None and r["t"] >= seen_drained and not drained:
+                after = "after its restart" if killed and r["t"] > killed[0] else "without a restart"
+                flag("drain_forgotten", r["t"], f"node {n} (drain #{f['id']}) answered without "
+                     f"`drained` at +{rel(r['t']):.2f}s {after}, before the undrain")
+                break
         prev = {}
         for r in run.polls[n]:
             if seen_drained is None or not seen_drained <= r["t"] < until:
@@ -797,7 +899,7 @@ def analyse(run):
             for alg, v in r.get("groups", {}).items():
                 was = prev.get(alg)
                 prev[alg] = v[1]
-                if v[1] != n or "drained" not in v[3]:
+                if v[1] != n:
                     continue
                 # A drained leader steps down within the hand-over bound; a drained node
                 # never becomes leader.
@@ -1123,7 +1225,11 @@ def report(run, res, out):
 
 def check(work, out, quiet=False):
     run = Run(work)
-    res = analyse(run)
+    try:
+        res = analyse(run)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise InputError(f"{work}: a record lacks a field or has the wrong type "
+                         f"({type(e).__name__}: {e})") from e
     os.makedirs(out, exist_ok=True)
     report(run, res, out)
     svg(run, res, os.path.join(out, "timeline.svg"))
@@ -1175,6 +1281,10 @@ def synth(work, bad):
             tok = (1, 5) if t < 10.5 else (2, 4)
             if "leaderless" in bad and 10.0 <= t < 14.0:
                 tok = (1, None)
+            # No leader for 2 s with nothing to explain it, until the kill at 10 s: a
+            # fault that strikes later excuses none of the time before it.
+            if "before_fault" in bad and 8.0 <= t < 10.5:
+                tok = (1, None)
             if "split" in bad and 7.0 <= t < 9.5 and n == 1:
                 tok = (0, None)
             if "token_down" in bad and n == 3 and 16.0 <= t < 16.3:
@@ -1188,7 +1298,7 @@ def synth(work, bad):
             if "drained_leads" in bad and 17.5 <= t:  # node 2 leads ring while drained
                 groups["ring"] = [3, 2, "leader" if n == 2 else "follower", inel]
             if "raft_two_leaders" in bad and 16.0 <= t:
-                groups["raft"] = [3, 3 if (n == 3 and t < 16.3) else 4, "x", []]
+                groups["raft"] = [3, 3 if (n == 3 and t < 16.3) else 4, "x", inel]
             polls[n].append({"t": t, "node": n, "groups": groups})
         t += 0.1
     writer = []
@@ -1260,6 +1370,35 @@ def self_test():
                   f" -> {'ok' if ok else 'WRONG'}")
             if not ok:
                 failures.append((name, bad, found, [a["text"] for a in res["anomalies"]][:5]))
+        # A leaderless time a later fault would have excused whole (the 43 s one).
+        work = os.path.join(tmp, "before_fault")
+        synth(work, {"before_fault"})
+        found = {a["type"] for a in analyse(Run(work))["anomalies"]}
+        print(f"self-test before a fault   : flagged {sorted(found) or 'nothing'}")
+        if found != {"leaderless"}:
+            failures.append(("leaderless before a fault", {"leaderless"}, found, []))
+        # Input it cannot judge is refused, never passed: no stop line, a garbled line
+        # in the middle of a log, a node never polled.
+        for what, edit in [
+            ("no stop line", ("schedule.jsonl", lambda ls: [x for x in ls if '"stop"' not in x])),
+            ("garbled store line", ("store.jsonl", lambda ls: ls[:3] + [ls[3][:20]] + ls[4:])),
+            ("node never polled", ("poll-3.jsonl", lambda ls: [])),
+        ]:
+            work = os.path.join(tmp, "input-" + what.replace(" ", "-"))
+            synth(work, set())
+            name, change = edit
+            path = os.path.join(work, name)
+            lines = open(path).read().splitlines()
+            with open(path, "w") as fh:
+                fh.write("".join(x + "\n" for x in change(lines)))
+            try:
+                Run(work)
+                refused = None
+            except InputError as e:
+                refused = str(e)
+            print(f"self-test input, {what:18s}: {'refused' if refused else 'ACCEPTED'}")
+            if not refused:
+                failures.append((what, "InputError", "accepted", []))
         out = os.path.join(tmp, "out")
         check(os.path.join(tmp, "leaderless"), out, quiet=True)
         assert os.path.getsize(os.path.join(out, "timeline.svg")) > 1000
@@ -1341,7 +1480,11 @@ def main():
         return self_test()
     if not a.work or not a.out:
         p.error("--work and --out are required (or --self-test)")
-    res = check(a.work, a.out)
+    try:
+        res = check(a.work, a.out)
+    except InputError as e:
+        print(f"check.py: cannot judge this run: {e}", file=sys.stderr)
+        return 2
     timed = {"leaderless", "split"} if a.timing_report_only else set()
     fatal = [x for x in res["anomalies"] if x["type"] not in timed]
     timing = len(res["anomalies"]) - len(fatal)
