@@ -173,6 +173,11 @@ $CHECK --work "$WORK" --out "$OUT" "${CHECK_ARGS[@]}" || rc=$?
 tar -I 'xz -3 -T0' -cf "$OUT/logs.tar.xz" -C "$WORK" schedule.jsonl store.jsonl \
     $(cd "$WORK" && ls writer-*.jsonl poll-*.jsonl n*.log disk-probe.jsonl 2>/dev/null)
 echo "report: $OUT/report.md, timeline: $OUT/timeline.svg, logs: $OUT/logs.tar.xz"
+if [ "$rc" -eq 2 ]; then
+    echo "$NAME: FAILED: the checker cannot judge this run (its reason is above); work directory kept" >&2
+    KEEP=1
+    exit 1
+fi
 if [ "$rc" -ne 0 ]; then
     echo "$NAME: ANOMALIES FOUND (see the report)" >&2
     KEEP=1
