@@ -841,12 +841,19 @@ def analyse(run):
     for n in run.nodes:
         for alg in ALGORITHMS:
             best = None
+            top_term = None  # Raft: its current term, leader or not (persisted)
             wi = 0
             for r in run.polls[n]:
                 while wi < len(wipes[n]) and wipes[n][wi] <= r["t"]:
                     best = None
+                    top_term = None
                     wi += 1
                 g = r.get("groups", {}).get(alg)
+                if g and alg == "raft":
+                    if top_term is not None and g[0] < top_term:
+                        flag("token_down", r["t"], f"raft: node {n} reported term {g[0]} at "
+                             f"+{rel(r['t']):.2f}s after term {top_term}", alg)
+                    top_term = max(top_term or 0, g[0])
                 if not g or g[1] is None:
                     continue
                 tok = (g[0], g[1])
@@ -1286,7 +1293,7 @@ def synth(work, bad):
             if "before_fault" in bad and 8.0 <= t < 10.5:
                 tok = (1, None)
             if "split" in bad and 7.0 <= t < 9.5 and n == 1:
-                tok = (0, None)
+                tok = (1, None)
             if "token_down" in bad and n == 3 and 16.0 <= t < 16.3:
                 tok = (1, 5)
             inel = ["drained"] if (16.6 <= t < 19.0 and n == 2
