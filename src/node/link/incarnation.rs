@@ -10,11 +10,16 @@ use crate::NodeId;
 /// An incarnation of a peer other than the current one that may still be taken back
 /// (see the link's module documentation): one a higher one displaced, one lower than
 /// a first datagram, or a later life than a pending one; in [`Link::rivals`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 pub(super) struct Rival {
     pub(super) incarnation: u64,
     /// The receive floor kept for it (0 for one never adopted).
     pub(super) floor: u64,
+    /// The rest of its receive state, kept with the floor: the sequences delivered out
+    /// of order above it, and its broadcast sequences. Taken back with the floor alone,
+    /// a sequence it had delivered above the floor was delivered again when the real
+    /// sender retransmitted it (docs/wire.md §6: delivered once).
+    pub(super) state: Received,
     /// Its datagrams since the current incarnation's last one.
     pub(super) run: u8,
     /// The current incarnation's datagrams since the rival's last one.
@@ -23,6 +28,13 @@ pub(super) struct Rival {
 
 /// The rivals of one peer (at most [`rivals::RIVALS`]).
 pub(super) type Rivals = Vec<Rival>;
+
+/// A peer incarnation's receive state besides its floor ([`Rival::state`]).
+#[derive(Debug, Default)]
+pub(super) struct Received {
+    above: Option<Box<std::collections::BTreeSet<u64>>>,
+    broadcast: Option<super::Window>,
+}
 
 impl rivals::Rival for Rival {
     fn incarnation(&self) -> u64 {
@@ -77,20 +89,24 @@ impl Link {
                 // where it was, and the one that displaced it (and any other rival)
                 // forgotten.
                 let floor = r.floor;
+                let state = std::mem::take(&mut r.state);
                 self.rivals.remove(&key);
                 self.stats.incarnation_changes += 1;
                 self.adopt(i, id, incarnation, floor);
+                self.restore(i, id, state);
                 return None;
             }
         }
         if incarnation > heard {
             // A restart (or a forged datagram): heard at once. The incarnation it
-            // displaces is kept as a rival.
+            // displaces is kept as a rival, with its whole receive state.
+            let state = self.received(i, id);
             rivals::displaced(
                 self.rivals.entry(key).or_default(),
                 Rival {
                     incarnation: heard,
                     floor: own_floor,
+                    state,
                     run: 0,
                     current_run: 0,
                 },
@@ -116,6 +132,7 @@ impl Link {
                 Rival {
                     incarnation,
                     floor: 0,
+                    state: Received::default(),
                     run: 1,
                     current_run: 0,
                 },
@@ -138,6 +155,32 @@ impl Link {
         }
         self.set_in_floor(i, floor);
         self.inbound_broadcast.remove(&id);
+    }
+
+    /// The receive state of the peer at position `i` (`id`) besides its floor, taken out
+    /// (the incarnation is being displaced).
+    fn received(&mut self, i: usize, id: NodeId) -> Received {
+        let above = if self.peers[i].has(HAS_ABOVE) {
+            self.peers[i].set(HAS_ABOVE, false);
+            self.above.remove(&(i as u32))
+        } else {
+            None
+        };
+        Received {
+            above,
+            broadcast: self.inbound_broadcast.remove(&id),
+        }
+    }
+
+    /// Put back a receive state kept by [`Link::received`] (after [`Link::adopt`]).
+    fn restore(&mut self, i: usize, id: NodeId, state: Received) {
+        if let Some(a) = state.above {
+            self.peers[i].set(HAS_ABOVE, true);
+            self.above.insert(i as u32, a);
+        }
+        if let Some(w) = state.broadcast {
+            self.inbound_broadcast.insert(id, w);
+        }
     }
 }
 
@@ -193,6 +236,44 @@ mod tests {
         d.incarnation = 8;
         assert_eq!(link.receive(Duration::ZERO, &d).0, Inbound::Provisional);
         assert_eq!(link.in_incarnation(link.index.find(3).unwrap()), 1 << 33);
+    }
+
+    /// A taken-back incarnation gets its whole receive state back, the sequences it had
+    /// delivered out of order included: the real sender's retransmissions of them are
+    /// duplicates, as they were before the forged datagram (they were delivered again:
+    /// the audit's seqs 5 and 7 after 1, 2, 3, 5, 7).
+    #[test]
+    fn a_taken_back_incarnation_delivers_nothing_twice() {
+        let boot = 1_700_000_000_000_000u64;
+        let forged = boot + 9_000_000;
+        let with = |inc: u64, seq: u64| Datagram {
+            incarnation: inc,
+            ..reliable(2, seq)
+        };
+        let t = Duration::ZERO;
+        let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
+        for seq in [1, 2, 3, 5, 7] {
+            assert_eq!(link.receive(t, &with(boot, seq)).0, Inbound::Deliver);
+        }
+        assert_eq!(link.receive(t, &with(forged, 1)).0, Inbound::Deliver);
+        assert_eq!(link.receive(t, &with(boot, 8)).0, Inbound::Provisional);
+        assert_eq!(link.receive(t, &with(boot, 9)).0, Inbound::Deliver);
+        let i = link.position(2);
+        assert_eq!(link.in_incarnation(i), boot);
+        for seq in [1, 3, 5, 7, 9] {
+            assert_eq!(
+                link.receive(t, &with(boot, seq)).0,
+                Inbound::Duplicate,
+                "seq {seq} again"
+            );
+        }
+        for seq in [4, 6, 8] {
+            assert_eq!(
+                link.receive(t, &with(boot, seq)).0,
+                Inbound::Deliver,
+                "seq {seq}"
+            );
+        }
     }
 
     /// The rival rule (the link's module documentation): one datagram of a higher incarnation is

@@ -54,7 +54,8 @@
 //!
 //! No single datagram cuts a peer off (docs/security.md, "One datagram"). A higher
 //! incarnation is heard at once (a restart costs nothing), but the incarnation it
-//! displaces is kept as a *rival*, with its receive floor, in a side table while it is
+//! displaces is kept as a *rival*, with its receive state (floor, out-of-order
+//! sequences, broadcast sequences), in a side table while it is
 //! pending (at most two per peer; a third drops the lowest): if a rival then talks
 //! twice in a row (no datagram of the current one in between; its first datagram is
 //! not delivered nor acked), it is taken back where it was and the current one (and
