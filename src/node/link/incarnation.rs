@@ -32,6 +32,8 @@ pub(super) type Rivals = Vec<Rival>;
 /// A peer incarnation's receive state besides its floor ([`Rival::state`]).
 #[derive(Debug, Default)]
 pub(super) struct Received {
+    // Boxed as in `Link::above`, which it moves out of and back into unchanged.
+    #[allow(clippy::box_collection)]
     above: Option<Box<std::collections::BTreeSet<u64>>>,
     broadcast: Option<super::Window>,
 }
