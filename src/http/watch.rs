@@ -211,18 +211,26 @@ mod tests {
         format!("{e:?}")
     }
 
+    /// A node running Bully, and the API's state around it (with the sender that keeps
+    /// it open).
+    fn bully_app() -> (Arc<Shared>, App, signal::Sender<bool>) {
+        let metrics = Metrics::new(1, &[Bully]).expect("metrics");
+        let (s, _rx) = Shared::new(1, "t".into(), vec![Bully], metrics, None);
+        let s = Arc::new(s);
+        let (open, closing) = signal::channel(false);
+        let app = App {
+            shared: s.clone(),
+            closing,
+        };
+        (s, app, open)
+    }
+
     /// More changes than the event buffer holds while the client does not read: it
     /// gets `lagged`, the present state, then only what happens afterwards.
     #[tokio::test]
     async fn a_slow_watcher_gets_lagged_then_the_present() {
-        let metrics = Metrics::new(1, &[Bully]).expect("metrics");
-        let (s, _rx) = Shared::new(1, "t".into(), vec![Bully], metrics, None);
-        let s = Arc::new(s);
-        let (_open, closing) = signal::channel(false);
-        let app = App {
-            shared: s.clone(),
-            closing: closing.clone(),
-        };
+        let (s, app, _open) = bully_app();
+        let closing = app.closing.clone();
         let (rx, _) = s.watch();
         let w = Watch {
             app,
@@ -261,14 +269,7 @@ mod tests {
     async fn a_change_in_the_snapshot_is_not_sent_again() {
         use crate::daemon::shared::Lease;
         use futures_util::StreamExt;
-        let metrics = Metrics::new(1, &[Bully]).expect("metrics");
-        let (s, _rx) = Shared::new(1, "t".into(), vec![Bully], metrics, None);
-        let s = Arc::new(s);
-        let (_open, closing) = signal::channel(false);
-        let app = App {
-            shared: s.clone(),
-            closing,
-        };
+        let (s, app, _open) = bully_app();
         s.publish_status(vec![GroupView {
             algorithm: Bully,
             state: "follower",

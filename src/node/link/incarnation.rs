@@ -240,19 +240,25 @@ mod tests {
         assert_eq!(link.in_incarnation(link.index.find(3).unwrap()), 1 << 33);
     }
 
+    /// A boot time in microseconds, and a forged incarnation 9 s past it.
+    const BOOT: u64 = 1_700_000_000_000_000;
+    const FORGED: u64 = BOOT + 9_000_000;
+
+    /// Peer 2's reliable datagram `seq` of incarnation `inc`.
+    fn with(inc: u64, seq: u64) -> Datagram {
+        Datagram {
+            incarnation: inc,
+            ..reliable(2, seq)
+        }
+    }
+
     /// A taken-back incarnation gets its whole receive state back, the sequences it had
     /// delivered out of order included: the real sender's retransmissions of them are
     /// duplicates, as they were before the forged datagram (they were delivered again:
     /// the audit's seqs 5 and 7 after 1, 2, 3, 5, 7).
     #[test]
     fn a_taken_back_incarnation_delivers_nothing_twice() {
-        let boot = 1_700_000_000_000_000u64;
-        let forged = boot + 9_000_000;
-        let with = |inc: u64, seq: u64| Datagram {
-            incarnation: inc,
-            ..reliable(2, seq)
-        };
-        let t = Duration::ZERO;
+        let (boot, forged, t) = (BOOT, FORGED, Duration::ZERO);
         let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
         for seq in [1, 2, 3, 5, 7] {
             assert_eq!(link.receive(t, &with(boot, seq)).0, Inbound::Deliver);
@@ -286,13 +292,7 @@ mod tests {
     /// forged one; the side table is empty again after each.
     #[test]
     fn one_datagram_of_another_incarnation_cuts_nothing_off() {
-        let boot = 1_700_000_000_000_000u64;
-        let forged = boot + 9_000_000;
-        let with = |inc: u64, seq: u64| Datagram {
-            incarnation: inc,
-            ..reliable(2, seq)
-        };
-        let t = Duration::ZERO;
+        let (boot, forged, t) = (BOOT, FORGED, Duration::ZERO);
         let mut link = Link::new(1, 1, ROSTER, LinkConfig::default());
         let i = link.position(2);
         for seq in 1..=3 {
