@@ -8,7 +8,7 @@ use crate::contract::policy::{Policy, Preempt};
 
 const N: NodeId = 5;
 
-fn nodes(algorithms: &[AlgorithmKind], options: Options) -> Vec<Node> {
+pub(super) fn nodes(algorithms: &[AlgorithmKind], options: Options) -> Vec<Node> {
     (1..=N)
         .map(|id| {
             Node::new(NodeConfig {
@@ -27,7 +27,7 @@ fn nodes(algorithms: &[AlgorithmKind], options: Options) -> Vec<Node> {
 }
 
 /// Deliver every transmit at `now` until nobody has anything to send (bounded).
-fn settle(ns: &mut [Node], now: Time) {
+pub(super) fn settle(ns: &mut [Node], now: Time) {
     for _ in 0..20 {
         let mut moved = false;
         for i in 0..ns.len() {
@@ -45,7 +45,7 @@ fn settle(ns: &mut [Node], now: Time) {
 }
 
 /// Node 5 leading `algorithms` over nodes 1–4, every message delivered and acked.
-fn settled(algorithms: &[AlgorithmKind], options: Options) -> Vec<Node> {
+pub(super) fn settled(algorithms: &[AlgorithmKind], options: Options) -> Vec<Node> {
     let mut ns = nodes(algorithms, options);
     for n in ns.iter_mut() {
         n.start(Time::ZERO, n.id == N);

@@ -428,3 +428,111 @@ fn the_leader_back_from_a_partition_keeps_the_term_it_retakes() {
         }
     }
 }
+
+/// `require_quorum` with `preempt = false`: a leader stopped (SIGSTOP) long enough for
+/// the others to elect another, then resumed, must not take the leadership back while
+/// the new leader's lease holds. As the daemon does, the resumed node reads what waited
+/// in its socket before its timers fire; it took the answers and heartbeats naming the
+/// new leader for claims against the leadership it still believed it held, and took a
+/// term above by rank within milliseconds (the audit's two nodes answering 200 with a
+/// lease for 345 ms, and two `exec` copies for 500 ms). It now steps down first
+/// (`no_quorum`, its quorum having lapsed) and follows: with preemption off, for good.
+#[test]
+fn a_resumed_stale_leader_does_not_take_back_a_leased_leadership() {
+    use super::beat_only_tests::{settle, settled};
+    use super::{Datagram, Time};
+    use crate::contract::algorithm::Options;
+    use crate::contract::policy::{Policy, Preempt};
+    for kind in AlgorithmKind::available()
+        .into_iter()
+        .filter(|&k| !k.info().leads_by_majority())
+    {
+        let mut options = Options {
+            policy: Policy {
+                preempt: Preempt {
+                    preempt: false,
+                    delay: Duration::ZERO,
+                },
+                ..Policy::default()
+            },
+            ..Options::default()
+        };
+        options.lease.require_quorum = vec![kind];
+        // Node 5 leads; then it stops: what is sent to it waits in its socket.
+        let mut ns = settled(&[kind], options);
+        let t = Timing::default();
+        let (stopped, others) = ns.split_last_mut().expect("five nodes");
+        let mut waiting: Vec<Datagram> = Vec::new();
+        let mut now = Time::ZERO + Duration::from_secs(1);
+        let mut new = None;
+        for _ in 0..400 {
+            now += Duration::from_millis(1);
+            for n in others.iter_mut() {
+                n.handle_timeout(now);
+            }
+            for _ in 0..20 {
+                let mut moved = false;
+                for i in 0..others.len() {
+                    let out: Vec<(NodeId, Datagram)> = others[i].drain_transmits().collect();
+                    for (to, d) in out {
+                        moved = true;
+                        if to == N {
+                            waiting.push(d);
+                        } else {
+                            others[to as usize - 1].handle_datagram(now, d);
+                        }
+                    }
+                }
+                if !moved {
+                    break;
+                }
+            }
+            new = (1..N).find(|&i| {
+                others[i as usize - 1].leader(kind) == Some(i)
+                    && others
+                        .iter()
+                        .all(|n| n.leader(kind) == Some(i) && n.lease(kind, now).is_some())
+            });
+            if new.is_some() && now > Time::ZERO + Duration::from_secs(1) + 3 * t.failure_timeout {
+                break;
+            }
+        }
+        let new = new.unwrap_or_else(|| panic!("{kind}: the others elected no leader"));
+        let held = others[new as usize - 1]
+            .lease(kind, now)
+            .expect("keeps a lease");
+        assert!(!held.is_zero(), "{kind}: the new leader holds its lease");
+        let term = others[new as usize - 1]
+            .group_status(kind)
+            .expect("runs")
+            .term;
+        // Resumed: the waiting datagrams first, then its timers.
+        for d in waiting.drain(..) {
+            stopped.handle_datagram(now, d);
+        }
+        stopped.handle_timeout(now);
+        settle(&mut ns, now);
+        for later in 1..=10u32 {
+            let at = now + t.heartbeat * later;
+            for n in ns.iter_mut() {
+                n.handle_timeout(at);
+            }
+            settle(&mut ns, at);
+            for n in &ns {
+                assert_ne!(
+                    n.leader(kind),
+                    Some(N),
+                    "{kind}: node {} follows the resumed node 5 ({:?})",
+                    n.id,
+                    n.group_status(kind)
+                );
+            }
+        }
+        let s = ns[new as usize - 1].group_status(kind).expect("runs");
+        assert_eq!(
+            (s.leader, s.term),
+            (Some(new), term),
+            "{kind}: the leadership moved"
+        );
+    }
+}

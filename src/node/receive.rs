@@ -5,6 +5,7 @@ use super::link::Inbound;
 use super::{Datagram, Node, Time, MAX_GAPS};
 use crate::contract::algorithm::MAX_TERM_AHEAD;
 use crate::contract::message::Message;
+use crate::contract::policy::Ineligible;
 use crate::NodeId;
 
 impl Node {
@@ -56,6 +57,16 @@ impl Node {
         self.groups[g].stats.received[msg.kind() as usize] += 1;
         if let Message::Heartbeat { leader, .. } = msg {
             self.note_beat(g, now, from, leader);
+        }
+        // `require_quorum`: a leader whose quorum lapsed steps down before it handles
+        // anything, as at its next beat. A stopped process resumed reads what waited
+        // in its socket before its timers: it took the answers naming another leader
+        // (elected meanwhile, holding a lease) for claims against its own leadership
+        // and took the leadership back by rank, and the old answers naming it would
+        // have counted as fresh contacts.
+        if self.groups[g].leader == Some(self.id) && self.quorum_lost(g, now) {
+            let kind = self.groups[g].kind;
+            self.set_ineligible(now, Some(kind), Ineligible::NoQuorum, true);
         }
         self.note_lease_contact(g, now, from, &msg);
         self.dispatch(g, now, from, msg);
