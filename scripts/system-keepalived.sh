@@ -161,10 +161,20 @@ start_vip_node() {
     PID[$1]=$!
 }
 ip -n "$(ns 1)" addr add "$VIP/24" dev eth0
+# Node 2's leftover has another prefix (keepalived's /32): a delete of the /24 alone
+# left it there.
+ip -n "$(ns 2)" addr add "$VIP/32" dev eth0
 for i in $(seq $N); do start_vip_node "$i"; done
-expect_holders "[[vip]] cold start (node 1's stale address deleted)" "3 " 1 2 3
-grep -q "deleted an address left behind" "$WORK/v1.log" \
-    || { echo "system-keepalived: node 1 did not report deleting the stale address" >&2; exit 1; }
+expect_holders "[[vip]] cold start (nodes 1's and 2's stale addresses deleted)" "3 " 1 2 3
+for i in 1 2; do
+    grep -q "deleted an address left behind" "$WORK/v$i.log" \
+        || { echo "system-keepalived: node $i did not report deleting the stale address" >&2; exit 1; }
+done
+# Deleted by hand on the holder: put back within the check period (1 s) and announced.
+ip -n "$(ns 3)" addr del "$VIP/24" dev eth0
+expect_holders "[[vip]] deleted by hand on node 3: put back" "3 " 1 2 3
+grep -q "the address was gone from the interface" "$WORK/v3.log" \
+    || { echo "system-keepalived: node 3 did not report putting the address back" >&2; exit 1; }
 ip -n "$(ns 1)" neigh flush dev eth0
 ip netns exec "$(ns 1)" ping -c 1 -W 2 "$VIP" >/dev/null || { echo "[[vip]] VIP does not answer" >&2; exit 1; }
 mac_of() { ip -n "$(ns "$1")" link show eth0 | awk '/link\/ether/ {print $2}'; }

@@ -168,7 +168,7 @@ impl Validator<'_> {
             lease: self.lease(&raw.lease, &algorithms, &transport.timing, check_quorum)?,
         };
         let checks = self.checks(&raw.check, &algorithms, node_id)?;
-        let vips = self.vips(&raw.vip, &algorithms)?;
+        let vips = self.vips(&raw.vip, &algorithms, &peers)?;
         let realtime_priority = self.process(&raw)?;
         Ok(Config {
             file: self.file.to_path_buf(),

@@ -64,6 +64,7 @@ impl Validator<'_> {
         &self,
         raw: &[RawVip],
         algorithms: &[AlgorithmKind],
+        peers: &[super::Peer],
     ) -> Result<Vec<Vip>, ConfigError> {
         let mut out: Vec<Vip> = Vec::new();
         for (i, v) in raw.iter().enumerate() {
@@ -123,6 +124,24 @@ impl Validator<'_> {
                          algorithm runs)",
                     )),
                 };
+            // A member's own address: the start's delete took it off that host (its
+            // HTTP listener then failed), and whoever led would add a copy of it.
+            let own = |a: std::net::SocketAddr| a.ip() == std::net::IpAddr::V4(address);
+            if let Some(p) = peers.iter().find(|p| {
+                own(p.addr)
+                    || own(p.http)
+                    || p.listen.is_some_and(own)
+                    || p.sources.iter().any(|&s| own(s))
+            }) {
+                return Err(self.err(
+                    key("address"),
+                    format!(
+                        "{address} is node {}'s own address (in [[peer]]): a virtual IP must be \
+                         one no member has",
+                        p.id
+                    ),
+                ));
+            }
             if let Some(j) = out.iter().position(|o| o.address == address) {
                 return Err(self.err(
                     key("address"),

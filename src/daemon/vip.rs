@@ -38,11 +38,17 @@ use tokio::time::Instant;
 /// How soon a refused request is asked again.
 pub const RETRY: Duration = Duration::from_millis(100);
 
+/// How often a held address is checked against the kernel (removed by hand, its
+/// interface deleted and created again): put back and announced when it is gone.
+pub const CHECK: Duration = Duration::from_secs(1);
+
 /// The sockets and the checked configuration, from [`prepare`].
 pub struct Prepared {
     vips: Vec<Vip>,
     netlink: Netlink,
     arp: Option<ArpSocket>,
+    /// The addresses deleted at start, counted once the metrics exist.
+    deleted: Vec<String>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -80,6 +86,7 @@ pub fn prepare(vips: &[Vip]) -> Result<Prepared, String> {
     } else {
         None
     };
+    let mut deleted = Vec::new();
     for v in vips {
         let index = interface_index(&v.interface).ok_or_else(|| {
             format!(
@@ -97,19 +104,28 @@ pub fn prepare(vips: &[Vip]) -> Result<Prepared, String> {
                 )
             })?;
         }
-        match netlink.address(Op::Delete, index, v.address, v.prefix) {
-            Ok(true) => tracing::info!(
-                address = %v.label(),
-                interface = %v.interface,
-                "[[vip]]: deleted an address left behind (this node does not lead yet)"
-            ),
-            Ok(false) => {}
-            Err(e) => {
-                return Err(explain(
-                    &e,
-                    &format!("[[vip]] {}: cannot manage it on {}", v.label(), v.interface),
-                    NEED_ADMIN,
-                ))
+        // The address with any prefix (a delete matches the prefix too: one left at
+        // /32 by keepalived or by hand survived a delete of the configured /24).
+        let prefixes = std::iter::once(v.prefix).chain((0..=32).filter(|&p| p != v.prefix));
+        for prefix in prefixes {
+            match netlink.address(Op::Delete, index, v.address, prefix) {
+                Ok(true) => {
+                    tracing::info!(
+                        address = %v.label(),
+                        left = %format!("{}/{prefix}", v.address),
+                        interface = %v.interface,
+                        "[[vip]]: deleted an address left behind (this node does not lead yet)"
+                    );
+                    deleted.push(v.label());
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    return Err(explain(
+                        &e,
+                        &format!("[[vip]] {}: cannot manage it on {}", v.label(), v.interface),
+                        NEED_ADMIN,
+                    ))
+                }
             }
         }
     }
@@ -117,6 +133,7 @@ pub fn prepare(vips: &[Vip]) -> Result<Prepared, String> {
         vips: vips.to_vec(),
         netlink,
         arp,
+        deleted,
     })
 }
 
@@ -134,6 +151,8 @@ struct Entry {
     next_announce: Option<Instant>,
     /// When to ask the kernel again after a refusal.
     retry_at: Option<Instant>,
+    /// When to check next that the kernel still has the held address.
+    check_at: Option<Instant>,
 }
 
 /// Start the task; it subscribes to `shared`'s leader events before returning. When
@@ -146,12 +165,16 @@ pub fn spawn_until(
     let mut rx = shared.subscribe();
     let labels: Vec<String> = prepared.vips.iter().map(Vip::label).collect();
     shared.metrics.vip_known(&labels);
+    for label in &prepared.deleted {
+        shared.metrics.vip_operation(label, "delete", "ok");
+    }
     tokio::spawn(async move {
         tokio::pin!(stop);
         let Prepared {
             vips,
             mut netlink,
             arp,
+            deleted: _,
         } = prepared;
         let mut entries: Vec<Entry> = vips
             .into_iter()
@@ -163,6 +186,7 @@ pub fn spawn_until(
                 announce_left: 0,
                 next_announce: None,
                 retry_at: None,
+                check_at: None,
             })
             .collect();
         let mut worker = Worker {
@@ -175,7 +199,7 @@ pub fn spawn_until(
         loop {
             let due = entries
                 .iter()
-                .flat_map(|e| [e.next_announce, e.retry_at])
+                .flat_map(|e| [e.next_announce, e.retry_at, e.check_at])
                 .flatten()
                 .min();
             let sleep = async {
@@ -213,6 +237,9 @@ pub fn spawn_until(
                         }
                         if e.next_announce.is_some_and(|t| t <= now) {
                             worker.announce(e);
+                        }
+                        if e.check_at.is_some_and(|t| t <= now) {
+                            worker.check(e);
                         }
                     }
                 }
@@ -268,6 +295,7 @@ impl Worker<'_> {
             Ok(_) => {
                 e.held = e.want;
                 e.renew = false;
+                e.check_at = e.held.then(|| Instant::now() + CHECK);
                 let name = if e.want { "add" } else { "delete" };
                 self.shared.metrics.vip_operation(&label, name, "ok");
                 self.shared.metrics.vip_held(&label, e.held);
@@ -281,6 +309,51 @@ impl Worker<'_> {
                 }
             }
             Err(err) => self.failed(e, if e.want { "add" } else { "delete" }, &err.to_string()),
+        }
+    }
+
+    /// A held address checked against the kernel: put back (and announced) if it is
+    /// gone; if its interface is gone, no longer held, and added again (retried) once
+    /// the interface is back.
+    fn check(&mut self, e: &mut Entry) {
+        e.check_at = None;
+        if !(e.want && e.held) {
+            return;
+        }
+        let label = e.vip.label();
+        let back = interface_index(&e.vip.interface)
+            .ok_or_else(|| format!("no interface {:?}", e.vip.interface))
+            .and_then(|index| {
+                self.netlink
+                    .address(Op::Ensure, index, e.vip.address, e.vip.prefix)
+                    .map_err(|err| err.to_string())
+            });
+        match back {
+            Ok(false) => e.check_at = Some(Instant::now() + CHECK),
+            Ok(true) => {
+                self.shared.metrics.vip_operation(&label, "add", "ok");
+                if self.log.record("gone", self.start.elapsed())
+                    != crate::security::droplog::Verdict::Quiet
+                {
+                    tracing::warn!(
+                        address = %label,
+                        interface = %e.vip.interface,
+                        "[[vip]]: the address was gone from the interface (deleted by hand, or \
+                         the interface was recreated): added again and announced"
+                    );
+                }
+                e.check_at = Some(Instant::now() + CHECK);
+                if e.vip.garp_count > 0 {
+                    e.announce_left = e.vip.garp_count;
+                    self.announce(e);
+                }
+            }
+            Err(why) => {
+                // Not held any more: the metric says so, and the add is retried.
+                e.held = false;
+                self.shared.metrics.vip_held(&label, false);
+                self.failed(e, "add", &why);
+            }
         }
     }
 

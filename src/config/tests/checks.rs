@@ -325,6 +325,19 @@ fn virtual_addresses_parse_with_defaults_and_every_bad_key_is_blamed() {
             "vip[1].address",
             "one address, one owner",
         ),
+        // A member's own address (the start's delete took it off that host).
+        (
+            vip("address = \"10.0.0.3/24\"\ninterface = \"lo\"")
+                .replace("127.0.0.1:7003", "10.0.0.3:7003"),
+            "vip[0].address",
+            "node 3's own address",
+        ),
+        (
+            vip("address = \"10.0.0.3/24\"\ninterface = \"lo\"")
+                .replace("127.0.0.1:8001", "10.0.0.3:8001"),
+            "vip[0].address",
+            "node 1's own address",
+        ),
     ] {
         fails(parse(&text), key, needle);
     }

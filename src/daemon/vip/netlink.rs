@@ -18,6 +18,7 @@ const RTM_DELADDR: u16 = 21;
 const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_ACK: u16 = 0x4;
 const NLM_F_REPLACE: u16 = 0x100;
+const NLM_F_EXCL: u16 = 0x200;
 const NLM_F_CREATE: u16 = 0x400;
 const IFA_ADDRESS: u16 = 1;
 const IFA_LOCAL: u16 = 2;
@@ -29,6 +30,10 @@ const ETH_P_ARP: u16 = 0x0806;
 pub(crate) enum Op {
     /// Add the address, or replace it if the interface has it (idempotent).
     Add,
+    /// Add the address only if the interface lacks it (`NLM_F_EXCL`): `Ok(true)` when
+    /// it was missing and is back, `Ok(false)` when it was there. A held address
+    /// checked against the kernel.
+    Ensure,
     /// Delete it.
     Delete,
 }
@@ -45,6 +50,10 @@ pub(crate) fn address_message(
         Op::Add => (
             RTM_NEWADDR,
             NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE,
+        ),
+        Op::Ensure => (
+            RTM_NEWADDR,
+            NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
         ),
         Op::Delete => (RTM_DELADDR, NLM_F_REQUEST | NLM_F_ACK),
     };
@@ -133,7 +142,8 @@ impl Netlink {
     }
 
     /// Ask `op` for `address/prefix` on interface `index`. Ok(true): done; Ok(false):
-    /// a delete found no such address (nothing to do); Err: the kernel's refusal
+    /// a delete found no such address, or an ensure found it there (nothing to do);
+    /// Err: the kernel's refusal
     /// (`EPERM` without `CAP_NET_ADMIN`, `ENODEV` for a vanished interface, …).
     pub(crate) fn address(
         &mut self,
@@ -176,6 +186,7 @@ impl Netlink {
                 None => continue,
                 Some(0) => return Ok(true),
                 Some(e) if op == Op::Delete && -e == libc::EADDRNOTAVAIL => return Ok(false),
+                Some(e) if op == Op::Ensure && -e == libc::EEXIST => return Ok(false),
                 Some(e) => return Err(io::Error::from_raw_os_error(-e)),
             }
         }
@@ -318,6 +329,15 @@ mod tests {
         let d = address_message(Op::Delete, 8, 3, a, 24);
         assert_eq!(u16::from_ne_bytes(d[4..6].try_into().unwrap()), RTM_DELADDR);
         assert_eq!(u16::from_ne_bytes(d[6..8].try_into().unwrap()), 0x1 | 0x4);
+        // The check of a held address: create only if absent (`ip addr add`, which
+        // answers EEXIST when the address is there), never replace.
+        let e = address_message(Op::Ensure, 9, 3, a, 24);
+        assert_eq!(u16::from_ne_bytes(e[4..6].try_into().unwrap()), RTM_NEWADDR);
+        assert_eq!(
+            u16::from_ne_bytes(e[6..8].try_into().unwrap()),
+            0x1 | 0x4 | 0x200 | 0x400
+        );
+        assert_eq!(&e[16..], &m[16..], "the same address, prefix and interface");
     }
 
     /// An acknowledgement as the kernel writes it: header, error, the request's header.
