@@ -170,14 +170,14 @@ $CHECK --work "$WORK" --out "$OUT" "${CHECK_ARGS[@]}" || rc=$?
 # What the checker read, so that the report can be re-derived (check.py --work DIR).
 # The nodes' own logs (n*.log) go with them, for a diagnosis: the checker reads
 # nothing from them but slow state writes, named beside an anomaly as a likely cause.
-tar -I 'xz -3 -T0' -cf "$OUT/logs.tar.xz" -C "$WORK" schedule.jsonl store.jsonl \
-    $(cd "$WORK" && ls writer-*.jsonl poll-*.jsonl n*.log disk-probe.jsonl 2>/dev/null)
-echo "report: $OUT/report.md, timeline: $OUT/timeline.svg, logs: $OUT/logs.tar.xz"
 if [ "$rc" -eq 2 ]; then
-    echo "$NAME: FAILED: the checker cannot judge this run (its reason is above); work directory kept" >&2
+    echo "$NAME: FAILED: the checker cannot judge this run (its reason is above); work directory kept: $WORK" >&2
     KEEP=1
     exit 1
 fi
+tar -I 'xz -3 -T0' -cf "$OUT/logs.tar.xz" -C "$WORK" schedule.jsonl store.jsonl \
+    $(cd "$WORK" && ls writer-*.jsonl poll-*.jsonl n*.log disk-probe.jsonl 2>/dev/null)
+echo "report: $OUT/report.md, timeline: $OUT/timeline.svg, logs: $OUT/logs.tar.xz"
 if [ "$rc" -ne 0 ]; then
     echo "$NAME: ANOMALIES FOUND (see the report)" >&2
     KEEP=1

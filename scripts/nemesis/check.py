@@ -659,6 +659,15 @@ def analyse(run):
     leaderless_rows = []  # per fault id and alg: [ms, allowed, failed, causes]
     per_fault = {}
     qp = [run.quorum_possible(t) for t in run.grid]
+    # The stretches of the grid without a possible majority, as windows [start, end).
+    noq = []
+    for k, ok in enumerate(qp):
+        if not ok:
+            t = run.grid[k]
+            if noq and abs(noq[-1][1] - t) < STEP / 2:
+                noq[-1] = (noq[-1][0], t + STEP)
+            else:
+                noq.append((t, t + STEP))
     for alg in ALGORITHMS:
         evs = run.events(alg)
         ev_t = [e[0] for e in evs]
@@ -691,12 +700,14 @@ def analyse(run):
             ends = [(e, e[0] + run.allowance_ms(alg, e, run.loss_active(e[0], b)) / 1000)
                     for e in evs if run.begin(e) < b]
             causes = [e for e, end in ends if end > a] if chain else []
-            single = (run.reach([(run.begin(e), end) for e, end in ends], a, b) - a) * 1000
+            # Time without a possible majority is not counted and is covered: the event
+            # that brings the majority back (a restart, a heal) has its own window.
+            single = (run.reach([(run.begin(e), end) for e, end in ends] + noq, a, b) - a) * 1000
             serial = run.chain_windows(alg, evs, b)
-            allowed = (run.reach(serial, a, b) - a) * 1000 if chain else 0.0
+            allowed = (run.reach(serial + noq, a, b) - a) * 1000 if chain else 0.0
             # Under 30 % loss the model's budget is no bound: the time the loss was on
             # is covered too, and nothing after it but the heal's own window.
-            loss_cover = run.reach(serial + run.loss_windows(), a, b)
+            loss_cover = run.reach(serial + noq + run.loss_windows(), a, b)
             # The disk's share (Run.disk_ms): what the probe saw during the stretch.
             disk = run.disk_ms(a, b)
             single += disk
@@ -883,9 +894,15 @@ def analyse(run):
         # missing. Judged by the schedule, not by the node's word: a node that dropped
         # its drain and led said so itself.
         until = f.get("end_begin", f["end"])
-        step = next((s["t"] for s in f["steps"] if s.get("what") == "drained"), None)
+        # Only a drain the node answered done (rc 0; a hand-over not in time still
+        # drains, but a refused or unreached request does not).
+        step = next((s["t"] for s in f["steps"]
+                     if s.get("what") == "drained" and s.get("rc", 0) == 0), None)
         seen_drained = step
         for r in run.polls[n]:
+            # A poll asked before the drain was done may be answered after it: judged
+            # by when it was asked.
+            asked = r.get("t0", r["t"])
             if not f["start"] <= r["t"] < until:
                 continue
             g = r.get("groups")
@@ -894,14 +911,14 @@ def analyse(run):
             drained = all("drained" in v[3] for v in g.values())
             if drained and seen_drained is None:
                 seen_drained = r["t"]
-            if seen_drained is not None and r["t"] >= seen_drained and not drained:
+            if seen_drained is not None and asked >= seen_drained and not drained:
                 after = "after its restart" if killed and r["t"] > killed[0] else "without a restart"
                 flag("drain_forgotten", r["t"], f"node {n} (drain #{f['id']}) answered without "
                      f"`drained` at +{rel(r['t']):.2f}s {after}, before the undrain")
                 break
         prev = {}
         for r in run.polls[n]:
-            if seen_drained is None or not seen_drained <= r["t"] < until:
+            if seen_drained is None or not seen_drained <= r.get("t0", r["t"]) < until:
                 continue
             for alg, v in r.get("groups", {}).items():
                 was = prev.get(alg)
@@ -1390,6 +1407,11 @@ def self_test():
             ("no stop line", ("schedule.jsonl", lambda ls: [x for x in ls if '"stop"' not in x])),
             ("garbled store line", ("store.jsonl", lambda ls: ls[:3] + [ls[3][:20]] + ls[4:])),
             ("node never polled", ("poll-3.jsonl", lambda ls: [])),
+            ("polls end early", ("poll-3.jsonl", lambda ls: ls[: len(ls) // 2])),
+            ("miswired poller", ("poll-3.jsonl", lambda ls: [x.replace('"node": 3', '"node": 4') for x in ls])),
+            ("empty store", ("store.jsonl", lambda ls: [])),
+            ("store field missing", ("store.jsonl", lambda ls: [x.replace('"term": ', '"turm": ') for x in ls])),
+            ("no fault", ("schedule.jsonl", lambda ls: [x for x in ls if '"id"' not in x])),
         ]:
             work = os.path.join(tmp, "input-" + what.replace(" ", "-"))
             synth(work, set())

@@ -308,10 +308,9 @@ impl ReplayGuard {
             return Ok(());
         }
         let open = if incarnation == current {
-            // A counter jump, whatever else is pending: refused while an older
-            // incarnation was a rival, a sender that restarted and then lost more than
-            // `WINDOW` datagrams to this node was refused until its next restart (its
-            // current window is never heard again to drop that rival).
+            // A counter jump opens a rival window whatever else is pending (a sender
+            // that restarted, was heard once, then lost more than `WINDOW` datagrams
+            // to this node must be heard again: its current window never will be).
             true
         } else {
             // Lower: after a first datagram (which may have been forged), or a later

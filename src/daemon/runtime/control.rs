@@ -197,8 +197,11 @@ impl Driver {
             // Tell /watch and the hooks (state fault / follower) even when the
             // leader does not change (a follower going into FAULT).
             if let Some(s) = self.node.group_status(kind) {
-                let mut ev = LeaderEvent::new(self.cfg.id, kind, s.leader, s.term);
+                // A paused node names no leader (its status says so): its events too.
+                let leader = s.leader.filter(|_| !self.paused);
+                let mut ev = LeaderEvent::new(self.cfg.id, kind, leader, s.term);
                 ev.fault = is;
+                ev.paused = self.paused;
                 // The token it names is reported once it is on disk (with the next
                 // report, after the write under way).
                 if self.writer.is_some() && (self.writing() || self.node.durable() != self.stored) {

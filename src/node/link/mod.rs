@@ -60,7 +60,8 @@
 //! twice in a row (no datagram of the current one in between; its first datagram is
 //! not delivered nor acked), it is taken back where it was and the current one (and
 //! any other rival) forgotten — the current one was forged, and is silent. The rivals
-//! are forgotten once the current incarnation is heard twice in a row. A lower
+//! are forgotten once the current incarnation is heard twice in a row after the
+//! datagram that made it current (two forged ones do not push the real one out). A lower
 //! incarnation is stale unless it is a rival, or the current one was heard once only
 //! (the first datagram ever heard from a peer may be the forged one: the lower one
 //! then becomes the rival), or it is above a pending rival (a peer that restarted just
