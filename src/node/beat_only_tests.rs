@@ -26,6 +26,20 @@ pub(super) fn nodes(algorithms: &[AlgorithmKind], options: Options) -> Vec<Node>
         .collect()
 }
 
+/// The default options with `[policy] preempt = false`.
+pub(super) fn without_preemption() -> Options {
+    Options {
+        policy: Policy {
+            preempt: Preempt {
+                preempt: false,
+                delay: Duration::ZERO,
+            },
+            ..Policy::default()
+        },
+        ..Options::default()
+    }
+}
+
 /// Deliver every transmit at `now` until nobody has anything to send (bounded).
 pub(super) fn settle(ns: &mut [Node], now: Time) {
     for _ in 0..20 {
@@ -139,17 +153,7 @@ fn a_beat_that_is_not_all_the_node_owes_stays_with_it() {
 
     // A hand-over under way: the leader falls silent, and its deadline is the
     // transfer's (without preemption, which would take the leadership back).
-    let options = Options {
-        policy: Policy {
-            preempt: Preempt {
-                preempt: false,
-                delay: Duration::ZERO,
-            },
-            ..Policy::default()
-        },
-        ..Options::default()
-    };
-    let mut ns = settled(&[AlgorithmKind::Bully], options);
+    let mut ns = settled(&[AlgorithmKind::Bully], without_preemption());
     let leader = &mut ns[4];
     assert!(leader.beat_only().is_some());
     leader

@@ -439,24 +439,13 @@ fn the_leader_back_from_a_partition_keeps_the_term_it_retakes() {
 /// (`no_quorum`, its quorum having lapsed) and follows: with preemption off, for good.
 #[test]
 fn a_resumed_stale_leader_does_not_take_back_a_leased_leadership() {
-    use super::beat_only_tests::{settle, settled};
+    use super::beat_only_tests::{settle, settled, without_preemption};
     use super::{Datagram, Time};
-    use crate::contract::algorithm::Options;
-    use crate::contract::policy::{Policy, Preempt};
     for kind in AlgorithmKind::available()
         .into_iter()
         .filter(|&k| !k.info().leads_by_majority())
     {
-        let mut options = Options {
-            policy: Policy {
-                preempt: Preempt {
-                    preempt: false,
-                    delay: Duration::ZERO,
-                },
-                ..Policy::default()
-            },
-            ..Options::default()
-        };
+        let mut options = without_preemption();
         options.lease.require_quorum = vec![kind];
         // Node 5 leads; then it stops: what is sent to it waits in its socket.
         let mut ns = settled(&[kind], options);
