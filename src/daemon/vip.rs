@@ -5,8 +5,8 @@
 //!
 //! Contract (docs/keepalived.md, "A virtual IP inside the daemon"):
 //! - at start, before the node takes part in any election, each address is deleted
-//!   from its interface if it is there (a killed daemon leaves it behind; the address
-//!   is the daemon's), and `run` refuses to start when it cannot: no such interface,
+//!   from its interface if it is there, with any prefix (a killed daemon leaves it
+//!   behind; the address is the daemon's), and `run` refuses to start when it cannot: no such interface,
 //!   no `CAP_NET_ADMIN`, or (with gratuitous ARPs) no `CAP_NET_RAW`;
 //! - when the node becomes its group's leader, or leads it in a new term (a healed
 //!   split brain), the address is added (`ip addr replace`: harmless when it is
@@ -16,6 +16,8 @@
 //!   is deleted, and at a stop (SIGTERM, after the resignation) too;
 //! - a request the kernel refuses is logged (at a bounded rate), counted, and tried
 //!   again every [`RETRY`] while the wanted state differs from the held one;
+//! - a held address is checked against the kernel every [`CHECK`] and put back and
+//!   announced when it is gone (deleted by hand, its interface recreated);
 //! - the task subscribes to the leader events itself, like the hooks: an election
 //!   never waits for it; it falls behind only by the broadcast buffer, and then acts
 //!   on the present state.

@@ -13,8 +13,8 @@
 //! sent: 0 on followers and right after an election, until a majority has answered;
 //! docs/leases.md).
 //! `fault` is true while a failing health check makes this node ineligible; `paused`
-//! while the node is paused (`POST /admin/pause`): the event of the pause and the
-//! first events of a stream opened meanwhile say so.
+//! in every event while the node is paused (`POST /admin/pause`): the pause's own, a
+//! FAULT change, and the first events of a stream opened meanwhile.
 //! `leader` is null when the node knows no leader (`role` is then `none`); `at_ms` is
 //! the unix time of the change in milliseconds, `at_us` the same in microseconds. Subscribing and copying the snapshot
 //! happen atomically ([`crate::daemon::shared::Shared::watch`]), so no change falls
